@@ -1,0 +1,53 @@
+"""Shared pytest fixtures.
+
+Test ROMs are found through ``TORCHRL_DREAMER_ROMS`` (default ``../shared/roms``). Outside CI a
+missing ROM directory makes the ROM-based tests skip with a clear reason; in CI (``CI=true``) it is
+an error, so a broken checkout can never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchrl_dreamer._roms import roms_dir
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# Two cores: keep torch from oversubscribing when pytest runs alongside other work.
+torch.set_num_threads(1)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if IN_CI and not roms_dir().is_dir():
+        raise pytest.UsageError(
+            f"CI=true but the test ROM directory {roms_dir()} is missing; set TORCHRL_DREAMER_ROMS "
+            "or place the shared ROMs next to the checkout (../shared/roms)."
+        )
+
+
+@pytest.fixture(scope="session")
+def roms() -> Path:
+    """The shared test ROM directory; skips (or fails in CI) when it is absent."""
+    d = roms_dir()
+    if not d.is_dir():
+        if IN_CI:
+            pytest.fail(f"test ROM directory {d} missing in CI")
+        pytest.skip(f"test ROM directory {d} not found (set TORCHRL_DREAMER_ROMS)")
+    return d
+
+
+def rom_path(roms: Path, rel: str) -> Path:
+    """Path of one ROM under the shared directory, failing in CI / skipping otherwise if absent."""
+    p = roms / rel
+    if not p.is_file():
+        if IN_CI:
+            pytest.fail(f"test ROM {p} missing in CI")
+        pytest.skip(f"test ROM {p} not found")
+    return p
+
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")

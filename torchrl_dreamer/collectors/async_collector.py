@@ -1,0 +1,695 @@
+"""``AsyncDreamerCollector``: the actor/learner choreography of a Dreamer run, three backends.
+
+TorchRL's collectors yield rollouts for a training loop to consume; Dreamer's loop is the other
+way round (the actor writes replay rows, the learner samples sequences at a replay ratio), and
+nothing in TorchRL provides commit markers, a ``policy_ready`` hand-off or CUDA-stream
+choreography (``torchrl-notes.md`` §4-5). So this is our own :class:`~torchrl.collectors.BaseCollector`.
+
+The choreography (identical in every backend):
+
+- **actor**: runs windows of ``steps_per_rollout`` env steps. Each step writes one replay row for
+  all envs (:class:`~torchrl_dreamer.collectors.EnvDriver`); every ``commit_stride`` steps it
+  commits the rows (``storage.commit``) and inserts into the rate limiter the gradient steps the
+  :class:`~torchrl_dreamer.collectors.UpdateSchedule` grants for them. Random actions until
+  ``learning_starts`` policy steps. Between windows it goes idle and waits on ``policy_ready``;
+  it pauses (Atropos rule) while more than ``off_policy_tolerance`` windows' worth of granted
+  gradient steps are queued.
+- **learner**: while granted steps remain (and at most ``max_learner_steps_per_tick`` per tick),
+  samples committed rows only (``ChronologicalSliceSampler`` reads ``storage.sampleable_range``:
+  rows ``<= committed_t``, ``safety_margin`` rows away from the overwrite seam) and runs
+  world model -> actor -> critic (``learner.update``). When the actor is idle it copies the
+  weights into the player, THEN sets ``policy_ready``; so no window ever starts on a policy
+  older than the learner's last finished update.
+- **versions**: ``learner_version`` counts gradient steps, ``actor_version`` is the learner
+  version last copied into the player, ``lag = learner - actor``.
+
+Backends: ``"reference"`` runs both sides in the calling thread (the learner's steps are
+interleaved at each commit; same seed -> bit-identical losses and replay); ``"threaded"`` runs the
+actor in a thread and the learner in the caller, truly concurrent; ``"cuda"`` is ``"threaded"``
+plus an actor stream and a learner stream ordered by CUDA events (:mod:`.streams`), with metrics
+reduced on the device and read every ``log_every`` (no host sync in the hot loops).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torchrl.collectors import BaseCollector
+
+from torchrl_dreamer.collectors.config import AsyncCollectorConfig
+from torchrl_dreamer.collectors.env_driver import EnvDriver
+from torchrl_dreamer.collectors.failfast import FailFast
+from torchrl_dreamer.collectors.metrics import MetricsAccumulator
+from torchrl_dreamer.collectors.rate_limiter import RateLimiter
+from torchrl_dreamer.collectors.ratio import UpdateSchedule
+from torchrl_dreamer.collectors.streams import make_sync
+
+__all__ = ["AsyncDreamerCollector", "CollectorTimeout", "default_weight_sync"]
+
+
+class CollectorTimeout(TimeoutError):
+    """One side waited ``timeout_s`` without the other making progress (a stall or deadlock)."""
+
+
+def default_weight_sync(player: Any, learner: Any) -> None:
+    """Copies the learner's weights into the player: ``player.load_from(wm, actor)``.
+
+    Works with :class:`~torchrl_dreamer.modules.DreamerPlayer` and
+    :class:`~torchrl_dreamer.objectives.DreamerV3Learner`; pass ``weight_sync=`` to the collector
+    for other pairs.
+    """
+    if hasattr(player, "load_from") and hasattr(learner, "world_model"):
+        player.load_from(learner.world_model, learner.actor)
+        return
+    raise TypeError(
+        f"cannot copy weights from {type(learner).__name__} into {type(player).__name__}: "
+        "pass weight_sync=callable(player, learner) to AsyncDreamerCollector."
+    )
+
+
+class AsyncDreamerCollector(BaseCollector):
+    """Actor/learner Dreamer collector: env -> replay -> learner -> player, at a replay ratio.
+
+    Args:
+        env: TorchRL env with ``batch_size=[N]`` whose steps return ``is_first`` (deferred
+            reset), e.g. :class:`~torchrl_dreamer.envs.GameBoyEnv`.
+        storage: :class:`~torchrl_dreamer.data.TimeMajorStorage` built with ``auto_commit=False``
+            and ``safety_margin >= config.safety_margin``.
+        sampler: :class:`~torchrl_dreamer.data.ChronologicalSliceSampler` with a generator and
+            ``slice_len == config.seq_len``.
+        player: acting policy ``td -> td`` with ``"action"`` (e.g.
+            :class:`~torchrl_dreamer.modules.DreamerPlayer`, owning copies of the weights).
+        learner: has ``update(batch [T, B]) -> metrics`` (e.g.
+            :class:`~torchrl_dreamer.objectives.DreamerV3Learner`).
+        config: :class:`AsyncCollectorConfig`.
+
+    Keyword Args:
+        total_frames: policy steps (env steps × N) to collect; ``-1``: until :meth:`shutdown`.
+        weight_sync: ``callable(player, learner)`` copying the weights (default
+            :func:`default_weight_sync`).
+        logger: a TorchRL :class:`~torchrl.record.loggers.Logger` (CSV, TensorBoard, ...).
+        bundle_dir: where failure bundles go on non-finite values (``./dreamer_failures``).
+        zero_copy: let ``GameBoyEnv`` render packed2 frames straight into replay rows.
+        record_trace: keep an ordered event trace (``self.trace``) of commits, copies,
+            ``policy_ready`` and window starts, for tests and debugging.
+
+    Iterating yields one metrics TensorDict every ``log_every`` gradient steps (also sent to the
+    logger): ``actor_ms``, ``learner_ms``, ``overlap_eff``, the learner's losses,
+    ``replay_ratio_actual``, ``replay_fill``, ``committed_t``, ``sample_t_min/max``,
+    ``policy_lag``, versions and counters.
+
+    Example:
+        >>> collector = AsyncDreamerCollector(env, storage, sampler, player, learner,
+        ...                                   AsyncCollectorConfig(backend="threaded"),
+        ...                                   total_frames=50_000)
+        >>> for metrics in collector:
+        ...     print(metrics["replay_ratio_actual"], metrics["loss_world_model"])
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        storage: Any,
+        sampler: Any,
+        player: Any,
+        learner: Any,
+        config: AsyncCollectorConfig | None = None,
+        *,
+        total_frames: int = -1,
+        weight_sync: Callable[[Any, Any], None] | None = None,
+        logger: Any = None,
+        bundle_dir: str | Path | None = None,
+        zero_copy: bool = True,
+        record_trace: bool = False,
+    ) -> None:
+        super().__init__()
+        cfg = config if config is not None else AsyncCollectorConfig()
+        if not isinstance(cfg, AsyncCollectorConfig):
+            raise TypeError(f"config must be an AsyncCollectorConfig, got {type(cfg).__name__}.")
+        self.config = cfg
+        self._check_storage(storage, cfg)
+        self._check_sampler(sampler, cfg)
+        if not hasattr(learner, "update"):
+            raise TypeError(
+                f"learner {type(learner).__name__} has no update(batch) method; pass a "
+                "DreamerV3Learner or an object with update(batch) -> metrics."
+            )
+        self.env, self.storage, self.sampler = env, storage, sampler
+        self.player, self.learner = player, learner
+        self.learner_device = torch.device(cfg.device)
+        self.weight_sync = weight_sync if weight_sync is not None else default_weight_sync
+        self.logger = logger
+        self._random_gen = torch.Generator(device=getattr(env, "device", None) or "cpu")
+        self.driver = EnvDriver(env, storage, player, self._random_gen, zero_copy=zero_copy)
+        self.num_envs = self.driver.num_envs
+        n = self.num_envs
+        self.total_frames = int(total_frames)
+        self.requested_frames_per_batch = self.frames_per_batch = n * cfg.steps_per_rollout
+        self.schedule = UpdateSchedule(
+            cfg.replay_ratio, cfg.learning_starts, n, seq_len=cfg.min_ready_steps,
+            pretrain_steps=cfg.pretrain_steps, version="0.8",
+        )
+        per_window = max(1, math.ceil(cfg.replay_ratio * n * cfg.steps_per_rollout))
+        self.max_backlog = max(2, math.ceil(cfg.off_policy_tolerance * per_window))
+        self.limiter = RateLimiter.queue(self.max_backlog)
+        self._sync = make_sync(cfg.backend, cfg.device)
+        self.metrics = MetricsAccumulator()
+        self.failfast = FailFast(
+            bundle_dir if bundle_dir is not None else "dreamer_failures",
+            cfg.to_dict(),
+            check_every=cfg.log_every if cfg.backend == "cuda" else 1,
+        )
+        # Host-side hand-offs (threading events, shared by every backend).
+        self.commit_event = threading.Event()
+        self.policy_ready = threading.Event()
+        self.actor_idle = threading.Event()
+        self._wake = threading.Event()
+        self.trace: list[tuple] | None = [] if record_trace else None
+        self._reset_counters()
+        self.set_seed(cfg.seed)
+
+    # ------------------------------------------------------------------ validation
+    @staticmethod
+    def _check_storage(storage: Any, cfg: AsyncCollectorConfig) -> None:
+        for attr in ("commit", "committed_t", "sampleable_range", "write", "capacity"):
+            if not hasattr(storage, attr):
+                raise TypeError(
+                    f"storage {type(storage).__name__} lacks {attr!r}; use "
+                    "torchrl_dreamer.data.TimeMajorStorage."
+                )
+        if getattr(storage, "auto_commit", False):
+            raise ValueError(
+                "storage.auto_commit is True: the collector commits rows itself every "
+                "commit_stride steps; build TimeMajorStorage(..., auto_commit=False)."
+            )
+        if storage.safety_margin < cfg.safety_margin:
+            raise ValueError(
+                f"storage.safety_margin={storage.safety_margin} < config.safety_margin="
+                f"{cfg.safety_margin}; build TimeMajorStorage(..., safety_margin="
+                f"{cfg.safety_margin})."
+            )
+        need = storage.safety_margin + cfg.seq_len + cfg.commit_stride
+        if storage.capacity < need:
+            raise ValueError(
+                f"storage.capacity={storage.capacity} is too small: it must hold safety_margin + "
+                f"seq_len + commit_stride = {need} rows so a full sequence stays sampleable "
+                "while the actor writes ahead of its last commit."
+            )
+
+    @staticmethod
+    def _check_sampler(sampler: Any, cfg: AsyncCollectorConfig) -> None:
+        if not hasattr(sampler, "sample_sequences"):
+            raise TypeError(
+                f"sampler {type(sampler).__name__} lacks sample_sequences(storage, batch_size); "
+                "use torchrl_dreamer.data.ChronologicalSliceSampler."
+            )
+        if getattr(sampler, "generator", None) is None:
+            raise ValueError(
+                "the sampler has no torch.Generator; build ChronologicalSliceSampler("
+                "slice_len=..., generator=torch.Generator().manual_seed(seed))."
+            )
+        if getattr(sampler, "n_samples", None) not in (None, 1):
+            raise ValueError("the collector samples one batch per gradient step: n_samples=None.")
+        b, t = sampler.resolve(cfg.batch_size * cfg.seq_len)
+        if (b, t) != (cfg.batch_size, cfg.seq_len):
+            raise ValueError(
+                f"the sampler gives batches of {b} x {t} but config asks batch_size="
+                f"{cfg.batch_size}, seq_len={cfg.seq_len}; build the sampler with "
+                f"slice_len={cfg.seq_len}."
+            )
+
+    def _reset_counters(self) -> None:
+        self.updates = 0
+        self.learner_version = 0
+        self.actor_version = 0
+        self.publications = 0
+        self.windows = 0
+        self._stop = False
+        self._paused = False
+        self._actor_done = False
+        self._actor_error: BaseException | None = None
+        self._actor_thread: threading.Thread | None = None
+        self._bg_thread: threading.Thread | None = None
+        self._actor_busy = 0.0
+        self._learner_busy = 0.0
+        self._log_marks = (time.perf_counter(), 0.0, 0.0, 0)
+        self._log_queue: list[dict[str, float]] = []
+        self._policy_started = False
+        self.last_metrics: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def env_steps(self) -> int:
+        """Vectorised env steps taken (rows written)."""
+        return self.driver.env_steps
+
+    @property
+    def policy_steps(self) -> int:
+        """Policy steps (one action of one env): ``env_steps × num_envs``."""
+        return self.driver.env_steps * self.num_envs
+
+    @property
+    def policy_version(self) -> int:
+        """The learner version the player's weights come from (TorchRL's ``policy_version``)."""
+        return self.actor_version
+
+    @property
+    def versions(self) -> dict[str, int]:
+        """``{"actor": ..., "learner": ..., "lag": learner - actor}`` (in gradient steps)."""
+        return {
+            "actor": self.actor_version,
+            "learner": self.learner_version,
+            "lag": self.learner_version - self.actor_version,
+        }
+
+    def replay_ratio_actual(self) -> float:
+        """Gradient steps per policy step counted by the schedule (sheeprl's ``ratio_steps``)."""
+        committed = (self.storage.committed_t + 1) * self.num_envs
+        rs = self.schedule.ratio_steps(committed)
+        return self.updates / rs if rs > 0 else 0.0
+
+    def _trace(self, *event: Any) -> None:
+        if self.trace is not None:
+            self.trace.append(event)
+
+    def _done_collecting(self) -> bool:
+        return self._stop or (0 <= self.total_frames <= self.policy_steps)
+
+    # ------------------------------------------------------------------ actor side
+    def _commit(self, t: int) -> None:
+        """Rows ``<= t`` are complete: record the device event, commit, grant gradient steps."""
+        if t <= self.storage.committed_t:
+            return
+        self._sync.record_commit()
+        self.storage.commit(t)
+        granted = self.schedule((t + 1) * self.num_envs)
+        if granted:
+            self.limiter.force_insert(granted)
+        self._trace("commit", t, granted)
+        self.commit_event.set()
+        self._wake.set()
+
+    def _actor_window(self, on_commit: Callable[[], None] | None = None) -> None:
+        cfg = self.config
+        start = time.perf_counter()
+        with self._sync.actor_context():
+            self._sync.actor_wait_policy_ready()
+            self._trace("window_start", self.windows, self.actor_version, self.limiter.queued)
+            for _ in range(cfg.steps_per_rollout):
+                if self._done_collecting():
+                    break
+                random = self.policy_steps < cfg.learning_starts
+                if not random and not self._policy_started:
+                    self._policy_started = True
+                    if hasattr(self.player, "init_states"):
+                        self.player.init_states()
+                t = self.driver.step(random=random)
+                if (t + 1) % cfg.commit_stride == 0:
+                    self._commit(t)
+                    if on_commit is not None:
+                        on_commit()
+            self._sync.record_window_done()
+        self._trace("window_end", self.windows)
+        self.windows += 1
+        self._actor_busy += time.perf_counter() - start
+
+    def _final_commit(self) -> None:
+        if self.storage.total_steps > 0:
+            with self._sync.actor_context():
+                self._commit(self.storage.total_steps - 1)
+
+    # ------------------------------------------------------------------ learner side
+    def _update(self) -> None:
+        """One gradient step on a sequence batch of committed rows."""
+        cfg = self.config
+        self.limiter.sample(1, timeout=cfg.timeout_s)
+        start = time.perf_counter()
+        with self._sync.learner_context():
+            self._sync.learner_wait_commit()
+            data, info = self.sampler.sample_sequences(self.storage, cfg.batch_size * cfg.seq_len)
+            if data.device != self.learner_device:
+                data = data.to(self.learner_device, non_blocking=True)
+            out = self.learner.update(data)
+            metrics = {k: v for k, v in out.items() if isinstance(v, torch.Tensor)}
+            starts = info["start"]
+            per_seq = starts[0] if getattr(self.sampler, "time_major", True) else starts[..., 0]
+            envs = info["env_idx"]
+            per_env = envs[0] if getattr(self.sampler, "time_major", True) else envs[..., 0]
+            self.metrics.add(metrics)
+            self.metrics.add({"sample_t_min": per_seq.min(),
+                              "sample_t_max": per_seq.max() + (cfg.seq_len - 1)})
+        self._learner_busy += time.perf_counter() - start
+        self.updates += 1
+        self.learner_version += 1
+        self._trace("update", self.learner_version)
+        self.metrics.add_host({"learner_ms": 1000.0 * (time.perf_counter() - start)})
+        self.failfast.watch(self.updates, metrics, {"env_idx": per_env, "start": per_seq})
+        if self.updates % cfg.log_every == 0:
+            self._log()
+
+    def _publish(self) -> None:
+        """Copy the learner's weights into the (idle) player, THEN signal ``policy_ready``."""
+        self.actor_idle.clear()
+        with self._sync.learner_context():
+            if self.learner_version != self.actor_version:
+                self._sync.learner_wait_window_done()
+                self.weight_sync(self.player, self.learner)
+                self._trace("copy_done", self.learner_version)
+            self._sync.record_policy_ready()
+        self.actor_version = self.learner_version
+        self.publications += 1
+        self._watch_player()
+        self._trace("policy_ready", self.actor_version)
+        self.policy_ready.set()
+
+    def _watch_player(self) -> None:
+        """Fail fast on non-finite recurrent states of the player (between windows)."""
+        states = {f"player.{k}": getattr(self.player, k) for k in ("h", "z")
+                  if isinstance(getattr(self.player, k, None), torch.Tensor)}
+        if states:
+            self.failfast.watch(self.updates, states)
+
+    def _log(self) -> None:
+        now = time.perf_counter()
+        t0, a0, l0, w0 = self._log_marks
+        wall, busy_a, busy_l = now - t0, self._actor_busy - a0, self._learner_busy - l0
+        windows = self.windows - w0
+        overlap = 0.0
+        if min(busy_a, busy_l) > 0:
+            overlap = max(0.0, min(1.0, (busy_a + busy_l - wall) / min(busy_a, busy_l)))
+        self._log_marks = (now, self._actor_busy, self._learner_busy, self.windows)
+        gauges = {
+            "replay_ratio_actual": self.replay_ratio_actual(),
+            "replay_ratio_target": self.config.replay_ratio,
+            "replay_fill": self.storage.size / self.storage.capacity,
+            "committed_t": float(self.storage.committed_t),
+            "policy_lag": float(self.learner_version - self.actor_version),
+            "actor_version": float(self.actor_version),
+            "learner_version": float(self.learner_version),
+            "env_steps": float(self.env_steps),
+            "policy_steps": float(self.policy_steps),
+            "updates": float(self.updates),
+            "backlog": float(self.limiter.queued),
+            "overlap_eff": overlap,
+        }
+        if windows > 0:
+            gauges["actor_ms"] = 1000.0 * busy_a / windows
+        self.metrics.set_host(gauges)
+        values = self.metrics.log(self.logger, step=self.updates)
+        self.last_metrics = values
+        self._log_queue.append(values)
+
+    def _drain_logs(self) -> Iterator[TensorDictBase]:
+        while self._log_queue:
+            values = self._log_queue.pop(0)
+            yield TensorDict({k: torch.tensor(v) for k, v in values.items()}, [])
+
+    # ------------------------------------------------------------------ reference backend
+    def _learner_burst(self, tick: list[int]) -> None:
+        k = self.config.max_learner_steps_per_tick
+        while tick[0] < k and self.limiter.can_sample(1):
+            self._update()
+            tick[0] += 1
+
+    def _run_reference(self) -> Iterator[TensorDictBase]:
+        tick = [0]
+        while not self._done_collecting():
+            self._publish()
+            tick[0] = 0
+            while not self.limiter.can_insert(0):  # Atropos pause: the learner catches up.
+                self._learner_burst(tick)
+                self._publish()
+                tick[0] = 0
+            self.policy_ready.clear()
+            self._actor_window(on_commit=lambda: self._learner_burst(tick))
+            yield from self._drain_logs()
+        self._final_commit()
+        yield from self._finish_reference(tick)
+
+    def _finish_reference(self, tick: list[int]) -> Iterator[TensorDictBase]:
+        while self.limiter.can_sample(1) and not self._stop:
+            tick[0] = 0
+            self._learner_burst(tick)
+            self._publish()
+            yield from self._drain_logs()
+        self._publish()
+        yield from self._drain_logs()
+
+    # ------------------------------------------------------------------ threaded / cuda
+    def _await_policy(self, paused: bool) -> None:
+        """Actor: go idle (``paused`` = backpressure) and wait for ``policy_ready``."""
+        self._paused = paused
+        self.policy_ready.clear()
+        self.actor_idle.set()
+        self._wake.set()
+        timeout = self.config.timeout_s
+        mark, since = (self.updates, self.publications), time.monotonic()
+        while not self.policy_ready.wait(min(0.25, timeout)):
+            if self._stop:
+                return
+            now_mark = (self.updates, self.publications)
+            if now_mark != mark:
+                mark, since = now_mark, time.monotonic()
+            elif time.monotonic() - since > timeout:
+                raise CollectorTimeout(
+                    f"actor waited {timeout}s for policy_ready without learner progress "
+                    f"({self._diagnostic()})."
+                )
+
+    def _actor_loop(self) -> None:
+        try:
+            while not self._done_collecting():
+                self._await_policy(paused=False)
+                while not self._stop and not self.limiter.can_insert(0):
+                    self._await_policy(paused=True)
+                self._paused = False
+                if self._stop:
+                    break
+                self._actor_window()
+            self._final_commit()
+        except BaseException as err:  # re-raised in the learner's thread
+            self._actor_error = err
+        finally:
+            self._actor_done = True
+            self._wake.set()
+
+    def _run_threaded(self) -> Iterator[TensorDictBase]:
+        cfg = self.config
+        k = cfg.max_learner_steps_per_tick
+        self._actor_thread = threading.Thread(
+            target=self._actor_loop, name="dreamer-actor", daemon=True
+        )
+        self._actor_thread.start()
+        tick = 0
+        mark, since = (self.env_steps, self.windows), time.monotonic()
+        try:
+            while True:
+                self._wake.clear()
+                if self._actor_error is not None:
+                    raise self._actor_error
+                if self._stop:
+                    break
+                if self.actor_idle.is_set():
+                    if self._paused and tick < k and self.limiter.can_sample(1):
+                        self._update()
+                        tick += 1
+                    else:
+                        self._publish()
+                        tick = 0
+                elif tick < k and self.limiter.can_sample(1):
+                    self._update()
+                    tick += 1
+                elif self._actor_done:
+                    if not self.limiter.can_sample(1):
+                        break
+                    tick = 0  # the actor is gone: no boundary to wait for
+                else:
+                    if not self._wake.wait(min(0.25, cfg.timeout_s)):
+                        now_mark = (self.env_steps, self.windows)
+                        if now_mark != mark:
+                            mark, since = now_mark, time.monotonic()
+                        elif time.monotonic() - since > cfg.timeout_s:
+                            raise CollectorTimeout(
+                                f"learner waited {cfg.timeout_s}s without actor progress "
+                                f"({self._diagnostic()})."
+                            )
+                    else:
+                        mark, since = (self.env_steps, self.windows), time.monotonic()
+                yield from self._drain_logs()
+            self._actor_thread.join(cfg.timeout_s)
+            if self._actor_error is not None:
+                raise self._actor_error
+            if not self._stop:
+                self._publish()
+            self._sync.synchronize()
+            yield from self._drain_logs()
+        finally:
+            self._stop_actor()
+
+    def _stop_actor(self) -> None:
+        th = self._actor_thread
+        if th is not None and th.is_alive():
+            self._stop = True
+            self.policy_ready.set()
+            self.limiter.notify()
+            th.join(self.config.timeout_s)
+
+    def _diagnostic(self) -> str:
+        return (
+            f"env_steps={self.env_steps}, committed_t={self.storage.committed_t}, "
+            f"updates={self.updates}, granted={self.limiter.inserts}, "
+            f"backlog={self.limiter.queued}, actor_idle={self.actor_idle.is_set()}, "
+            f"paused={self._paused}, policy_ready={self.policy_ready.is_set()}, "
+            f"versions={self.versions}"
+        )
+
+    # ------------------------------------------------------------------ BaseCollector API
+    def iterator(self) -> Iterator[TensorDictBase]:
+        """Runs the choreography; yields a metrics TensorDict every ``log_every`` updates."""
+        if self.driver._cur is None:
+            self.driver.reset()
+        self._stop = False
+        self._actor_done = False
+        if self.config.backend == "reference":
+            yield from self._run_reference()
+        else:
+            yield from self._run_threaded()
+
+    def run(self, total_frames: int | None = None) -> dict[str, float]:
+        """Collects ``total_frames`` policy steps (or the constructor's) and trains along.
+
+        Returns a summary: counters, versions, the achieved replay ratio and the last metrics.
+        """
+        if total_frames is not None:
+            self.total_frames = int(total_frames)
+        if self.total_frames < 0:
+            raise ValueError("run() needs a finite total_frames (policy steps to collect).")
+        for _ in self.iterator():
+            pass
+        return self.summary()
+
+    def summary(self) -> dict[str, float]:
+        """Counters, versions and achieved ratio, plus the last logged metrics."""
+        return {
+            **self.last_metrics,
+            "env_steps": float(self.env_steps),
+            "policy_steps": float(self.policy_steps),
+            "updates": float(self.updates),
+            "windows": float(self.windows),
+            "publications": float(self.publications),
+            "actor_version": float(self.actor_version),
+            "learner_version": float(self.learner_version),
+            "replay_ratio_actual": self.replay_ratio_actual(),
+            "granted": float(self.limiter.inserts),
+        }
+
+    def start(self) -> None:
+        """Runs :meth:`run` in a background thread (metrics go to the logger only)."""
+        if self._bg_thread is not None and self._bg_thread.is_alive():
+            raise RuntimeError("the collector is already running; call async_shutdown() first.")
+
+        def _bg() -> None:
+            for _ in self.iterator():
+                pass
+
+        self._bg_thread = threading.Thread(target=_bg, name="dreamer-collector", daemon=True)
+        self._bg_thread.start()
+
+    def shutdown(
+        self,
+        timeout: float | None = None,
+        close_env: bool = True,
+        raise_on_error: bool = True,
+    ) -> None:
+        """Stops both sides, releases every waiter, joins threads; closes the env if asked."""
+        self._stop = True
+        self.policy_ready.set()
+        self._wake.set()
+        self.limiter.notify()
+        for th in (self._actor_thread, self._bg_thread):
+            if th is not None and th.is_alive() and th is not threading.current_thread():
+                th.join(timeout if timeout is not None else self.config.timeout_s)
+        if close_env and hasattr(self.env, "close") and not getattr(self.env, "is_closed", True):
+            self.env.close()
+
+    def async_shutdown(self, timeout: float | None = None, close_env: bool = True) -> None:
+        """Stops a collector started with :meth:`start`."""
+        self.shutdown(timeout=timeout, close_env=close_env)
+
+    def set_seed(self, seed: int, static_seed: bool = False) -> int:
+        """Seeds torch, the env, the random-action generator and the sampler's generator."""
+        torch.manual_seed(seed)
+        if hasattr(self.env, "set_seed"):
+            self.env.set_seed(seed, static_seed=static_seed)
+        self._random_gen.manual_seed(seed + 1)
+        self.sampler.generator.manual_seed(seed + 2)
+        return seed
+
+    def stats(self) -> dict[str, int | float | bool]:
+        """Cheap progress snapshot (TorchRL's ``stats()``, plus versions and the ratio)."""
+        out: dict[str, int | float | bool] = {
+            "frames": self.policy_steps,
+            "updates": self.updates,
+            "policy_version": self.actor_version,
+            "learner_version": self.learner_version,
+            "policy_lag": self.learner_version - self.actor_version,
+            "replay_ratio_actual": self.replay_ratio_actual(),
+        }
+        if self.total_frames >= 0:
+            out["total_frames"] = self.total_frames
+            out["completed"] = self.policy_steps >= self.total_frames
+        return out
+
+    def state_dict(self) -> OrderedDict:
+        """Schedule, limiter, counters, player and sampler state (not the learner's)."""
+        sd = OrderedDict(
+            schedule=self.schedule.state_dict(),
+            limiter=self.limiter.state_dict(),
+            counters={
+                "updates": self.updates,
+                "learner_version": self.learner_version,
+                "actor_version": self.actor_version,
+                "publications": self.publications,
+                "windows": self.windows,
+                "env_steps": self.driver.env_steps,
+                "policy_started": self._policy_started,
+            },
+            random_generator=self._random_gen.get_state(),
+        )
+        if hasattr(self.player, "state_dict"):
+            sd["player"] = self.player.state_dict()
+        if hasattr(self.sampler, "state_dict"):
+            sd["sampler"] = self.sampler.state_dict()
+        return sd
+
+    def load_state_dict(self, state_dict: OrderedDict) -> None:
+        """Restores what :meth:`state_dict` returned (the env restarts from a reset)."""
+        self.schedule.load_state_dict(state_dict["schedule"])
+        self.limiter.load_state_dict(state_dict["limiter"])
+        c = state_dict["counters"]
+        self.updates = int(c["updates"])
+        self.learner_version = int(c["learner_version"])
+        self.actor_version = int(c["actor_version"])
+        self.publications = int(c["publications"])
+        self.windows = int(c["windows"])
+        self.driver.env_steps = int(c["env_steps"])
+        self._policy_started = bool(c["policy_started"])
+        self._random_gen.set_state(state_dict["random_generator"])
+        if "player" in state_dict and hasattr(self.player, "load_state_dict"):
+            self.player.load_state_dict(state_dict["player"])
+        if "sampler" in state_dict and hasattr(self.sampler, "load_state_dict"):
+            self.sampler.load_state_dict(state_dict["sampler"])
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(backend={self.config.backend!r}, num_envs={self.num_envs}, "
+            f"env_steps={self.env_steps}, updates={self.updates}, versions={self.versions})"
+        )

@@ -1,0 +1,151 @@
+"""Configuration of the asynchronous Dreamer collector, validated on construction.
+
+A plain dataclass (CleanRL style: one place to read every knob) rather than a Hydra config, so it
+can be built from a CLI, a YAML file or a test with the same validation.
+
+Units: ``steps_per_rollout``, ``commit_stride``, ``seq_len``, ``min_ready_steps`` and
+``safety_margin`` count *env steps* (replay rows, one per vectorised step); ``learning_starts``
+counts *policy steps* (one action of one env, sheeprl's unit); ``pretrain_steps`` and
+``max_learner_steps_per_tick`` count gradient steps; ``replay_ratio`` is gradient steps per policy
+step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from typing import Any, Literal
+
+import torch
+
+__all__ = ["AsyncCollectorConfig", "Backend", "Precision"]
+
+Backend = Literal["reference", "threaded", "cuda"]
+Precision = Literal["fp32", "bf16", "fp16"]
+
+_PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclasses.dataclass
+class AsyncCollectorConfig:
+    """Every knob of :class:`~torchrl_dreamer.collectors.AsyncDreamerCollector`.
+
+    Rules checked in ``__post_init__`` (a ``ValueError`` names the field and why):
+    ``steps_per_rollout >= 1``, ``commit_stride >= 1``, ``seq_len >= 2``,
+    ``min_ready_steps >= seq_len``, ``safety_margin >= seq_len``, ``batch_size >= 1``,
+    ``replay_ratio >= 0``, ``max_learner_steps_per_tick >= 1``, ``log_every >= 1``,
+    ``off_policy_tolerance >= 1``, ``timeout_s > 0``; a ``UserWarning`` when
+    ``commit_stride > seq_len / 2`` (the learner then sees fresh data in coarse bursts).
+
+    Args:
+        steps_per_rollout: env steps per actor window (weights can only change between windows).
+        commit_stride: the actor commits rows to the learner every this many env steps.
+        seq_len: sequence length ``T`` sampled by the learner.
+        batch_size: sequences per batch ``B``.
+        replay_ratio: gradient steps per policy step (sheeprl's ``replay_ratio``).
+        learning_starts: policy steps of prefill before training (sheeprl semantics).
+        pretrain_steps: extra gradient steps on the first training call (sheeprl 0.8.4).
+        min_ready_steps: committed env steps required before the first sample.
+        safety_margin: rows kept between the newest committed row and what the learner may sample.
+        max_learner_steps_per_tick: most gradient steps between two weight publications.
+        off_policy_tolerance: the actor pauses while more than this many windows' worth of owed
+            gradient steps are queued (the Atropos rule).
+        log_every: read device-side metrics and log them every this many gradient steps.
+        device: where the learner runs (the actor follows the env's device).
+        precision: learner autocast dtype: ``"fp32"`` (off), ``"bf16"``, ``"fp16"``.
+        backend: ``"reference"`` (sequential, deterministic), ``"threaded"`` or ``"cuda"``.
+        timeout_s: longest wait on any event before failing with a diagnostic (deadlock guard).
+        seed: seeds the env, the sampler's generator and torch.
+
+    Examples:
+        >>> cfg = AsyncCollectorConfig(seq_len=16, min_ready_steps=16, safety_margin=16,
+        ...                            commit_stride=8)
+        >>> cfg.backend
+        'reference'
+    """
+
+    steps_per_rollout: int = 16
+    commit_stride: int = 8
+    seq_len: int = 64
+    batch_size: int = 16
+    replay_ratio: float = 0.5
+    learning_starts: int = 1024
+    pretrain_steps: int = 0
+    min_ready_steps: int = 64
+    safety_margin: int = 64
+    max_learner_steps_per_tick: int = 64
+    off_policy_tolerance: float = 2.0
+    log_every: int = 10
+    device: str | torch.device = "cpu"
+    precision: Precision = "fp32"
+    backend: Backend = "reference"
+    timeout_s: float = 120.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        def need(cond: bool, field: str, why: str) -> None:
+            if not cond:
+                raise ValueError(
+                    f"AsyncCollectorConfig.{field}={getattr(self, field)!r} is invalid: {why}"
+                )
+
+        for name in ("steps_per_rollout", "commit_stride", "seq_len", "batch_size",
+                     "learning_starts", "pretrain_steps", "min_ready_steps", "safety_margin",
+                     "max_learner_steps_per_tick", "log_every", "seed"):
+            v = getattr(self, name)
+            need(isinstance(v, int) and not isinstance(v, bool), name, "must be an integer.")
+        need(self.steps_per_rollout >= 1, "steps_per_rollout", "a rollout window needs >= 1 step.")
+        need(self.commit_stride >= 1, "commit_stride",
+             "must be >= 1 (commit rows to the learner every commit_stride env steps).")
+        need(self.seq_len >= 2, "seq_len", "sequences need >= 2 steps (one transition).")
+        need(self.batch_size >= 1, "batch_size", "must be >= 1.")
+        need(isinstance(self.replay_ratio, (int, float)) and math.isfinite(self.replay_ratio)
+             and self.replay_ratio >= 0, "replay_ratio",
+             "must be a finite number >= 0 (gradient steps per policy step).")
+        need(self.learning_starts >= 0, "learning_starts", "must be >= 0.")
+        need(self.pretrain_steps >= 0, "pretrain_steps", "must be >= 0.")
+        need(self.min_ready_steps >= self.seq_len, "min_ready_steps",
+             f"must be >= seq_len={self.seq_len}: the learner cannot sample a sequence before "
+             "that many steps are committed.")
+        need(self.safety_margin >= self.seq_len, "safety_margin",
+             f"must be >= seq_len={self.seq_len} so a sampled sequence never reaches rows the "
+             "actor may be writing.")
+        need(self.max_learner_steps_per_tick >= 1, "max_learner_steps_per_tick",
+             "the learner must be allowed >= 1 gradient step between weight publications.")
+        need(isinstance(self.off_policy_tolerance, (int, float))
+             and self.off_policy_tolerance >= 1, "off_policy_tolerance",
+             "must be >= 1 window, or the actor would pause before the learner can catch up.")
+        need(self.log_every >= 1, "log_every", "must be >= 1.")
+        need(self.precision in _PRECISION_DTYPES, "precision",
+             f"must be one of {sorted(_PRECISION_DTYPES)}.")
+        need(self.backend in ("reference", "threaded", "cuda"), "backend",
+             "must be 'reference', 'threaded' or 'cuda'.")
+        need(self.timeout_s > 0, "timeout_s", "must be > 0 seconds.")
+        try:
+            dev = torch.device(self.device)
+        except (RuntimeError, TypeError) as err:
+            raise ValueError(
+                f"AsyncCollectorConfig.device={self.device!r} is invalid: {err}"
+            ) from err
+        need(self.backend != "cuda" or dev.type == "cuda", "device",
+             "backend='cuda' needs a CUDA device (use backend='threaded' on CPU).")
+        if self.commit_stride > self.seq_len / 2:
+            warnings.warn(
+                f"AsyncCollectorConfig.commit_stride={self.commit_stride} > seq_len/2="
+                f"{self.seq_len / 2}: the learner sees new rows in coarse bursts and fresh "
+                "sequences are sampled late; prefer commit_stride <= seq_len // 2.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    @property
+    def autocast_dtype(self) -> torch.dtype:
+        """The torch dtype that ``precision`` names."""
+        return _PRECISION_DTYPES[self.precision]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (for logging hyper-parameters and failure bundles)."""
+        d = dataclasses.asdict(self)
+        d["device"] = str(self.device)
+        return d

@@ -1,0 +1,205 @@
+"""The actor's inner step: act, write one replay row for all envs, step the env.
+
+Row alignment (``docs/row_alignment.md``): row ``t`` holds ``o_t``, the action ``a_t`` chosen after
+seeing it, the reward ``r_t`` received on arriving at ``o_t`` and the flags of ``o_t``
+(``is_first``, ``terminated``, ``truncated``, ``continue_ = 1 - terminated``, ``episode_id``).
+So one step is: ``a_t = policy(o_t)``, write row ``t``, then ``o_{t+1}, r_{t+1}, ... = env(a_t)``.
+
+The env may be any TorchRL :class:`~torchrl.envs.EnvBase` with ``batch_size=[N]`` whose steps
+return ``is_first`` (a *deferred reset*: after a done step, the next step ignores the action and
+returns the reset observation with ``is_first=True``), e.g.
+:class:`~torchrl_dreamer.envs.GameBoyEnv`. When the env offers ``fast_step(action, obs_out=...)``
+(GameBoyEnv does) the driver skips TorchRL's step wrapping and, for packed2 pixels, lets the
+emulator render the next frame straight into the replay row (:meth:`TimeMajorStorage.obs_slot`).
+TorchRL's collectors cannot do this: they own the rollout buffer and write ``("next", obs)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torchrl.data import Bounded, Categorical, OneHot
+
+__all__ = ["EnvDriver"]
+
+_FLAG_KEYS = ("is_first", "terminated", "truncated")
+_NON_OBS = {"is_first", "episode_id", "reward", "done", "terminated", "truncated", "action"}
+
+
+def _squeeze_last(x: torch.Tensor, n: int) -> torch.Tensor:
+    """``[N, 1]`` -> ``[N]`` for scalar-per-env fields."""
+    return x.reshape(n) if x.numel() == n else x
+
+
+class EnvDriver:
+    """Steps a batched env and writes one replay row per env step (the actor's hot loop).
+
+    Args:
+        env: TorchRL env, ``batch_size=[N]``, returning ``is_first`` (deferred reset).
+        storage: a :class:`~torchrl_dreamer.data.TimeMajorStorage` with ``num_envs == N``.
+        policy: ``td -> td`` writing ``"action"`` (e.g. :class:`~torchrl_dreamer.modules.DreamerPlayer`),
+            reading the observation keys and ``is_first``.
+        generator: draws the random prefill actions (explicit, for reproducibility).
+        zero_copy: render packed2 pixels straight into the next replay row when possible.
+
+    Example:
+        >>> driver = EnvDriver(env, storage, player, torch.Generator().manual_seed(0))
+        >>> driver.reset()
+        >>> t = driver.step(random=True)  # row t written; env advanced one step
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        storage: Any,
+        policy: Any,
+        generator: torch.Generator,
+        *,
+        zero_copy: bool = True,
+    ) -> None:
+        bs = tuple(env.batch_size)
+        if len(bs) != 1:
+            raise ValueError(
+                f"EnvDriver needs an env with batch_size [N] (one batch dim), got {list(bs)}; "
+                "wrap several envs in one batched env (e.g. ParallelEnv) first."
+            )
+        self.num_envs = bs[0]
+        if storage.num_envs != self.num_envs:
+            raise ValueError(
+                f"storage.num_envs={storage.num_envs} but the env has {self.num_envs} envs; build "
+                f"TimeMajorStorage(capacity, num_envs={self.num_envs}, ...)."
+            )
+        if "is_first" not in env.observation_spec.keys():
+            raise ValueError(
+                "the env's observation_spec has no 'is_first': the collector needs envs that "
+                "mark reset observations (deferred reset, e.g. GameBoyEnv, or TorchRL's "
+                "InitTracker(init_key='is_first') on an env that resets itself)."
+            )
+        self.env, self.storage, self.policy = env, storage, policy
+        self.generator = generator
+        self.obs_keys = [k for k in env.observation_spec.keys(True, True)
+                         if k not in _NON_OBS and not (isinstance(k, tuple) and k[0] == "next")]
+        self.action_spec = env.action_spec
+        self._fast = hasattr(env, "fast_step")
+        self._zero_copy_key = None
+        if zero_copy and self._fast and getattr(env, "pixels_format", None) == "packed2":
+            self._zero_copy_key = "pixels"
+        self._episode_id = torch.full((self.num_envs,), -1, dtype=torch.int32, device=env.device)
+        self._cur: TensorDictBase | None = None
+        self._prefilled = None  # field of the next row already rendered in place (zero copy)
+        self.env_steps = 0
+
+    # ------------------------------------------------------------------ helpers
+    def random_action(self) -> torch.Tensor:
+        """A uniform random action for every env, drawn from ``generator``."""
+        spec, n, g = self.action_spec, self.num_envs, self.generator
+        if isinstance(spec, Categorical):
+            k = spec.space.n
+            a = torch.randint(k, (n,), generator=g, device=g.device)
+            return a.to(spec.device, spec.dtype).reshape(spec.shape)
+        if isinstance(spec, OneHot):
+            k = spec.space.n
+            a = torch.randint(k, (n,), generator=g, device=g.device)
+            return torch.nn.functional.one_hot(a, k).to(spec.device, spec.dtype).reshape(spec.shape)
+        if isinstance(spec, Bounded):
+            u = torch.rand(spec.shape, generator=g, device=g.device).to(spec.device)
+            return (spec.space.low + u * (spec.space.high - spec.space.low)).to(spec.dtype)
+        return spec.rand()
+
+    def _row_value(self, key, cur: TensorDictBase, action: torch.Tensor, dst: torch.Tensor | None):
+        n = self.num_envs
+        if key == "action":
+            val = action
+        elif key == "continue_":
+            term = cur.get("terminated", None)
+            val = (torch.ones(n, device=action.device) if term is None
+                   else 1.0 - _squeeze_last(term, n).float())
+        elif key == "episode_id" and key not in cur.keys():
+            val = self._episode_id
+        elif key in cur.keys(True, True):
+            val = cur.get(key)
+        elif key in ("reward", "terminated", "truncated"):
+            val = torch.zeros(n, device=action.device)
+        else:
+            raise KeyError(
+                f"the replay schema has field {key!r} but the env step does not provide it; "
+                f"env keys: {sorted(map(str, cur.keys(True, True)))}."
+            )
+        if dst is None:
+            if key in ("reward", "continue_", "episode_id", *_FLAG_KEYS):
+                val = _squeeze_last(val, n)
+            if key in _FLAG_KEYS:
+                val = val.bool()
+            elif key == "reward" or key == "continue_":
+                val = val.float()
+            elif key == "episode_id":
+                val = val.to(torch.int32)
+            return val
+        if val.shape != dst.shape:
+            val = val.reshape(dst.shape)
+        if val.dtype != dst.dtype:
+            val = val.to(dst.dtype)
+        return val
+
+    def _row(self, cur: TensorDictBase, action: torch.Tensor) -> dict:
+        st = self.storage
+        if st.initialized:
+            fields = st.fields
+            keys = [k for k in fields if k != self._prefilled]
+            return {k: self._row_value(k, cur, action, fields[k][0]) for k in keys}
+        keys = [*self.obs_keys, "action", "reward", *_FLAG_KEYS, "continue_", "episode_id"]
+        return {k: self._row_value(k, cur, action, None) for k in keys}
+
+    def _track_episodes(self, cur: TensorDictBase) -> None:
+        if "episode_id" not in cur.keys():
+            first = _squeeze_last(cur.get("is_first"), self.num_envs).bool()
+            self._episode_id += first.to(torch.int32)
+
+    # ------------------------------------------------------------------ stepping
+    def reset(self) -> TensorDictBase:
+        """Resets every env; the first row written next has ``is_first=True`` everywhere."""
+        td = self.env.reset()
+        n = self.num_envs
+        if "reward" not in td.keys():
+            td.set("reward", torch.zeros(n, 1, device=td.device))
+        for k in ("terminated", "truncated"):
+            if k not in td.keys():
+                td.set(k, torch.zeros(n, 1, dtype=torch.bool, device=td.device))
+        self._track_episodes(td)
+        self._cur = td
+        return td
+
+    @property
+    def current(self) -> TensorDictBase:
+        """The latest env output (``o_t`` and its flags), read by the policy next."""
+        if self._cur is None:
+            raise RuntimeError("EnvDriver.reset() must be called before stepping.")
+        return self._cur
+
+    def step(self, random: bool = False) -> int:
+        """One env step for all envs: act, write row ``t`` (returned), advance the env."""
+        cur = self.current
+        if random:
+            action = self.random_action()
+        else:
+            obs = TensorDict({k: cur.get(k) for k in (*self.obs_keys, "is_first")},
+                             batch_size=cur.batch_size, device=cur.device)
+            action = self.policy(obs).get("action")
+        t = self.storage.write(self._row(cur, action))
+        self._prefilled = None
+        if self._fast:
+            key = self._zero_copy_key
+            if key is not None and key in self.storage.fields:
+                nxt = self.env.fast_step(action, obs_out=self.storage.obs_slot(t + 1, key))
+                self._prefilled = key
+            else:
+                nxt = self.env.fast_step(action)
+        else:
+            td = cur.select(*self.obs_keys, "is_first").set("action", action)
+            nxt = self.env.step(td).get("next")
+        self._track_episodes(nxt)
+        self._cur = nxt
+        self.env_steps += 1
+        return t

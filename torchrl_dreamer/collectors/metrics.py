@@ -1,0 +1,93 @@
+"""Metric accumulation without host syncs in the hot loop, logged through TorchRL loggers.
+
+Per-update tensors (losses, entropies, ...) are summed on their device in place; host-side numbers
+(timings, counters) are summed on the host. :meth:`MetricsAccumulator.read` turns everything into
+means with one device-to-host transfer; the collector calls it every ``log_every`` updates and
+hands the result to any :class:`torchrl.record.loggers.Logger` (CSV, TensorBoard, ...) via
+``log_metrics``. TorchRL has loggers but no device-side accumulator, hence this small class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+__all__ = ["MetricsAccumulator"]
+
+
+class MetricsAccumulator:
+    """Running sums of named metrics; :meth:`read` returns means and resets.
+
+    Examples:
+        >>> m = MetricsAccumulator()
+        >>> m.add({"loss": torch.tensor(1.0)}); m.add({"loss": torch.tensor(3.0)})
+        >>> m.add_host({"actor_ms": 2.0})
+        >>> m.read()
+        {'loss': 2.0, 'actor_ms': 2.0}
+    """
+
+    def __init__(self) -> None:
+        self._sums: dict[str, torch.Tensor] = {}
+        self._counts: dict[str, int] = {}
+        self._host: dict[str, float] = {}
+        self._host_counts: dict[str, int] = {}
+        self._last: dict[str, float] = {}
+
+    def add(self, metrics: Mapping[str, Any]) -> None:
+        """Adds tensor metrics (reduced to their mean) on their device; no host sync."""
+        for key, val in metrics.items():
+            if not isinstance(val, torch.Tensor):
+                self.add_host({key: float(val)})
+                continue
+            v = val.detach()
+            v = v.float().mean() if v.numel() != 1 else v.float().reshape(())
+            if key in self._sums:
+                self._sums[key].add_(v)
+                self._counts[key] += 1
+            else:
+                self._sums[key] = v.clone()
+                self._counts[key] = 1
+
+    def add_host(self, metrics: Mapping[str, float]) -> None:
+        """Adds host-side numbers (timings, counters)."""
+        for key, val in metrics.items():
+            self._host[key] = self._host.get(key, 0.0) + float(val)
+            self._host_counts[key] = self._host_counts.get(key, 0) + 1
+
+    def set_host(self, metrics: Mapping[str, float]) -> None:
+        """Sets gauges (last value wins: fill level, committed_t, lag)."""
+        for key, val in metrics.items():
+            self._host[key] = float(val)
+            self._host_counts[key] = 1
+
+    def __len__(self) -> int:
+        return len(self._sums) + len(self._host)
+
+    def read(self) -> dict[str, float]:
+        """Means since the last read (one device→host copy for all device metrics); resets."""
+        out: dict[str, float] = {}
+        if self._sums:
+            keys = list(self._sums)
+            stacked = torch.stack([self._sums[k] / self._counts[k] for k in keys]).cpu()
+            out.update({k: float(v) for k, v in zip(keys, stacked.tolist())})
+        out.update({k: self._host[k] / self._host_counts[k] for k in self._host})
+        self._sums.clear()
+        self._counts.clear()
+        self._host.clear()
+        self._host_counts.clear()
+        self._last = dict(out)
+        return out
+
+    @property
+    def last(self) -> dict[str, float]:
+        """What the previous :meth:`read` returned."""
+        return dict(self._last)
+
+    def log(self, logger: Any, step: int) -> dict[str, float]:
+        """:meth:`read` then ``logger.log_metrics(values, step)`` (a TorchRL ``Logger``)."""
+        values = self.read()
+        if logger is not None and values:
+            logger.log_metrics(values, step=step)
+        return values

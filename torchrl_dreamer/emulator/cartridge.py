@@ -1,0 +1,167 @@
+"""Game Boy cartridge header parsing and validation.
+
+:func:`parse_cartridge` reads the header at 0x100-0x14F of a ROM image, checks it against the
+image (size, known mapper) and returns a :class:`Cartridge`. Bad input raises
+:class:`CartridgeError` naming the problem; checksum mismatches only warn (many homebrew ROMs get
+them wrong and real hardware only checks the header checksum in the boot ROM).
+
+Example:
+    >>> from torchrl_dreamer.emulator.cartridge import parse_cartridge
+    >>> rom = bytearray(0x8000); rom[0x147] = 0x00; rom[0x148] = 0x00
+    >>> cart = parse_cartridge(bytes(rom), check=False)
+    >>> cart.mbc, cart.rom_banks, cart.ram_size
+    (0, 2, 0)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Cartridge", "CartridgeError", "CARTRIDGE_TYPES", "parse_cartridge", "load_rom_bytes"]
+
+
+class CartridgeError(ValueError):
+    """The ROM image is not a usable Game Boy cartridge (the message says why)."""
+
+
+# type byte -> (mapper id, has RAM, has battery, has RTC, name); mapper ids match bus.MBC_*
+CARTRIDGE_TYPES: dict[int, tuple[int, bool, bool, bool, str]] = {
+    0x00: (0, False, False, False, "ROM ONLY"),
+    0x08: (0, True, False, False, "ROM+RAM"),
+    0x09: (0, True, True, False, "ROM+RAM+BATTERY"),
+    0x01: (1, False, False, False, "MBC1"),
+    0x02: (1, True, False, False, "MBC1+RAM"),
+    0x03: (1, True, True, False, "MBC1+RAM+BATTERY"),
+    0x05: (2, True, False, False, "MBC2"),
+    0x06: (2, True, True, False, "MBC2+BATTERY"),
+    0x0F: (3, False, True, True, "MBC3+TIMER+BATTERY"),
+    0x10: (3, True, True, True, "MBC3+TIMER+RAM+BATTERY"),
+    0x11: (3, False, False, False, "MBC3"),
+    0x12: (3, True, False, False, "MBC3+RAM"),
+    0x13: (3, True, True, False, "MBC3+RAM+BATTERY"),
+    0x19: (5, False, False, False, "MBC5"),
+    0x1A: (5, True, False, False, "MBC5+RAM"),
+    0x1B: (5, True, True, False, "MBC5+RAM+BATTERY"),
+    0x1C: (5, False, False, False, "MBC5+RUMBLE"),
+    0x1D: (5, True, False, False, "MBC5+RUMBLE+RAM"),
+    0x1E: (5, True, True, False, "MBC5+RUMBLE+RAM+BATTERY"),
+}
+"""Supported cartridge type bytes (0x147)."""
+
+_RAM_SIZES = {0x00: 0, 0x01: 0x800, 0x02: 0x2000, 0x03: 0x8000, 0x04: 0x20000, 0x05: 0x10000}
+_LOGO_HEAD = bytes.fromhex("CEED6666CC0D000B")
+
+
+@dataclass(frozen=True)
+class Cartridge:
+    """Parsed cartridge header.
+
+    Attributes:
+        title: ASCII title (0x134-0x143, trailing NULs stripped).
+        type_code: raw cartridge type byte (0x147); ``type_name`` its name.
+        mbc: mapper id (0 none, 1 MBC1, 2 MBC2, 3 MBC3, 5 MBC5).
+        rom_banks: number of 16 KiB ROM banks the header declares.
+        ram_size: bytes of cartridge RAM (512 for MBC2's built-in nibble RAM).
+        battery / rtc: battery-backed RAM, MBC3 real-time clock.
+        cgb_flag: byte 0x143 (0x80 dual mode, 0xC0 CGB only).
+        header_ok / global_ok: whether the checksums match.
+        sha256: hex digest of the whole image (savestates record it).
+    """
+
+    title: str
+    type_code: int
+    type_name: str
+    mbc: int
+    rom_banks: int
+    ram_size: int
+    battery: bool
+    rtc: bool
+    cgb_flag: int
+    header_ok: bool
+    global_ok: bool
+    sha256: str
+
+
+def load_rom_bytes(rom: str | os.PathLike | bytes | bytearray | memoryview) -> bytes:
+    """Return a ROM image's bytes from a path or a bytes-like object."""
+    if isinstance(rom, (bytes, bytearray, memoryview)):
+        return bytes(rom)
+    if isinstance(rom, (str, os.PathLike)):
+        p = Path(rom)
+        if not p.is_file():
+            raise FileNotFoundError(f"ROM file {p} does not exist")
+        return p.read_bytes()
+    raise TypeError(f"rom must be a path or bytes, got {type(rom).__name__}")
+
+
+def parse_cartridge(data: bytes, check: bool = True) -> Cartridge:
+    """Parse and validate the header of ROM image ``data``.
+
+    Args:
+        data: the whole ROM image.
+        check: also warn on a missing Nintendo logo / bad checksums (off for synthetic test ROMs).
+
+    Raises:
+        CartridgeError: truncated image, unknown cartridge type / size codes, or an image larger
+            or smaller than its header declares.
+    """
+    if len(data) < 0x150:
+        raise CartridgeError(
+            f"ROM image is {len(data)} bytes: too short to hold a cartridge header (needs >= 0x150 "
+            "bytes); is this a Game Boy ROM?"
+        )
+    type_code = data[0x147]
+    if type_code not in CARTRIDGE_TYPES:
+        raise CartridgeError(
+            f"unsupported cartridge type 0x{type_code:02X} at 0x147; supported: ROM only, MBC1, "
+            "MBC2, MBC3, MBC5 (codes " + ", ".join(f"0x{k:02X}" for k in sorted(CARTRIDGE_TYPES)) + ")"
+        )
+    mbc, has_ram, battery, rtc, name = CARTRIDGE_TYPES[type_code]
+    size_code = data[0x148]
+    if size_code > 0x08:
+        raise CartridgeError(f"unknown ROM size code 0x{size_code:02X} at 0x148 (valid: 0x00-0x08)")
+    rom_banks = 2 << size_code
+    if len(data) != rom_banks * 0x4000:
+        what = "truncated" if len(data) < rom_banks * 0x4000 else "larger than its header says"
+        raise CartridgeError(
+            f"ROM image is {what}: header declares {rom_banks} banks ({rom_banks * 0x4000} bytes) "
+            f"but the image has {len(data)} bytes"
+        )
+    ram_code = data[0x149]
+    if ram_code not in _RAM_SIZES:
+        raise CartridgeError(f"unknown RAM size code 0x{ram_code:02X} at 0x149 (valid: 0x00-0x05)")
+    ram_size = _RAM_SIZES[ram_code] if has_ram else 0
+    if mbc == 2:
+        ram_size = 512
+    title = data[0x134:0x144].split(b"\x00")[0].decode("ascii", errors="replace").strip()
+    hsum = 0
+    for b in data[0x134:0x14D]:
+        hsum = (hsum - b - 1) & 0xFF
+    header_ok = hsum == data[0x14D]
+    gsum = (sum(data) - data[0x14E] - data[0x14F]) & 0xFFFF
+    global_ok = gsum == (data[0x14E] << 8 | data[0x14F])
+    if check:
+        if data[0x104:0x10C] != _LOGO_HEAD:
+            warnings.warn("ROM has no Nintendo logo at 0x104: it may not be a Game Boy ROM", stacklevel=2)
+        if not header_ok:
+            warnings.warn(f"header checksum mismatch (0x{data[0x14D]:02X} != 0x{hsum:02X})", stacklevel=2)
+        if not global_ok:
+            warnings.warn("global checksum mismatch (ignored by hardware)", stacklevel=2)
+    return Cartridge(
+        title=title,
+        type_code=type_code,
+        type_name=name,
+        mbc=mbc,
+        rom_banks=rom_banks,
+        ram_size=ram_size,
+        battery=battery,
+        rtc=rtc,
+        cgb_flag=data[0x143],
+        header_ok=header_ok,
+        global_ok=global_ok,
+        sha256=hashlib.sha256(data).hexdigest(),
+    )

@@ -1,0 +1,552 @@
+"""Generate, cache and load the emulator's Warp kernel from the ISA table.
+
+Why generated: Warp compiles a kernel per module and a hand-written 500-opcode interpreter is long
+and error-prone; emitting it from :mod:`~torchrl_dreamer.emulator.isa` keeps one source of truth
+for lengths, timings and flags. The kernel is one ``while`` loop with *flat* dispatch
+(``if op == k: ...; continue`` blocks under a 4-way split on the top two opcode bits, never a long
+if/elif chain). Regular families (``LD r,r'``, ``ALU A,r`` and the whole CB page) are decoded
+structurally by register index, which keeps the kernel (and its compile time) small.
+
+The source is written to ``$TORCHRL_DREAMER_CACHE`` (default ``~/.cache/torchrl_dreamer``) under
+a file name keyed by a hash of the ISA table, this generator, the bus / ALU / renderer sources and
+the Warp version, so edits invalidate the cache and unchanged trees reuse Warp's compiled binary.
+
+Example:
+    >>> from torchrl_dreamer.emulator.codegen import load_kernel_module
+    >>> mod = load_kernel_module()          # doctest: +SKIP
+    >>> mod.gb_run                          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import warp as wp
+
+from torchrl_dreamer.emulator import isa
+
+__all__ = ["generate_source", "kernel_hash", "load_kernel_module", "cache_dir"]
+
+_R8 = {"B": "b", "C": "c", "D": "d", "E": "e", "H": "h", "L": "l", "A": "a"}
+_RP = {"BC": ("b", "c"), "DE": ("d", "e"), "HL": ("h", "l")}
+_COND = {
+    "NZ": "(f & 0x80) == 0",
+    "Z": "(f & 0x80) != 0",
+    "NC": "(f & 0x10) == 0",
+    "C": "(f & 0x10) != 0",
+}
+_ALU = ("ADD", "ADC", "SUB", "SBC", "AND", "XOR", "OR", "CP")
+
+
+def cache_dir() -> Path:
+    """Directory holding generated kernel sources (``$TORCHRL_DREAMER_CACHE`` overrides)."""
+    root = os.environ.get("TORCHRL_DREAMER_CACHE")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "torchrl_dreamer"
+    return base / "kernels"
+
+
+# ------------------------------------------------------------------------------ code fragments
+def _imm8(var: str) -> list[str]:
+    return [f"{var} = rd(i, m, pc)", "pc = (pc + 1) & 0xFFFF"]
+
+
+def _imm16(var: str) -> list[str]:
+    return [*_imm8("lo_"), *_imm8("hi_"), f"{var} = (hi_ << 8) | lo_"]
+
+
+def _get16(name: str) -> str:
+    if name == "SP":
+        return "sp"
+    if name == "AF":
+        return "((a << 8) | f)"
+    hi, lo = _RP[name]
+    return f"(({hi} << 8) | {lo})"
+
+
+def _set16(name: str, expr: str) -> list[str]:
+    if name == "SP":
+        return [f"sp = ({expr}) & 0xFFFF"]
+    hi, lo = _RP[name] if name != "AF" else ("a", "f")
+    out = [f"v16_ = ({expr}) & 0xFFFF", f"{hi} = v16_ >> 8", f"{lo} = v16_ & 0xFF"]
+    if name == "AF":
+        out[-1] = "f = v16_ & 0xF0"
+    return out
+
+
+def _push(expr: str) -> list[str]:
+    return [
+        f"pv_ = {expr}",
+        "sp = (sp - 1) & 0xFFFF",
+        "wr(i, m, sp, pv_ >> 8)",
+        "sp = (sp - 1) & 0xFFFF",
+        "wr(i, m, sp, pv_ & 0xFF)",
+    ]
+
+
+def _pop(var: str) -> list[str]:
+    return [
+        "lo_ = rd(i, m, sp)",
+        "sp = (sp + 1) & 0xFFFF",
+        "hi_ = rd(i, m, sp)",
+        "sp = (sp + 1) & 0xFFFF",
+        f"{var} = (hi_ << 8) | lo_",
+    ]
+
+
+def _read8(name: str, var: str) -> list[str]:
+    if name == "(HL)":
+        return [f"{var} = rd(i, m, (h << 8) | l)"]
+    return [f"{var} = {_R8[name]}"]
+
+
+def _write8(name: str, expr: str) -> list[str]:
+    if name == "(HL)":
+        return [f"wr(i, m, (h << 8) | l, {expr})"]
+    return [f"{_R8[name]} = {expr}"]
+
+
+def _emit(op: isa.OpInfo) -> list[str]:
+    """Kernel lines for one non-structural unprefixed opcode."""
+    mn, ops = op.mnemonic, op.operands
+    if mn == "NOP":
+        return ["pass"]
+    if mn == "LD":
+        dst, src = ops
+        if src == "d16":
+            return [*_imm16("nn_"), *_set16(dst, "nn_")]
+        if dst in ("(BC)", "(DE)"):
+            return [f"wr(i, m, {_get16(dst[1:3])}, a)"]
+        if src in ("(BC)", "(DE)"):
+            return [f"a = rd(i, m, {_get16(src[1:3])})"]
+        if dst in ("(HL+)", "(HL-)"):
+            step = "+ 1" if dst == "(HL+)" else "- 1"
+            return ["hl_ = (h << 8) | l", "wr(i, m, hl_, a)", *_set16("HL", f"hl_ {step}")]
+        if src in ("(HL+)", "(HL-)"):
+            step = "+ 1" if src == "(HL+)" else "- 1"
+            return ["hl_ = (h << 8) | l", "a = rd(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
+        if src == "d8":
+            return [*_imm8("n_"), *_write8(dst, "n_")]
+        if dst == "(a16)" and src == "SP":
+            return [*_imm16("nn_"), "wr(i, m, nn_, sp & 0xFF)", "wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8)"]
+        if dst == "(a16)":
+            return [*_imm16("nn_"), "wr(i, m, nn_, a)"]
+        if src == "(a16)":
+            return [*_imm16("nn_"), "a = rd(i, m, nn_)"]
+        if dst == "(C)":
+            return ["wr(i, m, 0xFF00 | c, a)"]
+        if src == "(C)":
+            return ["a = rd(i, m, 0xFF00 | c)"]
+        if dst == "HL" and src == "SP+r8":
+            return [*_imm8("n_"), "tick(i, m)", "r_ = add_sp(sp, n_)", "f = r_ >> 16",
+                    *_set16("HL", "r_ & 0xFFFF")]
+        if dst == "SP" and src == "HL":
+            return ["tick(i, m)", "sp = (h << 8) | l"]
+    if mn == "LDH":
+        if ops[0] == "(a8)":
+            return [*_imm8("n_"), "wr(i, m, 0xFF00 | n_, a)"]
+        return [*_imm8("n_"), "a = rd(i, m, 0xFF00 | n_)"]
+    if mn in ("INC", "DEC") and ops[0] in ("BC", "DE", "HL", "SP"):
+        step = "+ 1" if mn == "INC" else "- 1"
+        return ["tick(i, m)", *_set16(ops[0], f"{_get16(ops[0])} {step}")]
+    if mn in ("INC", "DEC"):
+        fn = "inc8" if mn == "INC" else "dec8"
+        return [*_read8(ops[0], "v_"), f"r_ = {fn}(v_, f)", "f = r_ >> 8",
+                *_write8(ops[0], "r_ & 0xFF")]
+    if mn == "ADD" and ops[0] == "HL":
+        return ["tick(i, m)", f"r_ = add_hl((h << 8) | l, {_get16(ops[1])}, f)", "f = r_ >> 16",
+                *_set16("HL", "r_ & 0xFFFF")]
+    if mn == "ADD" and ops[0] == "SP":
+        return [*_imm8("n_"), "tick(i, m)", "tick(i, m)", "r_ = add_sp(sp, n_)", "f = r_ >> 16",
+                "sp = r_ & 0xFFFF"]
+    if mn in _ALU and ops[1] == "d8":
+        return [*_imm8("n_"), f"r_ = alu8({_ALU.index(mn)}, a, n_, f)", "a = r_ & 0xFF",
+                "f = r_ >> 8"]
+    if mn in ("RLCA", "RRCA", "RLA", "RRA"):
+        k = ("RLCA", "RRCA", "RLA", "RRA").index(mn)
+        return [f"r_ = rot8({k}, a, f)", "a = r_ & 0xFF", "f = (r_ >> 8) & 0x70"]
+    if mn == "DAA":
+        return ["r_ = daa(a, f)", "a = r_ & 0xFF", "f = r_ >> 8"]
+    if mn == "CPL":
+        return ["a = a ^ 0xFF", "f = f | 0x60"]
+    if mn == "SCF":
+        return ["f = (f & 0x80) | 0x10"]
+    if mn == "CCF":
+        return ["f = (f & 0x90) ^ 0x10"]
+    if mn == "JR":
+        body = ["tick(i, m)", "pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF"]
+        if len(ops) == 1:
+            return [*_imm8("n_"), *body]
+        return [*_imm8("n_"), f"if {_COND[ops[0]]}:", *["    " + s for s in body]]
+    if mn == "JP":
+        if ops == ("HL",):
+            return ["pc = (h << 8) | l"]
+        if len(ops) == 1:
+            return [*_imm16("nn_"), "tick(i, m)", "pc = nn_"]
+        return [*_imm16("nn_"), f"if {_COND[ops[0]]}:", "    tick(i, m)", "    pc = nn_"]
+    if mn == "CALL":
+        body = ["tick(i, m)", *_push("pc"), "pc = nn_"]
+        if len(ops) == 1:
+            return [*_imm16("nn_"), *body]
+        return [*_imm16("nn_"), f"if {_COND[ops[0]]}:", *["    " + s for s in body]]
+    if mn == "RET":
+        body = [*_pop("nn_"), "tick(i, m)", "pc = nn_"]
+        if not ops:
+            return body
+        return ["tick(i, m)", f"if {_COND[ops[0]]}:", *["    " + s for s in body]]
+    if mn == "RETI":
+        return [*_pop("nn_"), "tick(i, m)", "pc = nn_", "ime = 1", "ei_ = 0"]
+    if mn == "RST":
+        return ["tick(i, m)", *_push("pc"), f"pc = 0x{int(ops[0][:2], 16):02X}"]
+    if mn == "PUSH":
+        return ["tick(i, m)", *_push(_get16(ops[0]))]
+    if mn == "POP":
+        return [*_pop("nn_"), *_set16(ops[0], "nn_")]
+    if mn == "DI":
+        return ["ime = 0", "ei_ = 0"]
+    if mn == "EI":
+        return ["if ime == 0:", "    ei_ = 2"]
+    if mn == "HALT":
+        return [
+            "pend_ = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F",
+            "if pend_ != 0 and ime == 0:",
+            "    halt_bug = 1",
+            "elif pend_ == 0:",
+            "    halted = 1",
+        ]
+    if mn == "STOP":
+        return [
+            "pc = (pc + 1) & 0xFFFF",
+            "poke(i, m, 0xFF04, 0)",
+            "if m.st[i, S_JOY] == 0:",
+            "    m.st[i, S_STOPPED] = 1",
+            "    halted = 1",
+        ]
+    raise NotImplementedError(f"codegen has no emitter for {op.text}")
+
+
+# ------------------------------------------------------------------------------ structural parts
+_LD_R_R = """\
+# LD r,r' (0x40-0x7F except HALT): decoded by register index
+src_ = op & 7
+v_ = int(0)
+if src_ == 6:
+    v_ = rd(i, m, (h << 8) | l)
+else:
+    v_ = getr(src_, b, c, d, e, h, l, a)
+dst_ = (op >> 3) & 7
+if dst_ == 0:
+    b = v_
+elif dst_ == 1:
+    c = v_
+elif dst_ == 2:
+    d = v_
+elif dst_ == 3:
+    e = v_
+elif dst_ == 4:
+    h = v_
+elif dst_ == 5:
+    l = v_
+elif dst_ == 6:
+    wr(i, m, (h << 8) | l, v_)
+else:
+    a = v_
+continue"""
+
+_ALU_R = """\
+# ALU A,r (0x80-0xBF): decoded by operation and register index
+src_ = op & 7
+v_ = int(0)
+if src_ == 6:
+    v_ = rd(i, m, (h << 8) | l)
+else:
+    v_ = getr(src_, b, c, d, e, h, l, a)
+r_ = alu8((op >> 3) & 7, a, v_, f)
+a = r_ & 0xFF
+f = r_ >> 8
+continue"""
+
+_CB = """\
+# CB page: register index (bits 0-2), bit/operation (3-5), group (6-7)
+cb_ = rd(i, m, pc)
+pc = (pc + 1) & 0xFFFF
+reg_ = cb_ & 7
+grp_ = cb_ >> 6
+k_ = (cb_ >> 3) & 7
+v_ = int(0)
+if reg_ == 6:
+    v_ = rd(i, m, (h << 8) | l)
+else:
+    v_ = getr(reg_, b, c, d, e, h, l, a)
+if grp_ == 1:
+    f = (f & 0x10) | 0x20
+    if ((v_ >> k_) & 1) == 0:
+        f = f | 0x80
+    continue
+if grp_ == 0:
+    r_ = rot8(k_, v_, f)
+    v_ = r_ & 0xFF
+    f = r_ >> 8
+elif grp_ == 2:
+    v_ = v_ & ((1 << k_) ^ 0xFF)
+else:
+    v_ = v_ | (1 << k_)
+if reg_ == 0:
+    b = v_
+elif reg_ == 1:
+    c = v_
+elif reg_ == 2:
+    d = v_
+elif reg_ == 3:
+    e = v_
+elif reg_ == 4:
+    h = v_
+elif reg_ == 5:
+    l = v_
+elif reg_ == 6:
+    wr(i, m, (h << 8) | l, v_)
+else:
+    a = v_
+continue"""
+
+_HEADER = '''\
+# Generated by torchrl_dreamer.emulator.codegen from the ISA table: do not edit.
+# key: {key}
+import warp as wp
+
+from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
+from torchrl_dreamer.emulator.bus import (
+    Mem, frame_end, halt_advance, peek, poke, rd, set_joypad, tick, wr,
+)
+from torchrl_dreamer.emulator.layout import (
+    S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
+    S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED,
+)
+
+wp.set_module_options({{"enable_backward": False, "optimization_level": {opt}}})
+
+
+@wp.func
+def getr(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int) -> int:
+    """Register by 3-bit index (6, (HL), is handled by the caller)."""
+    if k == 0:
+        return b
+    if k == 1:
+        return c
+    if k == 2:
+        return d
+    if k == 3:
+        return e
+    if k == 4:
+        return h
+    if k == 5:
+        return l
+    return a
+
+
+@wp.kernel
+def gb_peek(m: Mem, addr: int, out: wp.array2d(dtype=wp.uint8)):
+    """Read ``out.shape[1]`` bytes from ``addr`` through every console's bus (no side effects)."""
+    i = wp.tid()
+    for k in range(out.shape[1]):
+        out[i, k] = wp.uint8(peek(i, m, (addr + k) & 0xFFFF))
+
+
+@wp.kernel
+def gb_poke(m: Mem, addr: int, values: wp.array2d(dtype=wp.uint8), mask: wp.array(dtype=wp.uint8)):
+    """Write ``values[i]`` at ``addr`` through the bus of every console with ``mask[i] != 0``."""
+    i = wp.tid()
+    if mask[i] == wp.uint8(0):
+        return
+    for k in range(values.shape[1]):
+        poke(i, m, (addr + k) & 0xFFFF, int(values[i, k]))
+
+
+@wp.kernel
+def gb_run(m: Mem, buttons: wp.array(dtype=wp.uint8), n_frames: int, press_frames: int, pack: int):
+    """Run ``n_frames`` frames on every console; buttons held for the first ``press_frames``."""
+    i = wp.tid()
+    if m.st[i, S_LOCKED] != 0:
+        return
+    a = int(m.st[i, S_A])
+    f = int(m.st[i, S_F])
+    b = int(m.st[i, S_B])
+    c = int(m.st[i, S_C])
+    d = int(m.st[i, S_D])
+    e = int(m.st[i, S_E])
+    h = int(m.st[i, S_H])
+    l = int(m.st[i, S_L])
+    sp = int(m.st[i, S_SP])
+    pc = int(m.st[i, S_PC])
+    ime = int(m.st[i, S_IME])
+    ei_ = int(m.st[i, S_EI_PEND])
+    halted = int(m.st[i, S_HALTED])
+    halt_bug = int(m.st[i, S_HALT_BUG])
+    fidx = int(0)
+    held = int(buttons[i])
+    if press_frames <= 0:
+        held = 0
+    set_joypad(i, m, held)
+    m.st[i, S_PACK] = 0
+    if pack != 0 and n_frames == 1:
+        m.st[i, S_PACK] = 1
+    while fidx < n_frames:
+        if m.st[i, S_FRAME_DONE] != 0:
+            frame_end(i, m)
+            fidx = fidx + 1
+            if fidx == press_frames and fidx < n_frames:
+                set_joypad(i, m, 0)
+            if pack != 0 and fidx == n_frames - 1:
+                m.st[i, S_PACK] = 1
+            continue
+        if ei_ != 0:
+            ei_ = ei_ - 1
+            if ei_ == 0:
+                ime = 1
+        pend = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
+        if halted != 0:
+            if m.st[i, S_STOPPED] != 0:
+                if m.st[i, S_JOY] != 0:
+                    m.st[i, S_STOPPED] = 0
+                    halted = 0
+                else:
+                    halt_advance(i, m)
+                continue
+            if pend == 0:
+                halt_advance(i, m)
+                continue
+            halted = 0
+            tick(i, m)
+        if ime != 0 and pend != 0:
+            bit = int(0)
+            while ((pend >> bit) & 1) == 0:
+                bit = bit + 1
+            ime = 0
+            tick(i, m)
+            tick(i, m)
+            sp = (sp - 1) & 0xFFFF
+            wr(i, m, sp, pc >> 8)
+            sp = (sp - 1) & 0xFFFF
+            wr(i, m, sp, pc & 0xFF)
+            m.hram[i, 0x0F] = wp.uint8(int(m.hram[i, 0x0F]) & ((1 << bit) ^ 0xFF))
+            pc = 0x40 + 8 * bit
+            tick(i, m)
+            continue
+        op = rd(i, m, pc)
+        if halt_bug != 0:
+            halt_bug = 0
+        else:
+            pc = (pc + 1) & 0xFFFF
+'''
+
+_FOOTER = '''\
+    m.st[i, S_A] = a
+    m.st[i, S_F] = f
+    m.st[i, S_B] = b
+    m.st[i, S_C] = c
+    m.st[i, S_D] = d
+    m.st[i, S_E] = e
+    m.st[i, S_H] = h
+    m.st[i, S_L] = l
+    m.st[i, S_SP] = sp
+    m.st[i, S_PC] = pc
+    m.st[i, S_IME] = ime
+    m.st[i, S_EI_PEND] = ei_
+    m.st[i, S_HALTED] = halted
+    m.st[i, S_HALT_BUG] = halt_bug
+'''
+
+
+def _indent(lines: list[str], n: int) -> list[str]:
+    pad = " " * n
+    return [pad + s if s else s for s in lines]
+
+
+def generate_source(key: str = "", opt_level: int | None = 1) -> str:
+    """Python source of the kernel module, generated from :mod:`~torchrl_dreamer.emulator.isa`.
+
+    ``opt_level`` is the C++/CUDA optimisation level of the module (``None``: Warp's default).
+    """
+    out = [_HEADER.format(key=key, opt=opt_level)]
+    body: list[str] = []
+    groups = {"ld_r_r": _LD_R_R, "alu_r": _ALU_R}
+    # quarter 0 (0x00-0x3F) and 3 (0xC0-0xFF) are emitted opcode by opcode; 1 and 2 structurally
+    body.append("if op < 0x40:")
+    for code in range(0x00, 0x40):
+        body += _indent([f"if op == 0x{code:02X}:  # {isa.OPCODES[code].text}"], 4)
+        body += _indent([*_emit(isa.OPCODES[code]), "continue"], 8)
+    body.append("if op < 0xC0:")
+    body += _indent(["if op == 0x76:  # HALT", *_indent([*_emit(isa.OPCODES[0x76]), "continue"], 4)], 4)
+    body += _indent(["if op < 0x80:", *_indent(groups["ld_r_r"].splitlines(), 4)], 4)
+    body += _indent(groups["alu_r"].splitlines(), 4)
+    for code in range(0xC0, 0x100):
+        row = isa.OPCODES[code]
+        if code == 0xCB:
+            body += [f"if op == 0x{code:02X}:  # CB prefix", *_indent(_CB.splitlines(), 4)]
+        elif row is None:
+            continue
+        else:
+            body += [f"if op == 0x{code:02X}:  # {row.text}"]
+            body += _indent([*_emit(row), "continue"], 4)
+    body += ["# illegal opcode: the DMG locks up", "m.st[i, S_LOCKED] = 1", "break"]
+    out += _indent(body, 8)
+    out.append(_FOOTER)
+    # sanity: structural groups cover exactly their rows
+    for code in range(0x40, 0xC0):
+        row = isa.OPCODES[code]
+        assert row is not None and (row.group in groups or code == 0x76)
+    return "\n".join(out) + "\n"
+
+
+def _dep_sources() -> str:
+    here = Path(__file__).resolve().parent
+    parts = []
+    for name in ("codegen.py", "isa.py", "bus.py", "alu.py", "layout.py", "render.py", "_render_stub.py"):
+        p = here / name
+        parts.append(p.read_text() if p.exists() else "")
+    return "\n".join(parts)
+
+
+def kernel_hash() -> str:
+    """Cache key: hash of the ISA table, this generator, its dependencies and the Warp version."""
+    h = hashlib.sha256()
+    h.update(isa.table_text().encode())
+    h.update(_dep_sources().encode())
+    h.update(wp.config.version.encode())
+    return h.hexdigest()[:16]
+
+
+_LOADED: dict[str, ModuleType] = {}
+
+
+def load_kernel_module(device: str = "cpu") -> ModuleType:
+    """Generate (if not cached), import and return the kernel module (``.gb_run`` is the kernel).
+
+    For the CPU device the module is built at ``optimization_level=1``: -O2 costs ~15x the compile
+    time for a few percent of speed on this kind of dispatch loop. CUDA devices get a separate
+    module at Warp's default level.
+    """
+    cpu = str(device).startswith("cpu")
+    key = kernel_hash() + ("c" if cpu else "g")
+    if key in _LOADED:
+        return _LOADED[key]
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"gb_kernel_{key}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(generate_source(key, 1 if cpu else None))
+        os.replace(tmp, path)
+    name = f"torchrl_dreamer_gb_kernel_{key}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # pragma: no cover
+        raise ImportError(f"cannot import generated kernel {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    _LOADED[key] = mod
+    return mod

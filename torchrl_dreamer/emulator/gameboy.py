@@ -1,0 +1,330 @@
+"""``GameBoy``: N DMG consoles running one ROM, one Warp thread per console.
+
+This is the emulator's one entry point (the contract in ``docs/emulator.md``). All per-console
+state lives in torch tensors shared zero-copy with Warp (``wp.from_torch``), so observations,
+registers and memory reads stay on the device with no host round trip.
+
+Example:
+    >>> from torchrl_dreamer.emulator import GameBoy, BUTTON_A            # doctest: +SKIP
+    >>> gb = GameBoy("tetris.gb", num_envs=4)                             # doctest: +SKIP
+    >>> gb.run_frames(60)                                                 # doctest: +SKIP
+    >>> obs = gb.step(torch.full((4,), BUTTON_A, dtype=torch.uint8))      # doctest: +SKIP
+    >>> obs.shape                                                         # doctest: +SKIP
+    torch.Size([4, 1, 72, 20])
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import warp as wp
+
+from torchrl_dreamer.emulator import layout
+from torchrl_dreamer.emulator.bus import Mem
+from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
+from torchrl_dreamer.emulator.codegen import load_kernel_module
+
+__all__ = [
+    "GameBoy",
+    "BUTTON_A",
+    "BUTTON_B",
+    "BUTTON_SELECT",
+    "BUTTON_START",
+    "BUTTON_RIGHT",
+    "BUTTON_LEFT",
+    "BUTTON_UP",
+    "BUTTON_DOWN",
+]
+
+BUTTON_A = 1
+"""Button mask bit for A."""
+BUTTON_B = 2
+"""Button mask bit for B."""
+BUTTON_SELECT = 4
+"""Button mask bit for SELECT."""
+BUTTON_START = 8
+"""Button mask bit for START."""
+BUTTON_RIGHT = 16
+"""Button mask bit for RIGHT."""
+BUTTON_LEFT = 32
+"""Button mask bit for LEFT."""
+BUTTON_UP = 64
+"""Button mask bit for UP."""
+BUTTON_DOWN = 128
+"""Button mask bit for DOWN."""
+
+# IO registers as left by the DMG boot ROM (FF00-FF4B); unlisted ones are 0.
+_POST_BOOT_IO = {
+    0x00: 0x30, 0x02: 0x7E, 0x0F: 0x01, 0x10: 0x80, 0x11: 0xBF, 0x12: 0xF3, 0x13: 0xFF,
+    0x14: 0xBF, 0x16: 0x3F, 0x18: 0xFF, 0x19: 0xBF, 0x1A: 0x7F, 0x1B: 0xFF, 0x1C: 0x9F,
+    0x1D: 0xFF, 0x1E: 0xBF, 0x20: 0xFF, 0x23: 0xBF, 0x24: 0x77, 0x25: 0xF3, 0x26: 0xF1,
+    0x40: 0x91, 0x46: 0xFF, 0x47: 0xFC, 0x48: 0xFF, 0x49: 0xFF,
+}
+_POST_BOOT_REGS = {"A": 0x01, "F": 0xB0, "B": 0x00, "C": 0x13, "D": 0x00, "E": 0xD8, "H": 0x01,
+                   "L": 0x4D, "SP": 0xFFFE, "PC": 0x0100}
+
+_STATE_ARRAYS = ("st", "vram", "oam", "wram", "hram", "cram", "ser")
+
+
+def _wp_device(device: torch.device) -> str:
+    return "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
+
+
+class GameBoy:
+    """``num_envs`` DMG Game Boys running the same ROM, stepped together by one Warp kernel.
+
+    Args:
+        rom: ROM path or bytes. Bad images raise :class:`~.cartridge.CartridgeError` before
+            anything is allocated.
+        num_envs: number of consoles (N).
+        device: ``"cpu"`` or a CUDA device. On CPU per-console arrays are env-major
+            (``[N, size]``); on CUDA they are stored address-major (``[size, N]``) and viewed
+            transposed, so consoles in lockstep coalesce their memory accesses.
+        boot_rom: optional 256-byte DMG boot ROM (mapped at 0000-00FF until FF50 is written);
+            without it consoles start in the post-boot state.
+        framebuffer: keep the full ``uint8 [N, 144, 160]`` shade framebuffer readable as
+            :attr:`framebuffer` (it is always rendered; this only exposes it).
+        check_header: warn on a missing logo / bad checksums.
+
+    Attributes:
+        cartridge: the parsed :class:`~.cartridge.Cartridge` header.
+        packed2: ``uint8 [N, 1, 72, 20]`` observation of the last frame run.
+    """
+
+    def __init__(
+        self,
+        rom: str | os.PathLike | bytes,
+        num_envs: int = 1,
+        device: str | torch.device = "cpu",
+        boot_rom: str | os.PathLike | bytes | None = None,
+        framebuffer: bool = False,
+        check_header: bool = True,
+    ) -> None:
+        data = load_rom_bytes(rom)
+        cart = parse_cartridge(data, check=check_header)
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        boot = None
+        if boot_rom is not None:
+            boot = load_rom_bytes(boot_rom)
+            if len(boot) != 256:
+                raise ValueError(f"boot_rom must be 256 bytes (DMG boot ROM), got {len(boot)}")
+        dev = torch.device(device)
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(f"device {dev} requested but CUDA is not available")
+        if dev.type not in ("cpu", "cuda"):
+            raise ValueError(f"device must be cpu or cuda, got {dev}")
+        wp.init()
+        self._kmod = load_kernel_module(_wp_device(dev))
+        self.cartridge: Cartridge = cart
+        self.num_envs = num_envs
+        self.device = dev
+        self._expose_fb = framebuffer
+        self._rom_bytes = data
+        self._boot_bytes = boot
+        n = num_envs
+        self._st = self._alloc(layout.STATE_WORDS, torch.int32)
+        self._vram = self._alloc(layout.VRAM_SIZE, torch.uint8)
+        self._oam = self._alloc(layout.OAM_SIZE, torch.uint8)
+        self._wram = self._alloc(layout.WRAM_SIZE, torch.uint8)
+        self._hram = self._alloc(layout.HRAM_SIZE, torch.uint8)
+        self._cram = self._alloc(max(cart.ram_size, 1), torch.uint8)
+        self._ser = self._alloc(layout.SERIAL_CAPACITY, torch.uint8)
+        self._fb = torch.zeros(n, 144, 160, dtype=torch.uint8, device=dev)
+        self.packed2 = torch.zeros(n, 1, 72, 20, dtype=torch.uint8, device=dev)
+        self._rom = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(dev)
+        self._boot = torch.frombuffer(bytearray(boot if boot else b"\x00"), dtype=torch.uint8).to(dev)
+        self._no_buttons = torch.zeros(n, dtype=torch.uint8, device=dev)
+        self._all = torch.ones(n, dtype=torch.uint8, device=dev)
+        self._mem = Mem()
+        for name in (*_STATE_ARRAYS, "rom", "boot", "fb"):
+            setattr(self._mem, name, wp.from_torch(getattr(self, "_" + name)))
+        self._mem.obs = wp.from_torch(self.packed2)
+        self.reset_power_on()
+
+    # ------------------------------------------------------------------------------ internals
+    def _alloc(self, size: int, dtype: torch.dtype) -> torch.Tensor:
+        if self.device.type == "cuda":
+            return torch.zeros(size, self.num_envs, dtype=dtype, device=self.device).t()
+        return torch.zeros(self.num_envs, size, dtype=dtype, device=self.device)
+
+    def _launch(self, kernel, inputs: list) -> None:
+        wdev = _wp_device(self.device)
+        if self.device.type == "cuda":
+            with wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream(self.device))):
+                wp.launch(kernel, dim=self.num_envs, inputs=inputs, device=wdev)
+        else:
+            wp.launch(kernel, dim=self.num_envs, inputs=inputs, device=wdev)
+
+    def _buttons(self, buttons: torch.Tensor | int | None) -> torch.Tensor:
+        if buttons is None:
+            return self._no_buttons
+        if isinstance(buttons, int):
+            if not 0 <= buttons <= 255:
+                raise ValueError(f"button mask must be in 0..255, got {buttons}")
+            return torch.full((self.num_envs,), buttons, dtype=torch.uint8, device=self.device)
+        if not isinstance(buttons, torch.Tensor):
+            raise TypeError(f"buttons must be a uint8 tensor [N], an int mask or None, got {type(buttons)}")
+        if buttons.shape != (self.num_envs,):
+            raise ValueError(f"buttons must have shape [{self.num_envs}], got {tuple(buttons.shape)}")
+        if buttons.dtype != torch.uint8:
+            raise ValueError(f"buttons must be uint8 (bit mask, see BUTTON_*), got {buttons.dtype}")
+        return buttons.to(self.device).contiguous()
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def reset_power_on(self) -> None:
+        """Put every console in its power-on state (post-boot state without a boot ROM)."""
+        for name in _STATE_ARRAYS:
+            getattr(self, "_" + name).zero_()
+        st = self._st
+        f = layout.FIELDS
+        cart = self.cartridge
+        st[:, f["MBC"]] = cart.mbc
+        st[:, f["ROM_MASK"]] = cart.rom_banks - 1
+        st[:, f["RAM_SIZE"]] = cart.ram_size
+        st[:, f["BANK1"]] = 1
+        st[:, f["ROM_OFF1"]] = 0x4000
+        st[:, f["MODE"]] = 2
+        st[:, f["PPU_NEXT"]] = 80
+        if self._boot_bytes is None:
+            for k, v in _POST_BOOT_REGS.items():
+                st[:, f[k]] = v
+            st[:, f["DIV16"]] = 0xABCC
+            for r, v in _POST_BOOT_IO.items():
+                self._hram[:, r] = v
+        else:
+            st[:, f["BOOT_ON"]] = 1
+        self._wram.zero_()
+
+    # ------------------------------------------------------------------------------ running
+    def run_frames(self, n: int = 1, buttons: torch.Tensor | int | None = None) -> None:
+        """Advance every console ``n`` frames with ``buttons`` held throughout (one launch)."""
+        if n < 0:
+            raise ValueError(f"n must be >= 0, got {n}")
+        if n == 0:
+            return
+        b = self._buttons(buttons)
+        self._mem.obs = wp.from_torch(self.packed2)
+        self._launch(self._kmod.gb_run, [self._mem, wp.from_torch(b), int(n), int(n), 1])
+
+    def step(
+        self,
+        buttons: torch.Tensor | int | None,
+        frames: int = 24,
+        press_frames: int = 8,
+        obs_out: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """One frame-skip env step in one kernel launch; returns the packed2 of the last frame.
+
+        ``buttons`` are held for ``press_frames`` frames then released for the rest. The
+        observation is written in place into ``obs_out`` (``uint8 [N, 1, 72, 20]``, any view,
+        e.g. a replay row) or into :attr:`packed2`.
+        """
+        if frames < 1:
+            raise ValueError(f"frames must be >= 1, got {frames}")
+        b = self._buttons(buttons)
+        out = self.packed2 if obs_out is None else obs_out
+        if out.shape != (self.num_envs, 1, 72, 20) or out.dtype != torch.uint8:
+            raise ValueError(f"obs_out must be uint8 [{self.num_envs}, 1, 72, 20], got "
+                             f"{out.dtype} {tuple(out.shape)}")
+        if out.device != self.device:
+            raise ValueError(f"obs_out is on {out.device}, the emulator on {self.device}")
+        self._mem.obs = wp.from_torch(out)
+        self._launch(self._kmod.gb_run, [self._mem, wp.from_torch(b), int(frames), int(press_frames), 1])
+        self._mem.obs = wp.from_torch(self.packed2)
+        return out
+
+    # ------------------------------------------------------------------------------ inspection
+    def registers(self) -> dict[str, torch.Tensor]:
+        """CPU registers per env: ``a f b c d e h l sp pc ime`` (int32 tensors [N], on device)."""
+        f = layout.FIELDS
+        return {k.lower(): self._st[:, f[k]].clone()
+                for k in ("A", "F", "B", "C", "D", "E", "H", "L", "SP", "PC", "IME")}
+
+    def read_memory(self, addr: int, length: int = 1) -> torch.Tensor:
+        """``uint8 [N, length]`` bytes at ``addr..`` through each console's bus view (bank aware)."""
+        if not 0 <= addr <= 0xFFFF:
+            raise ValueError(f"addr must be in 0..0xFFFF, got {addr:#x}")
+        if length < 1:
+            raise ValueError(f"length must be >= 1, got {length}")
+        out = torch.empty(self.num_envs, length, dtype=torch.uint8, device=self.device)
+        self._launch(self._kmod.gb_peek, [self._mem, int(addr), wp.from_torch(out)])
+        return out
+
+    def write_memory(self, addr: int, values, mask: torch.Tensor | None = None) -> None:
+        """Write bytes at ``addr..`` through the bus (RAM, cart RAM, IO) of the masked envs.
+
+        ``values``: an int, a ``[length]`` or an ``[N, length]`` tensor; ``mask``: bool ``[N]``.
+        """
+        if not 0 <= addr <= 0xFFFF:
+            raise ValueError(f"addr must be in 0..0xFFFF, got {addr:#x}")
+        v = torch.as_tensor(values, device=self.device)
+        if v.dim() == 0:
+            v = v.reshape(1)
+        if v.dim() == 1:
+            v = v.unsqueeze(0).expand(self.num_envs, -1)
+        if v.dim() != 2 or v.shape[0] != self.num_envs:
+            raise ValueError(f"values must be an int, [length] or [{self.num_envs}, length]")
+        v = (v.to(torch.int64) & 0xFF).to(torch.uint8).contiguous()
+        if mask is None:
+            mk = self._all
+        else:
+            if mask.shape != (self.num_envs,):
+                raise ValueError(f"mask must be bool [{self.num_envs}], got {tuple(mask.shape)}")
+            mk = mask.to(device=self.device, dtype=torch.uint8).contiguous()
+        self._launch(self._kmod.gb_poke, [self._mem, int(addr), wp.from_torch(v), wp.from_torch(mk)])
+
+    def serial_output(self, env: int = 0) -> bytes:
+        """Bytes the console ``env`` sent over the serial port (internal clock) so far."""
+        if not 0 <= env < self.num_envs:
+            raise IndexError(f"env {env} out of range for {self.num_envs} envs")
+        n = int(self._st[env, layout.FIELDS["SER_N"]])
+        return bytes(self._ser[env, :n].cpu().tolist())
+
+    @property
+    def frame_count(self) -> torch.Tensor:
+        """Frames emulated per env (int64 [N])."""
+        return self._st[:, layout.FIELDS["FRAMES"]].to(torch.int64)
+
+    @property
+    def locked(self) -> torch.Tensor:
+        """Whether each env hit an illegal opcode and locked up (bool [N])."""
+        return self._st[:, layout.FIELDS["LOCKED"]] != 0
+
+    @property
+    def framebuffer(self) -> torch.Tensor:
+        """``uint8 [N, 144, 160]`` shades 0..3 of the last rendered lines (needs framebuffer=True)."""
+        if not self._expose_fb:
+            raise AttributeError("create the GameBoy with framebuffer=True to read the framebuffer")
+        return self._fb
+
+    # ------------------------------------------------------------------------------ savestates
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """The live per-env state tensors (``[N, ...]`` views), by name."""
+        return {name: getattr(self, "_" + name) for name in _STATE_ARRAYS}
+
+    def save_state(self):
+        """Snapshot every env's whole console state (see :class:`~.state.EmulatorState`)."""
+        from torchrl_dreamer.emulator.state import EmulatorState
+
+        return EmulatorState.capture(self)
+
+    def load_state(self, state, mask: torch.Tensor | None = None) -> None:
+        """Restore ``state`` into the envs selected by ``mask`` (all if None); a 1-env state broadcasts."""
+        state.restore_into(self, mask)
+
+    def battery_ram(self, env: int = 0) -> bytes:
+        """The cartridge RAM of ``env`` (what a battery would keep), for ``.sav`` files."""
+        return bytes(self._cram[env, : self.cartridge.ram_size].cpu().tolist())
+
+    def load_battery_ram(self, data: bytes, mask: torch.Tensor | None = None) -> None:
+        """Load a ``.sav`` image into the cartridge RAM of the masked envs (all if None)."""
+        size = self.cartridge.ram_size
+        if len(data) != size:
+            raise ValueError(f"battery RAM must be {size} bytes for this cartridge, got {len(data)}")
+        if size == 0:
+            return
+        src = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(self.device)
+        rows = slice(None) if mask is None else mask.to(self.device)
+        self._cram[rows, :size] = src

@@ -1,0 +1,109 @@
+"""Per-console state layout: the columns of the ``int32 [N, STATE_WORDS]`` state array.
+
+Every console (env) keeps its CPU registers, timer, PPU, serial, DMA, joypad and cartridge-mapper
+state in one row of a structure-of-arrays ``state`` array, so that the Warp kernel, savestates and
+the reset cache all deal with plain dense arrays. The column indices are Warp constants so the
+kernel source stays readable (``m.st[i, S_PC]``).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+_NAMES = [
+    # CPU
+    "A", "F", "B", "C", "D", "E", "H", "L", "SP", "PC", "IME", "EI_PEND", "HALTED", "HALT_BUG",
+    "STOPPED", "LOCKED",
+    # timer
+    "DIV16", "TIMA", "TMA", "TAC", "TIMA_OVF",
+    # PPU
+    "PPU_DOT", "PPU_NEXT", "LINE", "MODE", "STAT_EN", "STAT_LINE", "WIN_LINE", "FRAME_DONE", "PACK",
+    # serial, DMA, joypad
+    "SER_CNT", "SER_N", "DMA_CNT", "JOY",
+    # cartridge mapper
+    "MBC", "ROM_MASK", "RAM_SIZE", "ROM_OFF0", "ROM_OFF1", "RAM_BANK", "RAM_EN", "BANK1", "BANK2",
+    "MBC_MODE", "RTC_S", "RTC_M", "RTC_H", "RTC_DL", "RTC_DH", "RTC_LS", "RTC_LM", "RTC_LH",
+    "RTC_LDL", "RTC_LDH", "RTC_SUB", "RTC_LATCH",
+    # misc
+    "BOOT_ON", "FRAMES", "CYCLES", "CLK", "NEXT",
+]
+
+STATE_WORDS: int = len(_NAMES)
+"""Number of int32 words of per-console state."""
+
+FIELDS: dict[str, int] = {name: k for k, name in enumerate(_NAMES)}
+"""Column index of every state field, by name (``FIELDS["PC"]``)."""
+
+S_A = wp.constant(FIELDS["A"])
+S_F = wp.constant(FIELDS["F"])
+S_B = wp.constant(FIELDS["B"])
+S_C = wp.constant(FIELDS["C"])
+S_D = wp.constant(FIELDS["D"])
+S_E = wp.constant(FIELDS["E"])
+S_H = wp.constant(FIELDS["H"])
+S_L = wp.constant(FIELDS["L"])
+S_SP = wp.constant(FIELDS["SP"])
+S_PC = wp.constant(FIELDS["PC"])
+S_IME = wp.constant(FIELDS["IME"])
+S_EI_PEND = wp.constant(FIELDS["EI_PEND"])
+S_HALTED = wp.constant(FIELDS["HALTED"])
+S_HALT_BUG = wp.constant(FIELDS["HALT_BUG"])
+S_STOPPED = wp.constant(FIELDS["STOPPED"])
+S_LOCKED = wp.constant(FIELDS["LOCKED"])
+S_DIV16 = wp.constant(FIELDS["DIV16"])
+S_TIMA = wp.constant(FIELDS["TIMA"])
+S_TMA = wp.constant(FIELDS["TMA"])
+S_TAC = wp.constant(FIELDS["TAC"])
+S_TIMA_OVF = wp.constant(FIELDS["TIMA_OVF"])
+S_PPU_DOT = wp.constant(FIELDS["PPU_DOT"])
+S_PPU_NEXT = wp.constant(FIELDS["PPU_NEXT"])
+S_LINE = wp.constant(FIELDS["LINE"])
+S_MODE = wp.constant(FIELDS["MODE"])
+S_STAT_EN = wp.constant(FIELDS["STAT_EN"])
+S_STAT_LINE = wp.constant(FIELDS["STAT_LINE"])
+S_WIN_LINE = wp.constant(FIELDS["WIN_LINE"])
+S_FRAME_DONE = wp.constant(FIELDS["FRAME_DONE"])
+S_PACK = wp.constant(FIELDS["PACK"])
+S_SER_CNT = wp.constant(FIELDS["SER_CNT"])
+S_SER_N = wp.constant(FIELDS["SER_N"])
+S_DMA_CNT = wp.constant(FIELDS["DMA_CNT"])
+S_JOY = wp.constant(FIELDS["JOY"])
+S_MBC = wp.constant(FIELDS["MBC"])
+S_ROM_MASK = wp.constant(FIELDS["ROM_MASK"])
+S_RAM_SIZE = wp.constant(FIELDS["RAM_SIZE"])
+S_ROM_OFF0 = wp.constant(FIELDS["ROM_OFF0"])
+S_ROM_OFF1 = wp.constant(FIELDS["ROM_OFF1"])
+S_RAM_BANK = wp.constant(FIELDS["RAM_BANK"])
+S_RAM_EN = wp.constant(FIELDS["RAM_EN"])
+S_BANK1 = wp.constant(FIELDS["BANK1"])
+S_BANK2 = wp.constant(FIELDS["BANK2"])
+S_MBC_MODE = wp.constant(FIELDS["MBC_MODE"])
+S_RTC_S = wp.constant(FIELDS["RTC_S"])
+S_RTC_M = wp.constant(FIELDS["RTC_M"])
+S_RTC_H = wp.constant(FIELDS["RTC_H"])
+S_RTC_DL = wp.constant(FIELDS["RTC_DL"])
+S_RTC_DH = wp.constant(FIELDS["RTC_DH"])
+S_RTC_LS = wp.constant(FIELDS["RTC_LS"])
+S_RTC_LM = wp.constant(FIELDS["RTC_LM"])
+S_RTC_LH = wp.constant(FIELDS["RTC_LH"])
+S_RTC_LDL = wp.constant(FIELDS["RTC_LDL"])
+S_RTC_LDH = wp.constant(FIELDS["RTC_LDH"])
+S_RTC_SUB = wp.constant(FIELDS["RTC_SUB"])
+S_RTC_LATCH = wp.constant(FIELDS["RTC_LATCH"])
+S_BOOT_ON = wp.constant(FIELDS["BOOT_ON"])
+S_FRAMES = wp.constant(FIELDS["FRAMES"])
+S_CYCLES = wp.constant(FIELDS["CYCLES"])
+S_CLK = wp.constant(FIELDS["CLK"])
+S_NEXT = wp.constant(FIELDS["NEXT"])
+
+SERIAL_CAPACITY: int = 8192
+"""Bytes of serial output kept per console (later bytes are dropped)."""
+
+FRAME_CYCLES: int = 70224
+"""T-cycles per DMG frame (154 lines x 456 dots)."""
+
+# Memory regions kept per console (bytes).
+VRAM_SIZE = 0x2000
+WRAM_SIZE = 0x2000
+OAM_SIZE = 0xA0
+HRAM_SIZE = 0x100  # FF00-FFFF: IO registers, HRAM and IE

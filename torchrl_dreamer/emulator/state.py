@@ -1,0 +1,166 @@
+"""Savestates: the whole console state of every env, in a versioned format of our own.
+
+An :class:`EmulatorState` holds copies of the per-env state tensors (CPU registers, timer, PPU,
+mapper state, VRAM, WRAM, OAM, IO/HRAM, cartridge RAM, serial log) plus the SHA-256 of the ROM it
+belongs to. It can be loaded back into all envs, a mask of envs, or broadcast from one env, and
+serialised with :meth:`EmulatorState.to_bytes` / :meth:`EmulatorState.save`.
+
+File format (version :data:`STATE_VERSION`): magic ``b"TRDGBST\\0"``, a little-endian uint32
+version, a uint32 JSON header length, the UTF-8 JSON header (ROM hash, env count, array names,
+dtypes and shapes), then the raw arrays in header order.
+
+Example:
+    >>> s = gb.save_state()                     # doctest: +SKIP
+    >>> gb.run_frames(10); gb.load_state(s)     # doctest: +SKIP
+    >>> s.save("game.trdstate")                 # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from torchrl_dreamer.emulator import layout
+
+__all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
+
+STATE_VERSION = 1
+"""Current savestate format version (bump when the layout changes)."""
+STATE_MAGIC = b"TRDGBST\x00"
+"""First 8 bytes of a serialised savestate."""
+
+_DTYPES = {"int32": torch.int32, "uint8": torch.uint8}
+
+
+class SavestateError(ValueError):
+    """A savestate cannot be used here (wrong version, truncated, other ROM or env count)."""
+
+
+@dataclass
+class EmulatorState:
+    """Whole console state of ``num_envs`` envs of one ROM.
+
+    Attributes:
+        version: format version (:data:`STATE_VERSION`).
+        rom_sha256: hash of the ROM the state was taken on.
+        state_words: columns of the state table (guards against layout changes).
+        arrays: name -> CPU tensor ``[num_envs, ...]``.
+    """
+
+    version: int
+    rom_sha256: str
+    state_words: int
+    arrays: dict[str, torch.Tensor]
+
+    @property
+    def num_envs(self) -> int:
+        """Number of envs in the state."""
+        return int(self.arrays["st"].shape[0])
+
+    @classmethod
+    def capture(cls, gb) -> EmulatorState:
+        """Copy the current state of every env of ``gb`` to host memory."""
+        arrays = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in gb.state_tensors().items()}
+        return cls(STATE_VERSION, gb.cartridge.sha256, layout.STATE_WORDS, arrays)
+
+    def select(self, env: int) -> EmulatorState:
+        """A 1-env state holding env ``env`` (to broadcast it to other envs)."""
+        if not 0 <= env < self.num_envs:
+            raise IndexError(f"env {env} out of range for a {self.num_envs}-env state")
+        return EmulatorState(self.version, self.rom_sha256, self.state_words,
+                             {k: v[env:env + 1].clone() for k, v in self.arrays.items()})
+
+    def check_compatible(self, gb) -> None:
+        """Raise :class:`SavestateError` unless this state fits ``gb`` (version, ROM, shapes)."""
+        if self.version != STATE_VERSION or self.state_words != layout.STATE_WORDS:
+            raise SavestateError(
+                f"savestate format version {self.version} ({self.state_words} state words) is not "
+                f"supported; this build reads version {STATE_VERSION} ({layout.STATE_WORDS} words)"
+            )
+        if self.rom_sha256 != gb.cartridge.sha256:
+            raise SavestateError(
+                f"savestate was taken on another ROM (sha256 {self.rom_sha256[:12]}..., this "
+                f"emulator runs {gb.cartridge.sha256[:12]}...)"
+            )
+        if self.num_envs not in (1, gb.num_envs):
+            raise SavestateError(
+                f"savestate holds {self.num_envs} envs; load it into {gb.num_envs} envs only by "
+                "broadcasting a 1-env state (state.select(k))"
+            )
+        live = gb.state_tensors()
+        for name, t in live.items():
+            if name not in self.arrays or tuple(self.arrays[name].shape[1:]) != tuple(t.shape[1:]):
+                raise SavestateError(f"savestate array {name!r} is missing or has the wrong shape")
+
+    def restore_into(self, gb, mask: torch.Tensor | None = None) -> None:
+        """Write this state into ``gb`` for the envs where ``mask`` is True (all if None)."""
+        self.check_compatible(gb)
+        if mask is not None:
+            if mask.shape != (gb.num_envs,) or mask.dtype != torch.bool:
+                raise ValueError(f"mask must be bool [{gb.num_envs}], got {mask.dtype} {tuple(mask.shape)}")
+            mask = mask.to(gb.device)
+        for name, dst in gb.state_tensors().items():
+            src = self.arrays[name].to(gb.device)
+            if src.shape[0] == 1 and gb.num_envs != 1:
+                src = src.expand_as(dst)
+            if mask is None:
+                dst.copy_(src)
+            else:
+                dst.copy_(torch.where(mask.view(-1, *([1] * (dst.dim() - 1))), src, dst))
+
+    # ------------------------------------------------------------------------------ files
+    def to_bytes(self) -> bytes:
+        """Serialise (see the module docstring for the format)."""
+        names = sorted(self.arrays)
+        header = {
+            "rom_sha256": self.rom_sha256,
+            "state_words": self.state_words,
+            "arrays": [[n, str(self.arrays[n].dtype).replace("torch.", ""), list(self.arrays[n].shape)]
+                       for n in names],
+        }
+        hb = json.dumps(header).encode()
+        parts = [STATE_MAGIC, struct.pack("<II", self.version, len(hb)), hb]
+        parts += [self.arrays[n].contiguous().numpy().tobytes() for n in names]
+        return b"".join(parts)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> EmulatorState:
+        """Parse :meth:`to_bytes` output; raises :class:`SavestateError` on bad input."""
+        if len(data) < 16 or data[:8] != STATE_MAGIC:
+            raise SavestateError("not a torchrl_dreamer savestate (bad magic bytes)")
+        version, hlen = struct.unpack("<II", data[8:16])
+        if version != STATE_VERSION:
+            raise SavestateError(f"savestate format version {version} is not supported (expected {STATE_VERSION})")
+        if len(data) < 16 + hlen:
+            raise SavestateError("savestate is truncated (header incomplete)")
+        try:
+            header = json.loads(data[16:16 + hlen])
+        except ValueError as exc:
+            raise SavestateError(f"savestate header is corrupt: {exc}") from None
+        off = 16 + hlen
+        arrays = {}
+        for name, dt, shape in header["arrays"]:
+            dtype = _DTYPES[dt]
+            nbytes = int(torch.tensor(shape).prod()) * torch.empty((), dtype=dtype).element_size()
+            if off + nbytes > len(data):
+                raise SavestateError(f"savestate is truncated (array {name!r} incomplete)")
+            buf = bytearray(data[off:off + nbytes])
+            arrays[name] = torch.frombuffer(buf, dtype=dtype).reshape(shape).clone()
+            off += nbytes
+        if off != len(data):
+            raise SavestateError(f"savestate has {len(data) - off} unexpected trailing bytes")
+        return cls(version, header["rom_sha256"], header["state_words"], arrays)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the state to ``path``."""
+        Path(path).write_bytes(self.to_bytes())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> EmulatorState:
+        """Read a state written by :meth:`save`."""
+        return cls.from_bytes(Path(path).read_bytes())

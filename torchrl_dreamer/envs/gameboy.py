@@ -1,0 +1,411 @@
+"""``GameBoyEnv``: a batch of emulated Game Boys as one TorchRL :class:`~torchrl.envs.EnvBase`.
+
+The env is native (like TorchRL's ``MJLabWrapper``, not a gym wrapper): ``batch_size=[N]``, every
+tensor lives on the emulator's device, and one env step is one emulator launch
+(``gb.step(buttons, frames=frame_skip, press_frames=press_frames)``) plus a few batched tensor ops
+for the task. Nothing in a step syncs the host.
+
+Episode ends use a **deferred reset** (danijar's embodied driver): the step that ends an episode
+(``terminated`` by the task or ``truncated`` by ``max_episode_steps``) returns the real final
+observation with the flags and the reward; on the NEXT step that env ignores its action, restores
+the start snapshot (``ResetCache``, masked, on the device), runs the task's reset hook (e.g. writes
+a layout byte), emulates ``frame_skip`` frames with no button held and returns that observation
+with ``is_first=True``, reward 0, done flags False and ``episode_id + 1``. Collectors therefore
+never need to call ``reset`` (``_torchrl_native_autoreset``), so they never sync the host to ask
+whether an env is done. An explicit :meth:`reset` (full, or partial through a ``"_reset"`` mask)
+works as well and resets at once.
+
+Outputs per step (``batch_size=[N]``): ``pixels`` (``uint8[N,1,72,20]`` packed2 by default;
+``pixels="shades"`` gives ``uint8[N,1,72,80]`` shades 0..3, ``pixels="rgb"`` ``uint8[N,3,72,80]``),
+``reward`` ``float32[N,1]``, ``done``/``terminated``/``truncated`` ``bool[N,1]``, ``is_first``
+``bool[N,1]`` and ``episode_id`` ``int32[N,1]``. Each step returns fresh tensors: nothing returned
+aliases a buffer a later step overwrites (unless you ask for it with ``obs_out``).
+
+Example:
+    >>> from torchrl_dreamer.envs import GameBoyEnv
+    >>> env = GameBoyEnv("maze", num_envs=4)
+    >>> td = env.rollout(10, break_when_any_done=False)
+    >>> td["next", "pixels"].shape
+    torch.Size([4, 10, 1, 72, 20])
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torchrl.data import Bounded, Categorical, Composite, Unbounded
+from torchrl.envs import EnvBase
+
+from torchrl_dreamer.envs.actions import ActionSet, make_action_set
+from torchrl_dreamer.envs.registry import make_task
+from torchrl_dreamer.envs.task import Task
+
+__all__ = ["GameBoyEnv", "PIXEL_FORMATS"]
+
+PIXEL_FORMATS = ("packed2", "shades", "rgb")
+"""Observation formats of ``GameBoyEnv(pixels=...)``."""
+
+_PACKED2_SHAPE = (1, 72, 20)
+
+
+def _default_backend() -> Any:
+    from torchrl_dreamer import emulator
+
+    if not hasattr(emulator, "GameBoy"):
+        raise ImportError(
+            "torchrl_dreamer.emulator.GameBoy is not available in this build; GameBoyEnv needs "
+            "the Warp emulator (or pass backend=... with GameBoy and ResetCache classes)"
+        )
+    return emulator
+
+
+class GameBoyEnv(EnvBase):
+    """N Game Boy consoles running one :class:`~torchrl_dreamer.envs.task.Task`, as a TorchRL env.
+
+    Args:
+        task: a registered task name (see :func:`~torchrl_dreamer.envs.list_tasks`) or a
+            :class:`Task` instance. Defaults to ``"maze"``.
+        num_envs: number of consoles N (the env's ``batch_size`` is ``[N]``).
+        device: ``"cpu"`` or a CUDA device; the emulator and every output live there.
+
+    Keyword Args:
+        rom: ROM path overriding the task's default ROM (user-supplied games).
+        state: savestate path/object to start episodes from (passed to the task).
+        task_kwargs: extra keyword arguments for a task given by name.
+        action_set: a built-in action set name, a list of action names or an
+            :class:`~torchrl_dreamer.envs.actions.ActionSet`; default: the task's.
+        frame_skip: frames emulated per env step (24).
+        press_frames: frames the chosen buttons are held at the start of a step (8).
+        max_episode_steps: steps after which an episode is ``truncated``; default: the task's
+            (``None``/0 = no limit).
+        pixels: observation format, one of :data:`PIXEL_FORMATS` (``"packed2"``).
+        noop_max: episodes start after a random 0..``noop_max`` frames with no button held,
+            drawn per env by :meth:`set_seed` (0 = always the same start).
+        native_autoreset: deferred native auto-reset (see the module docstring); with
+            ``False`` TorchRL collectors call :meth:`reset` on done envs as for any env. (Not
+            ``auto_reset``: TorchRL's ``EnvBase`` reserves that name for its ``AutoResetEnv``.)
+        seed: optional seed applied at construction (as :meth:`set_seed`).
+        backend: object with ``GameBoy`` and ``ResetCache`` (default: :mod:`torchrl_dreamer.emulator`);
+            lets tests and alternative emulators plug in.
+    """
+
+    _PIXELS_KEY = "pixels"
+    # frame_skip is done inside the emulator launch: stop EnvBase from adding FrameSkipTransform.
+    _has_frame_skip = True
+
+    def __init__(
+        self,
+        task: str | Task = "maze",
+        num_envs: int = 1,
+        device: str | torch.device = "cpu",
+        *,
+        rom: str | Path | None = None,
+        state: Any = None,
+        task_kwargs: dict[str, Any] | None = None,
+        action_set: str | list[str] | ActionSet | None = None,
+        frame_skip: int = 24,
+        press_frames: int = 8,
+        max_episode_steps: int | None | str = "task",
+        pixels: str = "packed2",
+        noop_max: int = 0,
+        native_autoreset: bool = True,
+        seed: int | None = None,
+        backend: Any = None,
+    ):
+        num_envs = int(num_envs)
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if frame_skip < 1:
+            raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
+        if not 0 <= press_frames <= frame_skip:
+            raise ValueError(
+                f"press_frames must lie in 0..frame_skip ({frame_skip}), got {press_frames}"
+            )
+        if pixels not in PIXEL_FORMATS:
+            raise ValueError(f"unknown pixels format {pixels!r}; choose one of {PIXEL_FORMATS}")
+        if noop_max < 0:
+            raise ValueError(f"noop_max must be >= 0, got {noop_max}")
+        device = torch.device(device)
+        super().__init__(batch_size=torch.Size([num_envs]), device=device)
+
+        kwargs = dict(task_kwargs or {})
+        if rom is not None:
+            kwargs["rom"] = rom
+        if state is not None:
+            kwargs["state"] = state
+        if isinstance(task, Task) and kwargs:
+            raise ValueError(
+                "rom/state/task_kwargs only apply to a task given by name; set them on your Task"
+            )
+        self.task: Task = make_task(task, **kwargs)
+        self.action_set: ActionSet = make_action_set(
+            action_set if action_set is not None else self.task.default_action_set
+        )
+        if max_episode_steps == "task":
+            max_episode_steps = self.task.default_max_episode_steps
+        self.max_episode_steps = int(max_episode_steps or 0)
+        self.frame_skip = int(frame_skip)
+        self.press_frames = int(press_frames)
+        self.pixels_format = pixels
+        self.noop_max = int(noop_max)
+        self.num_envs = num_envs
+        self._backend = backend if backend is not None else _default_backend()
+
+        # Console batch, task and start snapshot.
+        self._rom_path = self.task.rom_path()
+        self.gb = self._backend.GameBoy(self._rom_path, num_envs=num_envs, device=device)
+        self.task.check_cartridge(self.gb.cartridge)
+        self.task.prepare(self.gb)
+        self.task.setup(num_envs, device)
+        self._generator = torch.Generator(device=device)
+        self._generator.manual_seed(0 if seed is None else int(seed))
+        self._noop_gen = torch.Generator().manual_seed(0 if seed is None else int(seed))
+        self._reset_cache = self._build_reset_cache(live=False)
+
+        # Per-env bookkeeping (device tensors).
+        self._pending = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self._steps = torch.zeros(num_envs, dtype=torch.int32, device=device)
+        self._episode_id = torch.full((num_envs,), -1, dtype=torch.int32, device=device)
+        self._last_pixels = torch.zeros(num_envs, *_PACKED2_SHAPE, dtype=torch.uint8,
+                                        device=device)
+        self._last_done = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self._zeros_u8 = torch.zeros(num_envs, dtype=torch.uint8, device=device)
+
+        self._make_specs()
+        self._torchrl_native_autoreset = bool(native_autoreset)
+        if seed is not None:
+            self.set_seed(seed)
+
+    # ------------------------------------------------------------------ specs
+    def _make_specs(self) -> None:
+        n = self.num_envs
+        dev = self.device
+        if self.pixels_format == "packed2":
+            pix = Bounded(0, 255, shape=(n, *_PACKED2_SHAPE), dtype=torch.uint8, device=dev)
+        elif self.pixels_format == "shades":
+            pix = Bounded(0, 3, shape=(n, 1, 72, 80), dtype=torch.uint8, device=dev)
+        else:
+            pix = Bounded(0, 255, shape=(n, 3, 72, 80), dtype=torch.uint8, device=dev)
+        flag = Categorical(2, shape=(n, 1), dtype=torch.bool, device=dev)
+        self.observation_spec = Composite(
+            {
+                self._PIXELS_KEY: pix,
+                "is_first": flag.clone(),
+                "episode_id": Unbounded(shape=(n, 1), dtype=torch.int32, device=dev),
+            },
+            shape=(n,),
+            device=dev,
+        )
+        self.action_spec = Categorical(self.action_set.n, shape=(n,), dtype=torch.int64,
+                                       device=dev)
+        self.reward_spec = Unbounded(shape=(n, 1), dtype=torch.float32, device=dev)
+        self.done_spec = Composite(
+            done=flag.clone(), terminated=flag.clone(), truncated=flag.clone(),
+            shape=(n,), device=dev,
+        )
+
+    # ------------------------------------------------------------------ start snapshot
+    def _draw_noops(self) -> torch.Tensor:
+        if self.noop_max == 0:
+            return torch.zeros(self.num_envs, dtype=torch.int64)
+        return torch.randint(0, self.noop_max + 1, (self.num_envs,), generator=self._noop_gen)
+
+    def _build_reset_cache(self, live: bool) -> Any:
+        """Snapshot the start state, each env ``noop`` frames after the task's start state.
+
+        Per-env no-op counts need per-env states: a 1-console batch runs the frames once and its
+        state is broadcast into the envs drawing each count (``load_state(state, mask)``).
+        ``live=True`` keeps the consoles' current state (the snapshot is assembled in place and
+        rolled back).
+        """
+        noops = self._draw_noops()
+        self.noop_frames = noops
+        gb = self.gb
+        if not live and int(noops.max()) == 0:
+            return self._backend.ResetCache(gb)
+        saved = gb.save_state() if live else None
+        aux = self._backend.GameBoy(self._rom_path, num_envs=1, device=self.device)
+        self.task.prepare(aux)
+        done_frames = 0
+        for k in torch.unique(noops).tolist():
+            if k > done_frames:
+                aux.run_frames(k - done_frames)
+                done_frames = k
+            gb.load_state(aux.save_state(), mask=(noops == k).to(self.device))
+        cache = self._backend.ResetCache(gb)
+        if saved is not None:
+            gb.load_state(saved)
+        return cache
+
+    # ------------------------------------------------------------------ core
+    def _restart(self, mask: torch.Tensor) -> None:
+        """Start a new episode in the envs of ``mask`` (bool [N]) without a host sync."""
+        self._reset_cache.restore(mask)
+        self.task.on_reset(self.gb, mask, self._generator)
+
+    def _format_pixels(self, packed: torch.Tensor) -> torch.Tensor:
+        if self.pixels_format == "packed2":
+            return packed
+        from torchrl_dreamer.emulator.packed2 import shades_to_rgb, unpack_packed2
+
+        shades = unpack_packed2(packed)
+        if self.pixels_format == "shades":
+            return shades
+        return shades_to_rgb(shades.squeeze(-3))
+
+    def fast_step(
+        self, action: torch.Tensor, obs_out: torch.Tensor | None = None
+    ) -> TensorDictBase:
+        """One env step without TorchRL's wrapping: action indices ``[N]`` in, step data out.
+
+        This is what :meth:`step` runs (it adds spec handling and the ``"next"`` nesting). A
+        collector can call it directly and pass ``obs_out``, a ``uint8[N,1,72,20]`` view (e.g. a
+        replay row) the emulator renders the packed2 frame into in place; the returned
+        ``pixels`` then IS ``obs_out`` (``pixels="packed2"`` only).
+
+        Returns:
+            a TensorDict ``[N]`` with ``pixels, reward, done, terminated, truncated, is_first,
+            episode_id`` (shapes as in the module docstring).
+        """
+        n = self.num_envs
+        if action.dim() > 1:
+            action = action.reshape(n, -1)
+            if action.shape[-1] == 1:
+                action = action.squeeze(-1)
+        buttons = self.action_set.encode(action.to(self.device))
+        first = self._pending
+        buttons = torch.where(first, self._zeros_u8, buttons)
+        self._restart(first)
+        if obs_out is not None:
+            if self.pixels_format != "packed2":
+                raise ValueError("obs_out is only supported with pixels='packed2'")
+            if tuple(obs_out.shape) != (n, *_PACKED2_SHAPE) or obs_out.dtype != torch.uint8:
+                raise ValueError(
+                    f"obs_out must be uint8 of shape {(n, *_PACKED2_SHAPE)}, got "
+                    f"{obs_out.dtype} {tuple(obs_out.shape)}"
+                )
+            packed = obs_out
+        else:
+            packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
+        self.gb.step(buttons, frames=self.frame_skip, press_frames=self.press_frames,
+                     obs_out=packed)
+        reward, terminated = self.task.compute(self.gb, packed, first)
+        reward = torch.where(first, torch.zeros_like(reward), reward.to(torch.float32))
+        terminated = terminated.to(torch.bool) & ~first
+        self._steps = torch.where(first, torch.zeros_like(self._steps), self._steps + 1)
+        self._episode_id = self._episode_id + first.to(torch.int32)
+        truncated = self._truncation(terminated)
+        done = terminated | truncated
+        self._pending = done
+        self._last_done = done
+        self._last_pixels = packed
+        return self._output(packed, reward, terminated, truncated, first)
+
+    def _truncation(self, terminated: torch.Tensor) -> torch.Tensor:
+        truncated = torch.zeros_like(terminated)
+        if self.max_episode_steps > 0:
+            truncated = self._steps >= self.max_episode_steps
+        locked = getattr(self.gb, "locked", None)
+        if isinstance(locked, torch.Tensor):
+            # A console that hit an illegal opcode can never continue: end its episode.
+            truncated = truncated | locked.to(torch.bool).reshape(-1)
+        return truncated & ~terminated
+
+    def _output(self, packed, reward, terminated, truncated, first) -> TensorDictBase:
+        return TensorDict(
+            {
+                self._PIXELS_KEY: self._format_pixels(packed),
+                "reward": reward.reshape(-1, 1),
+                "done": (terminated | truncated).reshape(-1, 1).clone(),
+                "terminated": terminated.reshape(-1, 1).clone(),
+                "truncated": truncated.reshape(-1, 1).clone(),
+                "is_first": first.reshape(-1, 1).clone(),
+                "episode_id": self._episode_id.reshape(-1, 1).clone(),
+            },
+            batch_size=self.batch_size,
+            device=self.device,
+        )
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self.fast_step(tensordict.get("action"))
+
+    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        n = self.num_envs
+        mask = None
+        if tensordict is not None:
+            mask = tensordict.get("_reset", None)
+        if mask is None:
+            mask = torch.ones(n, dtype=torch.bool, device=self.device)
+            partial = False
+        else:
+            mask = mask.to(self.device, torch.bool).reshape(n, -1).any(-1)
+            partial = not bool(mask.all())
+        saved = self.gb.save_state() if partial else None
+        saved_task = {k: v.clone() for k, v in self.task.buffers.items()} if partial else None
+        self._restart(mask)
+        packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
+        self.gb.step(self._zeros_u8, frames=self.frame_skip, press_frames=self.press_frames,
+                     obs_out=packed)
+        self.task.compute(self.gb, packed, mask)
+        if partial:
+            # Envs outside the mask must not move: roll their consoles and task state back.
+            self.gb.load_state(saved, mask=~mask)
+            for key, old in saved_task.items():
+                new = self.task.buffers[key]
+                keep = (~mask).reshape(-1, *([1] * (new.dim() - 1)))
+                new.copy_(torch.where(keep, old, new))
+            packed = torch.where(mask.reshape(-1, 1, 1, 1), packed, self._last_pixels)
+        self._steps = torch.where(mask, torch.zeros_like(self._steps), self._steps)
+        self._episode_id = self._episode_id + mask.to(torch.int32)
+        self._pending = self._pending & ~mask
+        self._last_done = self._last_done & ~mask
+        self._last_pixels = packed
+        # Rows outside the mask are ignored by TorchRL (it keeps the input's values there).
+        no = torch.zeros(n, dtype=torch.bool, device=self.device)
+        out = self._output(packed, no.float(), no, no, mask)
+        del out["reward"]
+        return out
+
+    def _set_seed(self, seed: int | None) -> None:
+        if seed is None:
+            seed = int(torch.seed() % (2**62))
+        self._generator.manual_seed(int(seed))
+        self._noop_gen.manual_seed(int(seed))
+        if self.noop_max > 0:
+            self._reset_cache = self._build_reset_cache(live=True)
+
+    def _native_autoreset_set_invalid_next_observation(
+        self, tensordict: TensorDictBase
+    ) -> dict:
+        # TorchRL's native auto-reset assumes the env already reset inside the done step and
+        # blanks that step's observation. Ours resets on the NEXT step (deferred), so the
+        # observation returned with done is the real final frame: keep it.
+        return {}
+
+    # ------------------------------------------------------------------ viewing
+    def render(self, env: int | None = None) -> torch.Tensor:
+        """RGB of the last observation, ``uint8[N, 72, 80, 3]`` (``[72, 80, 3]`` for one env).
+
+        Use it with TorchRL's ``PixelRenderTransform(out_keys=["rgb"])`` + ``VideoRecorder``.
+        """
+        from torchrl_dreamer.emulator.packed2 import shades_to_rgb, unpack_packed2
+
+        rgb = shades_to_rgb(unpack_packed2(self._last_pixels).squeeze(-3), channels_last=True)
+        return rgb if env is None else rgb[env]
+
+    @property
+    def episode_steps(self) -> torch.Tensor:
+        """Steps taken in the current episode, ``int32[N]`` (0 at the reset step)."""
+        return self._steps.clone()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(task={self.task.name!r}, num_envs={self.num_envs}, "
+            f"device={self.device}, actions={list(self.action_set.names)}, "
+            f"frame_skip={self.frame_skip}, press_frames={self.press_frames}, "
+            f"max_episode_steps={self.max_episode_steps or None}, pixels={self.pixels_format!r})"
+        )
+

@@ -1,0 +1,168 @@
+"""The :class:`Task` interface: what a game means as an RL problem.
+
+A :class:`~torchrl_dreamer.envs.GameBoyEnv` runs consoles; a ``Task`` says which ROM to run, how
+to bring the consoles to the state episodes start from, what to poke into RAM when an episode
+starts (a layout or seed byte), and how reward and termination follow from the console's memory
+and/or screen after each env step. Everything a task computes per step stays on the env's device
+as batched tensor ops (``gb.read_memory`` is a device gather), so stepping never syncs the host.
+
+TorchRL has no notion of a game task on top of an emulator (its envs own reward and termination
+internally), so this interface is ours; it is deliberately small. See ``docs/writing_a_task.md``.
+
+Life cycle, as driven by the env::
+
+    task.check_cartridge(gb.cartridge)      # title check: ROM/task mismatch -> clear error
+    task.prepare(gb)                        # once: boot to the start state (all envs alike)
+    task.setup(num_envs, device)            # once: allocate per-env buffers
+    # ... the env snapshots that state (ResetCache) ...
+    # at every episode start (masked envs only, after the snapshot is restored):
+    task.on_reset(gb, mask, generator)
+    # after every env step (all envs; `is_first` marks envs whose episode just started):
+    reward, terminated = task.compute(gb, pixels, is_first)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+__all__ = ["Task", "TaskMismatchError"]
+
+
+class TaskMismatchError(ValueError):
+    """The ROM (or state file) given does not belong to the task."""
+
+
+class Task:
+    """Base class of game tasks; subclass it and override :meth:`compute` (and usually more).
+
+    Class attributes (override in subclasses):
+        name: registry name (``make_task(name)``).
+        rom_titles: cartridge header titles this task accepts (compared after stripping NULs and
+            spaces, case-insensitive); empty = accept any ROM.
+        default_action_set: name of the built-in action set used when the env gets none.
+        default_max_episode_steps: episode length limit used when the env gets none (``None`` =
+            unlimited).
+        start_frames: frames run from power-on by the default :meth:`prepare`.
+
+    Args:
+        rom: path of the ROM file; ``None`` = :meth:`default_rom`.
+        state: optional savestate file (or ``EmulatorState``) to start episodes from instead of
+            booting; loaded by :meth:`prepare`.
+    """
+
+    name: ClassVar[str] = "task"
+    rom_titles: ClassVar[tuple[str, ...]] = ()
+    default_action_set: ClassVar[str] = "default"
+    default_max_episode_steps: ClassVar[int | None] = None
+    start_frames: ClassVar[int] = 60
+
+    def __init__(self, rom: str | Path | None = None, state: Any = None):
+        self.rom = Path(rom) if rom is not None else None
+        self.state = state
+        self.num_envs = 0
+        self.device = torch.device("cpu")
+        self.buffers: dict[str, torch.Tensor] = {}
+
+    # ---- ROM and start state -------------------------------------------------------------
+    def default_rom(self) -> Path:
+        """Path of the ROM used when none is given; subclasses for shipped games override it."""
+        raise FileNotFoundError(
+            f"task {self.name!r} has no default ROM: pass rom=PATH to the task or the env"
+        )
+
+    def rom_path(self) -> Path:
+        """The ROM this task runs (the given one, else :meth:`default_rom`), checked to exist."""
+        path = self.rom if self.rom is not None else self.default_rom()
+        if not Path(path).is_file():
+            raise FileNotFoundError(
+                f"ROM for task {self.name!r} not found at {path}; pass rom=PATH (user-supplied "
+                "games are never shipped with torchrl_dreamer)"
+            )
+        return Path(path)
+
+    def check_cartridge(self, cartridge: Any) -> None:
+        """Raise :class:`TaskMismatchError` if the cartridge title is not one this task accepts."""
+        if not self.rom_titles:
+            return
+        title = _normalise_title(getattr(cartridge, "title", ""))
+        accepted = {_normalise_title(t) for t in self.rom_titles}
+        if title not in accepted:
+            raise TaskMismatchError(
+                f"task {self.name!r} expects a ROM titled {sorted(accepted)} but the cartridge "
+                f"is titled {title!r}; pass the matching ROM or pick the task for this game"
+            )
+
+    def prepare(self, gb: Any) -> None:
+        """Bring every console to the state episodes start from (then the env snapshots it).
+
+        Default: load :attr:`state` when given (a path or an ``EmulatorState``), else run
+        :attr:`start_frames` frames with no button held from power-on.
+        """
+        if self.state is not None:
+            gb.load_state(_load_state_arg(self.state))
+        else:
+            gb.run_frames(self.start_frames)
+
+    def setup(self, num_envs: int, device: torch.device) -> None:
+        """Allocate per-env buffers (called once, before the first episode).
+
+        Keep every per-env tensor a task updates in :attr:`buffers` (``{name: tensor[N, ...]}``):
+        the env saves and restores them around a partial explicit reset, which must leave the
+        other envs untouched. Subclasses call ``super().setup(...)`` first.
+        """
+        self.num_envs = int(num_envs)
+        self.device = torch.device(device)
+        self.buffers = {}
+
+    # ---- per episode and per step --------------------------------------------------------
+    def on_reset(self, gb: Any, mask: torch.Tensor, generator: torch.Generator | None) -> None:
+        """Episode start for envs where ``mask`` (bool ``[N]``) is set, right after the snapshot
+        restore and before the env step that renders the first observation.
+
+        Override to write RAM (``gb.write_memory(addr, values, mask=mask)``), e.g. a random layout
+        byte drawn with ``generator`` on the env's device. Must not sync the host. Default: no-op.
+        """
+
+    def compute(
+        self, gb: Any, pixels: torch.Tensor, is_first: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reward and termination of the step just run, for all envs.
+
+        Args:
+            gb: the console batch (read memory with ``gb.read_memory(addr, length)``).
+            pixels: the packed2 observation ``uint8[N, 1, 72, 20]`` of this step.
+            is_first: bool ``[N]``: envs whose episode started at this step. Their reward and
+                termination are ignored by the env (forced to 0/False); use the mask to reset
+                per-episode baselines such as the previous score.
+
+        Returns:
+            ``(reward float32[N], terminated bool[N])`` on the env's device.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement compute()")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, rom={self.rom})"
+
+
+def _normalise_title(title: Any) -> str:
+    if isinstance(title, (bytes, bytearray)):
+        title = bytes(title).decode("ascii", errors="replace")
+    return str(title).replace("\x00", "").strip().upper()
+
+
+def _load_state_arg(state: Any) -> Any:
+    """A savestate given as a path is read with the emulator's loader; objects pass through."""
+    if isinstance(state, (str, Path)):
+        path = Path(state)
+        if not path.is_file():
+            raise FileNotFoundError(f"state file {path} not found")
+        from torchrl_dreamer.emulator import EmulatorState
+
+        loader = getattr(EmulatorState, "load", None)
+        if loader is None:
+            raise NotImplementedError("this emulator build cannot read state files")
+        return loader(path)
+    return state

@@ -1,0 +1,32 @@
+"""torchrl_dreamer.objectives: DreamerV3 losses as TorchRL ``LossModule``s (2023 / sheeprl).
+
+- :class:`DreamerV3WorldModelLoss`, :class:`DreamerV3ActorLoss`, :class:`DreamerV3CriticLoss`
+- :class:`DreamerV3Learner` -- runs all three with their optimizers: ``learner.update(batch)``.
+- :class:`DreamerV3LossConfig`, :data:`LOSS_PRESETS` (``"sheeprl"``), :class:`SlowCritic`.
+"""
+
+from torchrl_dreamer.objectives.actor import DreamerV3ActorLoss, make_return_norm
+from torchrl_dreamer.objectives.config import LOSS_PRESETS, DreamerV3LossConfig
+from torchrl_dreamer.objectives.critic import DreamerV3CriticLoss, SlowCritic
+from torchrl_dreamer.objectives.learner import DreamerV3Learner
+from torchrl_dreamer.objectives.utils import hold_out_params, total_loss
+from torchrl_dreamer.objectives.world_model import (
+    DreamerV3WorldModelLoss,
+    action_to_vector,
+    shift_actions,
+)
+
+__all__ = [
+    "DreamerV3WorldModelLoss",
+    "DreamerV3ActorLoss",
+    "DreamerV3CriticLoss",
+    "DreamerV3Learner",
+    "DreamerV3LossConfig",
+    "LOSS_PRESETS",
+    "SlowCritic",
+    "make_return_norm",
+    "shift_actions",
+    "action_to_vector",
+    "total_loss",
+    "hold_out_params",
+]

@@ -1,0 +1,173 @@
+"""``DreamerV3ActorLoss``: imagination from posterior states, lambda-returns, REINFORCE/backprop.
+
+Starts: every posterior state of the replay batch (detached). The policy is rolled out through
+the prior for ``horizon`` steps (16 states). Rewards are the two-hot means, continues the
+Bernoulli *mode* with the first replaced by the data's ``continue_``. Returns are
+``lambda_returns(r[1:], v[1:], gamma * c[1:])``, weights ``cumprod(gamma c) / gamma``, and
+advantages ``(R - v) / max(1, P95 - P5)`` with EMA percentiles (TorchRL's
+``PercentileValueNorm`` with rate 0.01 reproduces the reference ``Moments`` sequence exactly, so
+it is reused). Discrete actions use REINFORCE, continuous ones backpropagate through the
+dynamics; the entropy bonus is ``3e-4 * H``.
+
+Gradients: imagination for discrete actors runs under ``no_grad``; for continuous actors the
+world model and critic are held out (``requires_grad=False``) so only the actor receives
+gradients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torchrl.modules.value_norm import PercentileValueNorm
+from torchrl.objectives import LossModule
+
+from torchrl_dreamer.modules.functional import discount_weights, lambda_returns
+from torchrl_dreamer.modules.heads import DreamerV3Actor, DreamerV3Critic
+from torchrl_dreamer.modules.world_model import WorldModel
+from torchrl_dreamer.objectives.config import DreamerV3LossConfig
+from torchrl_dreamer.objectives.utils import hold_out_params
+
+__all__ = ["DreamerV3ActorLoss", "make_return_norm"]
+
+
+def make_return_norm(config: DreamerV3LossConfig) -> PercentileValueNorm:
+    """The 5/95 percentile EMA return normaliser (``Moments``) of the reference."""
+    return PercentileValueNorm(
+        shape=1,
+        quantiles=config.return_percentiles,
+        rate=1.0 - config.return_ema_decay,
+        min_scale=config.return_max_scale,
+    )
+
+
+class DreamerV3ActorLoss(LossModule):
+    """Actor loss of DreamerV3 (2023 / sheeprl semantics) as a TorchRL ``LossModule``.
+
+    Input: a TensorDict of start states (any batch shape, flattened) with keys ``h``, ``z`` and
+    ``continue_`` (``set_keys``), e.g. ``world_model_loss_output["posterior"]``.
+
+    Output keys: ``loss_actor``; metrics ``actor_entropy``, ``return_mean``, ``return_scale``,
+    ``advantage_mean``; and ``imagination``: a detached TensorDict (no batch dims) with
+    ``latent [H+1, N, L]``, ``lambda_return [H, N]`` and ``weight [H+1, N]`` for the critic loss.
+
+    Research hooks: :meth:`imagine`, :meth:`predict`, :meth:`return_estimate`,
+    :meth:`advantage`.
+    """
+
+    @dataclass
+    class _AcceptedKeys:
+        """Configurable input keys: deterministic ``h``, stochastic ``z``, ``continue_``."""
+
+        h: str = "h"
+        z: str = "z"
+        continue_: str = "continue_"
+
+    default_keys = _AcceptedKeys
+    tensor_keys: _AcceptedKeys
+    out_keys = [
+        "loss_actor",
+        "actor_entropy",
+        "return_mean",
+        "return_scale",
+        "advantage_mean",
+        "imagination",
+    ]
+
+    def __init__(
+        self,
+        world_model: WorldModel,
+        actor: DreamerV3Actor,
+        critic: DreamerV3Critic,
+        config: DreamerV3LossConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.world_model, self.actor, self.critic = world_model, actor, critic
+        self.config = config or DreamerV3LossConfig()
+        self.return_norm = make_return_norm(self.config)
+
+    def _forward_value_estimator_keys(self, **kwargs) -> None:
+        pass
+
+    @property
+    def in_keys(self):
+        k = self.tensor_keys
+        return [k.h, k.z, k.continue_]
+
+    # ------------------------------------------------------------------ hooks
+    def imagine(self, h: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Roll out the policy in the prior: ``latents [H+1, N, L]``, ``actions [H+1, N, A]``."""
+        return self.world_model.rssm.imagine(h, z, self.actor.act, self.config.horizon)
+
+    def predict(
+        self, latents: torch.Tensor, first_continue: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(rewards, values, continues)`` ``[H+1, N]`` along the imagined trajectory."""
+        wm = self.world_model
+        rewards = wm.reward.mean(wm.reward(latents))
+        values = self.critic.mean(self.critic(latents))
+        cont = (wm.cont(latents) > 0).to(rewards.dtype)
+        cont = torch.cat([first_continue.to(cont.dtype).unsqueeze(0), cont[1:]], 0)
+        return rewards, values, cont
+
+    def return_estimate(
+        self, rewards: torch.Tensor, values: torch.Tensor, continues: torch.Tensor
+    ) -> torch.Tensor:
+        """lambda-returns ``[H, N]`` from ``[H+1, N]`` predictions."""
+        cfg = self.config
+        return lambda_returns(rewards[1:], values[1:], continues[1:] * cfg.gamma, cfg.lmbda)
+
+    def advantage(self, returns: torch.Tensor, baseline: torch.Tensor) -> torch.Tensor:
+        """``(R - v) / max(1, P95 - P5)`` after updating the percentile EMA with ``R``."""
+        self.return_norm.update(returns.detach().reshape(-1, 1))
+        offset = self.return_norm.low
+        scale = self.return_norm.scale()
+        return (returns - offset) / scale - (baseline - offset) / scale
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        keys, cfg = self.tensor_keys, self.config
+        h = tensordict.get(keys.h).detach()
+        z = tensordict.get(keys.z).detach()
+        h = h.reshape(-1, h.shape[-1])
+        z = z.reshape(-1, z.shape[-1])
+        first_cont = tensordict.get(keys.continue_).reshape(-1).float()
+        if self.actor.discrete:
+            with torch.no_grad():
+                latents, actions = self.imagine(h, z)
+                rewards, values, cont = self.predict(latents, first_cont)
+                returns = self.return_estimate(rewards, values, cont)
+        else:
+            with hold_out_params(self.world_model, self.critic):
+                latents, actions = self.imagine(h, z)
+                rewards, values, cont = self.predict(latents, first_cont)
+                returns = self.return_estimate(rewards, values, cont)
+        weight = discount_weights(cont, cfg.gamma).detach()
+        adv = self.advantage(returns, values[:-1])
+        params = self.actor(latents.detach())
+        if self.actor.discrete:
+            logp = self.actor.log_prob(params, actions.detach())[:-1]
+            objective = logp * adv.detach()
+        else:
+            objective = adv
+        entropy = self.actor.entropy(params)[:-1]
+        loss = -(weight[:-1] * (objective + cfg.entropy_coef * entropy)).mean()
+        return TensorDict(
+            {
+                "loss_actor": loss,
+                "actor_entropy": entropy.detach().mean(),
+                "return_mean": returns.detach().mean(),
+                "return_scale": self.return_norm.scale().detach().reshape(()),
+                "advantage_mean": adv.detach().mean(),
+                "imagination": TensorDict(
+                    {
+                        "latent": latents.detach(),
+                        "lambda_return": returns.detach(),
+                        "weight": weight,
+                    },
+                    [],
+                ),
+            },
+            [],
+        )

@@ -1,0 +1,131 @@
+"""``DreamerV3Learner``: one full DreamerV3 update (world model, then actor, then critic).
+
+Owns the three losses, their Adam optimizers (sheeprl settings), global-norm gradient clipping
+and the slow-critic EMA (advanced before each gradient step, hard copy at step 0). The collector
+calls :meth:`DreamerV3Learner.update` with a replay sample and gets a TensorDict of detached
+scalar metrics back (no host sync inside).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from torchrl_dreamer.modules.heads import DreamerV3Actor, DreamerV3Critic
+from torchrl_dreamer.modules.world_model import WorldModel
+from torchrl_dreamer.objectives.actor import DreamerV3ActorLoss
+from torchrl_dreamer.objectives.config import LOSS_PRESETS, DreamerV3LossConfig
+from torchrl_dreamer.objectives.critic import DreamerV3CriticLoss
+from torchrl_dreamer.objectives.utils import total_loss
+from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
+
+__all__ = ["DreamerV3Learner"]
+
+
+def _adam(params, lr: float, eps: float, device: torch.device) -> torch.optim.Adam:
+    kwargs = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    return torch.optim.Adam(list(params), lr=lr, eps=eps, **kwargs)
+
+
+class DreamerV3Learner(nn.Module):
+    """Runs the three DreamerV3 losses in order with their optimizers.
+
+    Args:
+        world_model, actor, critic: from :func:`torchrl_dreamer.modules.make_dreamer`.
+        config: a :class:`DreamerV3LossConfig` or preset name (``"sheeprl"``, the default).
+        batch_major: replay samples are ``[B, T]`` instead of ``[T, B]``.
+        autocast_dtype: e.g. ``torch.bfloat16`` to run the forward passes under autocast (the
+            GRU and latent distributions stay fp32).
+        world_model_loss_cls, actor_loss_cls, critic_loss_cls: loss classes to use (research
+            variants subclass the defaults and override their hooks).
+
+    Example:
+        >>> from torchrl_dreamer.modules import make_dreamer
+        >>> wm, actor, critic = make_dreamer("tiny", {"obs": ("vector", 3)}, action_dim=2)
+        >>> learner = DreamerV3Learner(wm, actor, critic)
+        >>> T, B = 8, 2
+        >>> batch = TensorDict({"obs": torch.randn(T, B, 3),
+        ...     "action": torch.randint(2, (T, B)), "reward": torch.randn(T, B),
+        ...     "is_first": torch.zeros(T, B, dtype=torch.bool),
+        ...     "continue_": torch.ones(T, B)}, [T, B])
+        >>> sorted(learner.update(batch).keys())[:3]
+        ['actor_entropy', 'advantage_mean', 'grad_norm_actor']
+    """
+
+    def __init__(
+        self,
+        world_model: WorldModel,
+        actor: DreamerV3Actor,
+        critic: DreamerV3Critic,
+        config: DreamerV3LossConfig | str = "sheeprl",
+        *,
+        batch_major: bool = False,
+        autocast_dtype: torch.dtype | None = None,
+        world_model_loss_cls: type[DreamerV3WorldModelLoss] = DreamerV3WorldModelLoss,
+        actor_loss_cls: type[DreamerV3ActorLoss] = DreamerV3ActorLoss,
+        critic_loss_cls: type[DreamerV3CriticLoss] = DreamerV3CriticLoss,
+    ) -> None:
+        super().__init__()
+        if isinstance(config, str):
+            if config not in LOSS_PRESETS:
+                raise KeyError(f"unknown loss preset {config!r}; choose one of {sorted(LOSS_PRESETS)}")
+            config = LOSS_PRESETS[config]
+        self.config = config
+        self.world_model, self.actor, self.critic = world_model, actor, critic
+        self.world_model_loss = world_model_loss_cls(world_model, config, batch_major=batch_major)
+        self.actor_loss = actor_loss_cls(world_model, actor, critic, config)
+        self.critic_loss = critic_loss_cls(critic, config)
+        dev = world_model.rssm.h0.device
+        self.wm_opt = _adam(world_model.parameters(), config.wm_lr, config.wm_eps, dev)
+        self.actor_opt = _adam(actor.parameters(), config.actor_lr, config.actor_eps, dev)
+        self.critic_opt = _adam(critic.parameters(), config.critic_lr, config.critic_eps, dev)
+        self.autocast_dtype = autocast_dtype
+        self.num_updates = 0
+
+    def _autocast(self):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.world_model.rssm.h0.device.type, dtype=self.autocast_dtype)
+
+    @staticmethod
+    def _step(loss: torch.Tensor, opt: torch.optim.Optimizer, module: nn.Module, clip: float):
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(module.parameters(), clip, foreach=True)
+        opt.step()
+        return norm.detach()
+
+    def update(self, batch: TensorDictBase) -> TensorDictBase:
+        """One gradient step on each of world model, actor and critic; returns detached metrics."""
+        cfg = self.config
+        self.critic_loss.update_slow_critic()
+        with self._autocast():
+            wm_out = self.world_model_loss(batch)
+        wm_loss = total_loss(wm_out)
+        g_wm = self._step(wm_loss, self.wm_opt, self.world_model, cfg.wm_clip)
+        with self._autocast():
+            actor_out = self.actor_loss(wm_out.get("posterior"))
+        g_actor = self._step(actor_out.get("loss_actor"), self.actor_opt, self.actor, cfg.actor_clip)
+        with self._autocast():
+            critic_out = self.critic_loss(actor_out.get("imagination"))
+        g_critic = self._step(
+            critic_out.get("loss_critic"), self.critic_opt, self.critic, cfg.critic_clip
+        )
+        self.num_updates += 1
+        metrics = TensorDict({}, [])
+        for out in (wm_out, actor_out, critic_out):
+            for k, v in out.items():
+                if isinstance(v, torch.Tensor) and v.dim() == 0:
+                    metrics.set(k, v.detach())
+        metrics.set("loss_world_model", wm_loss.detach())
+        metrics.set("grad_norm_world_model", g_wm)
+        metrics.set("grad_norm_actor", g_actor)
+        metrics.set("grad_norm_critic", g_critic)
+        return metrics
+
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        """The three optimizers by name (for checkpoints)."""
+        return {"world_model": self.wm_opt, "actor": self.actor_opt, "critic": self.critic_opt}

@@ -1,0 +1,212 @@
+"""``DreamerV3WorldModelLoss``: reconstruction, reward, continue and KL terms on replay sequences.
+
+Row alignment (the replay's data contract): row ``t`` holds ``o_t``, ``a_t`` (chosen after
+``o_t``), ``r_t`` (reward on arriving at ``o_t``), ``is_first_t`` and ``continue_t``. The RSSM step
+at ``t`` therefore consumes ``a_{t-1}``: :func:`shift_actions` prepends a zero action and drops
+the last, and ``is_first[0]`` is forced True so each sampled sequence starts from the learned
+initial state (as sheeprl and the 2023 replay do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from tensordict import TensorDict, TensorDictBase
+from torchrl.objectives import LossModule
+
+from torchrl_dreamer.modules.functional import categorical_kl, two_hot_log_prob
+from torchrl_dreamer.modules.heads import one_hot_actions
+from torchrl_dreamer.modules.world_model import WorldModel
+from torchrl_dreamer.objectives.config import DreamerV3LossConfig
+
+__all__ = ["DreamerV3WorldModelLoss", "shift_actions", "action_to_vector"]
+
+
+def shift_actions(action: torch.Tensor) -> torch.Tensor:
+    """Time-major ``[T, B, A]`` actions -> previous actions (``a_{t-1}``, zero at ``t = 0``)."""
+    return torch.cat([torch.zeros_like(action[:1]), action[:-1]], 0)
+
+
+def action_to_vector(action: torch.Tensor, action_dim: int, batch_dims: int = 2) -> torch.Tensor:
+    """Int index ``[T, B]`` / ``[T, B, 1]`` or float ``[T, B, A]`` actions -> float ``[T, B, A]``."""
+    if not action.dtype.is_floating_point and action.dim() == batch_dims + 1:
+        if action.shape[-1] != 1:
+            raise ValueError(
+                f"integer actions must be indices [T, B] or [T, B, 1], got {tuple(action.shape)}"
+            )
+        action = action.squeeze(-1)
+    return one_hot_actions(action, action_dim)
+
+
+class DreamerV3WorldModelLoss(LossModule):
+    """World-model loss of DreamerV3 (2023 / sheeprl semantics) as a TorchRL ``LossModule``.
+
+    Per ``(t, b)``: ``kl_dyn * max(fb, KL(sg(q) || p)) + kl_rep * max(fb, KL(q || sg(p)))``
+    + reconstruction (squared error *summed* over pixels / features) + two-hot reward NLL
+    + ``continue_scale`` * Bernoulli NLL; each term is averaged over ``T x B``.
+
+    Input keys (``set_keys``): observation keys of the world model, ``action``, ``reward``,
+    ``is_first``, ``continue_`` (falls back to ``1 - terminated``), ``terminated``. Batch
+    ``[T, B]`` (``batch_major=True`` for ``[B, T]``).
+
+    Output keys: ``loss_reconstruction``, ``loss_reward``, ``loss_continue``, ``loss_kl_dyn``,
+    ``loss_kl_rep`` (their sum is the objective), metrics ``kl``, ``posterior_entropy``,
+    ``prior_entropy``, ``reward_pred_mean``, and ``posterior``: a detached ``[T, B]`` TensorDict
+    with ``h``, ``z`` and ``continue_`` (start states for the actor loss).
+
+    Research hooks (override in a subclass): :meth:`reconstruction_loss`, :meth:`kl_loss`,
+    :meth:`reward_loss`, :meth:`continue_loss`.
+
+    Example:
+        >>> from torchrl_dreamer.modules import make_dreamer
+        >>> wm, _, _ = make_dreamer("tiny", {"obs": ("vector", 3)}, action_dim=2)
+        >>> loss = DreamerV3WorldModelLoss(wm)
+        >>> T, B = 4, 2
+        >>> td = TensorDict({"obs": torch.randn(T, B, 3), "action": torch.zeros(T, B).long(),
+        ...     "reward": torch.zeros(T, B), "is_first": torch.zeros(T, B, dtype=torch.bool),
+        ...     "continue_": torch.ones(T, B)}, [T, B])
+        >>> out = loss(td)
+        >>> round(float(out["loss_reward"]), 4)  # zero-initialised reward head: ln 255
+        5.5413
+    """
+
+    @dataclass
+    class _AcceptedKeys:
+        """Configurable input keys.
+
+        Attributes:
+            action: actions ``a_t`` (int index or float vector). reward: ``r_t``.
+            is_first: episode-start flags. continue_: ``1 - terminated`` target.
+            terminated: used when ``continue_`` is absent.
+        """
+
+        action: str = "action"
+        reward: str = "reward"
+        is_first: str = "is_first"
+        continue_: str = "continue_"
+        terminated: str = "terminated"
+
+    default_keys = _AcceptedKeys
+    tensor_keys: _AcceptedKeys
+    out_keys = [
+        "loss_reconstruction",
+        "loss_reward",
+        "loss_continue",
+        "loss_kl_dyn",
+        "loss_kl_rep",
+        "kl",
+        "posterior_entropy",
+        "prior_entropy",
+        "reward_pred_mean",
+        "posterior",
+    ]
+
+    def __init__(
+        self,
+        world_model: WorldModel,
+        config: DreamerV3LossConfig | None = None,
+        *,
+        batch_major: bool = False,
+    ) -> None:
+        super().__init__()
+        self.world_model = world_model
+        self.config = config or DreamerV3LossConfig()
+        self.batch_major = batch_major
+
+    def _forward_value_estimator_keys(self, **kwargs) -> None:
+        pass
+
+    @property
+    def in_keys(self):
+        k = self.tensor_keys
+        return [*self.world_model.obs_keys, k.action, k.reward, k.is_first, k.continue_]
+
+    # ------------------------------------------------------------------ hooks
+    def reconstruction_loss(
+        self, recon: dict[str, torch.Tensor], targets: dict[str, torch.Tensor]
+    ) -> torch.Tensor:
+        """Sum over keys of squared errors summed over each observation's feature dims: ``[T, B]``."""
+        total = 0.0
+        for k, x in recon.items():
+            err = (x.float() - targets[k]).square()
+            nd = len(self.world_model.decoders[k].shape)
+            total = total + err.sum(tuple(range(-nd, 0)))
+        return total
+
+    def kl_loss(
+        self, post_logits: torch.Tensor, prior_logits: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(dyn, rep, kl)`` per ``[T, B]``; free bits clip the *summed* KL."""
+        fb = self.config.free_bits
+        dyn = categorical_kl(post_logits.detach(), prior_logits)
+        rep = categorical_kl(post_logits, prior_logits.detach())
+        return dyn.clamp_min(fb), rep.clamp_min(fb), dyn.detach()
+
+    def reward_loss(self, logits: torch.Tensor, reward: torch.Tensor) -> torch.Tensor:
+        """Two-hot (symlog bins) NLL of the reward ``[T, B]``."""
+        return -two_hot_log_prob(logits, reward, self.world_model.reward.bins)
+
+    def continue_loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Bernoulli NLL of the continue flag ``[T, B]``."""
+        return F.binary_cross_entropy_with_logits(logits.float(), target, reduction="none")
+
+    # ------------------------------------------------------------------ forward
+    def _get(self, td: TensorDictBase, key: str) -> torch.Tensor:
+        x = td.get(key)
+        return x.transpose(0, 1) if self.batch_major else x
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        wm, keys, cfg = self.world_model, self.tensor_keys, self.config
+        if tensordict.batch_dims < 2:
+            raise ValueError(
+                f"expected a [T, B] (or [B, T] with batch_major=True) batch, got batch_size "
+                f"{tuple(tensordict.batch_size)}"
+            )
+        obs = {k: self._get(tensordict, k) for k in wm.obs_keys}
+        targets = wm.preprocess(obs)
+        action = action_to_vector(self._get(tensordict, keys.action), wm.action_dim)
+        reward = self._get(tensordict, keys.reward).float()
+        if reward.dim() == 3:
+            reward = reward.squeeze(-1)
+        is_first = self._get(tensordict, keys.is_first).reshape(reward.shape).clone()
+        is_first[0] = True
+        if keys.continue_ in tensordict.keys():
+            cont = self._get(tensordict, keys.continue_).float().reshape(reward.shape)
+        else:
+            cont = 1.0 - self._get(tensordict, keys.terminated).float().reshape(reward.shape)
+
+        embed = wm.embed(targets)
+        out = wm.rssm.observe(embed, shift_actions(action), is_first)
+        latent = torch.cat([out["z"], out["h"]], -1)
+        recon = wm.decode(latent)
+        rew_logits = wm.reward(latent)
+        dyn, rep, kl = self.kl_loss(out["post_logits"], out["prior_logits"])
+        post, prior = out["post_logits"], out["prior_logits"]
+        with torch.no_grad():
+            post_ent = -(post.exp() * post).sum((-2, -1)).mean()
+            prior_ent = -(prior.exp() * prior).sum((-2, -1)).mean()
+            rew_pred = wm.reward.mean(rew_logits).mean()
+        T, B = reward.shape
+        return TensorDict(
+            {
+                "loss_reconstruction": cfg.reconstruction_scale
+                * self.reconstruction_loss(recon, targets).mean(),
+                "loss_reward": cfg.reward_scale * self.reward_loss(rew_logits, reward).mean(),
+                "loss_continue": cfg.continue_scale
+                * self.continue_loss(wm.cont(latent), cont).mean(),
+                "loss_kl_dyn": cfg.kl_dyn * dyn.mean(),
+                "loss_kl_rep": cfg.kl_rep * rep.mean(),
+                "kl": kl.mean(),
+                "posterior_entropy": post_ent,
+                "prior_entropy": prior_ent,
+                "reward_pred_mean": rew_pred,
+                "posterior": TensorDict(
+                    {"h": out["h"].detach(), "z": out["z"].detach(), "continue_": cont},
+                    [T, B],
+                ),
+            },
+            [],
+        )
+
