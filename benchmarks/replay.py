@@ -11,7 +11,8 @@ Peer: ``LazyTensorStorage(ndim=2)`` + ``SliceSampler`` whose ``end_key`` is an a
 - ``bytes_per_transition``: ours (packed2 pixels, one obs per row) vs a TorchRL rollout storing
   ``pixels`` and ``("next", "pixels")`` as 72x80 uint8.
 
-Prints one JSON line per result; ``speedup > 1`` means we beat the peer. Medians of repeats.
+Prints one JSON line per result; ``speedup > 1`` means we beat the peer. Medians of repeats,
+ours and peer timed alternately in the same loop so shared-machine load affects both alike.
 Run: ``python benchmarks/replay.py`` (``--quick``: smaller capacities and fewer repeats).
 """
 
@@ -60,15 +61,24 @@ def _emit(case: str, ours: float, peer: float, unit: str, higher_is_better: bool
     )
 
 
-def _median_ms(fn, repeats: int, warmup: int = 3) -> float:
+def _interleaved_ms(ours, peer, repeats: int, peer_every: int = 1, warmup: int = 2):
+    """Median ms of ``ours()`` and ``peer()``, timed alternately so machine load hits both alike.
+
+    ``peer`` runs on every ``peer_every``-th repeat only (it can be 100x slower).
+    """
     for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
+        ours()
+        peer()
+    t_ours, t_peer = [], []
+    for r in range(repeats):
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+        ours()
+        t_ours.append(time.perf_counter() - t0)
+        if r % peer_every == 0:
+            t0 = time.perf_counter()
+            peer()
+            t_peer.append(time.perf_counter() - t0)
+    return statistics.median(t_ours) * 1e3, statistics.median(t_peer) * 1e3
 
 
 def _chunk(rows: int, pixels: bool, seed: int) -> dict[str, torch.Tensor]:
@@ -102,17 +112,9 @@ def _fill_rows(total: int, pixels: bool):
 def bench_sample(capacity: int, pixels: bool, repeats: int) -> None:
     total = capacity + capacity // 3
     case = f"sample_16x64_cap{capacity // 1000}k_{'packed2' if pixels else 'scalars'}"
-    # ours
     schema = dreamer_schema() if pixels else {k: ((), v) for k, v in SCALARS.items()}
     ours = TimeMajorStorage(capacity, NUM_ENVS, spec=schema)
-    for chunk in _fill_rows(total, pixels):
-        for i in range(chunk["action"].shape[0]):
-            ours.write({k: v[i] for k, v in chunk.items()})
     sampler = ChronologicalSliceSampler(slice_len=SEQ, generator=torch.Generator().manual_seed(0))
-    ours_ms = _median_ms(lambda: sampler.sample_sequences(ours, BATCH * SEQ), repeats)
-    ours = sampler = None  # free before building the peer
-    gc.collect()
-    # peer
     rb = ReplayBuffer(
         storage=LazyTensorStorage(capacity * NUM_ENVS, ndim=2),
         sampler=SliceSampler(slice_len=SEQ, end_key="never_done", strict_length=True),
@@ -122,10 +124,14 @@ def bench_sample(capacity: int, pixels: bool, repeats: int) -> None:
     )
     for chunk in _fill_rows(total, pixels):
         k = chunk["action"].shape[0]
+        for i in range(k):  # ours: one row per env-step, as a collector writes
+            ours.write({key: v[i] for key, v in chunk.items()})
         chunk["never_done"] = torch.zeros(k, NUM_ENVS, dtype=torch.bool)
-        rb.extend(TensorDict(chunk, batch_size=[k, NUM_ENVS]))
-    peer_ms = _median_ms(lambda: rb.sample(), max(3, repeats // 4), warmup=1)
-    rb = None
+        rb.extend(TensorDict(chunk, batch_size=[k, NUM_ENVS]))  # peer: bulk fill (fast setup)
+    ours_ms, peer_ms = _interleaved_ms(
+        lambda: sampler.sample_sequences(ours, BATCH * SEQ), rb.sample, repeats, peer_every=3
+    )
+    ours = rb = None
     gc.collect()
     _emit(case, ours_ms, peer_ms, "ms")
 
@@ -146,8 +152,8 @@ def bench_write(repeats: int) -> None:
         for _ in range(100):
             rb.extend(tds[next(it) % 64])
 
-    ours_us = _median_ms(ours_write, repeats) * 10  # ms per 100 writes -> us per write
-    peer_us = _median_ms(peer_write, repeats) * 10
+    ours_ms, peer_ms = _interleaved_ms(ours_write, peer_write, repeats)
+    ours_us, peer_us = ours_ms * 10, peer_ms * 10  # ms per 100 writes -> us per write
     _emit("write_1step_16env", ours_us, peer_us, "us")
 
 

@@ -111,3 +111,313 @@ def reference_frame(vram: np.ndarray, oam: np.ndarray, regs: np.ndarray) -> np.n
                     break
         out[ly] = line
     return out
+
+
+# ------------------------------------------------------------------------------ micro test ROMs
+#
+# Every ROM writes a whole VRAM image and OAM (LCD off), sets the registers of the frame's first
+# line, turns the LCD on and then only reacts to interrupts: the VBlank handler restores the
+# first line's registers each frame, and register changes at line L are done by an LY=LYC STAT
+# interrupt raised on line L-1 whose handler waits for that line's HBlank before writing, so
+# line L and the following ones see the new values on hardware, in PyBoy and in our core alike.
+# The expected frame is then ``reference_frame(vram, oam, regs)`` with ``regs`` the resulting
+# per-line register table.
+
+REG_ADDR = {
+    "lcdc": 0x40,
+    "scy": 0x42,
+    "scx": 0x43,
+    "bgp": 0x47,
+    "obp0": 0x48,
+    "obp1": 0x49,
+    "wy": 0x4A,
+    "wx": 0x4B,
+}
+REG_COLUMNS = ("lcdc", "scx", "scy", "wx", "wy", "bgp", "obp0", "obp1")  # render.LINE_REGISTERS
+
+
+class MicroRom:
+    """One PPU micro test ROM: its image, the expected frame and RAM facts to check.
+
+    Attributes:
+        name: short id (``bg_scroll``, ``window``, ``sprites``, ``stat_mode0``, ``stat_mode2``,
+            ``lcd_off``).
+        rom: the 32 KiB cartridge image.
+        expected: shades ``uint8[144, 160]`` of every frame once the picture is stable.
+        frames: frames to run before comparing (past the blank first frame after LCD on).
+        memory: ``{address: value}`` the ROM leaves in WRAM (e.g. LY read while the LCD is off).
+    """
+
+    def __init__(self, name, rom, expected, frames=8, memory=None):
+        self.name = name
+        self.rom = rom
+        self.expected = expected
+        self.frames = frames
+        self.memory = memory or {}
+
+
+def _db_lines(data: bytes) -> str:
+    return "\n".join(
+        "    db " + ", ".join(f"${b:02X}" for b in data[k : k + 16])
+        for k in range(0, len(data), 16)
+    )
+
+
+def _write_regs(values: dict[str, int]) -> str:
+    return "\n".join(
+        f"    ld a, ${v & 0xFF:02X}\n    ldh [${REG_ADDR[r]:02X}], a" for r, v in values.items()
+    )
+
+
+def _source(
+    vram: np.ndarray,
+    oam: np.ndarray,
+    init: dict[str, int],
+    events: list[tuple[int, dict[str, int]]],
+    stat_select: int,
+    stat_body: str = "",
+    main_body: str = "",
+    lcd_off_after_setup: bool = False,
+) -> str:
+    """Assembly of a micro ROM (see the module comment for the scheme)."""
+    events = sorted(events, key=lambda e: e[0])
+    if any(line < 1 or line > 143 for line, _ in events):
+        raise ValueError("events must be on lines 1..143 (line 0 uses the init registers)")
+    first_lyc = events[0][0] - 1 if events else 0xFF
+    ie = 0x01 | (0x02 if (events or stat_select) else 0)
+    dispatch = []
+    handlers = []
+    for k, (line, regs) in enumerate(events):
+        nxt = events[k + 1][0] - 1 if k + 1 < len(events) else 0xFF
+        dispatch.append(f"    cp {line - 1}\n    jr z, .ev{k}")
+        handlers.append(
+            f".ev{k}:\n.w{k}:\n    ldh a, [$41]\n    and 3\n    jr nz, .w{k}\n"
+            f"{_write_regs(regs)}\n    ld a, {nxt}\n    ldh [$45], a\n    jr .out"
+        )
+    stat = "\n".join(
+        [
+            "stat_handler:",
+            "    push af",
+            stat_body,
+            "    ldh a, [$44]",
+            *dispatch,
+            "    jr .out",
+            *handlers,
+            ".out:",
+            "    pop af",
+            "    reti",
+        ]
+    )
+    lcdc_on = init["lcdc"] | 0x80
+    return f"""
+    org $0040
+    jp vblank_handler
+    org $0048
+    jp stat_handler
+    org $0150
+start:
+    di
+    ld sp, $DFFE
+.wait:
+    ldh a, [$44]
+    cp 144
+    jr nz, .wait
+    xor a
+    ldh [$40], a
+    ld hl, $8000
+    ld de, vram_data
+    ld bc, $2000
+    call memcpy
+    ld hl, $FE00
+    ld de, oam_data
+    ld bc, $A0
+    call memcpy
+{_write_regs({r: v for r, v in init.items() if r != "lcdc"})}
+    ld a, {first_lyc}
+    ldh [$45], a
+    ld a, {stat_select}
+    ldh [$41], a
+    ld a, {ie}
+    ldh [$FF], a
+    xor a
+    ldh [$0F], a
+    ld a, {lcdc_on & 0x7F if lcd_off_after_setup else lcdc_on}
+    ldh [$40], a
+    ei
+main:
+{main_body if main_body else "    halt" + chr(10) + "    nop"}
+    jr main
+
+memcpy:
+    ld a, [de]
+    ld [hli], a
+    inc de
+    dec bc
+    ld a, b
+    or c
+    jr nz, memcpy
+    ret
+
+vblank_handler:
+    push af
+{_write_regs({r: v for r, v in init.items() if r != "lcdc"})}
+    ld a, {lcdc_on}
+    ldh [$40], a
+    ld a, {first_lyc}
+    ldh [$45], a
+    pop af
+    reti
+
+{stat}
+
+vram_data:
+{_db_lines(bytes(vram))}
+oam_data:
+{_db_lines(bytes(oam))}
+"""
+
+
+def _regs_table(init: dict[str, int], events) -> np.ndarray:
+    regs = np.zeros((H, len(REG_COLUMNS)), dtype=np.int32)
+    defaults = {"lcdc": 0x91, "bgp": 0xFC, "obp0": 0xFF, "obp1": 0xFF}
+    for c, name in enumerate(REG_COLUMNS):
+        regs[:, c] = init.get(name, defaults.get(name, 0))
+    regs[:, 0] |= 0x80
+    for line, values in sorted(events, key=lambda e: e[0]):
+        for name, v in values.items():
+            regs[line:, REG_COLUMNS.index(name)] = v
+    return regs
+
+
+def _assemble(name: str, source: str) -> bytes:
+    from torchrl_dreamer.asm import assemble, build_rom
+
+    return bytes(build_rom(assemble(source), title=f"PPU {name}".upper()[:15]))
+
+
+def _random_vram(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, 0x2000, dtype=np.uint8)
+
+
+def _build(
+    name,
+    vram,
+    oam,
+    init,
+    events=(),
+    stat_select=0,
+    stat_body="",
+    main_body="",
+    lcd_off_after_setup=False,
+    regs=None,
+    memory=None,
+) -> MicroRom:
+    events = list(events)
+    if events:
+        stat_select |= 0x40
+    src = _source(vram, oam, init, events, stat_select, stat_body, main_body, lcd_off_after_setup)
+    table = _regs_table(init, events) if regs is None else regs
+    expected = (
+        np.zeros((H, W), np.uint8) if lcd_off_after_setup else reference_frame(vram, oam, table)
+    )
+    return MicroRom(name, _assemble(name, src), expected, memory=memory)
+
+
+def bg_scroll_rom() -> MicroRom:
+    """BG: 8800 signed data + 9C00 map with SCX/SCY wrap on top, 8000 data + 9800 map below."""
+    vram = _random_vram(11)
+    oam = np.zeros(0xA0, np.uint8)
+    init = {"lcdc": 0x89, "scx": 13, "scy": 250, "bgp": 0xE4}
+    events = [(72, {"lcdc": 0x91, "scx": 200, "scy": 3}), (110, {"bgp": 0x1B, "scx": 255})]
+    return _build("bg_scroll", vram, oam, init, events)
+
+
+def window_rom() -> MicroRom:
+    """Window at WX=47/WY=30 from the 9C00 map; off on lines 60-79 (its line counter pauses),
+    WX=3 from line 100 (left of the screen edge), WY moved away at 120 (latched: stays on)."""
+    vram = _random_vram(12)
+    oam = np.zeros(0xA0, np.uint8)
+    init = {"lcdc": 0xF1, "wx": 47, "wy": 30, "bgp": 0xE4, "scx": 5}
+    events = [(60, {"lcdc": 0xD1}), (80, {"lcdc": 0xF1}), (100, {"wx": 3}), (120, {"wy": 140})]
+    return _build("window", vram, oam, init, events)
+
+
+def sprites_rom() -> MicroRom:
+    """Objects: 11 on one line (10 shown), X-then-index priority, flips, OBP0/OBP1,
+    behind-BG over colour 0 only, 8x16 on top half, 8x8 from line 72."""
+    rng = np.random.default_rng(13)
+    vram = _random_vram(13)
+    vram[0x1800:0x1C00] = rng.integers(0, 4, 0x400)  # BG map: tiles 0..3 (mixed colour 0)
+    oam = np.zeros(0xA0, np.uint8)
+
+    def obj(n, y, x, tile, attr=0):
+        oam[4 * n : 4 * n + 4] = (y + 16, x + 8, tile, attr)
+
+    for n in range(11):  # 11 objects on lines 10..25 (8x16): the 11th (leftmost) is dropped
+        obj(n, 10, 150 - 13 * n, 0x20 + 2 * n, 0x10 if n % 3 == 0 else 0)
+    obj(11, 40, 30, 0x40, 0x20)  # X flip
+    obj(12, 40, 34, 0x41, 0x40)  # Y flip (8x16: halves swap), overlaps 11 -> 11 wins (smaller X)
+    obj(13, 44, 60, 0x42, 0x60)  # both flips
+    obj(14, 44, 60, 0x44, 0x10)  # same X as 13: 13 wins by OAM index
+    obj(15, 90, 20, 0x50, 0x80)  # behind BG (8x8 part of the frame)
+    obj(16, 100, 80, 0x51, 0x90)  # behind BG, OBP1
+    obj(17, 100, 92, 0x52)  # (not overlapping 16: PyBoy lets a lower object show through)
+    obj(18, 120, 0, 0x53)  # partially off the left edge
+    obj(19, 130, 156, 0x54, 0x20)  # partially off the right edge
+    init = {"lcdc": 0x97, "bgp": 0xE4, "obp0": 0xD2, "obp1": 0x39}
+    events = [(72, {"lcdc": 0x93})]
+    return _build("sprites", vram, oam, init, events)
+
+
+def stat_mode0_rom() -> MicroRom:
+    """HBlank (mode 0) STAT interrupt: SCX += 1 after every line, so line L shows SCX = L."""
+    vram = _random_vram(14)
+    oam = np.zeros(0xA0, np.uint8)
+    init = {"lcdc": 0x91, "scx": 0, "bgp": 0xE4}
+    body = "    ldh a, [$43]\n    inc a\n    ldh [$43], a"
+    regs = _regs_table(init, [])
+    regs[:, REG_COLUMNS.index("scx")] = np.arange(H)
+    return _build("stat_mode0", vram, oam, init, stat_select=0x08, stat_body=body, regs=regs)
+
+
+def stat_mode2_rom() -> MicroRom:
+    """OAM-scan (mode 2) STAT interrupt: SCY = 2 * LY written during the line's own mode 2."""
+    vram = _random_vram(15)
+    oam = np.zeros(0xA0, np.uint8)
+    init = {"lcdc": 0x91, "scy": 0, "bgp": 0xE4}
+    body = "    ldh a, [$44]\n    add a\n    ldh [$42], a"
+    regs = _regs_table(init, [])
+    regs[:, REG_COLUMNS.index("scy")] = (2 * np.arange(H)) & 0xFF
+    return _build("stat_mode2", vram, oam, init, stat_select=0x20, stat_body=body, regs=regs)
+
+
+def lcd_off_rom() -> MicroRom:
+    """LCD left off after setup (dark BG ready, LCDC = $11): the screen stays blank (shade 0)
+    and LY reads 0; the main loop (no HALT: no interrupts come) stores LY at $C000 and STAT's
+    mode bits at $C001."""
+    vram = np.zeros(0x2000, np.uint8)
+    vram[0:16] = 0xFF  # tile 0 all colour 3
+    oam = np.zeros(0xA0, np.uint8)
+    init = {"lcdc": 0x91, "bgp": 0xE4}
+    body = "    ldh a, [$44]\n    ld [$C000], a\n    ldh a, [$41]\n    and 3\n    ld [$C001], a"
+    rom = _build(
+        "lcd_off",
+        vram,
+        oam,
+        init,
+        main_body=body,
+        lcd_off_after_setup=True,
+        memory={0xC000: 0, 0xC001: 0},
+    )
+    return rom
+
+
+MICRO_ROMS = {
+    "bg_scroll": bg_scroll_rom,
+    "window": window_rom,
+    "sprites": sprites_rom,
+    "stat_mode0": stat_mode0_rom,
+    "stat_mode2": stat_mode2_rom,
+    "lcd_off": lcd_off_rom,
+}
+"""Builders of every PPU micro test ROM, by name."""

@@ -360,3 +360,21 @@ def test_expression_evaluator_matches_python():
         assert evaluate(text, lambda name: 0) == eval(text)  # noqa: S307 - digits and operators only
 
     check()
+
+
+def test_program_pickles_and_cli(tmp_path, capsys):
+    import pickle
+
+    from torchrl_dreamer.asm.__main__ import main
+
+    prog = assemble("start: ld a, 1\nhere: jr here")
+    again = pickle.loads(pickle.dumps(prog))
+    assert bytes(again) == bytes(prog) and again.symbols == prog.symbols
+    src = tmp_path / "demo.asm"
+    src.write_text("start:\n  ld a, 1\n  jr start\n")
+    assert main([str(src), "--title", "DEMO"]) == 0
+    rom = (tmp_path / "demo.gb").read_bytes()
+    assert rom == build_rom(assemble(src.read_text()), title="DEMO")
+    src.write_text("start:\n  jr nowhere\n")
+    assert main([str(src)]) == 1
+    assert "demo.asm:2: undefined symbol 'nowhere'" in capsys.readouterr().err

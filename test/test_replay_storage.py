@@ -230,3 +230,32 @@ def test_rejected_write_leaves_the_oldest_row_intact_when_full():
         s.write(row)
     for k, v in before.items():
         assert torch.equal(s.fields[k][0], v), k
+
+
+def test_torchrl_cursor_and_mutation_revision_follow_the_counters():
+    s = TimeMajorStorage(3, N, spec=dreamer_schema())
+    assert s._last_cursor_index is None
+    seen = [s._mutation_revision]
+    src = _fill(s, 4)
+    assert s._last_cursor_index == 0  # t=3 went to ring row 0
+    seen.append(s._mutation_revision)
+    s[1] = src.step()  # TorchRL __setitem__: in-place overwrite of a held row
+    assert torch.equal(s.fields["pixels"][1], torch.full((N, 1, 72, 20), 4, dtype=torch.uint8))
+    seen.append(s._mutation_revision)
+    s._empty()
+    seen.append(s._mutation_revision)
+    _fill(s, 1)
+    seen.append(s._mutation_revision)
+    assert seen == sorted(set(seen))  # strictly increasing
+
+
+def test_pickle_round_trip_keeps_field_views_shared():
+    import pickle
+
+    s = TimeMajorStorage(5, N, spec=dreamer_schema())
+    src = _fill(s, 7)
+    r = pickle.loads(pickle.dumps(s))
+    assert (r.total_steps, r.head, r._last_cursor_index) == (7, 2, 1)
+    r.write(src.step())  # t=7 -> ring row 2
+    assert int(r.get((torch.tensor([2]), torch.tensor([0])))["pixels"][0, 0, 0, 0]) == 7
+    assert int(r._storage["pixels"][2, 0, 0, 0, 0]) == 7

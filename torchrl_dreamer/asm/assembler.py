@@ -42,6 +42,17 @@ from pathlib import Path
 from torchrl_dreamer.asm.encoder import MNEMONICS, EncodeError, encode, parse_operand
 from torchrl_dreamer.asm.errors import AsmError
 from torchrl_dreamer.asm.expr import ExprError, UndefinedSymbol, evaluate
+from torchrl_dreamer.asm.source import (
+    DIRECTIVES,
+    LABEL_RE,
+    RESERVED,
+    STRING_RE,
+    WORD_RE,
+    SourceLine,
+    SourceLoader,
+    split_operands,
+    unescape,
+)
 
 __all__ = ["Section", "Program", "assemble", "split_operands"]
 
@@ -115,6 +126,9 @@ class Program(bytes):
         obj.base = base
         return obj
 
+    def __reduce__(self):  # pickle (e.g. into worker processes) with sections and symbols
+        return (Program, (self.sections, self.symbols))
+
     def image(self, size: int | None = None, fill: int = 0x00) -> bytearray:
         """The ROM file image from offset 0 (``size`` bytes, default: rounded up to 32 KiB)."""
         end = max((s.offset + len(s.data) for s in self.sections if s.is_rom), default=0)
@@ -129,196 +143,33 @@ class Program(bytes):
         return buf
 
 
-def split_operands(text: str) -> list[str]:
-    """Split an operand list on top-level commas (not inside quotes, () or [])."""
-    out, cur, depth, quote = [], [], 0, None
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            cur.append(ch)
-            if ch == "\\" and i + 1 < len(text):
-                cur.append(text[i + 1])
-                i += 1
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-            cur.append(ch)
-        elif ch in "([":
-            depth += 1
-            cur.append(ch)
-        elif ch in ")]":
-            depth -= 1
-            cur.append(ch)
-        elif ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    last = "".join(cur).strip()
-    if last or out:
-        out.append(last)
-    if any(not o for o in out):
-        raise EncodeError(f"empty operand in {text.strip()!r}")
-    return out
-
-
-def _strip_comment(line: str) -> str:
-    quote = None
-    for i, ch in enumerate(line):
-        if quote:
-            if ch == quote and line[i - 1] != "\\":
-                quote = None
-        elif ch in "\"'":
-            # an apostrophe not opening a 'c' literal (e.g. af') is just a character
-            if ch == "'" and not re.match(r"'(\\.|[^'\\])'", line[i:]):
-                continue
-            quote = ch
-        elif ch == ";":
-            return line[:i]
-    return line
-
-
-_LABEL = re.compile(r"^\s*(\.?[A-Za-z_][\w.]*)\s*(::?)")
 _LOCAL_NOCOLON = re.compile(r"^\s*(\.[A-Za-z_][\w]*)(?=\s|$)")
 _EQU = re.compile(r"^\s*(?:def\s+)?([A-Za-z_][\w]*)\s*(?::\s*)?(?:\s(?i:equ)\s|=)\s*(.+)$")
-_WORD = re.compile(r"^\s*(\.?[A-Za-z_][\w]*)\s*(.*)$")
-_STRING = re.compile(r'^"((?:\\.|[^"\\])*)"$')
-
-RESERVED = {"a", "b", "c", "d", "e", "h", "l", "af", "bc", "de", "hl", "sp", "nz", "z", "nc",
-            "hli", "hld"}
-DIRECTIVES = {
-    "db", "defb", "byte", "dw", "defw", "word", "ds", "defs", "org", "section", "bank",
-    "include", "macro", "endm", "assert",
-}
-
-
-@dataclass
-class _Line:
-    filename: str
-    number: int
-    text: str  # comment-stripped
-
-
-def _unescape(body: str) -> bytes:
-    out = bytearray()
-    i = 0
-    esc = {"n": 10, "r": 13, "t": 9, "0": 0, "\\": 92, '"': 34, "'": 39}
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\":
-            if i + 1 >= len(body) or body[i + 1] not in esc:
-                raise EncodeError(f"unknown escape in string {body!r}")
-            out.append(esc[body[i + 1]])
-            i += 2
-        else:
-            if ord(ch) > 255:
-                raise EncodeError(f"non-Latin-1 character {ch!r} in string")
-            out.append(ord(ch))
-            i += 1
-    return bytes(out)
 
 
 class _Assembler:
-    def __init__(self, origin: int, defines: dict[str, int] | None,
-                 include_paths: list[Path]) -> None:
+    """The two passes: pass 1 sizes everything and collects symbols, pass 2 emits bytes."""
+
+    def __init__(self, origin: int, defines: dict[str, int] | None) -> None:
         self.origin = origin
-        self.include_paths = include_paths
         self.symbols: dict[str, int] = dict(defines or {})
         self.constants: set[str] = set(self.symbols)
         self.label_lines: dict[str, tuple[str, int]] = {}
-        self.macros: dict[str, list[_Line]] = {}
-        self.macro_count = 0
 
-    # ---------------------------------------------------------------- preprocessing
-    def load(self, source: str, filename: str, depth: int = 0) -> list[_Line]:
-        if depth > 16:
-            raise AsmError("include/macro nesting deeper than 16 (recursive include?)", filename)
-        out: list[_Line] = []
-        raw = source.splitlines()
-        i = 0
-        while i < len(raw):
-            text = _strip_comment(raw[i]).rstrip()
-            num = i + 1
-            i += 1
-            m = _WORD.match(text)
-            word = m.group(1).lower() if m else ""
-            # macro definition: "macro NAME" or "NAME: macro" / "NAME macro"
-            mdef = re.match(r"^\s*(?:macro\s+([A-Za-z_]\w*)|([A-Za-z_]\w*):?\s+macro)\s*$", text,
-                            re.IGNORECASE)
-            if mdef:
-                name = mdef.group(1) or mdef.group(2)
-                body: list[_Line] = []
-                while True:
-                    if i >= len(raw):
-                        raise AsmError(f"macro {name!r} has no ENDM", filename, num)
-                    t = _strip_comment(raw[i]).rstrip()
-                    i += 1
-                    if re.match(r"^\s*endm\s*$", t, re.IGNORECASE):
-                        break
-                    body.append(_Line(filename, i, t))
-                if name.lower() in MNEMONICS or name.lower() in DIRECTIVES:
-                    raise AsmError(f"macro name {name!r} is reserved", filename, num)
-                self.macros[name] = body
-                continue
-            if word == "include":
-                arg = m.group(2).strip() if m else ""
-                sm = _STRING.match(arg)
-                if not sm:
-                    raise AsmError('include needs a quoted file name: include "file.inc"', filename, num, text)
-                path = self._find(sm.group(1), filename)
-                if path is None:
-                    raise AsmError(f"include file {sm.group(1)!r} not found", filename, num, text)
-                out.extend(self.load(path.read_text(), str(path), depth + 1))
-                continue
-            out.extend(self._expand(_Line(filename, num, text), depth))
-        return out
-
-    def _find(self, name: str, including: str) -> Path | None:
-        cands = []
-        if including and not including.startswith("<"):
-            cands.append(Path(including).parent / name)
-        cands += [Path(p) / name for p in self.include_paths]
-        cands.append(Path(name))
-        return next((c for c in cands if c.is_file()), None)
-
-    def _expand(self, line: _Line, depth: int) -> list[_Line]:
-        text = line.text
-        label_part = ""
-        lm = _LABEL.match(text)
-        if lm:
-            label_part, text = text[: lm.end()], text[lm.end():]
-        m = _WORD.match(text)
-        if not m or m.group(1) not in self.macros:
-            return [line]
-        if depth > 16:
-            raise AsmError("macro nesting deeper than 16 (recursive macro?)", line.filename, line.number)
-        args = split_operands(m.group(2)) if m.group(2).strip() else []
-        self.macro_count += 1
-        out = [_Line(line.filename, line.number, label_part)] if label_part else []
-        for b in self.macros[m.group(1)]:
-            t = b.text.replace("\\@", f"_{self.macro_count}")
-            for k in range(9, 0, -1):
-                if f"\\{k}" in t:
-                    if k > len(args):
-                        raise AsmError(f"macro {m.group(1)!r} uses \\{k} but got {len(args)} argument(s)",
-                                       line.filename, line.number, line.text)
-                    t = t.replace(f"\\{k}", args[k - 1])
-            out.extend(self._expand(_Line(line.filename, line.number, t), depth + 1))
-        return out
-
-    # ---------------------------------------------------------------- passes
-    def run(self, lines: list[_Line]) -> Program:
+    def run(self, lines: list[SourceLine]) -> Program:
         self.final = False
         self._pass(lines)
+        first = {k: self.symbols[k] for k in self.label_lines if k in self.symbols}
         self.final = True
         self._pass(lines)
+        moved = [k for k, v in first.items() if self.symbols.get(k) != v]
+        if moved:  # sizes are fixed by the syntax, so this means an assembler bug
+            f, n = self.label_lines[moved[0]]
+            raise AsmError(f"internal phase error: {moved[0]!r} moved between passes", f, n)
         self._check_overlaps()
         return Program(self.sections, dict(self.symbols))
 
-    def _pass(self, lines: list[_Line]) -> None:
+    def _pass(self, lines: list[SourceLine]) -> None:
         self.sections: list[Section] = []
         self.cur: Section | None = None
         self.bank = 0
@@ -428,7 +279,7 @@ class _Assembler:
             self.constants.add(name)
             self.label_lines.setdefault(name, (self.line.filename, self.line.number))
             return
-        lm = _LABEL.match(text)
+        lm = LABEL_RE.match(text)
         if lm:
             self._define_label(lm.group(1))
             text = text[lm.end():]
@@ -439,7 +290,7 @@ class _Assembler:
                 text = text[lm2.end():]
         if not text.strip():
             return
-        m = _WORD.match(text)
+        m = WORD_RE.match(text)
         if not m:
             raise self._err(f"cannot parse {text.strip()!r}")
         word, rest = m.group(1).lower().lstrip("."), m.group(2).strip()
@@ -458,9 +309,9 @@ class _Assembler:
         if word in ("db", "defb", "byte"):
             out = bytearray()
             for item in split_operands(rest):
-                sm = _STRING.match(item)
+                sm = STRING_RE.match(item)
                 if sm:
-                    out += _unescape(sm.group(1))
+                    out += unescape(sm.group(1))
                     continue
                 v = self._eval(item)
                 if self.final and not -128 <= v <= 255:
@@ -494,7 +345,7 @@ class _Assembler:
             self._new_section(f"org {rest}", self._eval(rest, strict=True))
         elif word == "section":
             args = split_operands(rest)
-            sm = _STRING.match(args[0]) if args else None
+            sm = STRING_RE.match(args[0]) if args else None
             name = sm.group(1) if sm else (args[0] if args else "")
             if not name:
                 raise self._err('section needs a name: section "name", $ADDR')
@@ -512,7 +363,7 @@ class _Assembler:
         elif word == "assert":
             args = split_operands(rest)
             if self.final and not self._eval(args[0]):
-                msg = _STRING.match(args[1]).group(1) if len(args) > 1 and _STRING.match(args[1]) else args[0]
+                msg = STRING_RE.match(args[1]).group(1) if len(args) > 1 and STRING_RE.match(args[1]) else args[0]
                 raise self._err(f"assertion failed: {msg}")
         elif word == "endm":
             raise self._err("ENDM without MACRO")
@@ -552,6 +403,6 @@ def assemble(source: str, filename: str = "<asm>", *, origin: int = DEFAULT_ORIG
         >>> bytes(prog).hex(), prog.symbols["start"]
         ('3e0118fc', 336)
     """
-    asm = _Assembler(origin, defines, [Path(p) for p in include_paths or []])
-    lines = asm.load(source, filename)
-    return asm.run(lines)
+    loader = SourceLoader([Path(p) for p in include_paths or []])
+    lines = loader.load(source, filename)
+    return _Assembler(origin, defines).run(lines)

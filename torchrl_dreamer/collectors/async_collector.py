@@ -206,9 +206,9 @@ class AsyncDreamerCollector(BaseCollector):
 
     @staticmethod
     def _check_sampler(sampler: Any, cfg: AsyncCollectorConfig) -> None:
-        if not hasattr(sampler, "sample_sequences"):
+        if not hasattr(sampler, "sample") or not hasattr(sampler, "resolve"):
             raise TypeError(
-                f"sampler {type(sampler).__name__} lacks sample_sequences(storage, batch_size); "
+                f"sampler {type(sampler).__name__} lacks sample(storage, batch_size) / resolve(); "
                 "use torchrl_dreamer.data.ChronologicalSliceSampler."
             )
         if getattr(sampler, "generator", None) is None:
@@ -218,7 +218,10 @@ class AsyncDreamerCollector(BaseCollector):
             )
         if getattr(sampler, "n_samples", None) not in (None, 1):
             raise ValueError("the collector samples one batch per gradient step: n_samples=None.")
-        b, t = sampler.resolve(cfg.batch_size * cfg.seq_len)
+        try:
+            b, t = sampler.resolve(cfg.batch_size * cfg.seq_len)
+        except ValueError:
+            b, t = None, getattr(sampler, "slice_len", None)
         if (b, t) != (cfg.batch_size, cfg.seq_len):
             raise ValueError(
                 f"the sampler gives batches of {b} x {t} but config asks batch_size="
@@ -333,8 +336,11 @@ class AsyncDreamerCollector(BaseCollector):
         self.limiter.sample(1, timeout=cfg.timeout_s)
         start = time.perf_counter()
         with self._sync.learner_context():
+            # Indices first (from the committed_t seen now), THEN wait on the latest commit
+            # event (recorded before that commit), THEN gather: never reads unfinished rows.
+            index, info = self.sampler.sample(self.storage, cfg.batch_size * cfg.seq_len)
             self._sync.learner_wait_commit()
-            data, info = self.sampler.sample_sequences(self.storage, cfg.batch_size * cfg.seq_len)
+            data = self.storage.get(index)
             if data.device != self.learner_device:
                 data = data.to(self.learner_device, non_blocking=True)
             out = self.learner.update(data)
@@ -358,6 +364,7 @@ class AsyncDreamerCollector(BaseCollector):
     def _publish(self) -> None:
         """Copy the learner's weights into the (idle) player, THEN signal ``policy_ready``."""
         self.actor_idle.clear()
+        self.policy_ready.clear()  # the actor is idle (or gone): nobody is released early
         with self._sync.learner_context():
             if self.learner_version != self.actor_version:
                 self._sync.learner_wait_window_done()

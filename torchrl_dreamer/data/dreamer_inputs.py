@@ -36,8 +36,10 @@ def shift_actions(
         float ``prev_action`` shaped like the (one-hot) action.
 
     Example:
-        >>> shift_actions(torch.tensor([[1], [2], [0]]), torch.tensor([[0], [1], [0]]).bool(), num_actions=3)[..., :]
-        tensor([[[0., 0., 0.]], [[0., 0., 0.]], [[0., 0., 1.]]])
+        >>> a = torch.tensor([[1], [2], [0]])  # [T=3, B=1] action indices
+        >>> first = torch.tensor([[False], [True], [False]])
+        >>> shift_actions(a, first, num_actions=3)[:, 0].tolist()
+        [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
     """
     if not action.is_floating_point():
         if num_actions is None:

@@ -7,8 +7,10 @@ notion of rows that are written but not yet safe to read (async actor/learner), 
 scan the whole storage per sample. Here one env-step for all envs is written by integer row
 (``row.copy_()`` per leaf), rows become sampleable only once committed, and the sampler
 (:class:`~torchrl_dreamer.data.ChronologicalSliceSampler`) computes valid starts arithmetically.
-It still implements TorchRL's :class:`~torchrl.data.replay_buffers.Storage` contract, so
-``ReplayBuffer`` / ``TensorDictReplayBuffer`` work on top of it.
+It still implements TorchRL's :class:`~torchrl.data.replay_buffers.Storage` contract (and
+subclasses ``TensorStorage`` so TorchRL picks the identity collate and treats it as a tensor
+storage), so ``ReplayBuffer`` / ``TensorDictReplayBuffer`` work on top of it; TorchRL's
+``RandomSampler`` also works and respects commits.
 
 Time is counted in *absolute steps*: the ``t``-th row ever written has ``t`` (0-based), and lives
 in ring row ``t % capacity``. See ``docs/row_alignment.md`` for what a row holds.
@@ -119,6 +121,7 @@ class TimeMajorStorage(TensorStorage):
         self.auto_commit = bool(auto_commit)
         self.debug_checks = bool(debug_checks)
         self._total = 0
+        self._revision_extra = 0
         self._committed = -1
         self._prefilled: set[Key] = set()
         self._schema: dict[Key, FieldSpec] | None = None
@@ -184,6 +187,20 @@ class TimeMajorStorage(TensorStorage):
             )
 
     # ------------------------------------------------------------------ counters
+    # TorchRL reads these two to invalidate caches and to find the write pointer; derive them from
+    # our counters instead of updating shared mp.Values on every write (several us each).
+    @property
+    def _last_cursor_index(self) -> int | None:
+        return None if self._total == 0 else (self._total - 1) % self.capacity
+
+    @property
+    def _mutation_revision(self) -> int:
+        return self._revision_extra + self._total
+
+    def _bump_mutation_revision(self) -> None:
+        # Strictly above every revision reported so far, even if total_steps goes down.
+        self._revision_extra = getattr(self, "_revision_extra", 0) + self._total + 1
+
     @property
     def total_steps(self) -> int:
         """Rows ever written (absolute step of the next write)."""
@@ -323,6 +340,7 @@ class TimeMajorStorage(TensorStorage):
             self._check_value(key, val, dst)
         for dst, val in dsts:
             dst.copy_(val)
+        self._bump_mutation_revision()
 
     # TorchRL Storage contract ---------------------------------------------------------------
     def set(self, cursor: Any, data: Any, *, set_cursor: bool = True) -> None:
@@ -443,10 +461,10 @@ class TimeMajorStorage(TensorStorage):
         raise NotImplementedError("contains() takes an int ring row.")
 
     def _empty(self) -> None:
+        self._bump_mutation_revision()
         self._total = 0
         self._committed = -1
         self._prefilled.clear()
-        self._bump_mutation_revision()
 
     # ------------------------------------------------------------------ invariants
     def check_invariants(self) -> None:
@@ -464,7 +482,8 @@ class TimeMajorStorage(TensorStorage):
 
     def _check_span(self, t0: int, t1: int) -> None:
         rows = torch.arange(t0, t1, device=self.device) % self.capacity
-        get = {k: self._leaves[k].index_select(0, rows) for k in self._keyset if isinstance(k, str)}
+        needed = ("continue_", "terminated", "truncated", "is_first", "episode_id")
+        get = {k: self._leaves[k].index_select(0, rows) for k in needed if k in self._leaves}
 
         def fail(mask: torch.Tensor, what) -> None:
             if bool(mask.any()):
@@ -560,11 +579,11 @@ class TimeMajorStorage(TensorStorage):
             )
 
     def _set_counters(self, meta: Mapping[str, Any]) -> None:
+        self._bump_mutation_revision()
         self._total = int(meta["total_steps"])
         self._committed = int(meta["committed_t"])
         self.safety_margin = int(meta["safety_margin"])
         self._prefilled.clear()
-        self._bump_mutation_revision()
 
     def state_dict(self) -> dict[str, Any]:
         """Counters, schema and the held rows (``fields[key]`` are views of ring rows ``[0, size)``)."""
@@ -615,10 +634,22 @@ class TimeMajorStorage(TensorStorage):
         self._set_counters(meta)
 
     def __getstate__(self) -> dict[str, Any]:
-        return Storage.__getstate__(self)
+        # Pickle the leaves only; the flat views and the TensorDict are rebuilt on load so they
+        # keep sharing memory with the leaves (pickling them separately would copy each).
+        state = Storage.__getstate__(self)
+        for k in ("_flat", "_storage", "_memmaps"):
+            state.pop(k, None)
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         Storage.__setstate__(self, state)
+        self._memmaps = {}
+        self._flat = {k: v.view(-1, *v.shape[2:]) for k, v in self._leaves.items()}
+        self._storage = None
+        if self._schema is not None:
+            self._storage = _make_td(
+                dict(self._leaves), [self.capacity, self.num_envs], self.device
+            )
 
     def __repr__(self) -> str:
         fields = (

@@ -219,9 +219,10 @@ def ppu_event(i: int, m: Mem):
 def catch_up(i: int, m: Mem):
     """Advance timer, PPU, serial and DMA counters by the CLK cycles elapsed; handle due events."""
     c = m.st[i, S_CLK]
-    m.st[i, S_CLK] = 0
     if c <= 0:
         return
+    m.st[i, S_CLK] = 0
+    m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
     if m.st[i, S_TIMA_OVF] != 0 and c >= 4:
         m.st[i, S_TIMA_OVF] = 0
         m.st[i, S_TIMA] = m.st[i, S_TMA]
@@ -291,7 +292,7 @@ def sync(i: int, m: Mem):
     schedule(i, m)
 
 
-@wp.func(inline=True)
+@wp.func
 def tick(i: int, m: Mem):
     """Advance the whole console except the CPU by one M-cycle (4 T-cycles)."""
     c = m.st[i, S_CLK] + 4
@@ -666,7 +667,7 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
 
 
 # ------------------------------------------------------------------------------------------- bus
-@wp.func(inline=True)
+@wp.func
 def peek(i: int, m: Mem, addr: int) -> int:
     """Read a byte through the bus view without advancing time."""
     if addr < 0x8000:
@@ -690,7 +691,7 @@ def peek(i: int, m: Mem, addr: int) -> int:
     return io_read(i, m, addr - 0xFF00)
 
 
-@wp.func(inline=True)
+@wp.func
 def poke(i: int, m: Mem, addr: int, v: int):
     """Write a byte through the bus view without advancing time."""
     if addr < 0x8000:
@@ -707,14 +708,14 @@ def poke(i: int, m: Mem, addr: int, v: int):
         io_write(i, m, addr - 0xFF00, v)
 
 
-@wp.func(inline=True)
+@wp.func
 def rd(i: int, m: Mem, addr: int) -> int:
     """One bus read M-cycle: advance the console 4 T-cycles, then read."""
     tick(i, m)
     return peek(i, m, addr)
 
 
-@wp.func(inline=True)
+@wp.func
 def wr(i: int, m: Mem, addr: int, v: int):
     """One bus write M-cycle: advance the console 4 T-cycles, then write."""
     tick(i, m)

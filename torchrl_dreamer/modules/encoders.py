@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from torchrl_dreamer.modules.functional import symlog
+from torchrl_dreamer.modules.functional import at_least_fp32, symlog
 from torchrl_dreamer.modules.init import hafner_init_, uniform_init_
 from torchrl_dreamer.modules.layers import LN_EPS, MLP, ChannelLayerNorm
 
@@ -126,7 +126,7 @@ class ImageEncoder(nn.Module):
         """uint8 images -> ``x / 255 - 0.5``; float images are returned unchanged."""
         if obs.dtype == torch.uint8:
             return obs.float() / 255.0 - 0.5
-        return obs.float()
+        return at_least_fp32(obs) if obs.is_floating_point() else obs.float()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[:-3]
@@ -170,7 +170,7 @@ class VectorEncoder(nn.Module):
 
     def preprocess(self, obs: torch.Tensor) -> torch.Tensor:
         """``symlog(obs)`` as float (the encoder input and the decoder target)."""
-        return symlog(obs.float())
+        return symlog(at_least_fp32(obs) if obs.is_floating_point() else obs.float())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)

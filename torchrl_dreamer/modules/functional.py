@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torchrl.modules.functional import symexp, symlog
 
 __all__ = [
+    "at_least_fp32",
     "symlog",
     "symexp",
     "symlog_bins",
@@ -26,12 +26,19 @@ __all__ = [
     "two_hot_log_prob",
     "two_hot_mean",
     "unimix_logits",
+    "one_hot",
+    "sample_categorical",
     "straight_through_sample",
     "straight_through_mode",
     "categorical_kl",
     "lambda_returns",
     "discount_weights",
 ]
+
+
+def at_least_fp32(x: torch.Tensor) -> torch.Tensor:
+    """Upcast half/bfloat16 tensors to fp32; fp32 and fp64 pass through unchanged."""
+    return x if x.dtype in (torch.float32, torch.float64) else x.float()
 
 
 def symlog_bins(
@@ -44,6 +51,10 @@ def symlog_bins(
 ) -> torch.Tensor:
     """Two-hot bin centres, uniform in symlog space (``linspace(-20, 20, 255)`` by default).
 
+    The fp32 ``linspace`` is made exactly antisymmetric (``(b - b.flip) / 2``, a change below
+    1e-6) so that a uniform distribution predicts exactly 0, as the zero-initialised reward and
+    critic heads should.
+
     Example:
         >>> b = symlog_bins()
         >>> round(float(b[1] - b[0]), 8)
@@ -51,7 +62,10 @@ def symlog_bins(
     """
     if num_bins < 2:
         raise ValueError(f"num_bins must be >= 2, got {num_bins}")
-    return torch.linspace(low, high, num_bins, device=device, dtype=dtype)
+    bins = torch.linspace(low, high, num_bins, device=device, dtype=torch.float64)
+    if low == -high:
+        bins = (bins - bins.flip(0)) / 2
+    return bins.to(dtype)
 
 
 def _two_hot_indices(
@@ -59,7 +73,7 @@ def _two_hot_indices(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Lower/upper bin indices and their weights for targets ``x`` (already in symlog space)."""
     n = bins.shape[-1]
-    x = x.to(bins.dtype)
+    x = x.to(bins.dtype).contiguous()
     below = (torch.bucketize(x, bins, right=True) - 1).clamp(0, n - 1)
     above = (below + 1).clamp(max=n - 1)
     b_lo = bins[below]
@@ -83,25 +97,40 @@ def two_hot_weights(x: torch.Tensor, bins: torch.Tensor) -> torch.Tensor:
     """
     below, above, w_lo, w_hi = _two_hot_indices(symlog(x), bins)
     n = bins.shape[-1]
-    out = F.one_hot(below, n).to(bins.dtype) * w_lo.unsqueeze(-1)
-    return out + F.one_hot(above, n).to(bins.dtype) * w_hi.unsqueeze(-1)
+    out = one_hot(below, n, bins.dtype) * w_lo.unsqueeze(-1)
+    return out + one_hot(above, n, bins.dtype) * w_hi.unsqueeze(-1)
 
 
-def two_hot_log_prob(logits: torch.Tensor, x: torch.Tensor, bins: torch.Tensor) -> torch.Tensor:
+def two_hot_log_prob(
+    logits: torch.Tensor, x: torch.Tensor, bins: torch.Tensor, normalized: bool = False
+) -> torch.Tensor:
     """Log-likelihood of raw targets ``x`` ``[...]`` under two-hot ``logits`` ``[..., bins]``.
 
-    Computed with two gathers instead of a dense two-hot tensor (cheaper, same value).
+    Computed with two gathers instead of a dense two-hot tensor (cheaper, same value). Pass
+    ``normalized=True`` when ``logits`` are already log-probabilities (saves a log-softmax when
+    scoring several targets).
     """
-    log_p = logits.float().log_softmax(-1)
-    below, above, w_lo, w_hi = _two_hot_indices(symlog(x.detach().float()), bins)
+    log_p = at_least_fp32(logits)
+    log_p = log_p if normalized else log_p.log_softmax(-1)
+    below, above, w_lo, w_hi = _two_hot_indices(symlog(at_least_fp32(x.detach())), bins)
     lp_lo = log_p.gather(-1, below.unsqueeze(-1)).squeeze(-1)
     lp_hi = log_p.gather(-1, above.unsqueeze(-1)).squeeze(-1)
     return w_lo * lp_lo + w_hi * lp_hi
 
 
 def two_hot_mean(logits: torch.Tensor, bins: torch.Tensor) -> torch.Tensor:
-    """Predicted raw value ``symexp(sum(softmax(logits) * bins))`` of two-hot ``logits``."""
-    return symexp((logits.float().softmax(-1) * bins).sum(-1))
+    """Predicted raw value ``symexp(sum(softmax(logits) * bins))`` of two-hot ``logits``.
+
+    The sum pairs bins symmetrically around the centre, so symmetric distributions (e.g. the
+    uniform one of a zero-initialised head) give exactly 0.
+    """
+    pb = at_least_fp32(logits).softmax(-1) * bins
+    n = bins.shape[-1]
+    half = n // 2
+    paired = (pb[..., :half].flip(-1) + pb[..., n - half :]).sum(-1)
+    if n % 2:
+        paired = paired + pb[..., half]
+    return symexp(paired)
 
 
 def unimix_logits(logits: torch.Tensor, unimix: float) -> torch.Tensor:
@@ -114,7 +143,7 @@ def unimix_logits(logits: torch.Tensor, unimix: float) -> torch.Tensor:
         >>> [round(float(v), 6) for v in p]
         [0.992365, 0.002545, 0.002545, 0.002545]
     """
-    logits = logits.float()
+    logits = at_least_fp32(logits)
     if unimix <= 0:
         return logits.log_softmax(-1)
     probs = logits.softmax(-1)
@@ -122,19 +151,34 @@ def unimix_logits(logits: torch.Tensor, unimix: float) -> torch.Tensor:
     return probs.log()
 
 
+def one_hot(index: torch.Tensor, num_classes: int, dtype: torch.dtype = torch.float32):
+    """``F.one_hot`` without its value-range check (which syncs with the host)."""
+    out = torch.zeros(*index.shape, num_classes, dtype=dtype, device=index.device)
+    return out.scatter_(-1, index.unsqueeze(-1), 1.0)
+
+
+def sample_categorical(probs: torch.Tensor) -> torch.Tensor:
+    """Indices ``[...]`` sampled from ``probs`` ``[..., C]`` by inverse CDF (one uniform each).
+
+    Cheaper than ``torch.multinomial`` for many small categoricals, and free of host syncs.
+    """
+    u = torch.rand(probs.shape[:-1] + (1,), device=probs.device, dtype=probs.dtype)
+    idx = (probs.cumsum(-1) < u).sum(-1)
+    return idx.clamp_(max=probs.shape[-1] - 1)
+
+
 def straight_through_sample(logits: torch.Tensor) -> torch.Tensor:
     """One-hot sample of ``Categorical(logits)`` with straight-through gradients (fp32)."""
-    probs = logits.softmax(-1)
-    idx = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1).reshape(probs.shape[:-1])
-    one_hot = F.one_hot(idx, probs.shape[-1]).to(probs.dtype)
-    return one_hot + probs - probs.detach()
+    probs = at_least_fp32(logits).softmax(-1)
+    hard = one_hot(sample_categorical(probs.detach()), probs.shape[-1], probs.dtype)
+    return hard + probs - probs.detach()
 
 
 def straight_through_mode(logits: torch.Tensor) -> torch.Tensor:
     """One-hot argmax of ``logits`` with straight-through gradients (fp32)."""
-    probs = logits.softmax(-1)
-    one_hot = F.one_hot(probs.argmax(-1), probs.shape[-1]).to(probs.dtype)
-    return one_hot + probs - probs.detach()
+    probs = at_least_fp32(logits).softmax(-1)
+    hard = one_hot(probs.detach().argmax(-1), probs.shape[-1], probs.dtype)
+    return hard + probs - probs.detach()
 
 
 def categorical_kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
@@ -143,8 +187,8 @@ def categorical_kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tens
     Closed form ``sum p (log p - log q)``, as sheeprl 0.8.4; inputs are normalised again so any
     logits work.
     """
-    p_logits = p_logits.float().log_softmax(-1)
-    q_logits = q_logits.float().log_softmax(-1)
+    p_logits = at_least_fp32(p_logits).log_softmax(-1)
+    q_logits = at_least_fp32(q_logits).log_softmax(-1)
     return (p_logits.exp() * (p_logits - q_logits)).sum((-2, -1))
 
 

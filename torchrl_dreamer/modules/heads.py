@@ -8,11 +8,12 @@ TorchRL's 2024 two-hot is not used).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.distributions import Independent, Normal
 
 from torchrl_dreamer.modules.functional import (
+    at_least_fp32,
+    one_hot,
     straight_through_mode,
     straight_through_sample,
     symlog_bins,
@@ -59,9 +60,11 @@ class TwoHotHead(nn.Module):
         """Predicted raw value ``[...]``."""
         return two_hot_mean(logits, self.bins)
 
-    def log_prob(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """Two-hot log-likelihood ``[...]`` of raw ``target``."""
-        return two_hot_log_prob(logits, target, self.bins)
+    def log_prob(
+        self, logits: torch.Tensor, target: torch.Tensor, normalized: bool = False
+    ) -> torch.Tensor:
+        """Two-hot log-likelihood ``[...]`` of raw ``target`` (``normalized``: log-probs given)."""
+        return two_hot_log_prob(logits, target, self.bins, normalized)
 
 
 class DreamerV3Critic(TwoHotHead):
@@ -120,7 +123,7 @@ class DreamerV3Actor(nn.Module):
         y = self.out(self.net(latent))
         if self.discrete:
             return unimix_logits(y, self.unimix)
-        mean, std = y.float().chunk(2, -1)
+        mean, std = at_least_fp32(y).chunk(2, -1)
         std = (self.max_std - self.min_std) * torch.sigmoid(std + self.init_std) + self.min_std
         return torch.tanh(mean), std
 
@@ -164,4 +167,4 @@ def one_hot_actions(action: torch.Tensor, action_dim: int) -> torch.Tensor:
                 f"float actions must have last dim action_dim={action_dim}, got {tuple(action.shape)}"
             )
         return action
-    return F.one_hot(action.long(), action_dim).float()
+    return one_hot(action.long(), action_dim)

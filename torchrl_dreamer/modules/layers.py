@@ -68,9 +68,11 @@ class LayerNormGRUCell(nn.Module):
         self.norm = nn.LayerNorm(3 * hidden_size, eps=LN_EPS)
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        dtype = torch.promote_types(h.dtype, torch.float32)
         with torch.autocast(device_type=h.device.type, enabled=False):
-            parts = self.norm(self.linear(torch.cat([x.float(), h.float()], -1)))
+            h = h.to(dtype)
+            parts = self.norm(self.linear(torch.cat([x.to(dtype), h], -1)))
             reset, cand, update = parts.chunk(3, -1)
             cand = torch.tanh(torch.sigmoid(reset) * cand)
             update = torch.sigmoid(update - 1.0)
-            return update * cand + (1.0 - update) * h.float()
+            return update * cand + (1.0 - update) * h

@@ -109,7 +109,9 @@ class DreamerPlayer(nn.Module):
         self.prev_action.masked_fill_(m, 0.0)
 
     @torch.no_grad()
-    def act(self, obs: dict[str, torch.Tensor], is_first: torch.Tensor | None = None) -> torch.Tensor:
+    def act(
+        self, obs: dict[str, torch.Tensor], is_first: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """One step for all envs: reset where ``is_first``, filter ``obs``, return the action."""
         if is_first is not None:
             self.init_states(is_first.reshape(-1).bool())

@@ -115,7 +115,7 @@ class RSSM(nn.Module):
         self, batch_shape: tuple[int, ...] | torch.Size
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(tanh(h0), prior mode)`` expanded to ``batch_shape`` (fresh, writable tensors)."""
-        h = torch.tanh(self.h0).float()
+        h = torch.tanh(self.h0)
         z = straight_through_mode(self.prior_logits(h)).flatten(-2)
         shape = tuple(batch_shape)
         return h.expand(*shape, -1).clone(), z.expand(*shape, -1).clone()

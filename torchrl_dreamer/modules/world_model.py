@@ -83,8 +83,7 @@ def _make_encoder(kind, cfg: DreamerV3Config) -> nn.Module:
     if isinstance(kind, tuple) and len(kind) == 2 and kind[0] == "vector":
         return VectorEncoder(int(kind[1]), cfg.hidden, cfg.mlp_layers)
     raise ValueError(
-        f"unknown observation kind {kind!r}; use 'packed2', ('image', (C, H, W)) or "
-        "('vector', D)"
+        f"unknown observation kind {kind!r}; use 'packed2', ('image', (C, H, W)) or ('vector', D)"
     )
 
 
@@ -100,12 +99,16 @@ class WorldModel(nn.Module):
     def __init__(self, obs: ObsSpec, action_dim: int, cfg: DreamerV3Config) -> None:
         super().__init__()
         if not obs:
-            raise ValueError("obs must name at least one observation key, e.g. {'pixels': 'packed2'}")
+            raise ValueError(
+                "obs must name at least one observation key, e.g. {'pixels': 'packed2'}"
+            )
         self.cfg, self.action_dim = cfg, action_dim
         self.obs_keys = list(obs)
         self.encoders = nn.ModuleDict({k: _make_encoder(v, cfg) for k, v in obs.items()})
         embed = sum(e.out_features for e in self.encoders.values())
-        self.rssm = RSSM(action_dim, embed, cfg.deter, cfg.hidden, cfg.stoch, cfg.classes, cfg.unimix)
+        self.rssm = RSSM(
+            action_dim, embed, cfg.deter, cfg.hidden, cfg.stoch, cfg.classes, cfg.unimix
+        )
         latent = self.rssm.latent_dim
         dec = {}
         for k, e in self.encoders.items():
@@ -159,7 +162,12 @@ def make_dreamer(
     wm = WorldModel(obs, action_dim, config)
     latent = wm.latent_dim
     actor = DreamerV3Actor(
-        latent, action_dim, config.hidden, config.mlp_layers, discrete=discrete, unimix=config.unimix
+        latent,
+        action_dim,
+        config.hidden,
+        config.mlp_layers,
+        discrete=discrete,
+        unimix=config.unimix,
     )
     critic = DreamerV3Critic(latent, config.hidden, config.mlp_layers)
     return wm, actor, critic

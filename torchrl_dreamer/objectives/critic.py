@@ -87,7 +87,9 @@ class DreamerV3CriticLoss(LossModule):
         super().__init__()
         self.critic = critic
         self.config = config or DreamerV3LossConfig()
-        self.slow_critic = SlowCritic(critic, self.config.slow_critic_tau, self.config.slow_critic_every)
+        self.slow_critic = SlowCritic(
+            critic, self.config.slow_critic_tau, self.config.slow_critic_every
+        )
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
         pass
@@ -109,9 +111,10 @@ class DreamerV3CriticLoss(LossModule):
         logits = self.critic(latent)
         with torch.no_grad():
             slow_mean = self.critic.mean(self.slow_critic(latent))
-        nll = -self.critic.log_prob(logits, target)
+        log_p = logits.float().log_softmax(-1)
+        nll = -self.critic.log_prob(log_p, target, normalized=True)
         if cfg.slow_critic_reg:
-            nll = nll - cfg.slow_critic_reg * self.critic.log_prob(logits, slow_mean)
+            nll = nll - cfg.slow_critic_reg * self.critic.log_prob(log_p, slow_mean, True)
         return TensorDict(
             {
                 "loss_critic": (weight * nll).mean(),

@@ -71,7 +71,9 @@ class DreamerV3Learner(nn.Module):
         super().__init__()
         if isinstance(config, str):
             if config not in LOSS_PRESETS:
-                raise KeyError(f"unknown loss preset {config!r}; choose one of {sorted(LOSS_PRESETS)}")
+                raise KeyError(
+                    f"unknown loss preset {config!r}; choose one of {sorted(LOSS_PRESETS)}"
+                )
             config = LOSS_PRESETS[config]
         self.config = config
         self.world_model, self.actor, self.critic = world_model, actor, critic
@@ -108,7 +110,9 @@ class DreamerV3Learner(nn.Module):
         g_wm = self._step(wm_loss, self.wm_opt, self.world_model, cfg.wm_clip)
         with self._autocast():
             actor_out = self.actor_loss(wm_out.get("posterior"))
-        g_actor = self._step(actor_out.get("loss_actor"), self.actor_opt, self.actor, cfg.actor_clip)
+        g_actor = self._step(
+            actor_out.get("loss_actor"), self.actor_opt, self.actor, cfg.actor_clip
+        )
         with self._autocast():
             critic_out = self.critic_loss(actor_out.get("imagination"))
         g_critic = self._step(

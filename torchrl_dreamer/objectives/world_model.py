@@ -209,4 +209,3 @@ class DreamerV3WorldModelLoss(LossModule):
             },
             [],
         )
-

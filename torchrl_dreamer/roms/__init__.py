@@ -24,6 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchrl_dreamer.asm import Program
 
 __all__ = ["GAMES", "GameSpec", "assemble_game", "build_game", "ram_map", "rom_path", "source_path"]
 
@@ -71,7 +75,7 @@ def rom_path(game: str) -> Path:
     return ROMS_DIR / game / f"{game}.gb"
 
 
-def assemble_game(game: str):
+def assemble_game(game: str) -> Program:
     """Assemble the game's source; returns the :class:`~torchrl_dreamer.asm.Program`."""
     from torchrl_dreamer.asm import assemble
 

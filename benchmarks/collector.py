@@ -1,0 +1,195 @@
+"""Collector throughput: threaded vs reference backend, same config, same run.
+
+Prints one JSON line per result: env steps/s (ours = threaded, peer = reference, speedup =
+threaded / reference) and, per backend, the achieved replay ratio (ours) against the target
+(peer); there ``speedup`` is achieved / target, 1.0 being exact.
+
+Both backends run the real pieces (``TimeMajorStorage``, ``ChronologicalSliceSampler``,
+``DreamerPlayer``, ``DreamerV3Learner`` with the ``tiny`` preset). The env is ``GameBoyEnv``
+("maze", packed2 pixels) when ``--env gameboy`` and the emulator is available; by default it is
+``BusyEnv``, a deferred-reset env whose step burns a fixed amount of CPU in torch kernels (like an
+emulator step on CPU: native code that releases the GIL), calibrated to ``--env-ms`` per env step.
+The reference backend alternates actor and learner in one thread; the threaded backend overlaps
+them on two threads, so on 2 cores the best speedup is ``(A + L) / max(A, L)`` for actor time A
+and learner time L per window.
+
+    python benchmarks/collector.py            # full
+    python benchmarks/collector.py --quick    # ~1 minute
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+from tensordict import TensorDict
+from torchrl.data import Categorical, Composite, Unbounded
+from torchrl.envs import EnvBase
+
+from torchrl_dreamer.collectors import AsyncCollectorConfig, AsyncDreamerCollector
+from torchrl_dreamer.data import ChronologicalSliceSampler, TimeMajorStorage
+from torchrl_dreamer.modules import DreamerPlayer, make_dreamer
+from torchrl_dreamer.objectives import DreamerV3Learner
+
+
+class BusyEnv(EnvBase):
+    """Deferred-reset random-walk env; each step runs ``work`` 128x128 matmuls (CPU cost)."""
+
+    def __init__(self, num_envs: int, work: int, max_steps: int = 50):
+        super().__init__(batch_size=torch.Size([num_envs]), device="cpu")
+        n = num_envs
+        flag = Categorical(2, shape=(n, 1), dtype=torch.bool)
+        self.observation_spec = Composite(obs=Unbounded(shape=(n, 8)), is_first=flag.clone(),
+                                          shape=(n,))
+        self.action_spec = Categorical(4, shape=(n,), dtype=torch.int64)
+        self.reward_spec = Unbounded(shape=(n, 1))
+        self.done_spec = Composite(done=flag.clone(), terminated=flag.clone(),
+                                   truncated=flag.clone(), shape=(n,))
+        self._torchrl_native_autoreset = True
+        self.work, self.max_steps = work, max_steps
+        self._a = torch.randn(128, 128)
+        self._x = torch.zeros(n, 8)
+        self._t = torch.zeros(n, dtype=torch.long)
+        self._pending = torch.zeros(n, dtype=torch.bool)
+
+    def _burn(self) -> None:
+        y = self._a
+        for _ in range(self.work):
+            y = torch.tanh(y @ self._a)
+
+    def _out(self, reward, term, trunc, first):
+        return TensorDict({"obs": self._x.clone(), "reward": reward.reshape(-1, 1),
+                           "terminated": term.reshape(-1, 1), "truncated": trunc.reshape(-1, 1),
+                           "done": (term | trunc).reshape(-1, 1), "is_first": first.reshape(-1, 1)},
+                          batch_size=self.batch_size)
+
+    def _reset(self, tensordict=None, **kwargs):
+        n = self.batch_size[0]
+        self._x.zero_()
+        self._t.zero_()
+        self._pending.zero_()
+        no = torch.zeros(n, dtype=torch.bool)
+        out = self._out(torch.zeros(n), no, no, torch.ones(n, dtype=torch.bool))
+        del out["reward"]
+        return out
+
+    def _step(self, tensordict):
+        self._burn()
+        a = tensordict.get("action").reshape(-1)
+        first = self._pending.clone()
+        self._x = torch.where(first[:, None], 0.0,
+                              self._x + torch.nn.functional.one_hot(a, 8).float() * 0.1)
+        self._t = torch.where(first, 0, self._t + 1)
+        term = (self._x[:, 0] > 0.5) & ~first
+        trunc = (self._t >= self.max_steps) & ~term & ~first
+        self._pending = term | trunc
+        return self._out(term.float(), term, trunc, first)
+
+    def _set_seed(self, seed):
+        return seed
+
+
+def calibrate_work(ms: float) -> int:
+    """Matmul count whose run takes about ``ms`` milliseconds on this machine (now)."""
+    env = BusyEnv(1, 50)
+    env._burn()
+    start = time.perf_counter()
+    env._burn()
+    per = (time.perf_counter() - start) / 50
+    return max(1, round(ms / 1000.0 / per))
+
+
+def make_env(kind: str, num_envs: int, work: int):
+    if kind == "gameboy":
+        from torchrl_dreamer.envs import GameBoyEnv
+
+        return GameBoyEnv("maze", num_envs=num_envs), {"pixels": "packed2"}, None
+    env = BusyEnv(num_envs, work)
+    return env, {"obs": ("vector", 8)}, None
+
+
+def build(backend: str, args, work: int) -> AsyncDreamerCollector:
+    torch.manual_seed(0)
+    cfg = AsyncCollectorConfig(
+        steps_per_rollout=args.steps_per_rollout, commit_stride=args.commit_stride,
+        seq_len=args.seq_len, batch_size=args.batch_size, replay_ratio=args.replay_ratio,
+        learning_starts=args.learning_starts, min_ready_steps=args.seq_len,
+        safety_margin=args.seq_len, max_learner_steps_per_tick=args.max_tick, log_every=10,
+        backend=backend, seed=0, timeout_s=300.0, off_policy_tolerance=2.0,
+    )
+    env, obs, _ = make_env(args.env, args.num_envs, work)
+    action_dim = int(env.action_spec.space.n)
+    storage = TimeMajorStorage(args.capacity, args.num_envs, auto_commit=False,
+                               safety_margin=cfg.safety_margin)
+    sampler = ChronologicalSliceSampler(slice_len=cfg.seq_len,
+                                        generator=torch.Generator().manual_seed(0))
+    wm, actor, critic = make_dreamer("tiny", obs, action_dim=action_dim)
+    learner = DreamerV3Learner(wm, actor, critic)
+    player = DreamerPlayer(wm, actor, num_envs=args.num_envs)
+    return AsyncDreamerCollector(env, storage, sampler, player, learner, cfg)
+
+
+def measure(backend: str, args, work: int) -> dict:
+    c = build(backend, args, work)
+    # Warm-up: fill past learning_starts so the timed part runs at the target ratio.
+    c.run(total_frames=args.learning_starts + args.num_envs * args.steps_per_rollout)
+    steps0, updates0 = c.env_steps, c.updates
+    start = time.perf_counter()
+    c.run(total_frames=c.policy_steps + args.frames)
+    wall = time.perf_counter() - start
+    c.shutdown(close_env=False)
+    steps = c.env_steps - steps0
+    return {
+        "env_steps_per_s": steps / wall,
+        "updates_per_s": (c.updates - updates0) / wall,
+        "replay_ratio": c.replay_ratio_actual(),
+        "wall_s": wall,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="short run (~1 minute)")
+    p.add_argument("--env", choices=["busy", "gameboy"], default="busy")
+    p.add_argument("--env-ms", type=float, default=None,
+                   help="BusyEnv CPU time per env step (default: balance the learner)")
+    p.add_argument("--num-envs", type=int, default=4)
+    p.add_argument("--replay-ratio", type=float, default=0.5)
+    p.add_argument("--seq-len", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--steps-per-rollout", type=int, default=8)
+    p.add_argument("--commit-stride", type=int, default=4)
+    p.add_argument("--max-tick", type=int, default=64)
+    p.add_argument("--learning-starts", type=int, default=64)
+    p.add_argument("--capacity", type=int, default=4096)
+    p.add_argument("--frames", type=int, default=None, help="policy steps timed per backend")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    if args.frames is None:
+        args.frames = 128 if args.quick else 512
+    if args.env_ms is None:
+        # Balance: learner time per env step = replay_ratio * num_envs * one update.
+        probe = build("reference", args, 1)
+        probe.run(total_frames=args.learning_starts + 4 * args.num_envs * args.steps_per_rollout)
+        upd_ms = probe.last_metrics.get("learner_ms", 100.0)
+        args.env_ms = args.replay_ratio * args.num_envs * upd_ms
+    work = calibrate_work(args.env_ms)
+    results = {b: measure(b, args, work) for b in ("reference", "threaded")}
+    ref, thr = results["reference"], results["threaded"]
+    case = (f"{args.env} N={args.num_envs} B{args.batch_size}xT{args.seq_len} "
+            f"rr={args.replay_ratio} env_ms={args.env_ms:.0f} window={args.steps_per_rollout}")
+    print(json.dumps({"bench": "collector", "case": f"env_steps_per_s {case}",
+                      "ours": round(thr["env_steps_per_s"], 3),
+                      "peer": round(ref["env_steps_per_s"], 3), "unit": "env steps/s",
+                      "speedup": round(thr["env_steps_per_s"] / ref["env_steps_per_s"], 3)}))
+    for name, r in results.items():
+        print(json.dumps({"bench": "collector", "case": f"replay_ratio {name} {case}",
+                          "ours": round(r["replay_ratio"], 4), "peer": args.replay_ratio,
+                          "unit": "grad steps / policy step",
+                          "speedup": round(r["replay_ratio"] / args.replay_ratio, 4)}))
+
+
+if __name__ == "__main__":
+    main()

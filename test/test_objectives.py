@@ -1,0 +1,360 @@
+"""Tests of torchrl_dreamer.objectives: golden losses, stop-gradients, alignment, overfitting."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from torchrl_dreamer.modules import PRESETS, make_dreamer
+from torchrl_dreamer.modules.functional import discount_weights, unimix_logits
+from torchrl_dreamer.objectives import (
+    LOSS_PRESETS,
+    DreamerV3ActorLoss,
+    DreamerV3CriticLoss,
+    DreamerV3Learner,
+    DreamerV3LossConfig,
+    DreamerV3WorldModelLoss,
+    SlowCritic,
+    action_to_vector,
+    make_return_norm,
+    shift_actions,
+    total_loss,
+)
+
+SMALL = PRESETS["tiny"].with_(deter=16, hidden=16, stoch=4, classes=4, cnn_mult=2, cnn_stages=2)
+LN255 = math.log(255.0)
+
+
+def _agent(obs=None, action_dim=3, discrete=True, cfg=SMALL, seed=0):
+    torch.manual_seed(seed)
+    obs = obs or {"obs": ("vector", 5)}
+    return make_dreamer(cfg, obs, action_dim, discrete=discrete)
+
+
+def _batch(T=6, B=3, obs_dim=5, action_dim=3, seed=0, **extra):
+    g = torch.Generator().manual_seed(seed)
+    td = TensorDict(
+        {
+            "obs": torch.randn(T, B, obs_dim, generator=g),
+            "action": torch.randint(action_dim, (T, B), generator=g),
+            "reward": torch.randn(T, B, generator=g),
+            "is_first": torch.zeros(T, B, dtype=torch.bool),
+            "continue_": torch.ones(T, B),
+            "terminated": torch.zeros(T, B, dtype=torch.bool),
+        },
+        [T, B],
+    )
+    td.update(extra)
+    return td
+
+
+# ---------------------------------------------------------------- configuration
+def test_sheeprl_preset_values():
+    c = LOSS_PRESETS["sheeprl"]
+    assert (c.kl_dyn, c.kl_rep, c.free_bits, c.horizon, c.lmbda) == (0.5, 0.1, 1.0, 15, 0.95)
+    assert abs(c.gamma - 0.996996996996997) < 1e-12
+    assert (c.entropy_coef, c.return_ema_decay, c.return_percentiles) == (3e-4, 0.99, (0.05, 0.95))
+    assert (c.slow_critic_tau, c.slow_critic_reg) == (0.02, 1.0)
+    assert (c.wm_lr, c.wm_eps, c.wm_clip) == (1e-4, 1e-8, 1000.0)
+    assert (c.actor_lr, c.actor_eps, c.actor_clip) == (3e-5, 1e-5, 100.0)
+    assert (c.critic_lr, c.critic_eps, c.critic_clip) == (3e-5, 1e-5, 100.0)
+    wm, actor, critic = _agent()
+    learner = DreamerV3Learner(wm, actor, critic, "sheeprl")
+    g = learner.actor_opt.param_groups[0]
+    assert g["lr"] == 3e-5 and g["eps"] == 1e-5
+    assert learner.wm_opt.param_groups[0]["eps"] == 1e-8
+    with pytest.raises(KeyError, match="unknown loss preset"):
+        DreamerV3Learner(wm, actor, critic, "dreamerv9")
+
+
+# ---------------------------------------------------------------- alignment helpers
+def test_shift_actions_and_action_formats():
+    a = torch.arange(1, 7, dtype=torch.float32).reshape(3, 2, 1)
+    s = shift_actions(a)
+    assert torch.equal(s[0], torch.zeros(2, 1)) and torch.equal(s[1:], a[:-1])
+    idx = torch.tensor([[0, 2], [1, 1]])
+    oh = action_to_vector(idx, 3)
+    assert torch.equal(oh.argmax(-1), idx) and oh.sum() == 4
+    assert torch.equal(action_to_vector(idx.unsqueeze(-1), 3), oh)
+    assert torch.equal(action_to_vector(oh, 3), oh)
+    with pytest.raises(ValueError, match="last dim action_dim"):
+        action_to_vector(torch.zeros(2, 2, 4), 3)
+
+
+def test_world_model_loss_uses_shifted_actions_and_forced_first():
+    wm, _, _ = _agent()
+    loss = DreamerV3WorldModelLoss(wm)
+    seen = {}
+    orig = wm.rssm.observe
+
+    def spy(embed, prev_action, is_first, state=None):
+        seen["a"], seen["f"] = prev_action.clone(), is_first.clone()
+        return orig(embed, prev_action, is_first, state)
+
+    wm.rssm.observe = spy
+    td = _batch()
+    td["is_first"][2, 1] = True
+    loss(td)
+    oh = action_to_vector(td["action"], 3)
+    assert torch.equal(seen["a"][0], torch.zeros(3, 3))
+    assert torch.equal(seen["a"][1:], oh[:-1])
+    assert seen["f"][0].all() and seen["f"][2, 1] and seen["f"][1:].sum() == 1
+    assert not td["is_first"][0].any()  # the input batch is not modified
+
+
+# ---------------------------------------------------------------- world-model goldens
+def test_world_model_reward_loss_ln255_at_init_and_outputs():
+    wm, _, _ = _agent()
+    out = DreamerV3WorldModelLoss(wm)(_batch())
+    assert abs(float(out["loss_reward"].detach()) - LN255) < 1e-5
+    assert float(out["reward_pred_mean"]) == 0.0
+    for k in ["loss_reconstruction", "loss_continue", "loss_kl_dyn", "loss_kl_rep"]:
+        assert out[k].shape == () and torch.isfinite(out[k])
+    post = out["posterior"]
+    assert post.batch_size == (6, 3) and not post["h"].requires_grad
+    assert post["z"].shape == (6, 3, 16)
+    total = total_loss(out)
+    parts = sum(float(out[k]) for k in out.keys() if k.startswith("loss_"))
+    assert math.isclose(float(total), parts, rel_tol=1e-6)
+
+
+def test_kl_free_bits_golden():
+    wm, _, _ = _agent()
+    loss = DreamerV3WorldModelLoss(wm, DreamerV3LossConfig())
+    uniform = unimix_logits(torch.zeros(2, 32, 32), 0.01)
+    dyn, rep, kl = loss.kl_loss(uniform, uniform)
+    assert abs(float((0.5 * dyn + 0.1 * rep).mean()) - 0.6) < 1e-6
+    peaked = torch.zeros(2, 32, 32)
+    peaked[..., 0] = 5.0
+    dyn, rep, kl = loss.kl_loss(unimix_logits(peaked, 0.01), uniform)
+    assert abs(float(kl[0]) - 75.921196) < 1e-3
+    assert abs(float(0.5 * dyn[0] + 0.1 * rep[0]) - 45.552718) < 1e-3
+
+
+def test_kl_stop_gradients():
+    wm, _, _ = _agent()
+    loss = DreamerV3WorldModelLoss(wm)
+    post = torch.randn(2, 4, 4, requires_grad=True)
+    prior = torch.randn(2, 4, 4, requires_grad=True)
+    dyn, rep, _ = loss.kl_loss(unimix_logits(post, 0.01), unimix_logits(prior, 0.01))
+    dyn.sum().backward(retain_graph=True)
+    assert post.grad is None and prior.grad.abs().sum() > 0
+    prior.grad = None
+    rep.sum().backward()
+    assert prior.grad is None and post.grad.abs().sum() > 0
+
+
+def test_continue_target_falls_back_to_terminated_and_batch_major():
+    wm, _, _ = _agent()
+    td = _batch()
+    td["terminated"][3, 0] = True
+    td["continue_"][3, 0] = 0.0
+    torch.manual_seed(5)
+    a = DreamerV3WorldModelLoss(wm)(td)
+    torch.manual_seed(5)
+    b = DreamerV3WorldModelLoss(wm)(td.exclude("continue_"))
+    torch.testing.assert_close(a["loss_continue"], b["loss_continue"])
+    assert float(a["posterior"]["continue_"][3, 0]) == 0.0
+    torch.manual_seed(5)
+    c = DreamerV3WorldModelLoss(wm, batch_major=True)(td.transpose(0, 1).contiguous())
+    for k in ["loss_reconstruction", "loss_reward", "loss_continue", "loss_kl_dyn"]:
+        torch.testing.assert_close(a[k], c[k])
+    with pytest.raises(ValueError, match=r"\[T, B\]"):
+        DreamerV3WorldModelLoss(wm)(td[0])
+
+
+def test_set_keys_renames_inputs():
+    wm, _, _ = _agent()
+    loss = DreamerV3WorldModelLoss(wm)
+    loss.set_keys(reward="rew", action="act")
+    td = _batch()
+    td.rename_key_("reward", "rew")
+    td.rename_key_("action", "act")
+    assert torch.isfinite(loss(td)["loss_reward"])
+    assert "rew" in loss.in_keys
+    with pytest.raises(ValueError, match="not an accepted tensordict key"):
+        loss.set_keys(pixels="x")
+
+
+def test_image_reconstruction_is_summed_over_pixels():
+    obs = {"pix": ("image", (1, 8, 8))}
+    wm, _, _ = _agent(obs=obs)
+    loss = DreamerV3WorldModelLoss(wm)
+    td = _batch().exclude("obs")
+    td["pix"] = torch.randint(0, 256, (6, 3, 1, 8, 8), dtype=torch.uint8)
+    out = loss(td)
+    target = td["pix"].float() / 255 - 0.5
+    with torch.no_grad():
+        recon = {"pix": target + 0.1}
+    per_step = loss.reconstruction_loss(recon, {"pix": target})
+    torch.testing.assert_close(per_step, torch.full((6, 3), 64 * 0.01))
+    assert float(out["loss_reconstruction"]) > 1.0
+
+
+# ---------------------------------------------------------------- moments / critic goldens
+def test_return_norm_matches_moments_golden():
+    norm = make_return_norm(DreamerV3LossConfig())
+    x = torch.linspace(0, 100, 101).reshape(-1, 1)
+    want = {1: (0.05, 1.0), 2: (0.0995, 1.791), 10: (0.478090, 8.605614), 100: (3.169837, 57.057152), 1000: (4.999808, 89.995872)}
+    for n in range(1, 1001):
+        norm.update(x)
+        if n in want:
+            off, scale = want[n]
+            assert abs(float(norm.low) - off) < 1e-3 * max(1, off), n
+            assert abs(float(norm.scale()) - scale) < 1e-3 * max(1, scale), n
+    small = make_return_norm(DreamerV3LossConfig().with_(return_ema_decay=0.0))
+    small.update(torch.linspace(0, 0.4, 11).reshape(-1, 1))
+    assert float(small.scale()) == 1.0
+
+
+def test_critic_loss_golden_at_init():
+    _, _, critic = _agent()
+    loss = DreamerV3CriticLoss(critic)
+    loss.update_slow_critic()
+    H, N = 15, 8
+    latent = torch.randn(H + 1, N, 16 + 16)
+    imag = TensorDict(
+        {"latent": latent, "lambda_return": torch.randn(H, N) * 3, "weight": discount_weights(torch.ones(H + 1, N), 1 - 1 / 333)},
+        [],
+    )
+    out = loss(imag)
+    assert abs(float(out["loss_critic"]) - 10.8526) < 1e-3
+    assert float(out["slow_value_mean"]) == 0.0
+
+
+def test_slow_critic_hard_copy_then_ema():
+    _, _, critic = _agent()
+    slow = SlowCritic(critic, tau=0.02)
+    with torch.no_grad():
+        critic.out.weight.fill_(1.0)
+    slow.update()
+    assert torch.equal(slow.module.out.weight, critic.out.weight)
+    with torch.no_grad():
+        critic.out.weight.fill_(2.0)
+    slow.update()
+    torch.testing.assert_close(slow.module.out.weight, torch.full_like(critic.out.weight, 1.02))
+    assert not any(p.requires_grad for p in slow.parameters())
+    assert all(p is not q for p, q in zip(slow.parameters(), critic.parameters()))
+    with pytest.raises(ValueError, match="tau"):
+        SlowCritic(critic, tau=0.0)
+
+
+# ---------------------------------------------------------------- actor
+def _posterior(wm, T=5, B=2, seed=0):
+    out = DreamerV3WorldModelLoss(wm)(_batch(T=T, B=B, seed=seed))
+    return out["posterior"]
+
+
+@pytest.mark.parametrize("discrete", [True, False])
+def test_actor_loss_touches_only_the_actor(discrete):
+    wm, actor, critic = _agent(discrete=discrete)
+    loss = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=4))
+    out = loss(_posterior(wm))
+    out["loss_actor"].backward()
+    assert all(p.grad is None for p in wm.parameters())
+    assert all(p.grad is None for p in critic.parameters())
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in actor.parameters())
+    assert all(p.requires_grad for p in wm.parameters())  # held-out params are restored
+    imag = out["imagination"]
+    assert imag["latent"].shape == (5, 10, wm.latent_dim) and imag["lambda_return"].shape == (4, 10)
+    assert not imag["latent"].requires_grad
+
+
+def test_actor_first_continue_from_data_and_weights():
+    wm, actor, critic = _agent()
+    loss = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))
+    post = _posterior(wm)
+    post["continue_"][:] = 0.0
+    imag = loss(post)["imagination"]
+    g = 1 - 1 / 333
+    # w = cumprod(gamma c) / gamma with c_0 = 0 (terminal start) -> all weights 0
+    assert float(imag["weight"].abs().sum()) == 0.0
+    post["continue_"][:] = 1.0
+    with torch.no_grad():
+        wm.cont.out.bias.fill_(50.0)  # continue mode 1 everywhere
+    imag = loss(post)["imagination"]
+    torch.testing.assert_close(imag["weight"][:, 0], torch.tensor([1, g, g * g, g**3]))
+
+
+def test_actor_returns_match_lambda_golden_with_constant_heads():
+    wm, actor, critic = _agent()
+    loss = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=15))
+    with torch.no_grad():
+        wm.cont.out.bias.fill_(50.0)
+    post = _posterior(wm)
+    out = loss(post)
+    # zero-initialised reward and critic: every return is exactly 0, scale is the floor 1
+    assert float(out["imagination"]["lambda_return"].abs().max()) == 0.0
+    assert float(out["return_scale"]) == 1.0
+    # with zero advantage the loss is -mean(w * 3e-4 * entropy)
+    imag = out["imagination"]
+    ent = actor.entropy(actor(imag["latent"]))[:-1]
+    want = -(imag["weight"][:-1] * 3e-4 * ent).mean()
+    torch.testing.assert_close(out["loss_actor"], want)
+
+
+def test_critic_loss_does_not_touch_actor_or_world_model():
+    wm, actor, critic = _agent()
+    actor_loss = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))
+    critic_loss = DreamerV3CriticLoss(critic)
+    critic_loss.update_slow_critic()
+    imag = actor_loss(_posterior(wm))["imagination"]
+    critic_loss(imag)["loss_critic"].backward()
+    assert all(p.grad is None for p in actor.parameters())
+    assert all(p.grad is None for p in wm.parameters())
+    assert all(p.grad is not None for p in critic.parameters())
+
+
+# ---------------------------------------------------------------- learner
+def test_learner_update_metrics_and_slow_critic():
+    wm, actor, critic = _agent()
+    learner = DreamerV3Learner(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))
+    before = [p.detach().clone() for p in wm.parameters()]
+    m = learner.update(_batch())
+    for k in ["loss_world_model", "loss_actor", "loss_critic", "grad_norm_world_model", "kl"]:
+        assert k in m.keys() and m[k].shape == () and torch.isfinite(m[k])
+    assert any(not torch.equal(a, b) for a, b in zip(before, wm.parameters()))
+    slow = learner.critic_loss.slow_critic.module
+    # step 0 hard-copied the initial critic; the critic then moved, the slow copy did not
+    assert not torch.equal(slow.out.weight, critic.out.weight)
+    learner.update(_batch(seed=1))
+    assert learner.num_updates == 2 and int(learner.critic_loss.slow_critic.count) == 2
+
+
+def test_learner_accepts_int_actions_with_trailing_dim_and_one_hot():
+    wm, actor, critic = _agent()
+    learner = DreamerV3Learner(wm, actor, critic, DreamerV3LossConfig().with_(horizon=2))
+    td = _batch()
+    td["action"] = td["action"].unsqueeze(-1)
+    assert torch.isfinite(learner.update(td)["loss_world_model"])
+    td["action"] = action_to_vector(td["action"], 3)
+    assert torch.isfinite(learner.update(td)["loss_world_model"])
+
+
+def test_learner_autocast_bf16_runs():
+    wm, actor, critic = _agent()
+    learner = DreamerV3Learner(wm, actor, critic, DreamerV3LossConfig().with_(horizon=2), autocast_dtype=torch.bfloat16)
+    m = learner.update(_batch())
+    assert torch.isfinite(m["loss_world_model"]) and m["loss_world_model"].dtype == torch.float32
+
+
+def test_overfit_one_batch_world_model_loss_halves():
+    obs = {"pix": ("image", (1, 16, 16))}
+    wm, actor, critic = _agent(obs=obs)
+    cfg = DreamerV3LossConfig().with_(wm_lr=1e-3, horizon=2)
+    learner = DreamerV3Learner(wm, actor, critic, cfg)
+    g = torch.Generator().manual_seed(0)
+    td = _batch(T=8, B=4).exclude("obs")
+    base = torch.randint(0, 256, (1, 4, 1, 16, 16), generator=g, dtype=torch.uint8)
+    td["pix"] = base.expand(8, 4, 1, 16, 16).clone()
+    td["reward"] = torch.linspace(-1, 1, 8).reshape(8, 1).expand(8, 4).clone()
+    first = float(learner.update(td)["loss_world_model"])
+    losses = []
+    for _ in range(300):
+        losses.append(float(learner.update(td)["loss_world_model"]))
+        if losses[-1] <= 0.5 * first:
+            break
+    assert min(losses) <= 0.5 * first, (first, losses[-5:])
