@@ -11,6 +11,9 @@ LOOP = b"\x18\xfe"  # jr -2: spin forever
 STOP_FOREVER = DI + b"\xaf\xe0\xff" + HALT + b"\x18\xfd"  # di; xor a; ldh (IE),a; halt; jr -3
 
 
+COUNT_IRQ = b"\x21\x01\xc0\x34\xd9"  # ld hl,C001; inc (hl); reti
+
+
 def ld_a(v: int) -> bytes:
     return bytes([0x3E, v & 0xFF])
 
@@ -24,7 +27,8 @@ def ld_a_a16(addr: int) -> bytes:
 
 
 def make_rom(code: bytes = STOP_FOREVER, cart_type: int = 0x00, rom_size_code: int = 0,
-             ram_code: int = 0, title: str = "TEST", bank_marks: bool = True) -> bytes:
+             ram_code: int = 0, title: str = "TEST", bank_marks: bool = True,
+             vectors: dict[int, bytes] | None = None) -> bytes:
     """A valid cartridge image running ``code`` from 0x150 (entry ``jp 0x0150`` at 0x100).
 
     With ``bank_marks`` every bank b >= 1 holds ``b & 0xFF`` at its first byte and ``b >> 8`` at
@@ -39,6 +43,8 @@ def make_rom(code: bytes = STOP_FOREVER, cart_type: int = 0x00, rom_size_code: i
     rom[0x148] = rom_size_code
     rom[0x149] = ram_code
     rom[0x150:0x150 + len(code)] = code
+    for addr, handler in (vectors or {}).items():
+        rom[addr:addr + len(handler)] = handler
     if bank_marks:
         for b in range(1, banks):
             rom[b * 0x4000] = b & 0xFF

@@ -1,0 +1,193 @@
+"""Emulator core behaviour: API, ISA table/codegen, interrupts, timer, joypad, serial, PPU timing."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+import torch
+from conftest import rom_path
+from test_emulator_romkit import COUNT_IRQ, STOP_FOREVER, make_rom
+
+from torchrl_dreamer.emulator import BUTTON_A, BUTTON_B, BUTTON_DOWN, BUTTON_START, GameBoy
+from torchrl_dreamer.emulator import codegen, isa
+
+IRQ_SETUP = b"\xaf\xe0\x0f\xfb\x76\x18\xfd"  # xor a; ldh (IF),a; ei; loop: halt; jr loop
+
+
+def ie(mask: int) -> bytes:
+    return bytes([0x3E, mask, 0xE0, 0xFF])  # ld a,mask; ldh (IE),a
+
+
+# ------------------------------------------------------------------------------------ ISA table
+def test_isa_table_complete():
+    legal = [o for o in isa.OPCODES if o is not None]
+    assert len(legal) == 245 and len(isa.CB_OPCODES) == 256
+    assert {k for k, o in enumerate(isa.OPCODES) if o is None} == {*isa.ILLEGAL_OPCODES, 0xCB}
+    for o in legal:
+        imm = sum(op.count("d16") + op.count("a16") for op in o.operands) * 2
+        imm += sum(op in ("d8", "r8", "(a8)", "SP+r8") for op in o.operands)
+        assert o.length == 1 + imm, o.text
+        assert 1 <= o.cycles[1] <= o.cycles[0] <= 6, o.text
+    assert isa.OPCODES[0x20].cycles == (3, 2) and isa.OPCODES[0xC0].cycles == (5, 2)
+    assert isa.OPCODES[0x08].cycles == (5, 5) and isa.OPCODES[0xE8].flags == "00HC"
+    assert isa.CB_OPCODES[0x46].cycles == (3, 3) and isa.CB_OPCODES[0x86].cycles == (4, 4)
+
+
+def test_codegen_source_is_flat_and_keyed():
+    src = codegen.generate_source("k")
+    tree = ast.parse(src)
+    kernel = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "gb_run")
+    assert kernel is not None
+    for code in range(256):
+        row = isa.OPCODES[code]
+        if row is not None and row.group == "" and code != 0x76:
+            assert f"if op == 0x{code:02X}:" in src, row.text
+    assert "elif op ==" not in src  # flat dispatch, never an if/elif chain on the opcode
+    assert len(codegen.kernel_hash()) == 16
+
+
+# ------------------------------------------------------------------------------------ basics
+def test_post_boot_state_and_api():
+    gb = GameBoy(make_rom(), num_envs=2, check_header=False)
+    regs = gb.registers()
+    assert set(regs) == {"a", "f", "b", "c", "d", "e", "h", "l", "sp", "pc", "ime"}
+    assert regs["a"].tolist() == [1, 1] and regs["f"].tolist() == [0xB0, 0xB0]
+    assert regs["sp"].tolist() == [0xFFFE] * 2 and regs["pc"].tolist() == [0x100] * 2
+    assert gb.read_memory(0xFF40, 1).tolist() == [[0x91], [0x91]]
+    gb.run_frames(3)
+    assert gb.frame_count.tolist() == [3, 3] and gb.frame_count.dtype == torch.int64
+    assert gb.read_memory(0xFF44, 1)[:, 0].tolist() == [144, 144]  # frames end at VBlank
+
+
+def test_write_read_memory_masked():
+    gb = GameBoy(make_rom(), num_envs=3, check_header=False)
+    gb.write_memory(0xC123, torch.tensor([7, 8], dtype=torch.uint8), mask=torch.tensor([True, False, True]))
+    assert gb.read_memory(0xC123, 2).tolist() == [[7, 8], [0, 0], [7, 8]]
+    assert gb.read_memory(0xE123, 2).tolist() == [[7, 8], [0, 0], [7, 8]]  # echo RAM
+    with pytest.raises(ValueError, match="addr"):
+        gb.read_memory(0x10000)
+
+
+def test_bad_arguments():
+    gb = GameBoy(make_rom(), num_envs=2, check_header=False)
+    with pytest.raises(ValueError, match="shape"):
+        gb.run_frames(1, buttons=torch.zeros(3, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="uint8"):
+        gb.run_frames(1, buttons=torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(ValueError, match="obs_out"):
+        gb.step(None, obs_out=torch.zeros(2, 72, 20, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="num_envs"):
+        GameBoy(make_rom(), num_envs=0, check_header=False)
+    with pytest.raises(ValueError, match="boot_rom must be 256"):
+        GameBoy(make_rom(), boot_rom=b"\x00" * 10, check_header=False)
+
+
+def test_illegal_opcode_locks_only_that_env():
+    gb = GameBoy(make_rom(b"\xc3\x00\xc0"), num_envs=2, check_header=False)  # jp C000
+    gb.write_memory(0xC000, torch.tensor([[0xD3, 0x00], [0x18, 0xFE]], dtype=torch.uint8))
+    gb.run_frames(5)
+    assert gb.locked.tolist() == [True, False]
+    assert gb.frame_count.tolist()[1] == 5
+    gb.run_frames(5)  # a locked env stays locked, the other keeps running
+    assert gb.locked.tolist() == [True, False] and gb.frame_count.tolist()[1] == 10
+
+
+def test_serial_output_per_env():
+    code = b"\xfa\x00\xc1\xe0\x01\x3e\x81\xe0\x02" + STOP_FOREVER  # SB=(C100); SC=81
+    gb = GameBoy(make_rom(code), num_envs=3, check_header=False)
+    gb.write_memory(0xC100, torch.tensor([[ord("x")], [ord("y")], [ord("z")]], dtype=torch.uint8))
+    gb.run_frames(2)
+    assert [gb.serial_output(k) for k in range(3)] == [b"x", b"y", b"z"]
+    assert gb.read_memory(0xFF0F, 1)[:, 0].tolist() == [0xE9] * 3  # serial + vblank IRQ flags
+    with pytest.raises(IndexError):
+        gb.serial_output(3)
+
+
+# ------------------------------------------------------------------------------------ inputs
+def test_joypad_register_per_env():
+    code = b"\x3e\x10\xe0\x00\xf0\x00\xea\x00\xc0\x18\xf9"  # select buttons; loop: C000 = JOYP
+    gb = GameBoy(make_rom(code), num_envs=3, check_header=False)
+    gb.run_frames(2, buttons=torch.tensor([0, BUTTON_A, BUTTON_B | BUTTON_START | BUTTON_DOWN],
+                                          dtype=torch.uint8))
+    assert gb.read_memory(0xC000, 1)[:, 0].tolist() == [0xDF, 0xDE, 0xD5]
+
+
+def test_joypad_interrupt_on_press():
+    code = b"\x3e\x10\xe0\x00" + ie(0x10) + IRQ_SETUP
+    gb = GameBoy(make_rom(code, vectors={0x60: COUNT_IRQ}), num_envs=2, check_header=False)
+    gb.run_frames(2)
+    for _ in range(3):
+        gb.step(torch.tensor([0, BUTTON_A], dtype=torch.uint8), frames=4, press_frames=2)
+    assert gb.read_memory(0xC001, 1)[:, 0].tolist() == [0, 3]
+
+
+# ------------------------------------------------------------------------------------ timing
+def test_timer_interrupt_rate_while_halted():
+    # TAC=4: 4096 Hz; TIMA overflows every 256 ticks = 262144 T-cycles
+    code = b"\x3e\x04\xe0\x07" + ie(0x04) + IRQ_SETUP
+    gb = GameBoy(make_rom(code, vectors={0x50: COUNT_IRQ}), check_header=False)
+    gb.run_frames(60)  # 60 * 70224 = 4213440 T-cycles -> 16.07 overflows
+    assert gb.read_memory(0xC001, 1)[0, 0] == 16
+    assert gb.registers()["pc"][0] in (0x15E, 0x15F)  # parked on the HALT loop
+
+
+def test_vblank_interrupt_once_per_frame():
+    gb = GameBoy(make_rom(ie(0x01) + IRQ_SETUP, vectors={0x40: COUNT_IRQ}), check_header=False)
+    gb.run_frames(10)
+    first = int(gb.read_memory(0xC001, 1)[0, 0])
+    gb.run_frames(50)
+    assert int(gb.read_memory(0xC001, 1)[0, 0]) - first == 50
+
+
+def test_lyc_stat_interrupt():
+    handler = b"\xf0\x44\xea\x00\xc0" + COUNT_IRQ  # C000 = LY; count
+    code = b"\x3e\x40\xe0\x45\x3e\x40\xe0\x41" + ie(0x02) + IRQ_SETUP  # LYC=64, STAT LYC enable
+    gb = GameBoy(make_rom(code, vectors={0x48: handler}), check_header=False)
+    gb.run_frames(10)
+    assert gb.read_memory(0xC000, 1)[0, 0] == 0x40
+    count = int(gb.read_memory(0xC001, 1)[0, 0])
+    assert 9 <= count <= 10
+
+
+def test_lcd_off_blank_and_ly_zero(roms):
+    code = b"\xaf\xe0\x40" + STOP_FOREVER  # LCDC = 0
+    gb = GameBoy(make_rom(code), check_header=False)
+    gb.packed2.fill_(0xFF)
+    gb.run_frames(3)
+    assert gb.read_memory(0xFF44, 1)[0, 0] == 0
+    assert not gb.packed2.any()
+    assert gb.frame_count[0] == 3  # frames still end every 70224 cycles with the LCD off
+
+
+# ------------------------------------------------------------------------------------ many envs
+def test_envs_diverge_independently_and_match_single_runs(roms):
+    path = rom_path(roms, "games/2048-wyattferguson/2048.gb")
+    presses = torch.tensor([0, BUTTON_START, BUTTON_A, BUTTON_DOWN], dtype=torch.uint8)
+    many = GameBoy(path, num_envs=4)
+    for _ in range(20):
+        many.step(presses, frames=12, press_frames=4)
+    wram = many.read_memory(0xC000, 0x2000)
+    assert len({bytes(w.tolist()) for w in wram}) >= 3, "different inputs must give different states"
+    for env in (1, 3):
+        one = GameBoy(path, num_envs=1)
+        for _ in range(20):
+            one.step(presses[env:env + 1], frames=12, press_frames=4)
+        assert torch.equal(one.read_memory(0xC000, 0x2000)[0], wram[env])
+        assert torch.equal(one.packed2[0], many.packed2[env])
+        for k, v in one.registers().items():
+            assert v[0] == many.registers()[k][env], k
+
+
+def test_step_writes_obs_out_in_place(roms):
+    path = rom_path(roms, "games/2048-wyattferguson/2048.gb")
+    gb = GameBoy(path, num_envs=2)
+    ref = GameBoy(path, num_envs=2)
+    replay = torch.zeros(2, 4, 1, 72, 20, dtype=torch.uint8)
+    row = replay[:, 2]
+    for _ in range(8):
+        out = gb.step(torch.tensor([BUTTON_START, 0], dtype=torch.uint8), obs_out=row)
+        ref_out = ref.step(torch.tensor([BUTTON_START, 0], dtype=torch.uint8))
+    assert out.data_ptr() == row.data_ptr()
+    assert torch.equal(replay[:, 2], ref_out) and replay[:, 2].any()
+    assert not replay[:, 0].any() and not replay[:, 3].any()
