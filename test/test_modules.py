@@ -264,7 +264,7 @@ def test_rssm_is_first_mid_sequence_resets_exactly():
     rssm = _small_rssm()
     with torch.no_grad():
         rssm.h0.normal_()
-    rssm.sample = lambda logits: straight_through_mode(logits).flatten(-2)  # deterministic
+    rssm.sample_probs = lambda p: straight_through_mode(p.log()).flatten(-2)  # deterministic
     T, B, k = 6, 2, 3
     embed = torch.randn(T, B, 6)
     act = torch.randn(T, B, 3)
@@ -326,7 +326,7 @@ def test_rssm_float64_and_imagine_shapes():
         return torch.zeros(latent.shape[0], 3, dtype=latent.dtype)
 
     lat, act = rssm.imagine(h, z, policy, horizon=4)
-    assert lat.shape == (5, 5, rssm.latent_dim) and act.shape == (5, 5, 3)
+    assert lat.shape == (5, 5, rssm.latent_dim) and act.shape == (4, 5, 3)
     assert lat.dtype == torch.float64
 
 
@@ -407,3 +407,12 @@ def test_player_share_and_errors():
     pc = DreamerPlayer(cont_wm, cont_actor, 2, action_format="one_hot")
     act = pc.act({"obs": torch.randn(2, 5)}, torch.ones(2, dtype=torch.bool))
     assert act.shape == (2, 2) and act.abs().max() <= 1.0
+
+
+def test_space_to_depth_matches_pixel_shuffle_layout():
+    from torchrl_dreamer.modules.encoders import DepthToSpace, SpaceToDepth
+
+    x = torch.randn(3, 2, 8, 6)
+    y = SpaceToDepth()(x)
+    assert torch.equal(y, torch.nn.functional.pixel_unshuffle(x, 2))
+    assert torch.equal(DepthToSpace()(y), x)

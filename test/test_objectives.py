@@ -358,3 +358,19 @@ def test_overfit_one_batch_world_model_loss_halves():
         if losses[-1] <= 0.5 * first:
             break
     assert min(losses) <= 0.5 * first, (first, losses[-5:])
+
+
+def test_shared_critic_logits_equal_recomputed_critic_loss():
+    wm, actor, critic = _agent()
+    actor_loss = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))
+    critic_loss = DreamerV3CriticLoss(critic)
+    critic_loss.update_slow_critic()
+    with torch.no_grad():
+        critic.out.weight.normal_()  # non-trivial critic
+    imag = actor_loss(_posterior(wm))["imagination"]
+    assert imag["critic_logits"].requires_grad
+    shared = critic_loss(imag)["loss_critic"]
+    recomputed = critic_loss(imag.exclude("critic_logits"))["loss_critic"]
+    torch.testing.assert_close(shared, recomputed)
+    no_share = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3), share_critic_logits=False)
+    assert "critic_logits" not in no_share(_posterior(wm)).get("imagination").keys()

@@ -12,8 +12,8 @@ from collections import deque
 
 import pytest
 import torch
-
 from conftest import rom_path
+
 from torchrl_dreamer.envs import GameBoyEnv, TaskMismatchError, list_tasks, make_task
 
 NOOP, UP, DOWN, LEFT, RIGHT = range(5)  # the "dpad" action set

@@ -243,6 +243,7 @@ class AsyncDreamerCollector(BaseCollector):
         self._bg_thread: threading.Thread | None = None
         self._actor_busy = 0.0
         self._learner_busy = 0.0
+        self._wall = 0.0
         self._log_marks = (time.perf_counter(), 0.0, 0.0, 0)
         self._log_queue: list[dict[str, float]] = []
         self._policy_started = False
@@ -565,10 +566,14 @@ class AsyncDreamerCollector(BaseCollector):
             self.driver.reset()
         self._stop = False
         self._actor_done = False
-        if self.config.backend == "reference":
-            yield from self._run_reference()
-        else:
-            yield from self._run_threaded()
+        start = time.perf_counter()
+        try:
+            if self.config.backend == "reference":
+                yield from self._run_reference()
+            else:
+                yield from self._run_threaded()
+        finally:
+            self._wall += time.perf_counter() - start
 
     def run(self, total_frames: int | None = None) -> dict[str, float]:
         """Collects ``total_frames`` policy steps (or the constructor's) and trains along.
@@ -583,10 +588,25 @@ class AsyncDreamerCollector(BaseCollector):
             pass
         return self.summary()
 
+    def overlap_efficiency(self) -> float:
+        """Over all runs so far: ``(actor_busy + learner_busy - wall) / min(busy)``, in [0, 1].
+
+        0 means the two sides never ran at the same time (``reference``), 1 that the shorter one
+        was entirely hidden behind the longer one.
+        """
+        a, b = self._actor_busy, self._learner_busy
+        if min(a, b) <= 0:
+            return 0.0
+        return max(0.0, min(1.0, (a + b - self._wall) / min(a, b)))
+
     def summary(self) -> dict[str, float]:
         """Counters, versions and achieved ratio, plus the last logged metrics."""
         return {
             **self.last_metrics,
+            "actor_ms": 1000.0 * self._actor_busy / max(1, self.windows),
+            "learner_ms": 1000.0 * self._learner_busy / max(1, self.updates),
+            "overlap_eff": self.overlap_efficiency(),
+            "wall_s": self._wall,
             "env_steps": float(self.env_steps),
             "policy_steps": float(self.policy_steps),
             "updates": float(self.updates),

@@ -23,7 +23,7 @@ import warp as wp
 from torchrl_dreamer.emulator import layout
 from torchrl_dreamer.emulator.bus import Mem
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
-from torchrl_dreamer.emulator.codegen import load_kernel_module
+from torchrl_dreamer.emulator.codegen import load_kernel_module, operand_lengths
 
 __all__ = [
     "GameBoy",
@@ -136,6 +136,7 @@ class GameBoy:
         self._rom = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(dev)
         self._boot = torch.frombuffer(bytearray(boot if boot else b"\x00"), dtype=torch.uint8).to(dev)
         self._no_buttons = torch.zeros(n, dtype=torch.uint8, device=dev)
+        self._oplen = wp.from_torch(torch.tensor([operand_lengths()], dtype=torch.uint8, device=dev))
         self._all = torch.ones(n, dtype=torch.uint8, device=dev)
         self._mem = Mem()
         for name in (*_STATE_ARRAYS, "rom", "boot", "fb"):
@@ -206,7 +207,7 @@ class GameBoy:
             return
         b = self._buttons(buttons)
         self._mem.obs = wp.from_torch(self.packed2)
-        self._launch(self._kmod.gb_run, [self._mem, wp.from_torch(b), int(n), int(n), 1])
+        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(n), int(n), 1])
 
     def step(
         self,
@@ -231,7 +232,7 @@ class GameBoy:
         if out.device != self.device:
             raise ValueError(f"obs_out is on {out.device}, the emulator on {self.device}")
         self._mem.obs = wp.from_torch(out)
-        self._launch(self._kmod.gb_run, [self._mem, wp.from_torch(b), int(frames), int(press_frames), 1])
+        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1])
         self._mem.obs = wp.from_torch(self.packed2)
         return out
 

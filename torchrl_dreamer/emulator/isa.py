@@ -133,6 +133,7 @@ def _build_unprefixed() -> list[OpInfo | None]:
     t[0xF9] = _row(0xF9, "LD", ("SP", "HL"), 1, 2)
     t[0xEA] = _row(0xEA, "LD", ("(a16)", "A"), 3, 4)
     t[0xFA] = _row(0xFA, "LD", ("A", "(a16)"), 3, 4)
+    t[0xCB] = _row(0xCB, "PREFIX", ("CB",), 1, 1, group="cb_prefix")
     t[0xF3] = _row(0xF3, "DI")
     t[0xFB] = _row(0xFB, "EI")
     return t
@@ -158,7 +159,7 @@ def _build_cb() -> list[OpInfo]:
 
 
 OPCODES: list[OpInfo | None] = _build_unprefixed()
-"""Unprefixed opcodes by byte; ``None`` for the 11 illegal bytes and the 0xCB prefix."""
+"""Unprefixed opcodes by byte (0xCB is the prefix row); ``None`` for the 11 illegal bytes."""
 
 CB_OPCODES: list[OpInfo] = _build_cb()
 """CB-prefixed opcodes by second byte (all 256 are legal)."""

@@ -26,6 +26,8 @@ __all__ = [
     "two_hot_log_prob",
     "two_hot_mean",
     "unimix_logits",
+    "unimix_probs",
+    "straight_through_from_probs",
     "one_hot",
     "sample_categorical",
     "straight_through_sample",
@@ -133,6 +135,20 @@ def two_hot_mean(logits: torch.Tensor, bins: torch.Tensor) -> torch.Tensor:
     return symexp(paired)
 
 
+def unimix_probs(logits: torch.Tensor, unimix: float) -> torch.Tensor:
+    """``(1 - unimix) * softmax(logits) + unimix / C`` in (at least) fp32."""
+    probs = at_least_fp32(logits).softmax(-1)
+    if unimix <= 0:
+        return probs
+    return probs * (1.0 - unimix) + unimix / logits.shape[-1]
+
+
+def straight_through_from_probs(probs: torch.Tensor, sample: bool = True) -> torch.Tensor:
+    """One-hot sample (or argmax when ``sample=False``) of ``probs`` with straight-through grads."""
+    idx = sample_categorical(probs.detach()) if sample else probs.detach().argmax(-1)
+    return one_hot(idx, probs.shape[-1], probs.dtype) + probs - probs.detach()
+
+
 def unimix_logits(logits: torch.Tensor, unimix: float) -> torch.Tensor:
     """Mix ``1 - unimix`` of ``softmax(logits)`` with a uniform, returned as log-probabilities.
 
@@ -181,14 +197,19 @@ def straight_through_mode(logits: torch.Tensor) -> torch.Tensor:
     return hard + probs - probs.detach()
 
 
-def categorical_kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
-    """``KL(p || q)`` of categoricals given normalised log-probs ``[..., S, C]``, summed over S and C.
+def categorical_kl(
+    p_logits: torch.Tensor, q_logits: torch.Tensor, normalized: bool = False
+) -> torch.Tensor:
+    """``KL(p || q)`` of categoricals ``[..., S, C]``, summed over S and C.
 
-    Closed form ``sum p (log p - log q)``, as sheeprl 0.8.4; inputs are normalised again so any
-    logits work.
+    Closed form ``sum p (log p - log q)``, as sheeprl 0.8.4. Any logits work; pass
+    ``normalized=True`` when both are already log-probabilities (skips two log-softmaxes).
     """
-    p_logits = at_least_fp32(p_logits).log_softmax(-1)
-    q_logits = at_least_fp32(q_logits).log_softmax(-1)
+    p_logits = at_least_fp32(p_logits)
+    q_logits = at_least_fp32(q_logits)
+    if not normalized:
+        p_logits = p_logits.log_softmax(-1)
+        q_logits = q_logits.log_softmax(-1)
     return (p_logits.exp() * (p_logits - q_logits)).sum((-2, -1))
 
 

@@ -19,9 +19,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from torchrl_dreamer.modules.functional import (
+    straight_through_from_probs,
     straight_through_mode,
     straight_through_sample,
     unimix_logits,
+    unimix_probs,
 )
 from torchrl_dreamer.modules.init import hafner_init_, uniform_init_
 from torchrl_dreamer.modules.layers import LN_EPS, MLP, LayerNormGRUCell
@@ -107,6 +109,10 @@ class RSSM(nn.Module):
         """Straight-through one-hot sample, flattened to ``[..., stoch * classes]``."""
         return straight_through_sample(logits).flatten(-2)
 
+    def sample_probs(self, probs: torch.Tensor) -> torch.Tensor:
+        """Like :meth:`sample` but from (unimixed) probabilities (skips a softmax)."""
+        return straight_through_from_probs(probs).flatten(-2)
+
     def recurrent(self, z: torch.Tensor, action: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """GRU step ``h' = GRU(MLP([z, a]), h)``."""
         return self.gru(self.input_mlp(torch.cat([z, action.to(z.dtype)], -1)), h)
@@ -125,9 +131,8 @@ class RSSM(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One imagination step: returns ``(h', z')`` with ``z'`` from the prior."""
         h = self.recurrent(z, action, h)
-        logits = self.prior_logits(h)
-        z = self.sample(logits) if sample else straight_through_mode(logits).flatten(-2)
-        return h, z
+        probs = unimix_probs(self.prior(h), self.unimix)
+        return h, straight_through_from_probs(probs, sample).flatten(-2)
 
     def obs_step(
         self,
@@ -195,16 +200,16 @@ class RSSM(nn.Module):
             h = h * keep[t] + h_reset[t]
             z = z * keep[t] + z_reset[t]
             h = self.recurrent(z, actions[t], h)
-            lg = unimix_logits(self.posterior.tail(F.linear(h, w_h) + e_proj[t]), self.unimix)
-            z = self.sample(lg)
+            probs = unimix_probs(self.posterior.tail(F.linear(h, w_h) + e_proj[t]), self.unimix)
+            z = self.sample_probs(probs)
             hs.append(h)
             zs.append(z)
-            logits.append(lg)
+            logits.append(probs)
         h_all = torch.stack(hs, 0)
         return {
             "h": h_all,
             "z": torch.stack(zs, 0),
-            "post_logits": torch.stack(logits, 0),
+            "post_logits": torch.stack(logits, 0).log(),
             "prior_logits": self.prior_logits(h_all),
         }
 
@@ -217,20 +222,19 @@ class RSSM(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Roll the prior forward ``horizon`` steps from ``(h, z)`` ``[N, ...]`` under ``policy``.
 
-        ``policy(latent) -> action`` is called on ``[z, h]`` at every state (including the
-        last, whose action is unused by the 2023 losses but kept for alignment).
+        ``policy(latent) -> action`` is called on ``[z, h]`` of states ``0..H-1`` (the action
+        of the last state is never used by the losses, so it is not computed).
 
         Returns:
-            ``latents [H+1, N, latent_dim]`` and ``actions [H+1, N, A]``.
+            ``latents [H+1, N, latent_dim]`` and ``actions [H, N, A]`` (action ``t`` leads from
+            state ``t`` to ``t + 1``).
         """
-        latents, actions = [], []
         latent = torch.cat([z, h], -1)
-        for i in range(horizon + 1):
+        latents, actions = [latent], []
+        for _ in range(horizon):
             a = policy(latent)
-            latents.append(latent)
             actions.append(a)
-            if i == horizon:
-                break
             h, z = self.img_step(h, z, a)
             latent = torch.cat([z, h], -1)
+            latents.append(latent)
         return torch.stack(latents, 0), torch.stack(actions, 0)

@@ -49,8 +49,12 @@ class DreamerV3ActorLoss(LossModule):
     ``continue_`` (``set_keys``), e.g. ``world_model_loss_output["posterior"]``.
 
     Output keys: ``loss_actor``; metrics ``actor_entropy``, ``return_mean``, ``return_scale``,
-    ``advantage_mean``; and ``imagination``: a detached TensorDict (no batch dims) with
+    ``advantage_mean``; and ``imagination``: a TensorDict (no batch dims) with detached
     ``latent [H+1, N, L]``, ``lambda_return [H, N]`` and ``weight [H+1, N]`` for the critic loss.
+    With a discrete actor and ``share_critic_logits=True`` it also holds ``critic_logits
+    [H+1, N, bins]``, the critic's output on the (detached) latents *with* its graph: the critic
+    loss reuses it instead of a second critic forward (the critic does not change between the
+    two losses, so the value is identical).
 
     Research hooks: :meth:`imagine`, :meth:`predict`, :meth:`return_estimate`,
     :meth:`advantage`.
@@ -81,11 +85,15 @@ class DreamerV3ActorLoss(LossModule):
         actor: DreamerV3Actor,
         critic: DreamerV3Critic,
         config: DreamerV3LossConfig | None = None,
+        *,
+        share_critic_logits: bool = True,
     ) -> None:
         super().__init__()
         self.world_model, self.actor, self.critic = world_model, actor, critic
         self.config = config or DreamerV3LossConfig()
         self.return_norm = make_return_norm(self.config)
+        self._share_critic = share_critic_logits
+        self._last_critic_logits = None
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
         pass
@@ -96,20 +104,51 @@ class DreamerV3ActorLoss(LossModule):
         return [k.h, k.z, k.continue_]
 
     # ------------------------------------------------------------------ hooks
-    def imagine(self, h: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Roll out the policy in the prior: ``latents [H+1, N, L]``, ``actions [H+1, N, A]``."""
-        return self.world_model.rssm.imagine(h, z, self.actor.act, self.config.horizon)
+    def imagine(
+        self, h: torch.Tensor, z: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, list]:
+        """Roll out the policy in the prior.
+
+        Returns ``latents [H+1, N, L]``, ``actions [H, N, A]`` and the actor outputs of states
+        ``0..H-1`` (computed with gradients, so :meth:`forward` needs no second actor pass).
+        """
+        outputs = []
+
+        def policy(latent):
+            with torch.enable_grad():
+                params = self.actor(latent.detach() if self.actor.discrete else latent)
+            outputs.append(params)
+            action = self.actor.sample(params)
+            return action.detach() if self.actor.discrete else action
+
+        latents, actions = self.world_model.rssm.imagine(h, z, policy, self.config.horizon)
+        return latents, actions, outputs
 
     def predict(
         self, latents: torch.Tensor, first_continue: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(rewards, values, continues)`` ``[H+1, N]`` along the imagined trajectory."""
+        """``(rewards, values, continues)`` ``[H+1, N]`` along the imagined trajectory.
+
+        ``rewards[0]`` is not used by the returns and is left at 0; ``continues[0]`` is the
+        data's continue flag; later continues are the Bernoulli mode of the continue head.
+        """
         wm = self.world_model
-        rewards = wm.reward.mean(wm.reward(latents))
-        values = self.critic.mean(self.critic(latents))
-        cont = (wm.cont(latents) > 0).to(rewards.dtype)
-        cont = torch.cat([first_continue.to(cont.dtype).unsqueeze(0), cont[1:]], 0)
+        nxt = latents[1:]
+        rewards = wm.reward.mean(wm.reward(nxt))
+        rewards = torch.cat([torch.zeros_like(rewards[:1]), rewards], 0)
+        values = self.critic.mean(self._critic_logits(latents))
+        cont = (wm.cont(nxt) > 0).to(rewards.dtype)
+        cont = torch.cat([first_continue.to(cont.dtype).unsqueeze(0), cont], 0)
         return rewards, values, cont
+
+    def _critic_logits(self, latents: torch.Tensor) -> torch.Tensor:
+        """Critic logits; for discrete actors they keep their graph for the critic loss."""
+        if self.actor.discrete and self._share_critic:
+            with torch.enable_grad():
+                logits = self.critic(latents.detach())
+            self._last_critic_logits = logits
+            return logits.detach()
+        return self.critic(latents)
 
     def return_estimate(
         self, rewards: torch.Tensor, values: torch.Tensor, continues: torch.Tensor
@@ -133,26 +172,35 @@ class DreamerV3ActorLoss(LossModule):
         h = h.reshape(-1, h.shape[-1])
         z = z.reshape(-1, z.shape[-1])
         first_cont = tensordict.get(keys.continue_).reshape(-1).float()
+        self._last_critic_logits = None
         if self.actor.discrete:
             with torch.no_grad():
-                latents, actions = self.imagine(h, z)
+                latents, actions, outputs = self.imagine(h, z)
                 rewards, values, cont = self.predict(latents, first_cont)
                 returns = self.return_estimate(rewards, values, cont)
         else:
             with hold_out_params(self.world_model, self.critic):
-                latents, actions = self.imagine(h, z)
+                latents, actions, outputs = self.imagine(h, z)
                 rewards, values, cont = self.predict(latents, first_cont)
                 returns = self.return_estimate(rewards, values, cont)
         weight = discount_weights(cont, cfg.gamma).detach()
         adv = self.advantage(returns, values[:-1])
-        params = self.actor(latents.detach())
         if self.actor.discrete:
-            logp = self.actor.log_prob(params, actions.detach())[:-1]
-            objective = logp * adv.detach()
+            params = torch.stack(outputs, 0)
+            objective = self.actor.log_prob(params, actions) * adv.detach()
         else:
+            params = tuple(torch.stack(p, 0) for p in zip(*outputs))
             objective = adv
-        entropy = self.actor.entropy(params)[:-1]
+        entropy = self.actor.entropy(params)
         loss = -(weight[:-1] * (objective + cfg.entropy_coef * entropy)).mean()
+        imagination = {
+            "latent": latents.detach(),
+            "lambda_return": returns.detach(),
+            "weight": weight,
+        }
+        if self._last_critic_logits is not None:
+            imagination["critic_logits"] = self._last_critic_logits
+            self._last_critic_logits = None
         return TensorDict(
             {
                 "loss_actor": loss,
@@ -160,14 +208,7 @@ class DreamerV3ActorLoss(LossModule):
                 "return_mean": returns.detach().mean(),
                 "return_scale": self.return_norm.scale().detach().reshape(()),
                 "advantage_mean": adv.detach().mean(),
-                "imagination": TensorDict(
-                    {
-                        "latent": latents.detach(),
-                        "lambda_return": returns.detach(),
-                        "weight": weight,
-                    },
-                    [],
-                ),
+                "imagination": TensorDict(imagination, []),
             },
             [],
         )

@@ -67,7 +67,9 @@ class DreamerV3CriticLoss(LossModule):
     """Critic loss of DreamerV3 (2023 / sheeprl semantics) as a TorchRL ``LossModule``.
 
     Input: the actor loss's ``imagination`` TensorDict with ``latent [H+1, N, L]``,
-    ``lambda_return [H, N]`` and ``weight [H+1, N]`` (keys via ``set_keys``).
+    ``lambda_return [H, N]`` and ``weight [H+1, N]`` (keys via ``set_keys``); an optional
+    ``critic_logits [H+1, N, bins]`` carrying its graph is used instead of recomputing the
+    critic on ``latent`` (it must come from this critic's current parameters).
     Output keys: ``loss_critic``; metrics ``value_mean``, ``slow_value_mean``.
     """
 
@@ -78,6 +80,7 @@ class DreamerV3CriticLoss(LossModule):
         latent: str = "latent"
         lambda_return: str = "lambda_return"
         weight: str = "weight"
+        critic_logits: str = "critic_logits"
 
     default_keys = _AcceptedKeys
     tensor_keys: _AcceptedKeys
@@ -108,7 +111,11 @@ class DreamerV3CriticLoss(LossModule):
         latent = tensordict.get(keys.latent).detach()[:-1]
         target = tensordict.get(keys.lambda_return).detach()
         weight = tensordict.get(keys.weight).detach()[:-1]
-        logits = self.critic(latent)
+        logits = tensordict.get(keys.critic_logits, None)
+        if logits is None or not logits.requires_grad:
+            logits = self.critic(latent)
+        else:
+            logits = logits[:-1]
         with torch.no_grad():
             slow_mean = self.critic.mean(self.slow_critic(latent))
         log_p = logits.float().log_softmax(-1)

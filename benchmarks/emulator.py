@@ -1,0 +1,140 @@
+"""Emulator throughput vs PyBoy on one CPU core, plus Warp compile times.
+
+Prints one JSON line per result: {"bench", "case", "ours", "peer", "unit", "speedup"}.
+Cases: frames/s on blargg cpu_instrs and a homebrew game (same ROM, same number of frames, same
+run as PyBoy headless with ``tick(n, False)``), env steps/s (24 frames per step, packed2 every
+step, vs PyBoy ``tick(23, False); tick(1, True)`` + a screen copy), and cold/cached compile time
+of the kernel (cold: fresh Warp cache dir in a subprocess). ``--quick`` shortens every case.
+
+Run: ``python benchmarks/emulator.py [--quick] [--envs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+torch.set_num_threads(1)
+
+from torchrl_dreamer._roms import roms_dir  # noqa: E402
+from torchrl_dreamer.emulator import BUTTON_START, GameBoy  # noqa: E402
+
+
+def emit(bench, case, ours, peer, unit, higher_is_better=True):
+    if peer is None or ours is None:
+        speedup = None
+    elif higher_is_better:
+        speedup = ours / peer
+    else:
+        speedup = peer / ours
+    print(json.dumps({"bench": bench, "case": case, "ours": ours, "peer": peer, "unit": unit,
+                      "speedup": speedup}), flush=True)
+
+
+def pyboy_fps(path, frames):
+    try:
+        from pyboy import PyBoy
+    except ImportError:
+        return None
+    pb = PyBoy(str(path), window="null", sound_emulated=False)
+    pb.set_emulation_speed(0)
+    pb.tick(1, False)
+    t = time.perf_counter()
+    pb.tick(frames, False)
+    dt = time.perf_counter() - t
+    pb.stop(save=False)
+    return frames / dt
+
+
+def pyboy_steps(path, steps):
+    try:
+        from pyboy import PyBoy
+    except ImportError:
+        return None
+    pb = PyBoy(str(path), window="null", sound_emulated=False)
+    pb.set_emulation_speed(0)
+    pb.tick(60, False)
+    t = time.perf_counter()
+    for k in range(steps):
+        if k % 2 == 0:
+            pb.button_press("start")
+        else:
+            pb.button_release("start")
+        pb.tick(23, False)
+        pb.tick(1, True)
+        pb.screen.ndarray.copy()
+    dt = time.perf_counter() - t
+    pb.stop(save=False)
+    return steps / dt
+
+
+def our_fps(path, frames, envs):
+    gb = GameBoy(path, num_envs=envs, check_header=False)
+    gb.run_frames(1)
+    t = time.perf_counter()
+    gb.run_frames(frames)
+    return frames * envs / (time.perf_counter() - t)
+
+
+def our_steps(path, steps, envs):
+    gb = GameBoy(path, num_envs=envs, check_header=False)
+    gb.run_frames(60)
+    press = torch.full((envs,), BUTTON_START, dtype=torch.uint8)
+    none = torch.zeros(envs, dtype=torch.uint8)
+    t = time.perf_counter()
+    for k in range(steps):
+        gb.step(press if k % 2 == 0 else none, frames=24, press_frames=8)
+    return steps * envs / (time.perf_counter() - t)
+
+
+def compile_times():
+    code = ("import time,torch;torch.set_num_threads(1);t=time.perf_counter();"
+            "from torchrl_dreamer.emulator.codegen import load_kernel_module;import warp as wp;"
+            "wp.config.quiet=True;wp.init();m=load_kernel_module('cpu');"
+            "wp.load_module(m, device='cpu');print(time.perf_counter()-t)")
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, WARP_CACHE_PATH=d, TORCHRL_DREAMER_CACHE=d)
+        out = []
+        for _ in range(2):
+            r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+            out.append(float(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else None)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="short runs")
+    ap.add_argument("--envs", type=int, default=1, help="consoles per launch (one core)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the compile-time cases")
+    args = ap.parse_args()
+    root = roms_dir()
+    cases = [("cpu_instrs", root / "blargg/cpu_instrs/cpu_instrs.gb"),
+             ("2048", root / "games/2048-wyattferguson/2048.gb"),
+             ("tobutobugirl", root / "games/tobutobugirl/tobu.gb")]
+    frames = 300 if args.quick else 3000
+    steps = 20 if args.quick else 200
+    for name, path in cases:
+        if not path.is_file():
+            continue
+        ours = our_fps(path, frames, args.envs)
+        emit("emulator", f"fps/{name}/envs={args.envs}", ours, pyboy_fps(path, frames), "frames/s")
+    for name, path in cases[1:]:
+        if not path.is_file():
+            continue
+        ours = our_steps(path, steps, args.envs)
+        emit("emulator", f"steps24/{name}/envs={args.envs}", ours, pyboy_steps(path, steps), "steps/s")
+    if not args.no_compile:
+        cold, cached = compile_times()
+        emit("emulator", "compile/cold", cold, None, "s", higher_is_better=False)
+        emit("emulator", "compile/cached", cached, None, "s", higher_is_better=False)
+
+
+if __name__ == "__main__":
+    main()

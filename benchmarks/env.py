@@ -1,0 +1,155 @@
+"""Env steps/s of ``GameBoyEnv`` vs PyBoy stepped the same way, on CPU.
+
+One env step = hold a button for 8 frames, release for 16 (24 frames), read the screen, read the
+task's RAM. Ours: ``GameBoyEnv("maze", num_envs=N).fast_step(actions)`` (one Warp launch for all N
+consoles + the task's device ops); the peer: N ``PyBoy`` instances in a Python loop
+(``button_press``, ``tick(8)``, ``button_release``, ``tick(16)`` rendering only the last frame,
+``screen.ndarray`` copy, one ``memory`` read). Each is run in one process and in one process per
+core (the N envs split across processes; throughputs summed).
+
+PyBoy's rate in one process does not depend on N (it steps consoles one after another), so for
+large N the peer is measured on ``min(N, --peer-max)`` instances and reported as env-steps/s of
+that loop. Prints one JSON line per case:
+``{"bench": "env", "case": ..., "ours": x, "peer": y, "unit": "env_steps/s", "speedup": x/y}``.
+
+Usage: ``python benchmarks/env.py [--quick] [--sizes 1 64 1024] [--seconds 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import multiprocessing as mp
+import os
+import time
+
+import torch
+
+
+def _backend(spec: str | None):
+    if not spec:
+        return None
+    mod, _, attr = spec.partition(":")
+    obj = importlib.import_module(mod)
+    return getattr(obj, attr) if attr else obj
+
+
+def ours_rate(n: int, seconds: float, backend_spec: str | None = None) -> float:
+    """Env steps/s of ``GameBoyEnv("maze", num_envs=n).fast_step`` over ``seconds``."""
+    torch.set_num_threads(1)
+    from torchrl_dreamer.envs import GameBoyEnv
+
+    env = GameBoyEnv("maze", num_envs=n, backend=_backend(backend_spec), seed=0)
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    actions = torch.randint(0, env.action_set.n, (64, n), generator=gen)
+    for i in range(3):  # warm-up
+        env.fast_step(actions[i])
+    steps = 0
+    t0 = time.perf_counter()
+    while True:
+        env.fast_step(actions[steps % 64])
+        steps += 1
+        dt = time.perf_counter() - t0
+        if dt >= seconds and steps >= 3:
+            return steps * n / dt
+
+
+def peer_rate(n: int, seconds: float) -> float:
+    """Env steps/s of ``n`` PyBoy instances stepped the same way, one after another."""
+    import logging
+
+    logging.getLogger("pyboy").setLevel(logging.ERROR)
+    from pyboy import PyBoy
+
+    from torchrl_dreamer.roms import ram_map, rom_path
+
+    rom = str(rom_path("maze"))
+    state_addr = ram_map("maze")["GAME_STATE"]
+    names = ["", "up", "down", "left", "right"]
+    pbs = []
+    for _ in range(n):
+        pb = PyBoy(rom, window="null", sound_emulated=False)
+        pb.set_emulation_speed(0)
+        pb.tick(30, False)
+        pb.memory[ram_map("maze")["NEW_GAME"]] = 1
+        pb.tick(1, False)
+        pbs.append(pb)
+    rng = torch.Generator().manual_seed(0)
+    actions = torch.randint(0, len(names), (64, n), generator=rng).tolist()
+    steps = 0
+    t0 = time.perf_counter()
+    try:
+        while True:
+            row = actions[steps % 64]
+            for pb, a in zip(pbs, row):
+                name = names[a]
+                if name:
+                    pb.button_press(name)
+                pb.tick(8, False)
+                if name:
+                    pb.button_release(name)
+                pb.tick(15, False)
+                pb.tick(1, True)
+                _ = pb.screen.ndarray.copy()
+                _ = pb.memory[state_addr]
+            steps += 1
+            dt = time.perf_counter() - t0
+            if dt >= seconds and steps >= 2:
+                return steps * n / dt
+    finally:
+        for pb in pbs:
+            pb.stop(save=False)
+
+
+def _worker(args):
+    kind, n, seconds, backend_spec = args
+    torch.set_num_threads(1)
+    if kind == "ours":
+        return ours_rate(n, seconds, backend_spec)
+    return peer_rate(n, seconds)
+
+
+def multi_rate(kind: str, n: int, seconds: float, procs: int, backend_spec=None) -> float:
+    """Summed env steps/s of ``procs`` processes each running ``n // procs`` envs."""
+    per = max(1, n // procs)
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(procs) as pool:
+        rates = pool.map(_worker, [(kind, per, seconds, backend_spec)] * procs)
+    return float(sum(rates))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N in {1, 64}, 1 s per case")
+    parser.add_argument("--sizes", type=int, nargs="*", default=None)
+    parser.add_argument("--seconds", type=float, default=None)
+    parser.add_argument("--peer-max", type=int, default=16,
+                        help="most PyBoy instances in one process (its rate does not grow with N)")
+    parser.add_argument("--procs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--no-multi", action="store_true", help="skip the one-process-per-core cases")
+    parser.add_argument("--backend", default=None,
+                        help="module[:attr] with GameBoy and ResetCache (default: our emulator)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    sizes = args.sizes or ([1, 64] if args.quick else [1, 64, 1024])
+    seconds = args.seconds or (1.0 if args.quick else 3.0)
+
+    for n in sizes:
+        ours = ours_rate(n, seconds, args.backend)
+        peer = peer_rate(min(n, args.peer_max), seconds)
+        print(json.dumps({"bench": "env", "case": f"maze_N{n}_1proc", "ours": round(ours, 1),
+                          "peer": round(peer, 1), "unit": "env_steps/s",
+                          "speedup": round(ours / peer, 3)}), flush=True)
+        if args.no_multi or args.procs < 2 or n < args.procs:
+            continue
+        ours_m = multi_rate("ours", n, seconds, args.procs, args.backend)
+        peer_m = multi_rate("peer", min(n, args.peer_max * args.procs), seconds, args.procs)
+        print(json.dumps({"bench": "env", "case": f"maze_N{n}_{args.procs}proc",
+                          "ours": round(ours_m, 1), "peer": round(peer_m, 1),
+                          "unit": "env_steps/s", "speedup": round(ours_m / peer_m, 3)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

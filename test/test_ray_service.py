@@ -1,0 +1,279 @@
+"""The distributed data plane in-process (no Ray needed): replay service, weights, routing, runs.
+
+Every piece is a plain object here; ``test_ray_cluster.py`` runs the same objects as Ray actors.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import TensorDict
+from test_ray_toys import OBS_DIM, TickFactory
+
+from torchrl_dreamer.collectors import RateLimiterTimeout
+from torchrl_dreamer.distributed import (
+    AGENT,
+    HUMAN,
+    ControlModeRouter,
+    EnvRunner,
+    RayTrainingConfig,
+    ReplayService,
+    WeightStore,
+    pack_weights,
+    run_ray_training,
+    unpack_weights,
+)
+
+torch.set_num_threads(1)
+
+
+def _chunk(length: int, num_envs: int, t0: int, first_ep: int = 0, mode: int | None = None):
+    """Rows t0..t0+length-1 of num_envs envs; obs[..., 0] = env, obs[..., 1] = absolute t."""
+    t = torch.arange(t0, t0 + length, dtype=torch.float32)
+    obs = torch.zeros(length, num_envs, OBS_DIM)
+    obs[..., 0] = torch.arange(num_envs, dtype=torch.float32)
+    obs[..., 1] = t[:, None]
+    is_first = torch.zeros(length, num_envs, dtype=torch.bool)
+    if t0 == 0:
+        is_first[0] = True
+    td = TensorDict({
+        "obs": obs,
+        "action": torch.zeros(length, num_envs, dtype=torch.int64),
+        "reward": torch.ones(length, num_envs),
+        "is_first": is_first,
+        "continue_": torch.ones(length, num_envs),
+        "terminated": torch.zeros(length, num_envs, dtype=torch.bool),
+        "truncated": torch.zeros(length, num_envs, dtype=torch.bool),
+        "episode_id": torch.full((length, num_envs), first_ep, dtype=torch.int32),
+    }, [length, num_envs])
+    if mode is not None:
+        td["control_mode"] = torch.full((length, num_envs), mode, dtype=torch.int8)
+    return td
+
+
+def _service(**kw):
+    args = dict(seq_len=4, replay_ratio=0.25, max_queued=8, seed=0)
+    args.update(kw)
+    return ReplayService(kw.pop("capacity", 64), **{k: v for k, v in args.items()
+                                                    if k != "capacity"})
+
+
+def test_register_report_disconnect():
+    svc = _service()
+    r = svc.register("a", num_envs=2, group="g1", weight=2.0)
+    assert r["runner_id"] == 0 and r["learner_step"] == 0 and not r["stop"]
+    svc.report(r["runner_id"], step=7, queued_steps=3, weight=0.5)
+    s = svc.stats()["slots"]["a"]
+    assert (s["reported_step"], s["queued_steps"], s["weight"], s["active"]) == (7, 3, 0.5, True)
+    svc.add_chunk(r["runner_id"], _chunk(8, 2, 0))
+    svc.disconnect(r["runner_id"])
+    assert svc.stats()["active_runners"] == 0
+    with pytest.raises(KeyError, match="register"):
+        svc.add_chunk(r["runner_id"], _chunk(4, 2, 8))
+    # Data of a disconnected runner stays sampleable.
+    assert svc.slot_rows("a")["obs"].shape == (8, 2, OBS_DIM)
+    with pytest.raises(ValueError, match="num_envs"):
+        svc.register("a", num_envs=3)
+    with pytest.raises(ValueError, match="num_envs=2"):
+        svc.add_chunk(svc.register("a", 2)["runner_id"], _chunk(4, 3, 8))
+
+
+def test_chunks_commit_and_sample_only_committed_rows():
+    svc = _service(replay_ratio=1.0, max_queued=1000)
+    rid = svc.register("a", num_envs=2)["runner_id"]
+    assert svc.sample(2) is None  # nothing committed
+    svc.add_chunk(rid, _chunk(3, 2, 0))
+    assert svc.sample(2) is None  # fewer rows than seq_len
+    svc.add_chunk(rid, _chunk(9, 2, 3))
+    batch, info = svc.sample(16)
+    assert batch.shape == (4, 16)
+    t = batch["obs"][..., 1]
+    assert torch.equal(t[0], info["start"].float())
+    assert torch.equal(t[1:] - t[:-1], torch.ones(3, 16))  # consecutive steps, one env each
+    assert int(t.max()) <= 11
+    assert torch.equal(batch["obs"][0, :, 0], info["env_idx"].float())
+
+
+def test_group_weights_set_sequence_shares():
+    svc = _service(replay_ratio=100.0, max_queued=1e9)
+    a = svc.register("a", num_envs=1, group="ga", weight=3.0)["runner_id"]
+    b = svc.register("b", num_envs=4, group="gb", weight=1.0)["runner_id"]
+    svc.add_chunk(a, _chunk(16, 1, 0))
+    svc.add_chunk(b, _chunk(16, 4, 0))
+    _, info = svc.sample(4000)
+    share_a = (info["group"] == info["groups"].index("ga")).float().mean().item()
+    assert abs(share_a - 0.75) < 0.03  # group weight, not envs, sets the share
+    svc.set_group_weight("ga", 0.0)
+    _, info = svc.sample(100)
+    assert info["groups"] == ["gb"]
+
+
+def test_rate_limiter_pauses_runners_and_starves_learner():
+    svc = _service(replay_ratio=0.5, max_queued=6, learning_starts=0)
+    rid = svc.register("a", num_envs=2)["runner_id"]
+    t, reply = 0, {"paused": False}
+    while not reply["paused"]:
+        queued_before = svc.stats()["queued"]
+        assert queued_before <= 6  # a runner only sends while not paused
+        reply = svc.add_chunk(rid, _chunk(4, 2, t))
+        t += 4
+        assert t < 100, "the service never paused the runner"
+    assert reply["queued"] > 6 and svc.report(rid)["paused"]
+    while svc.report(rid)["paused"]:
+        assert svc.sample(2) is not None
+    assert svc.stats()["queued"] == 6  # resumes as soon as the backlog is back within bounds
+    while svc.sample(2) is not None:
+        pass
+    stats = svc.stats()
+    assert stats["samples"] == stats["inserts"] > 6  # starved exactly when grants run out
+    with pytest.raises(RateLimiterTimeout):
+        svc.consume(1)
+
+
+def test_restart_keeps_data_and_continues_episode_ids():
+    svc = _service()
+    rid = svc.register("a", num_envs=2)["runner_id"]
+    first = _chunk(6, 2, 0, first_ep=0)
+    first["episode_id"][3:] = 1
+    first["is_first"][3] = True
+    svc.add_chunk(rid, first)
+    before = svc.slot_rows("a")
+    # The runner dies; a new one registers under the same name and starts at episode 0 again.
+    rid2 = svc.register("a", num_envs=2)["runner_id"]
+    assert rid2 != rid
+    with pytest.raises(KeyError):
+        svc.add_chunk(rid, _chunk(2, 2, 6))
+    svc.add_chunk(rid2, _chunk(4, 2, 0, first_ep=0))
+    after = svc.slot_rows("a")
+    for k, v in before.items():
+        assert torch.equal(after[k][:6], v)
+    assert after["episode_id"][6:].unique().tolist() == [2]
+    svc.check_invariants()
+
+
+@pytest.mark.parametrize("memmap", [False, True])
+def test_checkpoint_restore_same_samples(tmp_path, memmap):
+    root = tmp_path / "replay" if memmap else None
+    svc = _service(root_dir=root, replay_ratio=1.0, max_queued=1000)
+    a = svc.register("a", num_envs=2, group="x", weight=2.0)["runner_id"]
+    b = svc.register("b", num_envs=1)["runner_id"]
+    svc.add_chunk(a, _chunk(10, 2, 0))
+    svc.add_chunk(b, _chunk(7, 1, 0))
+    svc.sample(3)
+    path = svc.checkpoint(tmp_path / "ckpt")
+    expect, expect_info = svc.sample(5)
+    restored = _service(root_dir=None if root is None else tmp_path / "replay2",
+                        replay_ratio=1.0, max_queued=1000)
+    stats = restored.restore(path)
+    assert stats["active_runners"] == 0 and stats["samples"] == 1
+    assert stats["slots"]["a"]["committed_t"] == 9 and stats["slots"]["a"]["weight"] == 2.0
+    got, got_info = restored.sample(5)
+    assert torch.equal(got["obs"], expect["obs"]) and got_info["slots"] == expect_info["slots"]
+    # Runners re-register and continue writing after the restored rows.
+    a2 = restored.register("a", num_envs=2, group="x", weight=2.0)["runner_id"]
+    restored.add_chunk(a2, _chunk(2, 2, 0))
+    assert restored.stats()["slots"]["a"]["committed_t"] == 11
+    with pytest.raises(ValueError, match="capacity"):
+        _service(capacity=32).restore(path)
+
+
+def test_weight_store_fetches_only_new_versions():
+    store = WeightStore()
+    assert store.fetch("r", have=0) is None
+    sd = {"a": torch.randn(3, 2), "b": torch.arange(5, dtype=torch.int64),
+          "c": torch.tensor([True, False]), "d": torch.randn(4).to(torch.bfloat16)}
+    store.publish(1, [pack_weights(sd, 1)])
+    version, payload = store.fetch("r", have=0)
+    assert version == 1
+    back = unpack_weights(payload[0])
+    assert all(torch.equal(back[k], v) and back[k].dtype == v.dtype for k, v in sd.items())
+    assert store.fetch("r", have=1) is None
+    store.publish(2, [pack_weights(sd, 2)])
+    store.publish(3, [pack_weights(sd, 3)])
+    assert store.lag() == {"r": 2} and store.max_lag() == 2
+    with pytest.raises(ValueError, match="increase"):
+        store.publish(3, [None])
+    store.forget("r")
+    assert store.max_lag() == 0
+    assert (store.fetches, store.noop_fetches) == (1, 2)
+
+
+def test_runner_fetches_weights_only_when_version_changes():
+    f = TickFactory(num_envs=2)
+    svc, store = _service(capacity=128, max_queued=1000), WeightStore()
+    learner = f.learner()
+    with torch.no_grad():
+        for p in learner.actor.parameters():
+            p.add_(0.5)
+    from torchrl_dreamer.distributed import extract_weights
+
+    store.publish(1, [pack_weights(extract_weights(learner), 1)])
+    runner = EnvRunner("r", f.env, f.policy, svc, store, chunk_len=4)
+    runner.run(max_chunks=3)
+    assert (runner.version, runner.fetches) == (1, 1)
+    assert store.noop_fetches == 2
+    expect = sum(p.double().sum() for m in (learner.world_model, learner.actor)
+                 for p in m.parameters())
+    assert runner.weights_checksum() == pytest.approx(float(expect), rel=1e-9)
+    store.publish(2, [pack_weights(extract_weights(learner), 2)])
+    runner.run(max_chunks=1)
+    assert (runner.version, runner.fetches) == (2, 2)
+    assert svc.stats()["slots"]["r"]["max_policy_version"] == 2
+
+
+def test_router_routes_by_control_mode_and_mixes():
+    agent = _service(replay_ratio=10.0, max_queued=1e6)
+    human = _service(rate_limited=False)
+    router = ControlModeRouter({AGENT: agent, HUMAN: human}, seed=1)
+    rid = router.register("r", num_envs=2)["runner_id"]
+    router.add_chunk(rid, _chunk(8, 2, 0, mode=AGENT))
+    assert router.sample(4)[1]["mode"].unique().tolist() == [AGENT]  # human empty: agent only
+    router.add_chunk(rid, _chunk(8, 2, 0, mode=HUMAN))
+    assert agent.stats()["policy_steps"] == 16 and human.stats()["policy_steps"] == 16
+    mixed = _chunk(4, 2, 8, mode=AGENT)
+    mixed["control_mode"][:, 1] = HUMAN
+    with pytest.raises(ValueError, match="mixes control modes"):
+        router.add_chunk(rid, mixed)
+    samples_before = agent.stats()["samples"]
+    batch, info = router.sample(2000)
+    assert batch.shape == (4, 2000)
+    assert abs((info["mode"] == HUMAN).float().mean().item() - 0.5) < 0.04  # equal by default
+    assert agent.stats()["samples"] == samples_before + 1  # one grant per batch, agent side
+    assert "control_mode" not in batch.keys()
+    skewed = ControlModeRouter({AGENT: agent, HUMAN: human}, {AGENT: 0.0, HUMAN: 1.0})
+    assert skewed.sample(50)[1]["mode"].unique().tolist() == [HUMAN]
+    assert agent.stats()["samples"] == samples_before + 2
+
+
+def test_config_validation_messages():
+    with pytest.raises(ValueError, match="capacity"):
+        RayTrainingConfig(capacity=10, seq_len=64)
+    with pytest.raises(ValueError, match="runner_groups"):
+        RayTrainingConfig(num_runners=2, runner_groups=["a"])
+    with pytest.raises(ValueError, match="checkpoint_dir"):
+        RayTrainingConfig(checkpoint_every=5)
+    cfg = RayTrainingConfig(num_runners=2, envs_per_runner=4, chunk_len=16, replay_ratio=0.5)
+    assert cfg.max_queued == 2.0 * 0.5 * 16 * 8
+
+
+def _small_cfg(**kw):
+    base = dict(num_runners=2, envs_per_runner=2, chunk_len=8, capacity=256, seq_len=8,
+                batch_size=4, replay_ratio=0.05, learning_starts=32, total_frames=320,
+                max_weight_lag=2, use_ray=False, timeout_s=60.0)
+    base.update(kw)
+    return RayTrainingConfig(**base)
+
+
+def test_in_process_training_with_human_runner(tmp_path):
+    f = TickFactory(num_envs=2)
+    cfg = _small_cfg(human_runners=1, checkpoint_dir=str(tmp_path / "ck"), checkpoint_every=5)
+    out = run_ray_training(cfg, f.env, f.policy, f.learner)
+    svc = out["service"]
+    assert out["updates"] >= 5 and out["updates"] == svc["samples"]
+    assert svc["policy_steps"] >= 320 * 2 // 3  # agent share of the frames
+    assert svc["samples"] <= svc["inserts"]
+    assert out["max_lag_seen"] <= cfg.max_weight_lag
+    assert all(r["stopped"] for r in out["runners"].values())
+    assert svc["active_runners"] == 0
+    assert (tmp_path / "ck" / "replay_human" / "service.json").is_file()
+    assert out["metrics"] and all(v == v for v in out["metrics"].values())  # finite, no NaN

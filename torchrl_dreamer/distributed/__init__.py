@@ -1,0 +1,61 @@
+"""torchrl_dreamer.distributed: the Dreamer data plane on Ray (runners, replay service, weights).
+
+- :class:`ReplayService` -- per-runner ``TimeMajorStorage`` slots (memmap-backed), chunk commits,
+  per-group sampling weights, rate-limited grants (``RateLimiter``), checkpoint/restore.
+- :class:`EnvRunner` -- a TorchRL env + player stepping chunks into the service.
+- :class:`WeightStore`, :func:`pack_weights` -- versioned weight publishing (fetch only if new).
+- :class:`ControlModeRouter` -- agent vs human-in-the-loop data in two services, mixed sampling.
+- :class:`RunnerPool` -- starts runners, restarts dead ones.
+- :func:`run_ray_training`, :class:`RayDreamerTrainer`, :class:`RayTrainingConfig` -- the job.
+- :func:`init_ray` -- a local cluster bound to 127.0.0.1 (addresses are opt-in).
+
+Everything but :func:`init_ray` also works in-process without Ray installed (``use_ray=False``).
+See ``docs/ray.md``.
+"""
+
+from torchrl_dreamer.distributed.cluster import call, init_ray, ray_available, remote_class
+from torchrl_dreamer.distributed.config import RayTrainingConfig
+from torchrl_dreamer.distributed.pool import RunnerPool, RunnerRestartLimit
+from torchrl_dreamer.distributed.replay_service import ReplayService, SlotInfo
+from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
+from torchrl_dreamer.distributed.runner import EnvRunner
+from torchrl_dreamer.distributed.training import (
+    GameBoyDreamer,
+    RayDreamerTrainer,
+    TrainingTimeout,
+    run_ray_training,
+)
+from torchrl_dreamer.distributed.weights import (
+    WeightPacket,
+    WeightStore,
+    apply_weights,
+    extract_weights,
+    pack_weights,
+    unpack_weights,
+)
+
+__all__ = [
+    "AGENT",
+    "HUMAN",
+    "ControlModeRouter",
+    "EnvRunner",
+    "GameBoyDreamer",
+    "RayDreamerTrainer",
+    "RayTrainingConfig",
+    "ReplayService",
+    "RunnerPool",
+    "RunnerRestartLimit",
+    "SlotInfo",
+    "TrainingTimeout",
+    "WeightPacket",
+    "WeightStore",
+    "apply_weights",
+    "call",
+    "extract_weights",
+    "init_ray",
+    "pack_weights",
+    "ray_available",
+    "remote_class",
+    "run_ray_training",
+    "unpack_weights",
+]

@@ -1,0 +1,408 @@
+"""``run_ray_training``: the Dreamer job on Ray (env runners, replay service, learner in the driver).
+
+Topology (``distributed-notes.md`` §5): N :class:`EnvRunner` actors step their envs and commit
+chunks to a :class:`ReplayService` actor (two, mixed by a :class:`ControlModeRouter`, when
+human-in-the-loop runners exist); the learner runs in the driver, samples ``[T, B]`` batches from
+the service (one request kept in flight, so the next batch travels while the learner computes),
+updates, and publishes versioned weights to a :class:`WeightStore` actor every ``publish_every``
+gradient steps. Backpressure is the service's rate limiter: runners pause while the learner lags,
+the learner polls while starved. A :class:`RunnerPool` restarts runners that die.
+
+``use_ray=False`` runs the same objects in-process (runners stepped one chunk in turn), which
+is how most of the protocol is tested without starting Ray.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from torchrl_dreamer.distributed.cluster import call, call_async, get, init_ray, is_actor, put
+from torchrl_dreamer.distributed.config import RayTrainingConfig
+from torchrl_dreamer.distributed.pool import RunnerPool
+from torchrl_dreamer.distributed.replay_service import ReplayService
+from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
+from torchrl_dreamer.distributed.runner import EnvRunner
+from torchrl_dreamer.distributed.weights import WeightStore, extract_weights, pack_weights
+
+__all__ = ["GameBoyDreamer", "RayDreamerTrainer", "TrainingTimeout", "run_ray_training"]
+
+
+class TrainingTimeout(TimeoutError):
+    """The learner waited ``timeout_s`` without runner progress (stalled or dead cluster)."""
+
+
+@dataclasses.dataclass
+class GameBoyDreamer:
+    """Default factories: ``GameBoyEnv(task)`` runners, ``DreamerPlayer`` policies, a
+    ``DreamerV3Learner``; picklable, so Ray ships them to the runner actors.
+
+    Example:
+        >>> f = GameBoyDreamer("maze", num_envs=4, preset="tiny")
+        >>> run_ray_training(cfg, f.env, f.policy, f.learner)
+    """
+
+    task: str = "maze"
+    num_envs: int = 4
+    preset: str = "tiny"
+    env_kwargs: dict[str, Any] | None = None
+
+    def action_dim(self) -> int:
+        """Actions of the task's default action set."""
+        from torchrl_dreamer.envs import make_action_set, make_task
+
+        return make_action_set(make_task(self.task).default_action_set).n
+
+    def _nets(self, action_dim: int):
+        from torchrl_dreamer.modules import make_dreamer
+
+        return make_dreamer(self.preset, {"pixels": "packed2"}, action_dim=action_dim)
+
+    def env(self) -> Any:
+        """A ``GameBoyEnv`` with ``num_envs`` consoles."""
+        from torchrl_dreamer.envs import GameBoyEnv
+
+        return GameBoyEnv(self.task, num_envs=self.num_envs, **(self.env_kwargs or {}))
+
+    def policy(self, env: Any) -> Any:
+        """A ``DreamerPlayer`` for ``env`` (its weights come from the learner's publications)."""
+        from torchrl_dreamer.modules import DreamerPlayer
+
+        wm, actor, _ = self._nets(int(env.action_spec.space.n))
+        return DreamerPlayer(wm, actor, num_envs=int(env.batch_size[0]))
+
+    def learner(self) -> Any:
+        """A ``DreamerV3Learner`` with the same architecture."""
+        from torchrl_dreamer.objectives import DreamerV3Learner
+
+        return DreamerV3Learner(*self._nets(self.action_dim()))
+
+
+class RayDreamerTrainer:
+    """Builds the cluster pieces and runs the learner loop (see :func:`run_ray_training`).
+
+    Use it directly to drive a run in steps (tests, notebooks): :meth:`start`, then
+    :meth:`run` (repeatedly, with ``max_updates``), then :meth:`shutdown`.
+
+    Args:
+        config: :class:`RayTrainingConfig`.
+        env_factory: ``() -> env`` for each runner (its ``envs_per_runner`` is yours to honour).
+        policy_factory: ``(env) -> policy`` for each runner (``None``: random actions).
+        learner_factory: ``() -> learner`` with ``update(batch [T, B]) -> metrics``.
+
+    Keyword Args:
+        extract_fn: ``learner -> {name: tensor}`` published (default
+            :func:`~torchrl_dreamer.distributed.extract_weights`).
+        apply_fn: ``(policy, weights)`` in runners (default
+            :func:`~torchrl_dreamer.distributed.apply_weights`).
+        logger: a TorchRL logger; scalars are logged every ``log_every`` updates.
+        log_every: updates between logged metrics.
+    """
+
+    def __init__(
+        self,
+        config: RayTrainingConfig,
+        env_factory: Callable[[], Any],
+        policy_factory: Callable[[Any], Any] | None,
+        learner_factory: Callable[[], Any],
+        *,
+        extract_fn: Callable[[Any], dict] | None = None,
+        apply_fn: Callable[[Any, dict], None] | None = None,
+        logger: Any = None,
+        log_every: int = 10,
+    ) -> None:
+        if not isinstance(config, RayTrainingConfig):
+            raise TypeError(f"config must be a RayTrainingConfig, got {type(config).__name__}.")
+        self.config = cfg = config
+        self.env_factory, self.policy_factory = env_factory, policy_factory
+        self.extract_fn = extract_fn if extract_fn is not None else extract_weights
+        self.apply_fn = apply_fn
+        self.logger, self.log_every = logger, int(log_every)
+        self.use_ray = cfg.use_ray
+        torch.manual_seed(cfg.seed)
+        self.learner = learner_factory()
+        if not hasattr(self.learner, "update"):
+            raise TypeError(
+                f"learner {type(self.learner).__name__} has no update(batch); pass a "
+                "DreamerV3Learner factory or an object with update(batch) -> metrics."
+            )
+        self.updates = 0
+        self.version = 0
+        self.max_lag_seen = 0
+        self.publish_s: list[float] = []
+        self.sample_wait_s = 0.0
+        self.last_metrics: dict[str, float] = {}
+        self._pending = None
+        self._started = False
+        self._checkpoints = 0
+
+    # ------------------------------------------------------------------ construction
+    def _make(self, cls: type, *args: Any, **kwargs: Any) -> Any:
+        if not self.use_ray:
+            return cls(*args, **kwargs)
+        from torchrl_dreamer.distributed.cluster import remote_class
+
+        return remote_class(cls).remote(*args, **kwargs)
+
+    def start(self) -> None:
+        """Starts Ray (if needed), the services, the weight store and the runners."""
+        cfg = self.config
+        if self.use_ray:
+            init_ray(cfg.address, num_cpus=cfg.num_cpus)
+        root = None if cfg.replay_dir is None else Path(cfg.replay_dir)
+        common = dict(seq_len=cfg.seq_len, replay_ratio=cfg.replay_ratio,
+                      learning_starts=cfg.learning_starts, policy_steps_per_iter=cfg.total_envs,
+                      max_queued=cfg.max_queued)
+        self.service = self._make(ReplayService, cfg.capacity, **common,
+                                  root_dir=None if root is None else root / "agent",
+                                  seed=cfg.seed, name="agent")
+        self.human_service = None
+        self.sink: Any = self.service
+        if cfg.human_runners:
+            self.human_service = self._make(
+                ReplayService, cfg.capacity, **common, rate_limited=False,
+                root_dir=None if root is None else root / "human", seed=cfg.seed + 1,
+                name="human")
+            self.sink = ControlModeRouter(
+                {AGENT: self.service, HUMAN: self.human_service},
+                {AGENT: 1.0 - cfg.human_proportion, HUMAN: cfg.human_proportion},
+                seed=cfg.seed,
+            )
+        for g, w in (cfg.group_weights or {}).items():
+            call(self.service, "set_group_weight", g, w)
+        self.store = self._make(WeightStore)
+        self.publish()  # version 1: runners act with the learner's initial weights
+        names = [f"runner-{i}" for i in range(cfg.num_runners)]
+        names += [f"human-{i}" for i in range(cfg.human_runners)]
+        self.pool = RunnerPool(names, self._make_runner, use_ray=self.use_ray,
+                               max_restarts=cfg.max_restarts, weights=self.store)
+        self.pool.start()
+        self._started = True
+        self._progress = (0, time.monotonic())
+
+    def _make_runner(self, i: int) -> Any:
+        cfg = self.config
+        human = i >= cfg.num_runners
+        groups = cfg.runner_groups or ["default"] * cfg.num_runners
+        kwargs = dict(
+            chunk_len=cfg.chunk_len,
+            group="human" if human else groups[i],
+            weight=1.0 if human else float((cfg.group_weights or {}).get(groups[i], 1.0)),
+            learning_starts=cfg.learning_starts,
+            control_mode=(HUMAN if human else AGENT) if cfg.human_runners else None,
+            apply_fn=self.apply_fn,
+            seed=cfg.seed + 1000 * (i + 1) + 7919 * self.pool_restarts(i),
+        )
+        name = (f"human-{i - cfg.num_runners}" if human else f"runner-{i}")
+        return self._make(EnvRunner, name, self.env_factory, self.policy_factory, self.sink,
+                          self.store, **kwargs)
+
+    def pool_restarts(self, i: int) -> int:
+        """How often runner ``i`` was restarted (0 before the pool exists)."""
+        pool = getattr(self, "pool", None)
+        return 0 if pool is None else pool.restarts[i]
+
+    # ------------------------------------------------------------------ weights
+    def publish(self) -> float:
+        """Publishes the learner's weights as the next version; returns seconds taken."""
+        start = time.perf_counter()
+        self.version += 1
+        packet = pack_weights(self.extract_fn(self.learner), self.version)
+        call(self.store, "publish", self.version, [put(packet, self.use_ray)])
+        call_async(self.service, "set_learner_version", self.version)
+        dt = time.perf_counter() - start
+        self.publish_s.append(dt)
+        return dt
+
+    def _wait_lag(self) -> None:
+        """Blocks (stepping/supervising runners) while publishing would exceed max_weight_lag."""
+        cfg = self.config
+        since = time.monotonic()
+        while True:
+            lag = int(call(self.store, "max_lag"))
+            self.max_lag_seen = max(self.max_lag_seen, lag)
+            if lag + 1 <= cfg.max_weight_lag:
+                return
+            self._tend_runners()
+            if time.monotonic() - since > cfg.timeout_s:
+                raise TrainingTimeout(
+                    f"runners stayed {lag} versions behind (max_weight_lag={cfg.max_weight_lag}) "
+                    f"for {cfg.timeout_s}s: {call(self.store, 'stats')}"
+                )
+            if self.use_ray:
+                time.sleep(0.005)
+
+    # ------------------------------------------------------------------ loop
+    def _tend_runners(self) -> int:
+        if self.use_ray:
+            return self.pool.poll()
+        self.pool.step()
+        return self.pool.running
+
+    def _request_sample(self) -> Any:
+        return call_async(self.sink, "sample", self.config.batch_size)
+
+    def _next_batch(self) -> Any:
+        if self._pending is None:
+            self._pending = self._request_sample()
+        out = get(self._pending, timeout=self.config.timeout_s)
+        self._pending = None
+        if out is not None and is_actor(self.sink):
+            self._pending = self._request_sample()  # prefetch the next batch
+        return out
+
+    def _collecting_done(self) -> bool:
+        steps = call(self.service, "stats")["policy_steps"]
+        if self.human_service is not None:
+            steps += call(self.human_service, "stats")["policy_steps"]
+        return steps >= self.config.total_frames
+
+    def run(self, max_updates: int | None = None) -> dict[str, Any]:
+        """Trains until collection is done and grants are used up, or ``max_updates`` more steps.
+
+        Returns :meth:`summary`.
+        """
+        if not self._started:
+            self.start()
+        cfg = self.config
+        goal = None if max_updates is None else self.updates + int(max_updates)
+        stopping = False
+        while True:
+            if goal is not None and self.updates >= goal:
+                break
+            if cfg.max_updates is not None and self.updates >= cfg.max_updates:
+                stopping = True
+            running = self._tend_runners()
+            if not stopping and self._collecting_done():
+                stopping = True
+            if stopping:
+                self._stop_collection()
+                if cfg.max_updates is not None and self.updates >= cfg.max_updates:
+                    break
+            out = self._next_batch()
+            if out is None:
+                if stopping and running == 0:
+                    break  # nothing more will arrive, grants used up
+                self._starved()
+                continue
+            self._update(out)
+        return self.summary()
+
+    def _starved(self) -> None:
+        cfg = self.config
+        steps = call(self.service, "stats")["policy_steps"]
+        if steps != self._progress[0]:
+            self._progress = (steps, time.monotonic())
+        elif time.monotonic() - self._progress[1] > cfg.timeout_s:
+            raise TrainingTimeout(
+                f"the learner was starved for {cfg.timeout_s}s with no new env steps "
+                f"(service: {call(self.service, 'stats')}; runners: {self.pool.events[-5:]})."
+            )
+        if self.use_ray:
+            time.sleep(0.002)
+
+    def _update(self, out: Any) -> None:
+        batch, _info = out
+        metrics = self.learner.update(batch)
+        self.updates += 1
+        if self.updates % self.config.publish_every == 0:
+            self._wait_lag()
+            self.publish()
+        if self.updates % self.log_every == 0:
+            self.last_metrics = {k: float(v) for k, v in metrics.items()
+                                 if isinstance(v, torch.Tensor) and v.numel() == 1}
+            if self.logger is not None:
+                for k, v in self.last_metrics.items():
+                    self.logger.log_scalar(k, v, step=self.updates)
+        ce = self.config.checkpoint_every
+        if ce and self.updates % ce == 0:
+            self.checkpoint()
+
+    def _stop_collection(self) -> None:
+        for svc in (self.service, self.human_service):
+            if svc is not None:
+                call(svc, "request_stop")
+
+    # ------------------------------------------------------------------ checkpoints
+    def checkpoint(self, path: str | Path | None = None) -> str:
+        """Checkpoints the replay service(s) (and the learner's state_dict when it has one)."""
+        base = Path(path if path is not None else self.config.checkpoint_dir)
+        base.mkdir(parents=True, exist_ok=True)
+        call(self.service, "checkpoint", str(base / "replay_agent"))
+        if self.human_service is not None:
+            call(self.human_service, "checkpoint", str(base / "replay_human"))
+        if hasattr(self.learner, "state_dict"):
+            torch.save({"learner": self.learner.state_dict(), "updates": self.updates,
+                        "version": self.version}, base / "learner.pt")
+        self._checkpoints += 1
+        return str(base)
+
+    # ------------------------------------------------------------------ end
+    def summary(self) -> dict[str, Any]:
+        """Counters: updates, versions and lag, publish latency, service and runner stats."""
+        svc = call(self.service, "stats")
+        store = call(self.store, "stats")
+        pub = sorted(self.publish_s)
+        return {
+            "updates": self.updates,
+            "version": self.version,
+            "policy_steps": svc["policy_steps"],
+            "max_lag_seen": max(self.max_lag_seen, store["max_lag"]),
+            "max_version_lag_in_replay": svc["max_version_lag"],
+            "publish_ms_median": 1000 * pub[len(pub) // 2] if pub else 0.0,
+            "restarts": sum(self.pool.restarts),
+            "runner_events": list(self.pool.events),
+            "runners": dict(self.pool.finished),
+            "service": svc,
+            "weights": store,
+            "metrics": dict(self.last_metrics),
+        }
+
+    def shutdown(self) -> None:
+        """Stops the runners and drops the actors (Ray itself stays up)."""
+        if not self._started:
+            return
+        self._stop_collection()
+        self.pool.stop(timeout=min(30.0, self.config.timeout_s))
+        if self.use_ray:
+            import ray
+
+            for actor in (self.service, self.human_service, self.store):
+                if actor is not None:
+                    ray.kill(actor, no_restart=True)
+        self._started = False
+
+
+def run_ray_training(
+    config: RayTrainingConfig,
+    env_factory: Callable[[], Any] | None = None,
+    policy_factory: Callable[[Any], Any] | None = None,
+    learner_factory: Callable[[], Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Runs a whole Dreamer training job on Ray and returns its summary.
+
+    What the training CLI's ``--backend ray`` calls. Without factories it trains on
+    ``GameBoyEnv("maze")`` with the ``tiny`` preset (:class:`GameBoyDreamer`). Keyword
+    arguments go to :class:`RayDreamerTrainer`.
+
+    Example:
+        >>> cfg = RayTrainingConfig(num_runners=2, envs_per_runner=4, total_frames=20_000)
+        >>> summary = run_ray_training(cfg)
+        >>> summary["updates"], summary["max_lag_seen"] <= cfg.max_weight_lag
+    """
+    if env_factory is None or learner_factory is None:
+        f = GameBoyDreamer(num_envs=config.envs_per_runner)
+        env_factory = env_factory or f.env
+        policy_factory = policy_factory or f.policy
+        learner_factory = learner_factory or f.learner
+    trainer = RayDreamerTrainer(config, env_factory, policy_factory, learner_factory, **kwargs)
+    try:
+        return trainer.run()
+    finally:
+        trainer.shutdown()

@@ -1,0 +1,46 @@
+"""torchrl_dreamer.trainers: what ``python -m torchrl_dreamer.train`` composes.
+
+- :class:`TrainConfig` -- every setting of a run, validated (unknown task / preset / device fail
+  early with what to use instead).
+- :func:`build_run`, :class:`RunParts` -- env, replay, networks, learner, player, collector.
+- :class:`DreamerTrainer` -- progress bar, CSV/TensorBoard logs, checkpoints, ``--resume``.
+- :func:`evaluate` -- greedy/sampled episodes, success rate and a GIF of the agent playing.
+- :func:`save_checkpoint`, :func:`load_checkpoint` (``weights_only=True``), :class:`CheckpointError`.
+- :func:`write_gif` -- dependency-free animated GIF writer; :class:`EpisodeTracker`.
+"""
+
+from torchrl_dreamer.trainers.builder import RunParts, build_run, make_env, obs_spec_of
+from torchrl_dreamer.trainers.checkpoint import (
+    CheckpointError,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from torchrl_dreamer.trainers.config import TASK_DEFAULTS, ConfigError, TrainConfig
+from torchrl_dreamer.trainers.episodes import EpisodeTracker
+from torchrl_dreamer.trainers.evaluate import EvalResult, evaluate, evaluate_checkpoint
+from torchrl_dreamer.trainers.gif import write_gif
+from torchrl_dreamer.trainers.loggers import MultiLogger, make_logger
+from torchrl_dreamer.trainers.trainer import DreamerTrainer
+
+__all__ = [
+    "TASK_DEFAULTS",
+    "CheckpointError",
+    "ConfigError",
+    "DreamerTrainer",
+    "EpisodeTracker",
+    "EvalResult",
+    "MultiLogger",
+    "RunParts",
+    "TrainConfig",
+    "build_run",
+    "evaluate",
+    "evaluate_checkpoint",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "make_env",
+    "make_logger",
+    "obs_spec_of",
+    "save_checkpoint",
+    "write_gif",
+]

@@ -1,0 +1,116 @@
+"""``EpisodeTracker``: episode returns, lengths and successes read back from committed replay rows.
+
+The collector writes every env step into the replay (row ``t`` holds ``r_t``, ``is_first_t``,
+``terminated_t``, ``truncated_t``; ``docs/row_alignment.md``) and commits rows in order, so the
+training loop can compute episode statistics from the rows it has not read yet, on its own
+thread, without hooking the actor's hot loop. An episode ends on a row with ``terminated`` or
+``truncated``; it is a *success* when it ends ``terminated`` with a positive last reward (maze:
+the exit is reached; catch never "succeeds" as it ends on the last life lost).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import deque
+from typing import Any
+
+import torch
+
+__all__ = ["EpisodeTracker"]
+
+
+class EpisodeTracker:
+    """Accumulates per-env returns from replay rows and keeps the last finished episodes.
+
+    Args:
+        num_envs: envs per replay row.
+        window: how many recent episodes :meth:`recent` averages over.
+
+    Example:
+        >>> tracker = EpisodeTracker(num_envs=16)
+        >>> new = tracker.update(storage)  # reads rows committed since the last call
+        >>> tracker.recent()["return"]
+    """
+
+    def __init__(self, num_envs: int, window: int = 32) -> None:
+        self.num_envs = int(num_envs)
+        self.window = int(window)
+        self.next_t = 0
+        self.returns = torch.zeros(self.num_envs, dtype=torch.float64)
+        self.lengths = torch.zeros(self.num_envs, dtype=torch.int64)
+        self.recent_eps: deque[tuple[float, int, bool]] = deque(maxlen=self.window)
+        self.episodes = 0
+        self.successes = 0
+        self.rows_lost = 0
+
+    def update(self, storage: Any) -> list[tuple[float, int, bool]]:
+        """Read committed rows not seen yet; return the episodes they finished.
+
+        Each episode is ``(return, length, success)``. Rows already overwritten by the ring
+        (more than ``capacity`` rows since the last call) are skipped with a warning.
+        """
+        last = int(storage.committed_t)
+        if last < self.next_t:
+            return []
+        oldest = int(storage.total_steps) - int(storage.capacity)
+        if self.next_t < oldest:
+            self.rows_lost += oldest - self.next_t
+            warnings.warn(f"EpisodeTracker skipped {oldest - self.next_t} overwritten rows; call "
+                          "update() more often.", stacklevel=2)
+            self.next_t = oldest
+        ts = torch.arange(self.next_t, last + 1)
+        rows = ts % storage.capacity
+        f = storage.fields
+        reward = f["reward"][rows].to("cpu", torch.float64).reshape(len(ts), self.num_envs)
+        first = f["is_first"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
+        term = f["terminated"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
+        trunc = f["truncated"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
+        finished = []
+        for i in range(len(ts)):
+            fi = first[i]
+            self.returns = torch.where(fi, torch.zeros_like(self.returns), self.returns) + reward[i]
+            self.lengths = torch.where(fi, torch.zeros_like(self.lengths), self.lengths + 1)
+            end = term[i] | trunc[i]
+            for e in end.nonzero().flatten().tolist():
+                ok = bool(term[i, e]) and float(reward[i, e]) > 0
+                ep = (float(self.returns[e]), int(self.lengths[e]), ok)
+                finished.append(ep)
+                self.recent_eps.append(ep)
+                self.episodes += 1
+                self.successes += int(ok)
+        self.next_t = last + 1
+        return finished
+
+    def recent(self) -> dict[str, float]:
+        """Mean return / length / success rate of the last ``window`` episodes (NaN if none)."""
+        if not self.recent_eps:
+            nan = float("nan")
+            return {"return": nan, "length": nan, "success": nan, "episodes": 0.0}
+        r, n, s = zip(*self.recent_eps, strict=True)
+        k = len(r)
+        return {"return": sum(r) / k, "length": sum(n) / k, "success": sum(s) / k,
+                "episodes": float(self.episodes)}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Counters and running sums (tensors and ints only: loads with ``weights_only=True``)."""
+        eps = list(self.recent_eps)
+        return {
+            "next_t": self.next_t,
+            "returns": self.returns.clone(),
+            "lengths": self.lengths.clone(),
+            "recent": torch.tensor([[r, n, float(s)] for r, n, s in eps], dtype=torch.float64)
+            if eps else torch.zeros(0, 3, dtype=torch.float64),
+            "episodes": self.episodes,
+            "successes": self.successes,
+        }
+
+    def load_state_dict(self, sd: dict[str, Any]) -> None:
+        """Inverse of :meth:`state_dict`."""
+        self.next_t = int(sd["next_t"])
+        self.returns = sd["returns"].clone()
+        self.lengths = sd["lengths"].clone()
+        self.recent_eps.clear()
+        for r, n, s in sd["recent"].tolist():
+            self.recent_eps.append((float(r), int(n), bool(s)))
+        self.episodes = int(sd["episodes"])
+        self.successes = int(sd["successes"])

@@ -1,0 +1,159 @@
+"""Evaluation: play episodes with a trained agent, report the success rate, write a GIF.
+
+Each of ``episodes`` envs plays ONE episode from reset (the env's ``max_episode_steps`` bounds
+it), with the player's greedy action by default. An episode is a success when it ends
+``terminated`` with a positive last reward (maze: the exit is reached). Frames of env 0 are
+written as an animated GIF (:func:`~torchrl_dreamer.trainers.gif.write_gif`).
+
+Example:
+    >>> result = evaluate_checkpoint("runs/dreamer", episodes=16, gif="play.gif")
+    >>> result.success_rate
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["EvalResult", "evaluate", "evaluate_checkpoint", "modules_from_checkpoint"]
+
+
+@dataclass
+class EvalResult:
+    """Outcome of :func:`evaluate`.
+
+    Attributes:
+        episodes: episodes played. success_rate: fraction ending in success.
+        mean_return, mean_length: over the episodes. gif: the GIF written (or None).
+        returns: per-episode returns.
+    """
+
+    episodes: int
+    success_rate: float
+    mean_return: float
+    mean_length: float
+    returns: list[float]
+    gif: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (printed as JSON by the CLI)."""
+        return asdict(self)
+
+
+@torch.no_grad()
+def evaluate(
+    env: Any,
+    world_model: Any,
+    actor: Any,
+    *,
+    greedy: bool = True,
+    gif: str | Path | None = None,
+    max_steps: int | None = None,
+    gif_fps: float = 8.0,
+) -> EvalResult:
+    """Play one episode in each env of ``env`` (a ``GameBoyEnv`` or any env returning
+    ``is_first``) with ``world_model`` + ``actor``.
+
+    Args:
+        env: batched env; its ``batch_size[0]`` is the number of episodes.
+        world_model, actor: trained modules (used in place, not copied).
+        greedy: actor mode instead of samples.
+        gif: write env 0's frames here (packed2 pixel envs only).
+        max_steps: safety bound on steps (default: the env's ``max_episode_steps`` + 1, or 10k).
+    """
+    from torchrl_dreamer.modules import DreamerPlayer
+
+    n = int(env.batch_size[0])
+    player = DreamerPlayer(world_model, actor, num_envs=n, greedy=greedy, share=True)
+    keys = list(world_model.obs_keys)
+    if max_steps is None:
+        max_steps = (getattr(env, "max_episode_steps", 0) or 10_000) + 1
+    td = env.reset()
+    player.init_states()
+    returns = torch.zeros(n, dtype=torch.float64)
+    lengths = torch.zeros(n, dtype=torch.int64)
+    done = torch.zeros(n, dtype=torch.bool)
+    success = torch.zeros(n, dtype=torch.bool)
+    frames = []
+    packed = getattr(env, "pixels_format", None) == "packed2"
+    for _ in range(max_steps):
+        if gif is not None and packed and not bool(done[0]):
+            frames.append(td.get("pixels")[0].to("cpu"))
+        if bool(done.all()):
+            break
+        first = td.get("is_first").reshape(n).bool()
+        action = player.act({k: td.get(k) for k in keys}, first)
+        if hasattr(env, "fast_step"):
+            td = env.fast_step(action)
+        else:
+            step = td.select(*keys).set("action", action)
+            td = env.step(step).get("next")
+        reward = td.get("reward").reshape(n).to("cpu", torch.float64)
+        term = td.get("terminated").reshape(n).to("cpu").bool()
+        trunc = td.get("truncated").reshape(n).to("cpu").bool()
+        live = ~done
+        returns += torch.where(live, reward, torch.zeros_like(reward))
+        lengths += live.long()
+        ended = live & (term | trunc)
+        success |= ended & term & (reward > 0)
+        done |= ended
+    written = None
+    if gif is not None and frames:
+        from torchrl_dreamer.emulator.packed2 import unpack_packed2
+        from torchrl_dreamer.trainers.gif import write_gif
+
+        shades = unpack_packed2(torch.stack(frames)).squeeze(1)
+        written = str(write_gif(gif, shades, fps=gif_fps, scale=2))
+    k = max(1, int(done.sum()))
+    fin = done
+    return EvalResult(
+        episodes=int(done.sum()),
+        success_rate=float(success[fin].float().sum()) / k,
+        mean_return=float(returns[fin].sum()) / k,
+        mean_length=float(lengths[fin].float().sum()) / k,
+        returns=[float(r) for r in returns[fin]],
+        gif=written,
+    )
+
+
+def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch.device = "cpu"):
+    """Rebuild ``(world_model, actor)`` of a checkpoint's config for ``env`` and load weights."""
+    from torchrl_dreamer.modules import make_dreamer
+    from torchrl_dreamer.trainers.builder import obs_spec_of
+
+    cfg = state["config"]
+    wm, actor, _ = make_dreamer(cfg["preset"], obs_spec_of(env), int(env.action_spec.space.n))
+    sd = state["learner"]
+    for prefix, mod in (("world_model.", wm), ("actor.", actor)):
+        mod.load_state_dict({k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)})
+    return wm.to(device).eval(), actor.to(device).eval()
+
+
+def evaluate_checkpoint(
+    checkpoint: str | Path,
+    episodes: int = 16,
+    *,
+    gif: str | Path | None = None,
+    device: str | None = None,
+    greedy: bool = True,
+    seed: int = 1234,
+) -> EvalResult:
+    """Load a checkpoint (or a run directory's latest) and :func:`evaluate` it on its task."""
+    from torchrl_dreamer.trainers.builder import make_env
+    from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
+    from torchrl_dreamer.trainers.config import TrainConfig
+
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    state = load_checkpoint(resolve_checkpoint(checkpoint))
+    overrides = {"seed": seed, "progress": False}
+    if device is not None:
+        overrides["device"] = device
+    cfg = TrainConfig.from_dict({**state["config"], **overrides})
+    torch.manual_seed(seed)
+    env = make_env(cfg, num_envs=episodes)
+    wm, actor = modules_from_checkpoint(state, env, cfg.device)
+    return evaluate(env, wm, actor, greedy=greedy, gif=gif)

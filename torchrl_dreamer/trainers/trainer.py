@@ -1,0 +1,225 @@
+"""``DreamerTrainer``: runs a :class:`TrainConfig` end to end (progress bar, logs, checkpoints,
+resume, final evaluation).
+
+The collector (:class:`~torchrl_dreamer.collectors.AsyncDreamerCollector`) does the actual
+actor/learner work; the trainer runs it in *chunks* of ``checkpoint_every`` policy steps. Each
+chunk ends with every owed gradient step taken and the actor stopped, so the checkpoint written
+between chunks is a consistent cut (models, optimizers, schedule, RNG, env, replay); resuming
+from it continues the same run. Between the collector's metric yields the trainer reads the
+newly committed replay rows for episode returns and successes (:class:`EpisodeTracker`), updates
+the tqdm bar (env steps/s, achieved replay ratio, recent return / success) and logs to CSV /
+TensorBoard through TorchRL's loggers.
+
+Example:
+    >>> trainer = DreamerTrainer(TrainConfig(task="maze", total_steps=2000))
+    >>> summary = trainer.train()
+    >>> summary["success_rate"]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from torchrl_dreamer.trainers.builder import RunParts, build_run
+from torchrl_dreamer.trainers.checkpoint import (
+    check_compatible,
+    load_checkpoint,
+    resolve_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from torchrl_dreamer.trainers.config import TrainConfig
+from torchrl_dreamer.trainers.env_state import (
+    capture_env_state,
+    driver_state,
+    restore_driver_state,
+    restore_env_state,
+)
+from torchrl_dreamer.trainers.episodes import EpisodeTracker
+from torchrl_dreamer.trainers.loggers import make_logger
+
+__all__ = ["DreamerTrainer"]
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+class DreamerTrainer:
+    """Train a Dreamer agent for ``config.total_steps`` policy steps.
+
+    Args:
+        config: the run's settings.
+        parts: prebuilt parts (default: :func:`build_run` on ``config``; pass your own to train
+            on another env, e.g. ``examples/cartpole.py``).
+        resume: a checkpoint directory / run directory to continue from.
+        quiet: no progress bar and no prints.
+    """
+
+    def __init__(self, config: TrainConfig, parts: RunParts | None = None,
+                 resume: str | Path | None = None, quiet: bool = False) -> None:
+        self.config = config
+        self.run_dir = Path(config.log_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.quiet = quiet
+        saved = None
+        if resume is not None:
+            ckpt = resolve_checkpoint(resume)
+            saved = load_checkpoint(ckpt, map_location="cpu")
+            check_compatible(saved["config"], config)
+        self.logger = make_logger(config.logger, self.run_dir)
+        if parts is None:
+            parts = build_run(config, logger=self.logger)
+        else:
+            parts.collector.logger = self.logger
+        self.parts = parts
+        self.tracker = EpisodeTracker(int(parts.env.batch_size[0]))
+        self.history: list[dict[str, float]] = []
+        self.wall_s = 0.0
+        self.resumed_from: Path | None = None
+        if saved is not None:
+            self._restore(saved, ckpt)
+        elif self.logger is not None:
+            self.logger.log_hparams(config.to_dict())
+        (self.run_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=1))
+
+    # ------------------------------------------------------------------ state
+    @property
+    def policy_steps(self) -> int:
+        """Policy steps collected so far (env steps x envs)."""
+        return int(self.parts.collector.policy_steps)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but the replay (see :mod:`~torchrl_dreamer.trainers.checkpoint`)."""
+        p = self.parts
+        return {
+            "config": self.config.to_dict(),
+            "learner": p.learner.state_dict(),
+            "num_updates": int(p.learner.num_updates),
+            "optimizers": {k: o.state_dict() for k, o in p.learner.optimizers().items()},
+            "collector": p.collector.state_dict(),
+            "tracker": self.tracker.state_dict(),
+            "rng": rng_state(),
+            "env": capture_env_state(p.env),
+            "driver": driver_state(p.collector.driver),
+            "history": [dict(h) for h in self.history],
+            "wall_s": float(self.wall_s),
+        }
+
+    def save(self) -> Path:
+        """Write a checkpoint at the current step; returns its directory."""
+        path = self.run_dir / "checkpoints" / f"step_{self.policy_steps}"
+        storage = self.parts.storage if self.config.checkpoint_replay else None
+        return save_checkpoint(path, self.state_dict(), storage)
+
+    def _restore(self, saved: dict[str, Any], ckpt: Path) -> None:
+        from torchrl_dreamer.objectives import SlowCritic
+
+        p = self.parts
+        c = p.collector
+        p.learner.load_state_dict(saved["learner"])
+        p.learner.num_updates = int(saved["num_updates"])
+        for m in p.learner.modules():
+            if isinstance(m, SlowCritic):
+                m._calls = int(m.count)  # the hard copy happens only at the very first update
+        for k, opt in p.learner.optimizers().items():
+            opt.load_state_dict(saved["optimizers"][k])
+        fresh_schedule, fresh_limiter = c.schedule.state_dict(), c.limiter.state_dict()
+        c.load_state_dict(saved["collector"])
+        has_replay = bool(saved.get("has_replay")) and (ckpt / "replay").is_dir()
+        if has_replay:
+            p.storage.loads(ckpt / "replay")
+            self.tracker.load_state_dict(saved["tracker"])
+        else:
+            warnings.warn(f"checkpoint {ckpt} has no replay: the run continues with an empty "
+                          "replay (training resumes after seq_len env steps).", stacklevel=2)
+            c.schedule.load_state_dict(fresh_schedule)
+            c.limiter.load_state_dict(fresh_limiter)
+        if saved.get("env") is not None:
+            restore_env_state(p.env, saved["env"])
+            restore_driver_state(c.driver, p.storage, saved["driver"])
+        else:
+            c.driver.reset()
+        if has_replay and saved.get("env") is None:
+            self.tracker.next_t = p.storage.total_steps
+        set_rng_state(saved["rng"])
+        self.history = [dict(h) for h in saved.get("history", [])]
+        self.wall_s = float(saved.get("wall_s", 0.0))
+        self.resumed_from = ckpt
+
+    # ------------------------------------------------------------------ loop
+    def _record(self, bar: Any, t_start: float, steps0: int, t_chunk: float) -> dict[str, float]:
+        c = self.parts.collector
+        for ret, length, ok in self.tracker.update(self.parts.storage):
+            if self.logger is not None:
+                self.logger.log_metrics({"episode/return": ret, "episode/length": length,
+                                         "episode/success": float(ok)}, step=self.policy_steps)
+        rec = self.tracker.recent()
+        now = time.perf_counter()
+        row = {
+            "policy_steps": float(self.policy_steps),
+            "updates": float(c.updates),
+            "wall_s": self.wall_s + (now - t_chunk),
+            "steps_per_s": (self.policy_steps - steps0) / max(1e-9, now - t_start),
+            "replay_ratio": c.replay_ratio_actual(),
+            "return": rec["return"],
+            "success": rec["success"],
+            "episodes": rec["episodes"],
+        }
+        if bar is not None:
+            bar.n = min(self.policy_steps, self.config.total_steps)
+            bar.set_postfix_str(
+                f"sps={row['steps_per_s']:.0f} rr={row['replay_ratio']:.3f} "
+                f"ret={_fmt(rec['return'])} succ={_fmt(rec['success'])} upd={c.updates}",
+                refresh=False)
+            bar.refresh()
+        return row
+
+    def train(self) -> dict[str, float]:
+        """Collect and train until ``total_steps``; checkpoint every ``checkpoint_every``.
+
+        Returns the last progress row (steps, updates, wall time, recent return / success).
+        """
+        cfg, c = self.config, self.parts.collector
+        bar = None
+        if cfg.progress and not self.quiet:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=cfg.total_steps, initial=min(self.policy_steps, cfg.total_steps),
+                       unit="step", dynamic_ncols=True, desc=f"dreamer {cfg.task}")
+        t_start = t_chunk = time.perf_counter()
+        steps0 = self.policy_steps
+        every = cfg.checkpoint_every or cfg.total_steps
+        row: dict[str, float] = {}
+        try:
+            while self.policy_steps < cfg.total_steps:
+                target = min(cfg.total_steps, (self.policy_steps // every + 1) * every)
+                c.total_frames = target
+                for _ in c.iterator():
+                    row = self._record(bar, t_start, steps0, t_chunk)
+                row = self._record(bar, t_start, steps0, t_chunk)
+                now = time.perf_counter()
+                self.wall_s += now - t_chunk
+                t_chunk = now
+                self.history.append(row)
+                if self.logger is not None:
+                    self.logger.log_metrics({f"progress/{k}": v for k, v in row.items()
+                                             if not math.isnan(v)}, step=self.policy_steps)
+                if cfg.checkpoint_every or self.policy_steps >= cfg.total_steps:
+                    self.save()
+        finally:
+            if bar is not None:
+                bar.close()
+            c.shutdown(close_env=False)
+        (self.run_dir / "progress.json").write_text(json.dumps(self.history, indent=1))
+        return row
+
+    def close(self) -> None:
+        """Stop the collector and close the env."""
+        self.parts.collector.shutdown(close_env=True)
