@@ -137,9 +137,12 @@ def measure(backend: str, args, work: int) -> dict:
     # Warm-up: fill past learning_starts so the timed part runs at the target ratio.
     c.run(total_frames=args.learning_starts + args.num_envs * args.steps_per_rollout)
     steps0, updates0 = c.env_steps, c.updates
-    start = time.perf_counter()
+    busy0 = (c._actor_busy, c._learner_busy)
+    start, cpu0 = time.perf_counter(), time.process_time()
     c.run(total_frames=c.policy_steps + args.frames)
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
+    busy_a, busy_l = c._actor_busy - busy0[0], c._learner_busy - busy0[1]
     c.shutdown(close_env=False)
     steps = c.env_steps - steps0
     return {
@@ -147,6 +150,10 @@ def measure(backend: str, args, work: int) -> dict:
         "updates_per_s": (c.updates - updates0) / wall,
         "replay_ratio": c.replay_ratio_actual(),
         "wall_s": wall,
+        # CPU-seconds per wall-second of this process: ~2 when both sides truly run at once on
+        # two free cores, ~1 when serial; below 1 when other processes take the cores.
+        "cpu_share": cpu / wall,
+        "overlap_eff": max(0.0, min(1.0, (busy_a + busy_l - wall) / max(1e-9, min(busy_a, busy_l)))),
     }
 
 
@@ -186,6 +193,10 @@ def main() -> None:
                       "ours": round(thr["env_steps_per_s"], 3),
                       "peer": round(ref["env_steps_per_s"], 3), "unit": "env steps/s",
                       "speedup": round(thr["env_steps_per_s"] / ref["env_steps_per_s"], 3)}))
+    for key, unit in (("cpu_share", "cpu s / wall s"), ("overlap_eff", "fraction hidden")):
+        print(json.dumps({"bench": "collector", "case": f"{key} {case}",
+                          "ours": round(thr[key], 3), "peer": round(ref[key], 3), "unit": unit,
+                          "speedup": round(thr[key] / max(ref[key], 1e-9), 3)}))
     for name, r in results.items():
         print(json.dumps({"bench": "collector", "case": f"replay_ratio {name} {case}",
                           "ours": round(r["replay_ratio"], 4), "peer": args.replay_ratio,

@@ -2,7 +2,8 @@
 
 Both learners get the same network sizes (preset ``tiny`` and ``S``), the same batch
 (B16 x T64 by default, 64x64 grey images, 8 discrete actions), horizon 15, three Adam optimizers
-with the same clipping and a slow critic. The peer is TorchRL 0.14.1's ``DreamerV3Loss`` built
+with the same clipping and a slow critic. TorchRL's conv layers need an odd kernel while ours
+(sheeprl's) use 4: ``--peer-kernels 3`` (default, fewer FLOPs than ours: conservative) or ``5``. The peer is TorchRL 0.14.1's ``DreamerV3Loss`` built
 from its own components (``RSSMPriorV3``/``RSSMPosteriorV3``/``RSSMRolloutV3``,
 ``DreamerV3ImageEncoder``/``Decoder``, ``DreamerV3MLP``, ``DreamerV3DiscreteActor``,
 ``DreamerEnv`` imagination), configured like the 2023 paper (separate KL 0.5/0.1 with free bits,
@@ -20,23 +21,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 
-import torch
-from tensordict import TensorDict
-from tensordict.nn import TensorDictModule, TensorDictSequential
+# benchmarks/ holds scripts named like packages (e.g. ray.py) that would shadow the real ones
+# when this file is run as a script: drop this directory from the import path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
-from torchrl_dreamer.modules import PRESETS, make_dreamer
-from torchrl_dreamer.objectives import DreamerV3Learner
+import torch  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
+from tensordict.nn import TensorDictModule, TensorDictSequential  # noqa: E402
+
+from torchrl_dreamer.modules import PRESETS, make_dreamer  # noqa: E402
+from torchrl_dreamer.objectives import DreamerV3Learner  # noqa: E402
 
 A = 8
 IMAGE = (1, 64, 64)
 
 
-def _ours(preset: str, device: torch.device):
+def _ours(preset: str, device: torch.device, amp: torch.dtype | None = None):
     wm, actor, critic = make_dreamer(preset, {"pixels": ("image", IMAGE)}, A)
-    learner = DreamerV3Learner(wm.to(device), actor.to(device), critic.to(device))
+    learner = DreamerV3Learner(
+        wm.to(device), actor.to(device), critic.to(device), autocast_dtype=amp
+    )
 
     def batch(T, B):
         return TensorDict(
@@ -61,7 +71,7 @@ class _BernoulliMode(torch.nn.Module):
         return (logit > 0).float()
 
 
-def _peer(preset: str, device: torch.device):
+def _peer(preset: str, device: torch.device, kernel: int = 3, amp: torch.dtype | None = None):
     from torchrl.data import Composite, OneHot, Unbounded
     from torchrl.envs.model_based import DreamerEnv
     from torchrl.modules import RSSMPosteriorV3, RSSMPriorV3, RSSMRolloutV3, WorldModelWrapper
@@ -84,7 +94,9 @@ def _peer(preset: str, device: torch.device):
     cfg = PRESETS[preset]
     S, D, H, L = cfg.stoch * cfg.classes, cfg.deter, cfg.hidden, cfg.mlp_layers
     mults = tuple(2**i for i in range(cfg.cnn_stages))
-    encoder = DreamerV3ImageEncoder(in_channels=1, depth=cfg.cnn_mult, mults=mults, kernel_size=3)
+    encoder = DreamerV3ImageEncoder(
+        in_channels=1, depth=cfg.cnn_mult, mults=mults, kernel_size=kernel
+    )
     E = encoder.output_features(IMAGE)
     prior_net = RSSMPriorV3(
         action_shape=(A,),
@@ -116,7 +128,7 @@ def _peer(preset: str, device: torch.device):
         out_keys=[("next", "posterior_logits"), ("next", "state")],
     )
     decoder = DreamerV3ImageDecoder(
-        S + D, image_shape=IMAGE, depth=cfg.cnn_mult, mults=mults, kernel_size=3
+        S + D, image_shape=IMAGE, depth=cfg.cnn_mult, mults=mults, kernel_size=kernel
     )
     reward_net = DreamerV3MLP(S + D, 255, depth=L, num_cells=H, outscale=0.0)
     cont_net = DreamerV3MLP(S + D, 1, depth=L, num_cells=H)
@@ -192,7 +204,8 @@ def _peer(preset: str, device: torch.device):
 
     def update(sample):
         target.step()
-        out = loss(sample)
+        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+            out = loss(sample)
         total = sum(v for k, v in out.items() if isinstance(k, str) and k.startswith("loss_"))
         for opt, _, _ in opts:
             opt.zero_grad(set_to_none=True)
@@ -246,31 +259,41 @@ def main() -> None:
     parser.add_argument("--seq", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--peer-kernels",
+        default="3",
+        help="comma list of TorchRL conv kernel sizes to compare against (odd only; ours is 4)",
+    )
+    parser.add_argument("--bf16", action="store_true", help="run both learners under bf16 autocast")
     args = parser.parse_args()
     torch.set_num_threads(1)
     device = torch.device(args.device)
     presets = (args.presets or ("tiny" if args.quick else "tiny,S")).split(",")
     repeats = 2 if args.quick else args.repeats
+    amp = torch.bfloat16 if args.bf16 else None
+    suffix = "_bf16" if args.bf16 else ""
     for preset in presets:
         torch.manual_seed(0)
-        ours_update, ours_batch = _ours(preset, device)
+        ours_update, ours_batch = _ours(preset, device, amp)
         ours = _time(ours_update, ours_batch(args.seq, args.batch), repeats, device)
-        torch.manual_seed(0)
-        peer_update, peer_batch = _peer(preset, device)
-        peer = _time(peer_update, peer_batch(args.seq, args.batch), repeats, device)
-        print(
-            json.dumps(
-                {
-                    "bench": "learner_update",
-                    "case": f"{preset}_B{args.batch}xT{args.seq}_{device.type}",
-                    "ours": round(ours, 4),
-                    "peer": round(peer, 4),
-                    "unit": "s/update",
-                    "speedup": round(peer / ours, 3),
-                }
-            ),
-            flush=True,
-        )
+        for kernel in [int(k) for k in args.peer_kernels.split(",")]:
+            torch.manual_seed(0)
+            peer_update, peer_batch = _peer(preset, device, kernel, amp)
+            peer = _time(peer_update, peer_batch(args.seq, args.batch), repeats, device)
+            case = f"{preset}_B{args.batch}xT{args.seq}_{device.type}_peerk{kernel}{suffix}"
+            print(
+                json.dumps(
+                    {
+                        "bench": "learner_update",
+                        "case": case,
+                        "ours": round(ours, 4),
+                        "peer": round(peer, 4),
+                        "unit": "s/update",
+                        "speedup": round(peer / ours, 3),
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

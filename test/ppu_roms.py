@@ -148,7 +148,7 @@ class MicroRom:
         memory: ``{address: value}`` the ROM leaves in WRAM (e.g. LY read while the LCD is off).
     """
 
-    def __init__(self, name, rom, expected, frames=8, memory=None):
+    def __init__(self, name, rom, expected, frames=12, memory=None):
         self.name = name
         self.rom = rom
         self.expected = expected

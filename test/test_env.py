@@ -17,6 +17,7 @@ import types
 
 import pytest
 import torch
+from conftest import requires_cuda
 from tensordict import TensorDict
 
 from torchrl_dreamer.envs import GameBoyEnv, Task
@@ -425,3 +426,15 @@ def test_bad_inputs():
 
     with pytest.raises(TaskMismatchError, match="POKEMON RED.*FAKEGAME"):
         GameBoyEnv(OtherGame(), backend=FAKE)
+
+
+@requires_cuda
+def test_cuda_env_outputs_stay_on_device():
+    env = make_env(4, device="cuda")
+    td = env.reset()
+    assert td["pixels"].device.type == "cuda"
+    roll = env.rollout(8, break_when_any_done=False)
+    for key in ("pixels", "reward", "done", "is_first", "episode_id"):
+        assert roll["next", key].device.type == "cuda", key
+    out = env.fast_step(torch.full((4,), RIGHT, device="cuda"))
+    assert out["pixels"].device.type == "cuda"

@@ -24,7 +24,10 @@ def test_variant_main_runs_and_reports_losses():
     hist = mod.main(steps=2)
     assert len(hist) == 2
     for m in hist:
-        assert all(torch.isfinite(torch.tensor(m[k])) for k in ("loss_world_model", "loss_actor", "loss_critic"))
+        assert all(
+            torch.isfinite(torch.tensor(m[k]))
+            for k in ("loss_world_model", "loss_actor", "loss_critic")
+        )
 
 
 def test_huber_reconstruction_hook_is_huber():

@@ -198,7 +198,13 @@ def test_image_reconstruction_is_summed_over_pixels():
 def test_return_norm_matches_moments_golden():
     norm = make_return_norm(DreamerV3LossConfig())
     x = torch.linspace(0, 100, 101).reshape(-1, 1)
-    want = {1: (0.05, 1.0), 2: (0.0995, 1.791), 10: (0.478090, 8.605614), 100: (3.169837, 57.057152), 1000: (4.999808, 89.995872)}
+    want = {
+        1: (0.05, 1.0),
+        2: (0.0995, 1.791),
+        10: (0.478090, 8.605614),
+        100: (3.169837, 57.057152),
+        1000: (4.999808, 89.995872),
+    }
     for n in range(1, 1001):
         norm.update(x)
         if n in want:
@@ -217,7 +223,11 @@ def test_critic_loss_golden_at_init():
     H, N = 15, 8
     latent = torch.randn(H + 1, N, 16 + 16)
     imag = TensorDict(
-        {"latent": latent, "lambda_return": torch.randn(H, N) * 3, "weight": discount_weights(torch.ones(H + 1, N), 1 - 1 / 333)},
+        {
+            "latent": latent,
+            "lambda_return": torch.randn(H, N) * 3,
+            "weight": discount_weights(torch.ones(H + 1, N), 1 - 1 / 333),
+        },
         [],
     )
     out = loss(imag)
@@ -336,7 +346,9 @@ def test_learner_accepts_int_actions_with_trailing_dim_and_one_hot():
 
 def test_learner_autocast_bf16_runs():
     wm, actor, critic = _agent()
-    learner = DreamerV3Learner(wm, actor, critic, DreamerV3LossConfig().with_(horizon=2), autocast_dtype=torch.bfloat16)
+    learner = DreamerV3Learner(
+        wm, actor, critic, DreamerV3LossConfig().with_(horizon=2), autocast_dtype=torch.bfloat16
+    )
     m = learner.update(_batch())
     assert torch.isfinite(m["loss_world_model"]) and m["loss_world_model"].dtype == torch.float32
 
@@ -372,5 +384,7 @@ def test_shared_critic_logits_equal_recomputed_critic_loss():
     shared = critic_loss(imag)["loss_critic"]
     recomputed = critic_loss(imag.exclude("critic_logits"))["loss_critic"]
     torch.testing.assert_close(shared, recomputed)
-    no_share = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3), share_critic_logits=False)
+    no_share = DreamerV3ActorLoss(
+        wm, actor, critic, DreamerV3LossConfig().with_(horizon=3), share_critic_logits=False
+    )
     assert "critic_logits" not in no_share(_posterior(wm)).get("imagination").keys()

@@ -318,8 +318,10 @@ class AsyncDreamerCollector(BaseCollector):
                 t = self.driver.step(random=random)
                 if (t + 1) % cfg.commit_stride == 0:
                     self._commit(t)
-                    if on_commit is not None:
+                    if on_commit is not None:  # reference backend: the learner's turn
+                        learner_start = time.perf_counter()
                         on_commit()
+                        start += time.perf_counter() - learner_start
             self._sync.record_window_done()
         self._trace("window_end", self.windows)
         self.windows += 1

@@ -423,6 +423,8 @@ class ReplayService:
             "max_queued": self.limiter.max_diff,
             "learner_version": self.learner_version,
             "max_version_lag": self.max_version_lag,
+            "max_policy_version_seen": max(
+                (s.max_policy_version or 0 for s in self.slots.values()), default=0),
             "paused_replies": self.paused_replies,
             "max_backlog": self.max_backlog,
             "active_runners": sum(s.active for s in self.slots.values()),

@@ -97,9 +97,12 @@ class EnvRunner:
         self.apply_fn = apply_fn if apply_fn is not None else apply_weights
         self.poll_s = float(poll_s)
         self.num_envs = int(self.env.batch_size[0])
-        # Local ring: one chunk plus the row the env may render ahead (zero copy).
-        self.buffer = TimeMajorStorage(self.chunk_len + 1, self.num_envs, auto_commit=True)
-        gen = torch.Generator(device=getattr(self.env, "device", None) or "cpu")
+        env_device = getattr(self.env, "device", None) or torch.device("cpu")
+        # Local ring on the env's device (a CUDA env renders frames straight into it): one chunk
+        # plus the row the env may render ahead (zero copy). Chunks go to the host once each.
+        self.buffer = TimeMajorStorage(self.chunk_len + 1, self.num_envs, device=env_device,
+                                       auto_commit=True)
+        gen = torch.Generator(device=env_device)
         gen.manual_seed(seed + 1)
         self.driver = EnvDriver(self.env, self.buffer, self._act, gen)
         self.version = 0
@@ -150,7 +153,7 @@ class EnvRunner:
         for _ in range(self.chunk_len):
             self.driver.step(random=random)
         rows = torch.arange(first, first + self.chunk_len) % self.buffer.capacity
-        data = self.buffer.get(rows)
+        data = self.buffer.get(rows).to("cpu")
         if self.control_mode is not None:
             data.set("control_mode", torch.full(data.batch_size, int(self.control_mode),
                                                 dtype=torch.int8))

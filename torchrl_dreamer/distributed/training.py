@@ -40,7 +40,8 @@ class TrainingTimeout(TimeoutError):
 @dataclasses.dataclass
 class GameBoyDreamer:
     """Default factories: ``GameBoyEnv(task)`` runners, ``DreamerPlayer`` policies, a
-    ``DreamerV3Learner``; picklable, so Ray ships them to the runner actors.
+    ``DreamerV3Learner``; picklable, so Ray ships them to the runner actors. ``device`` places
+    the envs, players and learner (e.g. ``"cuda"``; runners then need a GPU each).
 
     Example:
         >>> f = GameBoyDreamer("maze", num_envs=4, preset="tiny")
@@ -51,6 +52,7 @@ class GameBoyDreamer:
     num_envs: int = 4
     preset: str = "tiny"
     env_kwargs: dict[str, Any] | None = None
+    device: str = "cpu"
 
     def action_dim(self) -> int:
         """Actions of the task's default action set."""
@@ -61,13 +63,15 @@ class GameBoyDreamer:
     def _nets(self, action_dim: int):
         from torchrl_dreamer.modules import make_dreamer
 
-        return make_dreamer(self.preset, {"pixels": "packed2"}, action_dim=action_dim)
+        nets = make_dreamer(self.preset, {"pixels": "packed2"}, action_dim=action_dim)
+        return tuple(n.to(self.device) for n in nets)
 
     def env(self) -> Any:
         """A ``GameBoyEnv`` with ``num_envs`` consoles."""
         from torchrl_dreamer.envs import GameBoyEnv
 
-        return GameBoyEnv(self.task, num_envs=self.num_envs, **(self.env_kwargs or {}))
+        return GameBoyEnv(self.task, num_envs=self.num_envs, device=self.device,
+                          **(self.env_kwargs or {}))
 
     def policy(self, env: Any) -> Any:
         """A ``DreamerPlayer`` for ``env`` (its weights come from the learner's publications)."""
@@ -131,6 +135,10 @@ class RayDreamerTrainer:
                 f"learner {type(self.learner).__name__} has no update(batch); pass a "
                 "DreamerV3Learner factory or an object with update(batch) -> metrics."
             )
+        params = getattr(self.learner, "parameters", None)
+        first = next(iter(params()), None) if callable(params) else None
+        #: Where batches go before ``learner.update`` (the learner's parameters' device).
+        self.learner_device = first.device if first is not None else torch.device("cpu")
         self.updates = 0
         self.version = 0
         self.max_lag_seen = 0
@@ -308,6 +316,8 @@ class RayDreamerTrainer:
 
     def _update(self, out: Any) -> None:
         batch, _info = out
+        if batch.device != self.learner_device:
+            batch = batch.to(self.learner_device, non_blocking=True)
         metrics = self.learner.update(batch)
         self.updates += 1
         if self.updates % self.config.publish_every == 0:
@@ -345,11 +355,14 @@ class RayDreamerTrainer:
     # ------------------------------------------------------------------ end
     def summary(self) -> dict[str, Any]:
         """Counters: updates, versions and lag, publish latency, service and runner stats."""
+        if self._pending is not None:  # resolve the prefetched batch (it took a grant)
+            self._pending = get(self._pending, timeout=self.config.timeout_s)
         svc = call(self.service, "stats")
         store = call(self.store, "stats")
         pub = sorted(self.publish_s)
         return {
             "updates": self.updates,
+            "prefetched": int(self._pending is not None),
             "version": self.version,
             "policy_steps": svc["policy_steps"],
             "max_lag_seen": max(self.max_lag_seen, store["max_lag"]),
@@ -363,12 +376,19 @@ class RayDreamerTrainer:
             "metrics": dict(self.last_metrics),
         }
 
+    def stop_runners(self) -> dict[str, Any]:
+        """Asks every runner to stop, waits for them to disconnect; returns :meth:`summary`."""
+        if self._started:
+            self._stop_collection()
+            self.pool.stop(timeout=min(60.0, self.config.timeout_s))
+        return self.summary()
+
     def shutdown(self) -> None:
         """Stops the runners and drops the actors (Ray itself stays up)."""
         if not self._started:
             return
         self._stop_collection()
-        self.pool.stop(timeout=min(30.0, self.config.timeout_s))
+        self.pool.stop(timeout=min(60.0, self.config.timeout_s))
         if self.use_ray:
             import ray
 

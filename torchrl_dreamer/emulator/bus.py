@@ -157,6 +157,33 @@ def clear_obs(i: int, m: Mem):
             m.obs[i, 0, y, x] = wp.uint8(0)
 
 
+@wp.func
+def cur_mode(i: int, m: Mem) -> int:
+    """PPU mode at the current (caught-up) dot: 2 OAM scan, 3 drawing, 0 HBlank, 1 VBlank."""
+    if m.st[i, S_LINE] >= 144:
+        return 1
+    dot = m.st[i, S_PPU_DOT]
+    if dot < 80:
+        return 2
+    if dot < 252:
+        return 3
+    return 0
+
+
+@wp.func(inline=False)
+def ppu_refine(i: int, m: Mem):
+    """Switch the current visible line to per-mode events (after a STAT enable change)."""
+    if m.st[i, S_LINE] < 144 and (int(m.hram[i, 0x40]) & 0x80) != 0:
+        mode = cur_mode(i, m)
+        m.st[i, S_MODE] = mode
+        if mode == 2:
+            m.st[i, S_PPU_NEXT] = 80
+        elif mode == 3:
+            m.st[i, S_PPU_NEXT] = 252
+        else:
+            m.st[i, S_PPU_NEXT] = 456
+
+
 @wp.func(inline=False)
 def ppu_event(i: int, m: Mem):
     """Advance the PPU state machine: mode 2 (80 dots) -> 3 (172) -> 0 (204); VBlank lines 144-153.
@@ -174,7 +201,7 @@ def ppu_event(i: int, m: Mem):
     if mode == 3:
         m.st[i, S_MODE] = 0
         m.st[i, S_PPU_NEXT] = 456
-        if lcd_on:
+        if lcd_on and m.st[i, S_PACK] != 0:
             wl = render_scanline(
                 i, line, m.vram, m.oam, int(m.hram[i, 0x40]), int(m.hram[i, 0x43]),
                 int(m.hram[i, 0x42]), int(m.hram[i, 0x4B]), int(m.hram[i, 0x4A]),
@@ -182,8 +209,9 @@ def ppu_event(i: int, m: Mem):
                 m.st[i, S_WIN_LINE], m.fb,
             )
             m.st[i, S_WIN_LINE] = wl
-            if m.st[i, S_PACK] != 0 and (line & 1) == 0:
+            if (line & 1) == 0:
                 pack_line_packed2(i, line, m.fb, m.obs)
+        if lcd_on:
             stat_update(i, m)
         return
     # end of a line (mode 0 or 1)
@@ -196,6 +224,10 @@ def ppu_event(i: int, m: Mem):
     if line < 144:
         m.st[i, S_MODE] = 2
         m.st[i, S_PPU_NEXT] = 80
+        if m.st[i, S_PACK] == 0 and (m.st[i, S_STAT_EN] & 0x28) == 0:
+            # nothing observes modes 2/3/0 of this line: one event per line (STAT reads derive
+            # the mode from the dot counter, see cur_mode)
+            m.st[i, S_PPU_NEXT] = 456
     else:
         m.st[i, S_MODE] = 1
         m.st[i, S_PPU_NEXT] = 456
@@ -215,7 +247,7 @@ def ppu_event(i: int, m: Mem):
 # reload, the end of a serial transfer). sync() then advances DIV, TIMA, the PPU dot counter and
 # the serial counter arithmetically and handles the events due. IO accesses sync first, so
 # registers read exactly as if every M-cycle had been simulated.
-@wp.func(inline=False)
+@wp.func(inline=True)
 def catch_up(i: int, m: Mem):
     """Advance timer, PPU, serial and DMA counters by the CLK cycles elapsed; handle due events."""
     c = m.st[i, S_CLK]
@@ -264,7 +296,7 @@ def catch_up(i: int, m: Mem):
     m.st[i, S_DMA_CNT] = dc
 
 
-@wp.func(inline=False)
+@wp.func(inline=True)
 def schedule(i: int, m: Mem):
     """Set NEXT: T-cycles (from now, CLK = 0) to the earliest upcoming event."""
     n = m.st[i, S_PPU_NEXT] - m.st[i, S_PPU_DOT]
@@ -301,7 +333,7 @@ def tick(i: int, m: Mem):
         sync(i, m)
 
 
-@wp.func(inline=False)
+@wp.func(inline=True)
 def halt_advance(i: int, m: Mem):
     """While halted: jump straight to the next event (no per-M-cycle spinning)."""
     n = m.st[i, S_NEXT]
@@ -529,7 +561,7 @@ def io_read(i: int, m: Mem, r: int) -> int:
     if r == 0x41:
         v = 0x80 | m.st[i, S_STAT_EN]
         if (int(m.hram[i, 0x40]) & 0x80) != 0:
-            v = v | m.st[i, S_MODE]
+            v = v | cur_mode(i, m)
             if m.st[i, S_LINE] == int(m.hram[i, 0x45]):
                 v = v | 4
         elif int(m.hram[i, 0x45]) == 0:
@@ -647,6 +679,7 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
         return
     if r == 0x41:
         m.st[i, S_STAT_EN] = v & 0x78
+        ppu_refine(i, m)
         stat_update(i, m)
         return
     if r == 0x44:

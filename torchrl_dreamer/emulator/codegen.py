@@ -244,6 +244,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
             "poke(i, m, 0xFF04, 0)",
             "clk = m.st[i, S_CLK]",
             "nxt = m.st[i, S_NEXT]",
+            "dirty = 1",
             "if m.st[i, S_JOY] == 0:",
             "    m.st[i, S_STOPPED] = 1",
             "    halted = 1",
@@ -509,20 +510,26 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     m.st[i, S_PACK] = 0
     if pack != 0 and n_frames == 1:
         m.st[i, S_PACK] = 1
+    # IF, IE and the frame flag only change in out-of-line code (events, IO accesses): `dirty`
+    # says when to re-read them, so the common path reads no state per instruction.
+    dirty = int(1)
+    pend = int(0)
     while fidx < n_frames:
-        if m.st[i, S_FRAME_DONE] != 0:
-            frame_end(i, m)
-            fidx = fidx + 1
-            if fidx == press_frames and fidx < n_frames:
-                set_joypad(i, m, 0)
-            if pack != 0 and fidx == n_frames - 1:
-                m.st[i, S_PACK] = 1
-            continue
+        if dirty != 0:
+            if m.st[i, S_FRAME_DONE] != 0:
+                frame_end(i, m)
+                fidx = fidx + 1
+                if fidx == press_frames and fidx < n_frames:
+                    set_joypad(i, m, 0)
+                if pack != 0 and fidx == n_frames - 1:
+                    m.st[i, S_PACK] = 1
+                continue
+            dirty = 0
+            pend = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
         if ei_ != 0:
             ei_ = ei_ - 1
             if ei_ == 0:
                 ime = 1
-        pend = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
         if halted != 0:
             if m.st[i, S_STOPPED] != 0:
                 if m.st[i, S_JOY] != 0:
@@ -533,12 +540,14 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     halt_advance(i, m)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
+                    dirty = 1
                 continue
             if pend == 0:
                 m.st[i, S_CLK] = clk
                 halt_advance(i, m)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
+                dirty = 1
                 continue
             halted = 0
             tick(i, m)
@@ -554,6 +563,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pc & 0xFF)
             m.hram[i, 0x0F] = wp.uint8(int(m.hram[i, 0x0F]) & ((1 << bit) ^ 0xFF))
+            dirty = 1
             pc = 0x40 + 8 * bit
             tick(i, m)
             continue
@@ -622,9 +632,10 @@ _TICK = [
     "    sync(i, m)",
     "    clk = m.st[i, S_CLK]",
     "    nxt = m.st[i, S_NEXT]",
+    "    dirty = 1",
 ]
 _SLOW_BEFORE = "m.st[i, S_CLK] = clk"
-_SLOW_AFTER = ["clk = m.st[i, S_CLK]", "nxt = m.st[i, S_NEXT]"]
+_SLOW_AFTER = ["clk = m.st[i, S_CLK]", "nxt = m.st[i, S_NEXT]", "dirty = 1"]
 
 
 def _expand_bus(lines: list[str]) -> list[str]:
@@ -735,16 +746,21 @@ def generate_source(key: str = "", opt_level: int | None = 1) -> str:
 def _dep_sources() -> str:
     here = Path(__file__).resolve().parent
     parts = []
-    for name in ("codegen.py", "isa.py", "bus.py", "alu.py", "layout.py", "render.py", "_render_stub.py"):
+    for name in ("bus.py", "alu.py", "layout.py", "render.py", "_render_stub.py"):
         p = here / name
         parts.append(p.read_text() if p.exists() else "")
     return "\n".join(parts)
 
 
-def kernel_hash() -> str:
-    """Cache key: hash of the ISA table, this generator, its dependencies and the Warp version."""
+def kernel_hash(opt_level: int | None = 1) -> str:
+    """Cache key: hash of the generated source (so of the ISA table and this generator), the
+    bus / ALU / renderer sources it imports, the optimisation level and the Warp version.
+
+    Hashing the *generated* text (not this file on disk) keeps key and content consistent even
+    in a long-lived process whose imported generator differs from the file on disk.
+    """
     h = hashlib.sha256()
-    h.update(isa.table_text().encode())
+    h.update(generate_source("", opt_level).encode())
     h.update(_dep_sources().encode())
     h.update(wp.config.version.encode())
     return h.hexdigest()[:16]
@@ -761,8 +777,8 @@ def load_kernel_module(device: str = "cpu") -> ModuleType:
     overrides the level). CUDA devices get a separate module at Warp's default level.
     """
     cpu = str(device).startswith("cpu")
-    cpu_opt = int(os.environ.get("TORCHRL_DREAMER_CPU_OPT", "1"))
-    key = kernel_hash() + (f"c{cpu_opt}" if cpu else "g")
+    opt = int(os.environ.get("TORCHRL_DREAMER_CPU_OPT", "1")) if cpu else None
+    key = kernel_hash(opt) + ("c" if cpu else "g")
     if key in _LOADED:
         return _LOADED[key]
     d = cache_dir()
@@ -770,7 +786,7 @@ def load_kernel_module(device: str = "cpu") -> ModuleType:
     path = d / f"gb_kernel_{key}.py"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(generate_source(key, cpu_opt if cpu else None))
+        tmp.write_text(generate_source(key, opt))
         os.replace(tmp, path)
     name = f"torchrl_dreamer_gb_kernel_{key}"
     spec = importlib.util.spec_from_file_location(name, path)

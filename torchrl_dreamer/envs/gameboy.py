@@ -242,7 +242,13 @@ class GameBoyEnv(EnvBase):
 
     # ------------------------------------------------------------------ core
     def _restart(self, mask: torch.Tensor) -> None:
-        """Start a new episode in the envs of ``mask`` (bool [N]) without a host sync."""
+        """Start a new episode in the envs of ``mask`` (bool [N]) without a host sync.
+
+        On CPU reading the mask costs nothing (there is no device to wait for), so an empty
+        mask skips the restore and hook launches; on CUDA they always run, masked on the device.
+        """
+        if self.device.type == "cpu" and not bool(mask.any()):
+            return
         self._reset_cache.restore(mask)
         self.task.on_reset(self.gb, mask, self._generator)
 

@@ -104,9 +104,7 @@ class DreamerV3ActorLoss(LossModule):
         return [k.h, k.z, k.continue_]
 
     # ------------------------------------------------------------------ hooks
-    def imagine(
-        self, h: torch.Tensor, z: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, list]:
+    def imagine(self, h: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list]:
         """Roll out the policy in the prior.
 
         Returns ``latents [H+1, N, L]``, ``actions [H, N, A]`` and the actor outputs of states

