@@ -22,9 +22,16 @@ import importlib
 import json
 import multiprocessing as mp
 import os
+import sys
 import time
+from pathlib import Path
 
-import torch
+# Running a script puts its folder first on sys.path; benchmarks/ holds files named like packages
+# (ray.py) that would shadow them inside torchrl's imports.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import torch  # noqa: E402
 
 
 def _backend(spec: str | None):

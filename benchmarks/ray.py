@@ -34,6 +34,7 @@ from torchrl_dreamer.distributed import (  # noqa: E402
     GameBoyDreamer,
     ReplayService,
     WeightStore,
+    batch_from_numpy,
     call,
     extract_weights,
     init_ray,
@@ -104,10 +105,11 @@ def sample_latency(ray, rows: int, reps: int) -> tuple[float, float]:
             ts.append(time.perf_counter() - t)
         return 1000 * statistics.median(ts)
 
-    ours = timed(lambda: call(remote, "sample", 16, 0))
+    ours = timed(lambda: batch_from_numpy(call(remote, "sample_numpy", 16, 0)))
+    pickled = timed(lambda: call(remote, "sample", 16, 0))
     peer = timed(lambda: local.sample(16, 0))
     ray.kill(remote)
-    return ours, peer
+    return ours, pickled, peer
 
 
 def weight_latency(ray, reps: int, preset: str) -> dict[str, float]:
@@ -160,9 +162,11 @@ def main() -> None:
          "env_steps/s", True)
     emit("env_steps", "1 runner actor vs in-process runner", one, inproc, "env_steps/s", True)
 
-    ours, peer = sample_latency(ray, 2048 if q else 16384, reps)
-    emit("sample_latency", "[64, 16] packed2 batch: Ray actor vs in-process", ours, peer,
-         "ms", False)
+    ours, pickled, peer = sample_latency(ray, 2048 if q else 16384, reps)
+    emit("sample_latency", "[64, 16] packed2 batch: Ray actor (numpy) vs in-process", ours,
+         peer, "ms", False)
+    emit("sample_latency", "[64, 16] packed2 batch via Ray: numpy vs pickled TensorDict", ours,
+         pickled, "ms", False)
 
     w = weight_latency(ray, reps, "tiny" if q else "S")
     emit("weight_publish", f"publish {w['mb']:.1f} MB: packed ref vs state_dict argument",

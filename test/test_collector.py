@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import warnings
 
 import pytest
 import torch
@@ -147,12 +148,12 @@ def test_threaded_overlaps_actor_and_learner():
 def test_deadlock_fuzz():
     """Random valid configs on the threaded backend must finish (each under a watchdog)."""
     rng = random.Random(1234)
-    for _ in range(6):
+    for _ in range(8):
         seq_len = rng.choice([2, 4, 8])
         cfg = dict(
             seq_len=seq_len,
             steps_per_rollout=rng.choice([1, 2, 3, 8]),
-            commit_stride=rng.randint(1, max(1, seq_len // 2)),
+            commit_stride=rng.randint(1, seq_len + 2),  # > seq_len/2 is valid (warns)
             min_ready_steps=seq_len + rng.choice([0, 3]),
             safety_margin=seq_len + rng.choice([0, 2]),
             replay_ratio=rng.choice([0.0, 0.0625, 0.125, 0.3]),
@@ -163,8 +164,10 @@ def test_deadlock_fuzz():
             log_every=rng.choice([1, 3]),
             timeout_s=30.0,
         )
-        c = make_collector("threaded", num_envs=rng.choice([1, 2, 3]),
-                           total_frames=rng.choice([24, 48]), capacity=64, **cfg)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            c = make_collector("threaded", num_envs=rng.choice([1, 2, 3]),
+                               total_frames=rng.choice([24, 48]), capacity=64, **cfg)
         _run_with_watchdog(c, 120.0)
         assert c.updates == c.limiter.inserts, cfg
         assert c.versions["lag"] == 0, cfg
@@ -356,3 +359,14 @@ def test_start_and_async_shutdown():
         c.async_shutdown(timeout=30, close_env=False)
     assert not c._bg_thread.is_alive()
     assert c._actor_thread is None or not c._actor_thread.is_alive()
+
+
+def test_precision_and_device_must_match_learner():
+    c = make_collector("reference")
+    cfg = AsyncCollectorConfig(**{**c.config.to_dict(), "precision": "bf16"})
+    with pytest.raises(ValueError, match="autocast_dtype"):
+        AsyncDreamerCollector(c.env, c.storage, c.sampler, c.player, c.learner, cfg)
+    c.learner.autocast_dtype = torch.bfloat16
+    AsyncDreamerCollector(c.env, c.storage, c.sampler, c.player, c.learner, cfg)  # consistent
+    with pytest.raises(ValueError, match="precision='fp32'"):
+        AsyncDreamerCollector(c.env, c.storage, c.sampler, c.player, c.learner, c.config)

@@ -438,3 +438,45 @@ def test_cuda_env_outputs_stay_on_device():
         assert roll["next", key].device.type == "cuda", key
     out = env.fast_step(torch.full((4,), RIGHT, device="cuda"))
     assert out["pixels"].device.type == "cuda"
+
+
+def test_reset_with_empty_mask_changes_nothing():
+    env = make_env(2)
+    td = env.reset()
+    td = env.step(td.set("action", torch.tensor([RIGHT, RIGHT])))["next"]
+    frames = env.gb.frame_count.clone()
+    out = env.reset(td.set("_reset", torch.zeros(2, 1, dtype=torch.bool)))
+    assert torch.equal(env.gb.frame_count, frames)
+    assert out["pixels"][:, 0, 0, 0].tolist() == [1, 1]
+    assert out["episode_id"].flatten().tolist() == [0, 0]
+
+
+def test_video_recorder_from_render(tmp_path):
+    pytest.importorskip("torchrl_dreamer.emulator.packed2")
+    from torchrl.envs import Compose, TransformedEnv
+    from torchrl.record import PixelRenderTransform, VideoRecorder
+    from torchrl.record.loggers import CSVLogger
+
+    logger = CSVLogger("run", log_dir=str(tmp_path), video_format="pt")
+    env = TransformedEnv(
+        make_env(1),
+        Compose(PixelRenderTransform(out_keys=["rgb"]),
+                VideoRecorder(logger, tag="play", in_keys=["rgb"])),
+    )
+    env.rollout(5)
+    env.transform[-1].dump()
+    video = torch.load(tmp_path / "run" / "videos" / "play_0.pt")
+    assert video.shape[-3:] == (3, 72, 80) and video.dtype == torch.uint8
+    assert video.shape[-4] >= 5
+
+
+def test_one_hot_action_spec():
+    from torchrl.envs.utils import check_env_specs
+
+    env = make_env(2, one_hot_actions=True)
+    assert env.action_spec.shape == (2, 5) and env.action_spec.dtype == torch.bool
+    check_env_specs(env, seed=0)
+    env.reset()
+    one_hot = torch.nn.functional.one_hot(torch.tensor([RIGHT, LEFT]), 5)
+    out = env.fast_step(one_hot)  # integer one-hot rows are accepted too
+    assert out["pixels"][:, 0, 0, 0].tolist() == [1, 0]

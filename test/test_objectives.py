@@ -6,9 +6,10 @@ import math
 
 import pytest
 import torch
+from conftest import requires_cuda
 from tensordict import TensorDict
 
-from torchrl_dreamer.modules import PRESETS, make_dreamer
+from torchrl_dreamer.modules import PRESETS, DreamerPlayer, make_dreamer
 from torchrl_dreamer.modules.functional import discount_weights, unimix_logits
 from torchrl_dreamer.objectives import (
     LOSS_PRESETS,
@@ -388,3 +389,36 @@ def test_shared_critic_logits_equal_recomputed_critic_loss():
         wm, actor, critic, DreamerV3LossConfig().with_(horizon=3), share_critic_logits=False
     )
     assert "critic_logits" not in no_share(_posterior(wm)).get("imagination").keys()
+
+
+def test_learner_continuous_actor_updates_only_through_its_optimizer():
+    wm, actor, critic = _agent(discrete=False, action_dim=2)
+    learner = DreamerV3Learner(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))
+    td = _batch(action_dim=2)
+    td["action"] = torch.rand(6, 3, 2) * 2 - 1
+    before = [p.detach().clone() for p in actor.parameters()]
+    m = learner.update(td)
+    assert torch.isfinite(m["loss_actor"]) and float(m["grad_norm_actor"]) > 0
+    assert any(not torch.equal(a, b) for a, b in zip(before, actor.parameters()))
+
+
+@requires_cuda
+def test_learner_and_player_on_cuda():
+    wm, actor, critic = _agent(obs={"pixels": "packed2"}, action_dim=4)
+    wm, actor, critic = wm.cuda(), actor.cuda(), critic.cuda()
+    learner = DreamerV3Learner(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))
+    td = _batch(T=4, B=2, action_dim=4).exclude("obs")
+    td["pixels"] = torch.randint(0, 256, (4, 2, 1, 72, 20), dtype=torch.uint8)
+    m = learner.update(td.cuda())
+    assert m["loss_world_model"].device.type == "cuda"
+    assert torch.isfinite(m["loss_world_model"]).item()
+    player = DreamerPlayer(wm, actor, num_envs=2)
+    obs = TensorDict(
+        {
+            "pixels": torch.randint(0, 256, (2, 1, 72, 20), dtype=torch.uint8),
+            "is_first": torch.ones(2, dtype=torch.bool),
+        },
+        [2],
+        device="cuda",
+    )
+    assert player(obs)["action"].device.type == "cuda"

@@ -152,13 +152,17 @@ class SlowLearner(torch.nn.Module):
         return {"batch_rows": torch.tensor(float(batch.numel()))}
 
 
-def test_backpressure_bounds_backlog_with_slow_learner(cluster):
+def test_backpressure_bounds_backlog_with_slow_learner_and_human_runner(cluster):
     f = TickFactory(num_envs=2)
-    cfg = _cfg(replay_ratio=0.25, learning_starts=0, total_frames=10**9, max_updates=40,
-               off_policy_tolerance=1.0)
+    cfg = _cfg(replay_ratio=0.25, learning_starts=0, total_frames=10**9,
+               off_policy_tolerance=1.0, human_runners=1, human_proportion=0.25)
     trainer = RayDreamerTrainer(cfg, f.env, None, SlowLearner)
     try:
-        out = trainer.run()
+        trainer.start()
+        _until(lambda: call(trainer.human_service, "stats")["policy_steps"] > 0, trainer,
+               "the human runner's first chunk")
+        trainer.run(max_updates=30)
+        out = trainer.stop_runners()
     finally:
         trainer.shutdown()
     svc = out["service"]
@@ -168,4 +172,10 @@ def test_backpressure_bounds_backlog_with_slow_learner(cluster):
     assert svc["max_backlog"] <= bound  # granted-but-untaken steps stayed bounded
     # Hence collected data is bounded by what the learner consumed: no runaway memory.
     assert svc["policy_steps"] <= (svc["samples"] + bound) / cfg.replay_ratio + 64
-    assert out["updates"] == 40
+    assert out["updates"] >= 30
+    # The human-in-the-loop runner went through the router into its own, never-paused service.
+    human = out["human_service"]
+    assert human["policy_steps"] > 0 and human["paused_replies"] == 0
+    assert set(human["slots"]) == {"human-0", "runner-0", "runner-1"}  # registered everywhere
+    assert human["slots"]["runner-0"]["total_steps"] == 0  # agent rows never land there
+    assert svc["slots"]["human-0"]["total_steps"] == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import requires_cuda
 from tensordict import TensorDict
 from test_ray_toys import OBS_DIM, TickFactory
 
@@ -84,7 +85,7 @@ def test_chunks_commit_and_sample_only_committed_rows():
     assert svc.sample(2) is None  # nothing committed
     svc.add_chunk(rid, _chunk(3, 2, 0))
     assert svc.sample(2) is None  # fewer rows than seq_len
-    svc.add_chunk(rid, _chunk(9, 2, 3))
+    svc.add_chunk(rid, dict(_chunk(9, 2, 3).items()))  # a plain dict of [L, N] tensors works
     batch, info = svc.sample(16)
     assert batch.shape == (4, 16)
     t = batch["obs"][..., 1]
@@ -181,7 +182,8 @@ def test_weight_store_fetches_only_new_versions():
     store = WeightStore()
     assert store.fetch("r", have=0) is None
     sd = {"a": torch.randn(3, 2), "b": torch.arange(5, dtype=torch.int64),
-          "c": torch.tensor([True, False]), "d": torch.randn(4).to(torch.bfloat16)}
+          "c": torch.tensor([True, False, True]), "d": torch.randn(4).to(torch.bfloat16),
+          "e": torch.randn(2, 2, dtype=torch.float64), "f": torch.zeros(0)}
     store.publish(1, [pack_weights(sd, 1)])
     version, payload = store.fetch("r", have=0)
     assert version == 1
@@ -277,3 +279,102 @@ def test_in_process_training_with_human_runner(tmp_path):
     assert svc["active_runners"] == 0
     assert (tmp_path / "ck" / "replay_human" / "service.json").is_file()
     assert out["metrics"] and all(v == v for v in out["metrics"].values())  # finite, no NaN
+
+
+def test_sample_numpy_round_trip():
+    from torchrl_dreamer.distributed import batch_from_numpy
+
+    a, b = (_service(replay_ratio=1.0, max_queued=1000) for _ in range(2))
+    for svc in (a, b):
+        rid = svc.register("a", num_envs=3)["runner_id"]
+        svc.add_chunk(rid, _chunk(12, 3, 0))
+    batch, info = a.sample(5)
+    got, got_info = batch_from_numpy(b.sample_numpy(5))  # same seed: the same draw
+    assert got.batch_size == batch.batch_size
+    for k, v in batch.items():
+        assert torch.equal(got[k], v) and got[k].dtype == v.dtype
+    assert torch.equal(got_info["start"], info["start"]) and got_info["slots"] == ["a"]
+    assert batch_from_numpy(None) is None
+
+
+def test_cli_train_config_maps_to_a_gameboy_run(tmp_path):
+    from torchrl_dreamer.distributed import RayDreamerTrainer, from_train_config
+    from torchrl_dreamer.trainers import TrainConfig
+
+    tc = TrainConfig(task="maze", num_envs=4, total_steps=96, replay_capacity=400,
+                     seq_len=8, batch_size=2, replay_ratio=0.05, learning_starts=16,
+                     steps_per_rollout=8, replay_backing="memmap", checkpoint_every=0,
+                     log_dir=str(tmp_path / "run"), backend="ray")
+    cfg, f = from_train_config(tc, use_ray=False)
+    assert (cfg.num_runners, cfg.envs_per_runner, cfg.chunk_len) == (2, 2, 8)
+    assert cfg.capacity == 100 + 8 + 8 and cfg.total_frames == 96
+    assert cfg.replay_dir == str(tmp_path / "run" / "replay")
+    trainer = RayDreamerTrainer(cfg, f.env, f.policy, f.learner)
+    try:
+        out = trainer.run()
+    finally:
+        trainer.shutdown()
+    assert out["policy_steps"] >= 96 and out["updates"] >= 1
+    assert (tmp_path / "run" / "replay" / "agent" / "slots" / "runner-0" / "pixels.memmap").is_file()
+
+
+@requires_cuda
+def test_cuda_runners_and_learner_in_process():
+    """CUDA twin of the CLI test: GameBoyEnv renders into the runner's CUDA ring, chunks go to
+    the host replay, batches back to the CUDA learner; weights cross devices both ways."""
+    from torchrl_dreamer.distributed import GameBoyDreamer, RayDreamerTrainer
+
+    f = GameBoyDreamer("maze", num_envs=2, device="cuda")
+    cfg = _small_cfg(num_runners=1, total_frames=128, learning_starts=16, seq_len=8)
+    trainer = RayDreamerTrainer(cfg, f.env, f.policy, f.learner)
+    try:
+        out = trainer.run()
+        runner = trainer.pool.runners[0]
+        assert runner.buffer.device.type == "cuda"
+        assert runner.version >= 1  # acted with weights published from the CUDA learner
+    finally:
+        trainer.shutdown()
+    assert trainer.learner_device.type == "cuda"
+    assert out["updates"] >= 1 and out["policy_steps"] >= 128
+
+
+def test_learner_waits_for_lagging_runners():
+    from torchrl_dreamer.distributed import RayDreamerTrainer, TrainingTimeout
+
+    f = TickFactory(num_envs=2)
+    trainer = RayDreamerTrainer(_small_cfg(max_weight_lag=2, timeout_s=0.5), f.env, None,
+                                f.learner)
+    trainer.start()  # publishes version 1
+    try:
+        trainer.store.fetch("slow", have=0)  # a runner at version 1
+        trainer.publish()
+        trainer.wait_for_lag()  # publishing v3 keeps "slow" 2 behind: allowed
+        trainer.publish()
+        with pytest.raises(TrainingTimeout, match="max_weight_lag=2"):
+            trainer.wait_for_lag()  # v4 would leave it 3 behind
+        trainer.store.fetch("slow", have=1)  # it catches up
+        trainer.wait_for_lag()
+        assert trainer.store.lag() == {"slow": 0}
+    finally:
+        trainer.shutdown()
+
+
+def test_several_tasks_by_runner_group():
+    from torchrl_dreamer.distributed import RayDreamerTrainer
+
+    short, long_ = TickFactory(num_envs=2, length=3), TickFactory(num_envs=2, length=50)
+    cfg = _small_cfg(runner_groups=["short", "long"], group_weights={"short": 3.0, "long": 1.0})
+    trainer = RayDreamerTrainer(cfg, {"short": short.env, "long": long_.env}, short.policy,
+                                short.learner)
+    try:
+        trainer.run()
+        rows = {n: trainer.service.slot_rows(n) for n in ("runner-0", "runner-1")}
+        batch, info = trainer.service.sample(400, 0)
+    finally:
+        trainer.shutdown()
+    assert rows["runner-0"]["obs"][..., 1].max() == 3  # each group got its own task
+    assert rows["runner-1"]["obs"][..., 1].max() > 3
+    share = (info["group"] == info["groups"].index("short")).float().mean().item()
+    assert abs(share - 0.75) < 0.07
+    with pytest.raises(KeyError, match="no entry for runner group"):
+        RayDreamerTrainer(cfg, {"short": short.env}, None, short.learner).run()

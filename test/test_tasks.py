@@ -161,6 +161,8 @@ def test_task_rom_mismatch(backend):
 
     with pytest.raises(TaskMismatchError, match="TRLD MAZE.*TRLD CATCH"):
         GameBoyEnv("maze", backend=backend, rom=shipped("catch"))
+    with pytest.raises(TaskMismatchError, match="specific ROM image"):
+        GameBoyEnv("snake", backend=backend, rom=shipped("maze"))
 
 
 def test_check_env_specs_real_emulator(backend):
@@ -181,3 +183,65 @@ def test_pokemon_red_exit_lab_skips_without_user_files(backend):
     env = GameBoyEnv("pokemon_red_exit_lab", num_envs=2, backend=backend)
     td = env.rollout(20, break_when_any_done=False)
     assert td["next", "pixels"].shape == (2, 20, 1, 72, 20)
+
+
+def test_partial_reset_and_noop_starts_real_emulator(backend):
+    env = GameBoyEnv("maze", num_envs=3, backend=backend, noop_max=12, seed=4)
+    td = env.reset()
+    start_frames = env.gb.frame_count.clone()
+    # each console starts noop frames after the task's start state (+ the reset step's frames)
+    assert (start_frames - env.noop_frames).unique().numel() == 1
+    ram = env.task.ram
+    for _ in range(3):
+        td = env.step(td.set("action", torch.tensor([DOWN, RIGHT, UP])))["next"]
+    moves = env.gb.read_memory(ram["MOVES"])[:, 0].clone()
+    frames = env.gb.frame_count.clone()
+    td.set("_reset", torch.tensor([[False], [True], [False]]))
+    out = env.reset(td)
+    assert out["is_first"].flatten().tolist() == [False, True, False]
+    assert out["episode_id"].flatten().tolist() == [0, 1, 0]
+    after = env.gb.frame_count
+    assert after[0] == frames[0] and after[2] == frames[2]  # untouched consoles rolled back
+    assert env.gb.read_memory(ram["MOVES"])[:, 0].tolist() == [moves[0], 0, moves[2]]
+
+
+def test_collector_real_emulator_never_resets(backend):
+    from torchrl.collectors import Collector
+
+    env = GameBoyEnv("maze", num_envs=2, backend=backend, max_episode_steps=4)
+    resets = []
+    orig = env._reset
+    env._reset = lambda td=None, **kw: resets.append(1) or orig(td, **kw)
+    col = Collector(env, policy=None, frames_per_batch=20, total_frames=20)
+    batch = next(iter(col))
+    col.shutdown()
+    assert batch["next", "truncated"][:, :, 0].sum() >= 2
+    assert batch["next", "is_first"][:, 4, 0].all()  # the step after truncation restarts
+    assert len(resets) == 1
+
+
+def test_start_state_file_and_wrong_rom_state(backend, tmp_path):
+    from torchrl_dreamer.roms import rom_path as shipped
+
+    gb = backend.GameBoy(shipped("catch"), num_envs=2)
+    gb.run_frames(40)
+    path = tmp_path / "catch.state"
+    gb.save_state().save(path)
+    env = GameBoyEnv("catch", num_envs=3, backend=backend, state=path)
+    assert env.reset()["pixels"].shape == (3, 1, 72, 20)
+    with pytest.raises(TaskMismatchError, match="does not fit the ROM.*another ROM"):
+        GameBoyEnv("maze", num_envs=1, backend=backend, state=path)
+
+
+def test_same_seed_same_rollout_real_emulator(backend):
+    def run(seed):
+        env = GameBoyEnv("catch", num_envs=2, backend=backend, noop_max=6)
+        env.set_seed(seed)
+        torch.manual_seed(0)  # the random policy of rollout()
+        return env.rollout(12, break_when_any_done=False)
+
+    a, b = run(7), run(7)
+    assert torch.equal(a["next", "pixels"], b["next", "pixels"])
+    assert torch.equal(a["next", "reward"], b["next", "reward"])
+    c = run(8)
+    assert not torch.equal(a["next", "pixels"], c["next", "pixels"])

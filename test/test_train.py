@@ -49,7 +49,8 @@ def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
     ev = json.loads((cli_run / "eval.json").read_text())
     assert ev["episodes"] == 2 and 0.0 <= ev["success_rate"] <= 1.0
     pal, frames, (w, h) = read_gif(cli_run / "eval.gif")
-    assert (w, h) == (160, 144) and len(frames) == ev["returns"] and False or len(frames) > 1
+    assert (w, h) == (160, 144)  # 80x72 frames upscaled x2
+    assert len(frames) == ev["lengths"][0] + 1  # env 0: reset frame + one per step until done
     assert all(len(f) == w * h for f in frames)
 
 
@@ -60,7 +61,7 @@ def test_eval_command_prints_success_rate_and_writes_gif(cli_run, capsys, tmp_pa
     assert out["checkpoint"].endswith("step_256")
     assert out["episodes"] == 2 and 0.0 <= out["success_rate"] <= 1.0
     _, frames, _ = read_gif(gif)
-    assert len(frames) == min(out["mean_length"], 100) + 1 or len(frames) > 1
+    assert len(frames) == out["lengths"][0] + 1
 
 
 def test_resume_with_another_config_is_refused(cli_run, capsys):
@@ -95,6 +96,5 @@ def test_resume_continues_the_same_run(tmp_path):
     for k in a.storage.fields:
         assert torch.equal(a.storage.fields[k], b.storage.fields[k]), k
     assert full.tracker.state_dict()["episodes"] == resumed.tracker.state_dict()["episodes"]
-    assert torch.equal(torch.get_rng_state(), torch.get_rng_state())
     full.close()
     resumed.close()

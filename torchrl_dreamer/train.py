@@ -152,7 +152,7 @@ def _train(argv: list[str]) -> int:
         env = make_env(cfg, num_envs=cfg.eval_episodes)
         res = evaluate(env, p.world_model, p.actor, gif=trainer.run_dir / "eval.gif")
         (trainer.run_dir / "eval.json").write_text(json.dumps(res.to_dict(), indent=1))
-        summary.update({f"eval_{k}": v for k, v in res.to_dict().items() if k != "returns"})
+        summary.update({f"eval_{k}": v for k, v in res.to_dict().items() if k not in ("returns", "lengths")})
     trainer.close()
     print(json.dumps(summary))
     return 0

@@ -32,6 +32,7 @@ reduced on the device and read every ``log_every`` (no host sync in the hot loop
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -142,6 +143,7 @@ class AsyncDreamerCollector(BaseCollector):
                 f"learner {type(learner).__name__} has no update(batch) method; pass a "
                 "DreamerV3Learner or an object with update(batch) -> metrics."
             )
+        self._check_learner(learner, cfg)
         self.env, self.storage, self.sampler = env, storage, sampler
         self.player, self.learner = player, learner
         self.learner_device = torch.device(cfg.device)
@@ -228,6 +230,35 @@ class AsyncDreamerCollector(BaseCollector):
                 f"{cfg.batch_size}, seq_len={cfg.seq_len}; build the sampler with "
                 f"slice_len={cfg.seq_len}."
             )
+
+    @staticmethod
+    def _check_learner(learner: Any, cfg: AsyncCollectorConfig) -> None:
+        params = list(learner.parameters()) if isinstance(learner, torch.nn.Module) else []
+        want = torch.device(cfg.device)
+        if params and params[0].device.type != want.type:
+            raise ValueError(
+                f"the learner's parameters are on {params[0].device} but config.device="
+                f"{cfg.device!r}; move the modules (make_dreamer(...) then .to(device)) or set "
+                "config.device to match."
+            )
+        if hasattr(learner, "autocast_dtype"):
+            have = learner.autocast_dtype
+            if cfg.precision == "fp32" and have not in (None, torch.float32):
+                raise ValueError(
+                    f"config.precision='fp32' but the learner autocasts to {have}; set "
+                    "config.precision to match the learner's autocast_dtype."
+                )
+            if cfg.precision != "fp32" and have != cfg.autocast_dtype:
+                raise ValueError(
+                    f"config.precision={cfg.precision!r} but the learner's autocast_dtype is "
+                    f"{have}; build DreamerV3Learner(..., autocast_dtype={cfg.autocast_dtype})."
+                )
+
+    def _learner_autocast(self):
+        """Autocast for learners that do not handle precision themselves (no autocast_dtype)."""
+        if self.config.precision == "fp32" or hasattr(self.learner, "autocast_dtype"):
+            return contextlib.nullcontext()
+        return torch.autocast(self.learner_device.type, dtype=self.config.autocast_dtype)
 
     def _reset_counters(self) -> None:
         self.updates = 0
@@ -346,7 +377,8 @@ class AsyncDreamerCollector(BaseCollector):
             data = self.storage.get(index)
             if data.device != self.learner_device:
                 data = data.to(self.learner_device, non_blocking=True)
-            out = self.learner.update(data)
+            with self._learner_autocast():
+                out = self.learner.update(data)
             metrics = {k: v for k, v in out.items() if isinstance(v, torch.Tensor)}
             starts = info["start"]
             per_seq = starts[0] if getattr(self.sampler, "time_major", True) else starts[..., 0]

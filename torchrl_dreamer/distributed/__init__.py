@@ -16,13 +16,14 @@ See ``docs/ray.md``.
 from torchrl_dreamer.distributed.cluster import call, init_ray, ray_available, remote_class
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.pool import RunnerPool, RunnerRestartLimit
-from torchrl_dreamer.distributed.replay_service import ReplayService, SlotInfo
+from torchrl_dreamer.distributed.replay_service import ReplayService, SlotInfo, batch_from_numpy
 from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
 from torchrl_dreamer.distributed.runner import EnvRunner
 from torchrl_dreamer.distributed.training import (
     GameBoyDreamer,
     RayDreamerTrainer,
     TrainingTimeout,
+    from_train_config,
     run_ray_training,
 )
 from torchrl_dreamer.distributed.weights import (
@@ -50,8 +51,10 @@ __all__ = [
     "WeightPacket",
     "WeightStore",
     "apply_weights",
+    "batch_from_numpy",
     "call",
     "extract_weights",
+    "from_train_config",
     "init_ray",
     "pack_weights",
     "ray_available",

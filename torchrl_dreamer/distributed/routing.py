@@ -23,6 +23,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl_dreamer.distributed.cluster import call
+from torchrl_dreamer.distributed.replay_service import batch_from_numpy
 
 __all__ = ["AGENT", "HUMAN", "ControlModeRouter"]
 
@@ -160,7 +161,8 @@ class ControlModeRouter:
             m, k = ready[i], counts[i]
             if k == 0:
                 continue
-            out = call(self.services[m], "sample", k, 1 if m == self.primary else 0)
+            out = batch_from_numpy(
+                call(self.services[m], "sample_numpy", k, 1 if m == self.primary else 0))
             if out is None:
                 return None
             parts.append(out[0])

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from tensordict import TensorDictBase
 
 from torchrl_dreamer.collectors.env_driver import EnvDriver
 from torchrl_dreamer.data import TimeMajorStorage
@@ -114,6 +115,7 @@ class EnvRunner:
         self.last_reply: dict[str, Any] = {}
         self.stopped = False
         self._started = False
+        self._policy_started = False
 
     # ------------------------------------------------------------------ pieces
     def _act(self, td):
@@ -136,19 +138,21 @@ class EnvRunner:
             return False
         version, payload = out
         packet = get(payload[0])
-        self.apply_fn(self.policy, unpack_weights(packet))
+        self.apply_fn(self.policy, unpack_weights(packet, writable=False))  # read, copy in
         self.version = int(version)
         self.fetches += 1
         return True
 
-    def collect_chunk(self) -> dict[str, torch.Tensor]:
+    def collect_chunk(self) -> TensorDictBase:
         """Steps the env ``chunk_len`` times; returns the rows ``[chunk_len, num_envs, ...]``."""
         start = time.perf_counter()
         random = self.policy is None or (
             self.last_reply.get("policy_steps", 0) < self.learning_starts
         )
-        if not random and hasattr(self.policy, "init_states") and self.chunks == 0:
-            self.policy.init_states()
+        if not random and not self._policy_started:
+            self._policy_started = True  # recurrent state from the current (published) weights
+            if hasattr(self.policy, "init_states"):
+                self.policy.init_states()
         first = self.buffer.total_steps
         for _ in range(self.chunk_len):
             self.driver.step(random=random)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,13 @@ import torch
 from torchrl_dreamer.distributed.cluster import call, call_async, get, init_ray, is_actor, put
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.pool import RunnerPool
-from torchrl_dreamer.distributed.replay_service import ReplayService
+from torchrl_dreamer.distributed.replay_service import ReplayService, batch_from_numpy
 from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
 from torchrl_dreamer.distributed.runner import EnvRunner
 from torchrl_dreamer.distributed.weights import WeightStore, extract_weights, pack_weights
 
-__all__ = ["GameBoyDreamer", "RayDreamerTrainer", "TrainingTimeout", "run_ray_training"]
+__all__ = ["GameBoyDreamer", "RayDreamerTrainer", "TrainingTimeout", "from_train_config",
+           "run_ray_training"]
 
 
 class TrainingTimeout(TimeoutError):
@@ -53,6 +54,7 @@ class GameBoyDreamer:
     preset: str = "tiny"
     env_kwargs: dict[str, Any] | None = None
     device: str = "cpu"
+    loss_preset: str = "sheeprl"
 
     def action_dim(self) -> int:
         """Actions of the task's default action set."""
@@ -84,7 +86,7 @@ class GameBoyDreamer:
         """A ``DreamerV3Learner`` with the same architecture."""
         from torchrl_dreamer.objectives import DreamerV3Learner
 
-        return DreamerV3Learner(*self._nets(self.action_dim()))
+        return DreamerV3Learner(*self._nets(self.action_dim()), config=self.loss_preset)
 
 
 class RayDreamerTrainer:
@@ -95,7 +97,10 @@ class RayDreamerTrainer:
 
     Args:
         config: :class:`RayTrainingConfig`.
-        env_factory: ``() -> env`` for each runner (its ``envs_per_runner`` is yours to honour).
+        env_factory: ``() -> env`` for each runner (its ``envs_per_runner`` is yours to honour),
+            or ``{group: factory}`` to run a different env (task) per runner group, e.g. several
+            tasks at once with ``runner_groups`` and ``group_weights``; a ``"human"`` entry
+            serves the human-in-the-loop runners.
         policy_factory: ``(env) -> policy`` for each runner (``None``: random actions).
         learner_factory: ``() -> learner`` with ``update(batch [T, B]) -> metrics``.
 
@@ -207,7 +212,16 @@ class RayDreamerTrainer:
             seed=cfg.seed + 1000 * (i + 1) + 7919 * self.pool_restarts(i),
         )
         name = (f"human-{i - cfg.num_runners}" if human else f"runner-{i}")
-        return self._make(EnvRunner, name, self.env_factory, self.policy_factory, self.sink,
+        env_factory = self.env_factory
+        if isinstance(env_factory, Mapping):  # one env factory per group (several tasks)
+            group = kwargs["group"]
+            if group not in env_factory:
+                raise KeyError(
+                    f"env_factory has no entry for runner group {group!r} (groups: "
+                    f"{sorted(env_factory)}); give one factory per group in runner_groups."
+                )
+            env_factory = env_factory[group]
+        return self._make(EnvRunner, name, env_factory, self.policy_factory, self.sink,
                           self.store, **kwargs)
 
     def pool_restarts(self, i: int) -> int:
@@ -227,8 +241,11 @@ class RayDreamerTrainer:
         self.publish_s.append(dt)
         return dt
 
-    def _wait_lag(self) -> None:
-        """Blocks (stepping/supervising runners) while publishing would exceed max_weight_lag."""
+    def wait_for_lag(self) -> None:
+        """Blocks (stepping/supervising runners) while publishing would exceed max_weight_lag.
+
+        Raises :class:`TrainingTimeout` when a runner stays too far behind for ``timeout_s``.
+        """
         cfg = self.config
         since = time.monotonic()
         while True:
@@ -253,6 +270,8 @@ class RayDreamerTrainer:
         return self.pool.running
 
     def _request_sample(self) -> Any:
+        if is_actor(self.sink):  # numpy arrays travel zero-copy through the object store
+            return call_async(self.sink, "sample_numpy", self.config.batch_size)
         return call_async(self.sink, "sample", self.config.batch_size)
 
     def _next_batch(self) -> Any:
@@ -260,6 +279,8 @@ class RayDreamerTrainer:
             self._pending = self._request_sample()
         out = get(self._pending, timeout=self.config.timeout_s)
         self._pending = None
+        if out is not None and is_actor(self.sink):
+            out = batch_from_numpy(out)
         if out is not None and is_actor(self.sink):
             self._pending = self._request_sample()  # prefetch the next batch
         return out
@@ -321,7 +342,7 @@ class RayDreamerTrainer:
         metrics = self.learner.update(batch)
         self.updates += 1
         if self.updates % self.config.publish_every == 0:
-            self._wait_lag()
+            self.wait_for_lag()
             self.publish()
         if self.updates % self.log_every == 0:
             self.last_metrics = {k: float(v) for k, v in metrics.items()
@@ -372,6 +393,8 @@ class RayDreamerTrainer:
             "runner_events": list(self.pool.events),
             "runners": dict(self.pool.finished),
             "service": svc,
+            "human_service": None if self.human_service is None
+            else call(self.human_service, "stats"),
             "weights": store,
             "metrics": dict(self.last_metrics),
         }
@@ -398,8 +421,51 @@ class RayDreamerTrainer:
         self._started = False
 
 
+def from_train_config(
+    train_config: Any, **overrides: Any
+) -> tuple[RayTrainingConfig, GameBoyDreamer]:
+    """Maps the training CLI's ``TrainConfig`` onto a Ray run: ``(RayTrainingConfig, factories)``.
+
+    ``num_envs`` is split over ``num_runners`` runners (default ``min(2, num_envs)``),
+    ``replay_capacity`` (policy steps) over their slots, ``steps_per_rollout`` becomes the chunk
+    length, ``checkpoint_every`` (policy steps) becomes gradient steps through the replay
+    ratio; memmap replay and checkpoints go under ``log_dir``. ``overrides`` set any
+    :class:`RayTrainingConfig` field.
+    """
+    tc = train_config
+    runners = int(overrides.pop("num_runners", min(2, tc.num_envs)))
+    per_runner = max(1, tc.num_envs // runners)
+    ratio = float(tc.effective_replay_ratio)
+    chunk = int(tc.steps_per_rollout)
+    log_dir = Path(tc.log_dir)
+    every = int(tc.checkpoint_every)
+    fields = dict(
+        num_runners=runners,
+        envs_per_runner=per_runner,
+        chunk_len=chunk,
+        capacity=-(-int(tc.replay_capacity) // (runners * per_runner)) + tc.seq_len + chunk,
+        seq_len=int(tc.seq_len),
+        batch_size=int(tc.batch_size),
+        replay_ratio=ratio if ratio > 0 else 1e-9,
+        learning_starts=int(tc.effective_learning_starts),
+        total_frames=int(tc.total_steps),
+        replay_dir=str(log_dir / "replay") if tc.replay_backing == "memmap" else None,
+        checkpoint_dir=str(log_dir / "checkpoints"),
+        checkpoint_every=max(1, int(every * ratio)) if every > 0 and ratio > 0 else 0,
+        seed=int(tc.seed),
+    )
+    fields.update(overrides)
+    frame_skip = int(tc.frame_skip)
+    factories = GameBoyDreamer(
+        tc.task, num_envs=per_runner, preset=tc.preset, device=str(tc.device),
+        loss_preset=tc.loss_preset,
+        env_kwargs={"rom": tc.rom, "frame_skip": frame_skip, "press_frames": min(8, frame_skip)},
+    )
+    return RayTrainingConfig(**fields), factories
+
+
 def run_ray_training(
-    config: RayTrainingConfig,
+    config: Any,
     env_factory: Callable[[], Any] | None = None,
     policy_factory: Callable[[Any], Any] | None = None,
     learner_factory: Callable[[], Any] | None = None,
@@ -407,17 +473,27 @@ def run_ray_training(
 ) -> dict[str, Any]:
     """Runs a whole Dreamer training job on Ray and returns its summary.
 
-    What the training CLI's ``--backend ray`` calls. Without factories it trains on
-    ``GameBoyEnv("maze")`` with the ``tiny`` preset (:class:`GameBoyDreamer`). Keyword
-    arguments go to :class:`RayDreamerTrainer`.
+    What the training CLI's ``--backend ray`` calls: ``config`` is a :class:`RayTrainingConfig`
+    or the CLI's ``TrainConfig`` (mapped by :func:`from_train_config`, which also gives the
+    GameBoy factories). Without factories it trains on ``GameBoyEnv("maze")`` with the
+    ``tiny`` preset (:class:`GameBoyDreamer`). Keyword arguments go to
+    :class:`RayDreamerTrainer`.
 
     Example:
         >>> cfg = RayTrainingConfig(num_runners=2, envs_per_runner=4, total_frames=20_000)
         >>> summary = run_ray_training(cfg)
         >>> summary["updates"], summary["max_lag_seen"] <= cfg.max_weight_lag
     """
-    if env_factory is None or learner_factory is None:
+    if not isinstance(config, RayTrainingConfig):
+        if not hasattr(config, "effective_replay_ratio"):
+            raise TypeError(
+                f"config must be a RayTrainingConfig or the CLI's TrainConfig, got "
+                f"{type(config).__name__}."
+            )
+        config, f = from_train_config(config)
+    else:
         f = GameBoyDreamer(num_envs=config.envs_per_runner)
+    if env_factory is None or learner_factory is None:
         env_factory = env_factory or f.env
         policy_factory = policy_factory or f.policy
         learner_factory = learner_factory or f.learner

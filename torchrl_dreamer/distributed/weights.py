@@ -13,6 +13,7 @@ version, so the learner can measure the lag and bound it (:meth:`WeightStore.max
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,9 @@ import torch
 
 __all__ = ["WeightPacket", "WeightStore", "apply_weights", "extract_weights", "pack_weights",
            "unpack_weights"]
+
+
+_ALIGN = 16
 
 
 @dataclass
@@ -58,6 +62,7 @@ def pack_weights(state: Mapping[str, torch.Tensor], version: int) -> WeightPacke
             raise TypeError(f"weights[{name!r}] is {type(t).__name__}, expected a tensor.")
         t = t.detach().to("cpu").contiguous()
         n = t.numel() * t.element_size()
+        offset = -(-offset // _ALIGN) * _ALIGN  # dtype views need aligned offsets
         layout.append((name, str(t.dtype).removeprefix("torch."), tuple(t.shape), offset, n))
         tensors.append(t)
         offset += n
@@ -69,12 +74,19 @@ def pack_weights(state: Mapping[str, torch.Tensor], version: int) -> WeightPacke
     return WeightPacket(int(version), buf, layout)
 
 
-def unpack_weights(packet: WeightPacket) -> dict[str, torch.Tensor]:
-    """Views (no copy) of the packet's tensors; read-only buffers are copied once first."""
+def unpack_weights(packet: WeightPacket, writable: bool = True) -> dict[str, torch.Tensor]:
+    """Views (no copy) of the packet's tensors.
+
+    A zero-copy ``ray.get`` gives a read-only buffer (object-store memory): with
+    ``writable=True`` it is copied once first; ``writable=False`` skips that copy for callers
+    that only read the tensors (e.g. copying them into a policy) -- never write to them then.
+    """
     buf = packet.buffer
-    if not buf.flags.writeable:  # a zero-copy ray.get: torch needs a writable array
+    if not buf.flags.writeable and writable:
         buf = buf.copy()
-    flat = torch.from_numpy(buf)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        flat = torch.from_numpy(buf)
     out = {}
     for name, dtype, shape, off, n in packet.layout:
         out[name] = flat[off : off + n].view(getattr(torch, dtype)).view(shape)

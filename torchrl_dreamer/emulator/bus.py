@@ -172,8 +172,10 @@ def cur_mode(i: int, m: Mem) -> int:
 
 @wp.func(inline=False)
 def ppu_refine(i: int, m: Mem):
-    """Switch the current visible line to per-mode events (after a STAT enable change)."""
-    if m.st[i, S_LINE] < 144 and (int(m.hram[i, 0x40]) & 0x80) != 0:
+    """Switch to per-mode events on the current line (after a STAT or LYC write)."""
+    if m.st[i, S_LINE] >= 144:
+        m.st[i, S_PPU_NEXT] = 456
+    elif (int(m.hram[i, 0x40]) & 0x80) != 0:
         mode = cur_mode(i, m)
         m.st[i, S_MODE] = mode
         if mode == 2:
@@ -214,10 +216,11 @@ def ppu_event(i: int, m: Mem):
         if lcd_on:
             stat_update(i, m)
         return
-    # end of a line (mode 0 or 1)
-    m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - 456
-    line = line + 1
-    if line == 154:
+    # end of one or more lines (coarse scheduling may have skipped lines with nothing to observe)
+    k = m.st[i, S_PPU_DOT] // 456
+    m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - 456 * k
+    line = line + k
+    if line >= 154:
         line = 0
         m.st[i, S_WIN_LINE] = 0
     m.st[i, S_LINE] = line
@@ -225,12 +228,13 @@ def ppu_event(i: int, m: Mem):
         m.st[i, S_MODE] = 2
         m.st[i, S_PPU_NEXT] = 80
         if m.st[i, S_PACK] == 0 and (m.st[i, S_STAT_EN] & 0x28) == 0:
-            # nothing observes modes 2/3/0 of this line: one event per line (STAT reads derive
-            # the mode from the dot counter, see cur_mode)
-            m.st[i, S_PPU_NEXT] = 456
+            # nothing observes modes 2/3/0 before the next interesting line: skip to it (LY and
+            # STAT reads derive the line and mode from the dot counter, see ppu_normalize)
+            m.st[i, S_MODE] = 4
+            m.st[i, S_PPU_NEXT] = 456 * (next_ppu_line(i, m, line, 144) - line)
     else:
         m.st[i, S_MODE] = 1
-        m.st[i, S_PPU_NEXT] = 456
+        m.st[i, S_PPU_NEXT] = 456 * (next_ppu_line(i, m, line, 154) - line)
         if line == 144:
             m.st[i, S_FRAME_DONE] = 1
             if lcd_on:
@@ -239,6 +243,30 @@ def ppu_event(i: int, m: Mem):
                 clear_obs(i, m)
     if lcd_on:
         stat_update(i, m)
+
+
+@wp.func
+def next_ppu_line(i: int, m: Mem, line: int, limit: int) -> int:
+    """Next line (<= ``limit``) whose start must be an event: ``limit`` or the LYC line (and the
+    line after it, where the LY=LYC signal drops) when the LYC STAT interrupt is enabled."""
+    target = limit
+    if (m.st[i, S_STAT_EN] & 0x40) != 0:
+        lyc = int(m.hram[i, 0x45])
+        if lyc == line:
+            target = line + 1
+        elif lyc > line and lyc < limit:
+            target = lyc
+    return target
+
+
+@wp.func
+def ppu_normalize(i: int, m: Mem):
+    """Fold whole lines of a coarse skip into LINE so LINE / PPU_DOT are the current LY / dot."""
+    k = m.st[i, S_PPU_DOT] // 456
+    if k > 0:
+        m.st[i, S_LINE] = m.st[i, S_LINE] + k
+        m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - 456 * k
+        m.st[i, S_PPU_NEXT] = m.st[i, S_PPU_NEXT] - 456 * k
 
 
 # ------------------------------------------------------------------------------------------ tick
@@ -281,6 +309,7 @@ def catch_up(i: int, m: Mem):
     m.st[i, S_PPU_DOT] = dot
     while m.st[i, S_PPU_DOT] >= m.st[i, S_PPU_NEXT]:
         ppu_event(i, m)
+    ppu_normalize(i, m)
     sc = m.st[i, S_SER_CNT]
     if sc > 0:
         sc = sc - c
@@ -686,6 +715,7 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
         return
     if r == 0x45:
         m.hram[i, r] = wp.uint8(v)
+        ppu_refine(i, m)
         stat_update(i, m)
         return
     if r == 0x46:

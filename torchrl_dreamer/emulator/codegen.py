@@ -232,8 +232,10 @@ def _emit(op: isa.OpInfo) -> list[str]:
     if mn == "HALT":
         return [
             "pend_ = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F",
-            "if pend_ != 0 and ime == 0:",
-            "    halt_bug = 1",
+            "if pend_ != 0 and ime == 0 and ei_ != 0:",
+            "    pc = (pc - 1) & 0xFFFF  # EI; HALT with an IRQ pending: the handler returns to HALT",
+            "elif pend_ != 0 and ime == 0:",
+            "    halt_bug = 1  # the next opcode byte is read twice",
             "elif pend_ == 0:",
             "    halted = 1",
         ]
@@ -413,7 +415,7 @@ from torchrl_dreamer.emulator.bus import (
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
     S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED, S_CLK, S_NEXT,
-    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON,
+    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES,
 )
 
 wp.set_module_options({{"enable_backward": False, "optimization_level": {opt}}})
@@ -573,6 +575,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         else:
             pc = (pc + 1) & 0xFFFF
         ln_ = int(oplen[0, op])
+        # TRACE
         n_ = int(0)
         nn_ = int(0)
         if ln_ >= 2:
@@ -584,6 +587,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
 '''
+
+_TRACE = """\
+        tp_ = m.st[i, S_CYCLES]
+        m.st[i, S_CYCLES] = tp_ + 1
+        tk_ = tp_ % 5760
+        tpc_ = (pc - 1) & 0xFFFF
+        m.fb[i, tk_ // 40, (tk_ % 40) * 4] = wp.uint8(tpc_ & 0xFF)
+        m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 1] = wp.uint8(tpc_ >> 8)
+        m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 2] = wp.uint8(op)
+        m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 3] = wp.uint8(m.st[i, S_ROM_OFF1] >> 14)
+"""
 
 _FOOTER = '''\
     m.st[i, S_CLK] = clk
@@ -695,10 +709,12 @@ def _expand_bus(lines: list[str]) -> list[str]:
     return out
 
 
-def generate_source(key: str = "", opt_level: int | None = 1) -> str:
+def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = False) -> str:
     """Python source of the kernel module, generated from :mod:`~torchrl_dreamer.emulator.isa`.
 
     ``opt_level`` is the C++/CUDA optimisation level of the module (``None``: Warp's default).
+    ``trace=True`` (debugging only) logs ``pc, op, rom bank`` of every instruction into a
+    5760-entry ring in the framebuffer (launch with ``pack=0`` so nothing overwrites it).
     """
     out = [_HEADER.format(key=key, opt=opt_level)]
     body: list[str] = []
@@ -736,6 +752,8 @@ def generate_source(key: str = "", opt_level: int | None = 1) -> str:
     head, kern = text.split("def gb_run(", 1)
     kern = "\n".join(_expand_bus(kern.split("\n")))
     out = [head + "def gb_run(" + kern]
+    if trace:
+        out = [out[0].replace("        # TRACE\n", _TRACE)]
     # sanity: structural groups cover exactly their rows
     for code in range(0x40, 0xC0):
         row = isa.OPCODES[code]

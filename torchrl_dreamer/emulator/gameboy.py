@@ -84,8 +84,11 @@ class GameBoy:
         boot_rom: optional 256-byte DMG boot ROM (mapped at 0000-00FF until FF50 is written);
             without it consoles start in the post-boot state.
         framebuffer: keep the full ``uint8 [N, 144, 160]`` shade framebuffer readable as
-            :attr:`framebuffer` (it is always rendered; this only exposes it).
+            :attr:`framebuffer` (the last frame of every launch is always rendered, since it
+            also yields :attr:`packed2`; this flag only exposes it).
         check_header: warn on a missing logo / bad checksums.
+        memory_layout: ``"env_major"`` (``[N, size]`` storage, the CPU default) or
+            ``"address_major"`` (``[size, N]`` storage viewed transposed, the CUDA default).
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
@@ -100,6 +103,7 @@ class GameBoy:
         boot_rom: str | os.PathLike | bytes | None = None,
         framebuffer: bool = False,
         check_header: bool = True,
+        memory_layout: str | None = None,
     ) -> None:
         data = load_rom_bytes(rom)
         cart = parse_cartridge(data, check=check_header)
@@ -115,6 +119,11 @@ class GameBoy:
             raise RuntimeError(f"device {dev} requested but CUDA is not available")
         if dev.type not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, got {dev}")
+        if memory_layout is None:
+            memory_layout = "address_major" if dev.type == "cuda" else "env_major"
+        if memory_layout not in ("env_major", "address_major"):
+            raise ValueError(f"memory_layout must be 'env_major' or 'address_major', got {memory_layout!r}")
+        self.memory_layout = memory_layout
         wp.init()
         self._kmod = load_kernel_module(_wp_device(dev))
         self.cartridge: Cartridge = cart
@@ -146,7 +155,7 @@ class GameBoy:
 
     # ------------------------------------------------------------------------------ internals
     def _alloc(self, size: int, dtype: torch.dtype) -> torch.Tensor:
-        if self.device.type == "cuda":
+        if self.memory_layout == "address_major":
             return torch.zeros(size, self.num_envs, dtype=dtype, device=self.device).t()
         return torch.zeros(self.num_envs, size, dtype=dtype, device=self.device)
 
@@ -295,7 +304,7 @@ class GameBoy:
 
     @property
     def framebuffer(self) -> torch.Tensor:
-        """``uint8 [N, 144, 160]`` shades 0..3 of the last rendered lines (needs framebuffer=True)."""
+        """``uint8 [N, 144, 160]`` shades 0..3 of the last frame run (needs framebuffer=True)."""
         if not self._expose_fb:
             raise AttributeError("create the GameBoy with framebuffer=True to read the framebuffer")
         return self._fb

@@ -21,6 +21,12 @@ What is rendered (DMG, Pan Docs semantics):
 * LCDC.0 clear: background and window are blank (colour 0 through BGP) and objects always show;
 * LCDC.7 clear (LCD off): the line is shade 0.
 
+Where PyBoy 2.8.1 (the test oracle) departs from hardware we follow hardware; games rarely hit
+these (none did in 10,000 frames of each test game): PyBoy draws the window while LCDC.0 is
+clear, hides behind-BG objects while LCDC.0 is clear, lets a lower-priority object show through
+a higher-priority behind-BG object on non-zero BG, and shows BGP colour 0 (not shade 0) while
+the LCD is off. ``test/test_render.py`` pins each of these cases down.
+
 The window state is one opaque ``int`` (the ``win_line`` of the contract): the core keeps it per
 env, resets it to :data:`WINDOW_STATE_RESET` when a frame starts (LY = 0) and passes back what the
 function returned. It packs the window line counter (low 8 bits) with the WY-latch flag.
@@ -105,12 +111,15 @@ def render_scanline_row(
     obp1: int,
     win_line: int,
     fb: wp.array3d(dtype=wp.uint8),
-):
+) -> int:
     """Render screen line ``ly`` of env ``i`` into ``fb[i, row, 0:160]``; return the window state.
 
     Same as :func:`render_scanline` with the destination row separate from ``ly``, so a caller
-    can use a one-line buffer (``fb`` of shape ``[N, 1, 160]``, ``row = 0``).
+    can use a one-line buffer (``fb`` of shape ``[N, 1, 160]``, ``row = 0``). Lines outside
+    0..143 are ignored (nothing written, state unchanged).
     """
+    if ly < 0 or ly >= _SCREEN_H:
+        return win_line
     if (lcdc & 0x80) == 0:
         for x in range(_SCREEN_W):
             fb[i, row, x] = wp.uint8(0)
@@ -241,7 +250,7 @@ def render_scanline(
     obp1: int,
     win_line: int,
     fb: wp.array3d(dtype=wp.uint8),
-):
+) -> int:
     """Render visible line ``ly`` (0..143) of env ``i`` into ``fb[i, ly, 0:160]`` as shades 0..3.
 
     ``vram[i, a]`` is address ``0x8000 + a``, ``oam[i, a]`` is ``0xFE00 + a``; registers are their
@@ -279,7 +288,7 @@ def pack_line_packed2(
 
 
 @wp.func
-def window_line(win_state: int):
+def window_line(win_state: int) -> int:
     """The window's internal line counter held in a window state word."""
     return win_state & _WIN_COUNT_MASK
 

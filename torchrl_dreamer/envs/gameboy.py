@@ -23,20 +23,22 @@ aliases a buffer a later step overwrites (unless you ask for it with ``obs_out``
 
 Example:
     >>> from torchrl_dreamer.envs import GameBoyEnv
-    >>> env = GameBoyEnv("maze", num_envs=4)
-    >>> td = env.rollout(10, break_when_any_done=False)
-    >>> td["next", "pixels"].shape
+    >>> env = GameBoyEnv("maze", num_envs=4)  # doctest: +SKIP
+    >>> td = env.rollout(10, break_when_any_done=False)  # doctest: +SKIP
+    >>> td["next", "pixels"].shape  # doctest: +SKIP
     torch.Size([4, 10, 1, 72, 20])
 """
 
 from __future__ import annotations
 
+import random
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from torchrl.data import Bounded, Categorical, Composite, Unbounded
+from torchrl.data import Bounded, Categorical, Composite, OneHot, Unbounded
 from torchrl.envs import EnvBase
 
 from torchrl_dreamer.envs.actions import ActionSet, make_action_set
@@ -87,7 +89,10 @@ class GameBoyEnv(EnvBase):
         native_autoreset: deferred native auto-reset (see the module docstring); with
             ``False`` TorchRL collectors call :meth:`reset` on done envs as for any env. (Not
             ``auto_reset``: TorchRL's ``EnvBase`` reserves that name for its ``AutoResetEnv``.)
-        seed: optional seed applied at construction (as :meth:`set_seed`).
+        one_hot_actions: action spec ``OneHot(n)`` (``bool[N, n]``, what one-hot actors such as
+            Dreamer's emit) instead of ``Categorical(n)`` (``int64[N]``); both are accepted.
+        seed: seed of the reset draws (layouts, no-op counts) at construction; default 0, so
+            two envs built alike behave alike until :meth:`set_seed`.
         backend: object with ``GameBoy`` and ``ResetCache`` (default: :mod:`torchrl_dreamer.emulator`);
             lets tests and alternative emulators plug in.
     """
@@ -112,6 +117,7 @@ class GameBoyEnv(EnvBase):
         pixels: str = "packed2",
         noop_max: int = 0,
         native_autoreset: bool = True,
+        one_hot_actions: bool = False,
         seed: int | None = None,
         backend: Any = None,
     ):
@@ -152,11 +158,12 @@ class GameBoyEnv(EnvBase):
         self.pixels_format = pixels
         self.noop_max = int(noop_max)
         self.num_envs = num_envs
+        self.one_hot_actions = bool(one_hot_actions)
         self._backend = backend if backend is not None else _default_backend()
 
         # Console batch, task and start snapshot.
         self._rom_path = self.task.rom_path()
-        self.gb = self._backend.GameBoy(self._rom_path, num_envs=num_envs, device=device)
+        self.gb = self._make_gb(num_envs)
         self.task.check_cartridge(self.gb.cartridge)
         self.task.prepare(self.gb)
         self.task.setup(num_envs, device)
@@ -176,8 +183,6 @@ class GameBoyEnv(EnvBase):
 
         self._make_specs()
         self._torchrl_native_autoreset = bool(native_autoreset)
-        if seed is not None:
-            self.set_seed(seed)
 
     # ------------------------------------------------------------------ specs
     def _make_specs(self) -> None:
@@ -199,8 +204,12 @@ class GameBoyEnv(EnvBase):
             shape=(n,),
             device=dev,
         )
-        self.action_spec = Categorical(self.action_set.n, shape=(n,), dtype=torch.int64,
-                                       device=dev)
+        if self.one_hot_actions:
+            self.action_spec = OneHot(self.action_set.n, shape=(n, self.action_set.n),
+                                      dtype=torch.bool, device=dev)
+        else:
+            self.action_spec = Categorical(self.action_set.n, shape=(n,), dtype=torch.int64,
+                                           device=dev)
         self.reward_spec = Unbounded(shape=(n, 1), dtype=torch.float32, device=dev)
         self.done_spec = Composite(
             done=flag.clone(), terminated=flag.clone(), truncated=flag.clone(),
@@ -227,7 +236,7 @@ class GameBoyEnv(EnvBase):
         if not live and int(noops.max()) == 0:
             return self._backend.ResetCache(gb)
         saved = gb.save_state() if live else None
-        aux = self._backend.GameBoy(self._rom_path, num_envs=1, device=self.device)
+        aux = self._make_gb(1)
         self.task.prepare(aux)
         done_frames = 0
         for k in torch.unique(noops).tolist():
@@ -239,6 +248,13 @@ class GameBoyEnv(EnvBase):
         if saved is not None:
             gb.load_state(saved)
         return cache
+
+    def _make_gb(self, num_envs: int) -> Any:
+        with warnings.catch_warnings():
+            if not self.task.rom_has_logo:
+                # our own games leave the (copyrighted) Nintendo logo out on purpose
+                warnings.filterwarnings("ignore", message=".*Nintendo logo.*")
+            return self._backend.GameBoy(self._rom_path, num_envs=num_envs, device=self.device)
 
     # ------------------------------------------------------------------ core
     def _restart(self, mask: torch.Tensor) -> None:
@@ -278,9 +294,11 @@ class GameBoyEnv(EnvBase):
         """
         n = self.num_envs
         if action.dim() > 1:
-            action = action.reshape(n, -1)
+            action = action.reshape(n, -1)  # one-hot [N, n] or indices [N, 1]
             if action.shape[-1] == 1:
                 action = action.squeeze(-1)
+            elif not action.dtype.is_floating_point:
+                action = action.to(torch.bool)
         buttons = self.action_set.encode(action.to(self.device))
         first = self._pending
         buttons = torch.where(first, self._zeros_u8, buttons)
@@ -349,6 +367,12 @@ class GameBoyEnv(EnvBase):
         else:
             mask = mask.to(self.device, torch.bool).reshape(n, -1).any(-1)
             partial = not bool(mask.all())
+            if not bool(mask.any()):
+                # nothing to reset: report the current observation unchanged
+                no = torch.zeros(n, dtype=torch.bool, device=self.device)
+                out = self._output(self._last_pixels.clone(), no.float(), no, no, no)
+                del out["reward"]
+                return out
         saved = self.gb.save_state() if partial else None
         saved_task = {k: v.clone() for k, v in self.task.buffers.items()} if partial else None
         self._restart(mask)
@@ -377,7 +401,7 @@ class GameBoyEnv(EnvBase):
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is None:
-            seed = int(torch.seed() % (2**62))
+            seed = random.SystemRandom().randrange(2**62)  # leaves torch's global RNG alone
         self._generator.manual_seed(int(seed))
         self._noop_gen.manual_seed(int(seed))
         if self.noop_max > 0:

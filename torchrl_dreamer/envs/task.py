@@ -41,11 +41,15 @@ class Task:
     Class attributes (override in subclasses):
         name: registry name (``make_task(name)``).
         rom_titles: cartridge header titles this task accepts (compared after stripping NULs and
-            spaces, case-insensitive); empty = accept any ROM.
+            spaces, case-insensitive); empty = accept any title.
+        rom_sha256: hex digests of the exact ROM images accepted, for games whose header title
+            is blank or shared; empty = no hash check.
         default_action_set: name of the built-in action set used when the env gets none.
         default_max_episode_steps: episode length limit used when the env gets none (``None`` =
             unlimited).
         start_frames: frames run from power-on by the default :meth:`prepare`.
+        rom_has_logo: ``False`` for ROMs that leave out the Nintendo logo on purpose (ours): the
+            env then silences the emulator's missing-logo warning.
 
     Args:
         rom: path of the ROM file; ``None`` = :meth:`default_rom`.
@@ -55,9 +59,11 @@ class Task:
 
     name: ClassVar[str] = "task"
     rom_titles: ClassVar[tuple[str, ...]] = ()
+    rom_sha256: ClassVar[tuple[str, ...]] = ()
     default_action_set: ClassVar[str] = "default"
     default_max_episode_steps: ClassVar[int | None] = None
     start_frames: ClassVar[int] = 60
+    rom_has_logo: ClassVar[bool] = True
 
     def __init__(self, rom: str | Path | None = None, state: Any = None):
         self.rom = Path(rom) if rom is not None else None
@@ -84,7 +90,14 @@ class Task:
         return Path(path)
 
     def check_cartridge(self, cartridge: Any) -> None:
-        """Raise :class:`TaskMismatchError` if the cartridge title is not one this task accepts."""
+        """Raise :class:`TaskMismatchError` if the cartridge is not one this task accepts."""
+        digest = getattr(cartridge, "sha256", None)
+        if self.rom_sha256 and digest is not None and digest not in self.rom_sha256:
+            raise TaskMismatchError(
+                f"task {self.name!r} runs a specific ROM image (sha256 "
+                f"{', '.join(h[:12] + '...' for h in self.rom_sha256)}) but was given one with "
+                f"sha256 {digest[:12]}...; pass the ROM the task was written for"
+            )
         if not self.rom_titles:
             return
         title = _normalise_title(getattr(cartridge, "title", ""))
@@ -102,7 +115,18 @@ class Task:
         :attr:`start_frames` frames with no button held from power-on.
         """
         if self.state is not None:
-            gb.load_state(_load_state_arg(self.state))
+            state = _load_state_arg(self.state)
+            n = getattr(state, "num_envs", 1)
+            if n not in (1, gb.num_envs) and hasattr(state, "select"):
+                state = state.select(0)  # a multi-env savestate: start every env from its env 0
+            try:
+                gb.load_state(state)
+            except ValueError as err:
+                raise TaskMismatchError(
+                    f"the start state given to task {self.name!r} does not fit the ROM "
+                    f"{self.rom_path()}: {err}. Save the state with this ROM (GameBoy.save_state"
+                    "().save(path)) or pass the ROM it was taken on"
+                ) from err
         else:
             gb.run_frames(self.start_frames)
 

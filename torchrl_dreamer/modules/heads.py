@@ -82,6 +82,7 @@ class ContinueHead(nn.Module):
         uniform_init_(self.out, 1.0)
 
     def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        """Continue logits ``[...]``."""
         return self.out(self.net(latent)).squeeze(-1)
 
 
@@ -120,6 +121,7 @@ class DreamerV3Actor(nn.Module):
         uniform_init_(self.out, 1.0)
 
     def forward(self, latent: torch.Tensor):
+        """Discrete: unimixed log-probs ``[..., A]``; continuous: ``(mean, std)``."""
         y = self.out(self.net(latent))
         if self.discrete:
             return unimix_logits(y, self.unimix)

@@ -68,6 +68,7 @@ class LayerNormGRUCell(nn.Module):
         self.norm = nn.LayerNorm(3 * hidden_size, eps=LN_EPS)
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """Next hidden state ``[..., hidden]`` (fp32 or wider) from input ``x`` and state ``h``."""
         dtype = torch.promote_types(h.dtype, torch.float32)
         with torch.autocast(device_type=h.device.type, enabled=False):
             h = h.to(dtype)

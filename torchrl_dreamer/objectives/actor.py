@@ -164,6 +164,7 @@ class DreamerV3ActorLoss(LossModule):
 
     # ------------------------------------------------------------------ forward
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Actor loss, metrics and the imagination TensorDict from posterior start states."""
         keys, cfg = self.tensor_keys, self.config
         h = tensordict.get(keys.h).detach()
         z = tensordict.get(keys.z).detach()

@@ -60,6 +60,7 @@ class SlowCritic(nn.Module):
         self.count.add_(1)
 
     def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        """Slow-critic two-hot logits."""
         return self.module(latent)
 
 
@@ -107,6 +108,7 @@ class DreamerV3CriticLoss(LossModule):
         self.slow_critic.update()
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Critic loss and value metrics from the actor loss's imagination TensorDict."""
         keys, cfg = self.tensor_keys, self.config
         latent = tensordict.get(keys.latent).detach()[:-1]
         target = tensordict.get(keys.lambda_return).detach()

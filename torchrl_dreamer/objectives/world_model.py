@@ -158,6 +158,7 @@ class DreamerV3WorldModelLoss(LossModule):
         return x.transpose(0, 1) if self.batch_major else x
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Loss terms, metrics and detached posterior states for a ``[T, B]`` replay sample."""
         wm, keys, cfg = self.world_model, self.tensor_keys, self.config
         if tensordict.batch_dims < 2:
             raise ValueError(

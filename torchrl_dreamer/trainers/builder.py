@@ -40,11 +40,17 @@ class RunParts:
 
 
 def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> Any:
-    """The :class:`~torchrl_dreamer.envs.GameBoyEnv` of ``cfg`` (task, ROM, device, frame skip).
+    """The env of ``cfg``: a :class:`~torchrl_dreamer.envs.GameBoyEnv` (task, ROM, device, frame
+    skip) or, for ``task="gym:<id>"``, a :class:`~torchrl_dreamer.trainers.gym_env.DeferredResetGymEnv`.
 
     A missing ROM raises :class:`ConfigError` saying where it was looked for.
     """
     from torchrl_dreamer.envs import GameBoyEnv
+
+    if cfg.task.startswith("gym:"):
+        from torchrl_dreamer.trainers.gym_env import DeferredResetGymEnv
+
+        return DeferredResetGymEnv(cfg.task[4:], num_envs=num_envs or cfg.num_envs, seed=cfg.seed)
 
     try:
         return GameBoyEnv(cfg.task, num_envs=num_envs or cfg.num_envs, device=cfg.device,

@@ -50,7 +50,8 @@ class TrainConfig:
     """One training run.
 
     Attributes:
-        task: registered task name (:func:`torchrl_dreamer.envs.list_tasks`), default ``"maze"``.
+        task: registered task name (:func:`torchrl_dreamer.envs.list_tasks`), default ``"maze"``,
+            or ``"gym:<id>"`` for a gymnasium env with vector observations (``gym:CartPole-v1``).
         rom: ROM path overriding the task's own (user-supplied games).
         preset: model size, a key of :data:`torchrl_dreamer.modules.PRESETS` (``"tiny"``).
         loss_preset: a key of :data:`torchrl_dreamer.objectives.LOSS_PRESETS` (``"sheeprl"``).
@@ -227,14 +228,26 @@ IDENTITY_KEYS = ("task", "preset", "loss_preset", "num_envs", "batch_size", "seq
 
 
 def check_task(task: str) -> None:
-    """Raise :class:`ConfigError` unless ``task`` is registered (or ``cartpole``)."""
+    """Raise :class:`ConfigError` unless ``task`` is a registered Game Boy task or
+    ``gym:<gymnasium id>`` (vector observations, discrete actions, e.g. ``gym:CartPole-v1``)."""
     from torchrl_dreamer.envs import list_tasks
+
+    if task.startswith("gym:"):
+        try:
+            import gymnasium
+        except ImportError as err:
+            raise ConfigError(f"task {task!r} needs gymnasium: pip install gymnasium") from err
+        try:
+            gymnasium.spec(task[4:])
+        except Exception as err:
+            raise ConfigError(f"unknown gymnasium env {task[4:]!r} ({err}).") from err
+        return
 
     tasks = list_tasks()
     if task not in tasks:
         raise ConfigError(
-            f"unknown task {task!r}; registered tasks: {', '.join(tasks)}. Register your own "
-            "with @register_task (docs/writing_a_task.md)."
+            f"unknown task {task!r}; registered tasks: {', '.join(tasks)} (or gym:<id>, e.g. "
+            "gym:CartPole-v1). Register your own with @register_task (docs/writing_a_task.md)."
         )
 
 

@@ -5,7 +5,8 @@ The collector writes every env step into the replay (row ``t`` holds ``r_t``, ``
 training loop can compute episode statistics from the rows it has not read yet, on its own
 thread, without hooking the actor's hot loop. An episode ends on a row with ``terminated`` or
 ``truncated``; it is a *success* when it ends ``terminated`` with a positive last reward (maze:
-the exit is reached; catch never "succeeds" as it ends on the last life lost).
+the exit is reached; catch never "succeeds" as it ends on the last life lost). Envs whose
+episodes succeed by lasting (gymnasium CartPole) set ``success_rule = "truncated"``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from typing import Any
 
 import torch
 
-__all__ = ["EpisodeTracker"]
+__all__ = ["EpisodeTracker", "SUCCESS_RULES", "is_success"]
+
+SUCCESS_RULES = ("terminal_reward", "truncated")
+
+
+def is_success(rule: str, terminated: bool, truncated: bool, last_reward: float) -> bool:
+    """Whether an episode that just ended counts as a success under ``rule``."""
+    if rule == "truncated":
+        return truncated and not terminated
+    return terminated and last_reward > 0
 
 
 class EpisodeTracker:
@@ -25,6 +35,8 @@ class EpisodeTracker:
     Args:
         num_envs: envs per replay row.
         window: how many recent episodes :meth:`recent` averages over.
+        success_rule: ``"terminal_reward"`` (ends ``terminated`` with a positive reward) or
+            ``"truncated"`` (reaches the time limit).
 
     Example:
         >>> tracker = EpisodeTracker(num_envs=16)
@@ -32,7 +44,11 @@ class EpisodeTracker:
         >>> tracker.recent()["return"]
     """
 
-    def __init__(self, num_envs: int, window: int = 32) -> None:
+    def __init__(self, num_envs: int, window: int = 32,
+                 success_rule: str = "terminal_reward") -> None:
+        if success_rule not in SUCCESS_RULES:
+            raise ValueError(f"success_rule must be one of {SUCCESS_RULES}, got {success_rule!r}")
+        self.success_rule = success_rule
         self.num_envs = int(num_envs)
         self.window = int(window)
         self.next_t = 0
@@ -72,7 +88,8 @@ class EpisodeTracker:
             self.lengths = torch.where(fi, torch.zeros_like(self.lengths), self.lengths + 1)
             end = term[i] | trunc[i]
             for e in end.nonzero().flatten().tolist():
-                ok = bool(term[i, e]) and float(reward[i, e]) > 0
+                ok = is_success(self.success_rule, bool(term[i, e]), bool(trunc[i, e]),
+                                float(reward[i, e]))
                 ep = (float(self.returns[e]), int(self.lengths[e]), ok)
                 finished.append(ep)
                 self.recent_eps.append(ep)

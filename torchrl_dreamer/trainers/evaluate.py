@@ -2,7 +2,8 @@
 
 Each of ``episodes`` envs plays ONE episode from reset (the env's ``max_episode_steps`` bounds
 it), with the player's greedy action by default. An episode is a success when it ends
-``terminated`` with a positive last reward (maze: the exit is reached). Frames of env 0 are
+``terminated`` with a positive last reward (maze: the exit is reached), or, for envs with
+``success_rule = "truncated"`` (CartPole), when it reaches the time limit. Frames of env 0 are
 written as an animated GIF (:func:`~torchrl_dreamer.trainers.gif.write_gif`).
 
 Example:
@@ -28,7 +29,7 @@ class EvalResult:
     Attributes:
         episodes: episodes played. success_rate: fraction ending in success.
         mean_return, mean_length: over the episodes. gif: the GIF written (or None).
-        returns: per-episode returns.
+        returns, lengths: per episode (env order; ``lengths`` counts env steps after reset).
     """
 
     episodes: int
@@ -36,6 +37,7 @@ class EvalResult:
     mean_return: float
     mean_length: float
     returns: list[float]
+    lengths: list[int]
     gif: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,6 +69,7 @@ def evaluate(
     from torchrl_dreamer.modules import DreamerPlayer
 
     n = int(env.batch_size[0])
+    rule = getattr(env, "success_rule", "terminal_reward")
     player = DreamerPlayer(world_model, actor, num_envs=n, greedy=greedy, share=True)
     keys = list(world_model.obs_keys)
     if max_steps is None:
@@ -98,7 +101,10 @@ def evaluate(
         returns += torch.where(live, reward, torch.zeros_like(reward))
         lengths += live.long()
         ended = live & (term | trunc)
-        success |= ended & term & (reward > 0)
+        if rule == "truncated":
+            success |= ended & trunc & ~term
+        else:
+            success |= ended & term & (reward > 0)
         done |= ended
     written = None
     if gif is not None and frames:
@@ -115,6 +121,7 @@ def evaluate(
         mean_return=float(returns[fin].sum()) / k,
         mean_length=float(lengths[fin].float().sum()) / k,
         returns=[float(r) for r in returns[fin]],
+        lengths=[int(x) for x in lengths[fin]],
         gif=written,
     )
 

@@ -79,7 +79,9 @@ class DreamerTrainer:
         else:
             parts.collector.logger = self.logger
         self.parts = parts
-        self.tracker = EpisodeTracker(int(parts.env.batch_size[0]))
+        self.tracker = EpisodeTracker(
+            int(parts.env.batch_size[0]),
+            success_rule=getattr(parts.env, "success_rule", "terminal_reward"))
         self.history: list[dict[str, float]] = []
         self.wall_s = 0.0
         self.resumed_from: Path | None = None

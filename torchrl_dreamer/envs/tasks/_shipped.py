@@ -39,6 +39,7 @@ class ShippedGameTask(Task):
     game: ClassVar[str] = ""
     num_seeds: ClassVar[int] = 256
     start_frames = 30
+    rom_has_logo = False
 
     def __init__(self, rom: str | Path | None = None, seed_values: list[int] | None = None,
                  state: Any = None):

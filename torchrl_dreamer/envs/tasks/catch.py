@@ -29,15 +29,14 @@ class CatchTask(ShippedGameTask):
 
     def setup(self, num_envs: int, device: torch.device) -> None:
         super().setup(num_envs, device)
+        if self.ram["SCORE"] != self.ram["LIVES"] + 1:
+            raise RuntimeError("catch RAM map changed: LIVES and SCORE are no longer adjacent")
         self.buffers["score"] = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
         self.buffers["lives"] = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
 
     def compute(self, gb: Any, pixels: torch.Tensor, is_first: torch.Tensor):
         # LIVES at $C003, SCORE (16-bit little-endian) at $C004-$C005: one read.
-        base = self.ram["LIVES"]
-        if self.ram["SCORE"] != base + 1:
-            raise RuntimeError("catch RAM map changed: LIVES and SCORE are no longer adjacent")
-        ram = gb.read_memory(base, 3).to(torch.int32)
+        ram = gb.read_memory(self.ram["LIVES"], 3).to(torch.int32)
         lives = ram[:, 0]
         score = ram[:, 1] | (ram[:, 2] << 8)
         prev_score, prev_lives = self.buffers["score"], self.buffers["lives"]

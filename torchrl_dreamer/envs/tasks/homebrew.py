@@ -32,6 +32,8 @@ class SnakeTask(Task):
     """Test-only snake task (see the module docstring)."""
 
     name = "snake"
+    # the ROM's header title is blank: check the image itself (commit 1be317f of the repo)
+    rom_sha256 = ("0fdae5875ada46cff93b8f3cfbe93f814bd77febf3d2cff162707a81d1f35fac",)
     default_action_set = "dpad"
     default_max_episode_steps = 200
     HEAD = 0xC004

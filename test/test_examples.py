@@ -1,0 +1,71 @@
+"""The examples run end to end (quick settings) and their config files are valid."""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchrl_dreamer.trainers import TrainConfig
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.mark.parametrize("name", ["config", "config_catch", "config_cartpole"])
+def test_dreamer_v3_configs_are_valid(name):
+    if "cartpole" in name:
+        pytest.importorskip("gymnasium")
+    cfg = TrainConfig.from_file(EXAMPLES / "dreamer_v3" / f"{name}.yaml")
+    assert cfg.total_steps >= 20_000 and cfg.preset == "tiny"
+
+
+def test_pipeline_example_quick(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "pipeline.py"), "--quick", "--num-envs", "4",
+         "--log-dir", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("done: 256 policy steps")
+    updates = int(last.split(",")[1].split()[0])
+    assert updates > 0
+    assert (tmp_path / "pipeline" / "scalars" / "loss_world_model.csv").is_file()
+
+
+def test_dreamer_v3_train_script_quick(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES / "dreamer_v3"))
+    torch.set_num_threads(1)
+    mod = runpy.run_path(str(EXAMPLES / "dreamer_v3" / "train.py"))
+    small = ["num_envs=4", "batch_size=4", "seq_len=8", "steps_per_rollout=8",
+             "commit_stride=4", "replay_capacity=512", "learning_starts=32",
+             "frame_skip=6", "total_steps=128", "checkpoint_every=64", "eval_episodes=2",
+             "backend=reference", "progress=false", f"log_dir={tmp_path}"]
+    summary = mod["main"](small)
+    assert summary["policy_steps"] == 128.0 and summary["updates"] > 0
+    assert 0.0 <= summary["eval_success_rate"] <= 1.0
+    assert (tmp_path / "eval.gif").is_file()
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_128",
+                                                                            "step_64"]
+    # resume=true continues the same run directory to a longer total.
+    summary = mod["main"]([*small[:-4], "total_steps=192", "checkpoint_every=64",
+                           "eval_episodes=0", "progress=false", f"log_dir={tmp_path}",
+                           "resume=true"])
+    assert summary["policy_steps"] == 192.0
+
+
+def test_cartpole_example_quick(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("gymnasium")
+    torch.set_num_threads(1)
+    monkeypatch.setattr(sys, "argv", ["cartpole.py", "--quick", "--num-envs", "4",
+                                      "--log-dir", str(tmp_path)])
+    runpy.run_path(str(EXAMPLES / "cartpole.py"), run_name="__main__")
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["policy_steps"] == 300.0 and out["updates"] > 0
+    assert out["eval_mean_return"] >= 8  # CartPole episodes last >= 8 steps
