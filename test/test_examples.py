@@ -69,3 +69,17 @@ def test_cartpole_example_quick(tmp_path, capsys, monkeypatch):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["policy_steps"] == 300.0 and out["updates"] > 0
     assert out["eval_mean_return"] >= 8  # CartPole episodes last >= 8 steps
+
+
+def test_plot_learning_curve_writes_svg(tmp_path, monkeypatch):
+    ep = tmp_path / "run" / "logs" / "scalars" / "episode"
+    ep.mkdir(parents=True)
+    (ep / "success.csv").write_text("".join(f"{100 * i},{i % 2}\n" for i in range(1, 11)))
+    out = tmp_path / "curve.svg"
+    monkeypatch.setattr(sys, "argv", ["plot", str(tmp_path / "run"), "--window", "2",
+                                      "--hline", "0.1", "--out", str(out)])
+    runpy.run_path(str(EXAMPLES / "plot_learning_curve.py"), run_name="__main__")
+    svg = out.read_text()
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    line = svg.split('<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="')[1]
+    assert len(line.split('"')[0].split()) == 10  # one point per episode

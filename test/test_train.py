@@ -77,7 +77,7 @@ def test_resume_continues_the_same_run(tmp_path):
                                       log_dir=str(tmp_path / "full")), quiet=True)
     full.train()
     half_cfg = TrainConfig(**SMALL, total_steps=128, checkpoint_every=128,
-                           log_dir=str(tmp_path / "half"))
+                           log_dir=str(tmp_path / "half"), replay_backing="memmap")
     half = DreamerTrainer(half_cfg, quiet=True)
     half.train()
     half.close()

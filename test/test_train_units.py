@@ -237,3 +237,21 @@ def test_check_compatible_names_the_differences():
     check_compatible(saved, TrainConfig(total_steps=123, log_dir="elsewhere"))
     with pytest.raises(CheckpointError, match="preset: checkpoint .tiny. vs now .XS.; num_envs: checkpoint 16 vs now 8"):
         check_compatible(saved, TrainConfig(num_envs=8, preset="XS"))
+
+
+def test_cli_missing_rom_of_registered_task(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("TORCHRL_DREAMER_POKEMON_RED_ROM", raising=False)
+    monkeypatch.delenv("TORCHRL_DREAMER_POKEMON_RED_STATE", raising=False)
+    rc = main(["--task", "pokemon_red_exit_lab", "--log-dir", str(tmp_path), "--no-progress"])
+    assert rc == 2
+    assert "--rom PATH to a ROM you own" in capsys.readouterr().err
+
+
+def test_cli_config_precedence(tmp_path):
+    from torchrl_dreamer.train import build_parser, config_from_args
+
+    f = tmp_path / "c.yaml"
+    f.write_text("num_envs: 4\nseq_len: 16\nseed: 7\n")
+    args = build_parser("train").parse_args(["--config", str(f), "--seed", "9"])
+    cfg = config_from_args(args)
+    assert (cfg.num_envs, cfg.seq_len, cfg.seed, cfg.task) == (4, 16, 9, "maze")

@@ -103,6 +103,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
     """
     from torchrl_dreamer.trainers import TrainConfig
     from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
+    from torchrl_dreamer.trainers.config import read_config_file
 
     flags = {f: getattr(args, f) for f in _FIELDS if getattr(args, f) is not None}
     if args.no_checkpoint_replay:
@@ -116,9 +117,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
         base = dict(saved["config"])
         base.pop("progress", None)
         args.resume = str(resolve_checkpoint(where))
-    if args.config:
-        return TrainConfig.from_file(args.config, **{**base, **flags})
-    return TrainConfig.from_dict({**base, **flags})
+    file = read_config_file(args.config) if args.config else {}
+    return TrainConfig.from_dict({**base, **file, **flags})
 
 
 def _train(argv: list[str]) -> int:

@@ -504,6 +504,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     halt_bug = int(m.st[i, S_HALT_BUG])
     clk = int(m.st[i, S_CLK])
     nxt = int(m.st[i, S_NEXT])
+    rom0 = int(m.st[i, S_ROM_OFF0])
+    rom1 = int(m.st[i, S_ROM_OFF1])
+    boot = int(m.st[i, S_BOOT_ON])
     fidx = int(0)
     held = int(buttons[i, 0])
     if press_frames <= 0:
@@ -528,6 +531,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
             dirty = 0
             pend = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
+            # mapper banks / boot ROM only change through out-of-line writes (then dirty is set;
+            # no instruction reads ROM after such a write before the next instruction starts)
+            rom0 = m.st[i, S_ROM_OFF0]
+            rom1 = m.st[i, S_ROM_OFF1]
+            boot = m.st[i, S_BOOT_ON]
         if ei_ != 0:
             ei_ = ei_ - 1
             if ei_ == 0:
@@ -676,9 +684,9 @@ def _expand_bus(lines: list[str]) -> list[str]:
                 "if ad_ >= 0xC000 and ad_ < 0xE000:",
                 f"    {dst} = int(m.wram[i, ad_ - 0xC000])",
                 "elif ad_ >= 0x4000 and ad_ < 0x8000:",
-                f"    {dst} = int(m.rom[m.st[i, S_ROM_OFF1] + ad_ - 0x4000])",
-                "elif ad_ < 0x4000 and (ad_ >= 0x100 or m.st[i, S_BOOT_ON] == 0):",
-                f"    {dst} = int(m.rom[m.st[i, S_ROM_OFF0] + ad_])",
+                f"    {dst} = int(m.rom[rom1 + ad_ - 0x4000])",
+                "elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):",
+                f"    {dst} = int(m.rom[rom0 + ad_])",
                 "elif ad_ >= 0xFF80 and ad_ < 0xFFFF:",
                 f"    {dst} = int(m.hram[i, ad_ - 0xFF00])",
                 "else:",

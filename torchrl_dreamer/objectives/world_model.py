@@ -138,10 +138,13 @@ class DreamerV3WorldModelLoss(LossModule):
     def kl_loss(
         self, post_logits: torch.Tensor, prior_logits: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(dyn, rep, kl)`` per ``[T, B]``; free bits clip the *summed* KL."""
+        """``(dyn, rep, kl)`` per ``[T, B]``; free bits clip the *summed* KL.
+
+        Inputs are the RSSM's unimixed log-probabilities ``[T, B, stoch, classes]``.
+        """
         fb = self.config.free_bits
-        dyn = categorical_kl(post_logits.detach(), prior_logits)
-        rep = categorical_kl(post_logits, prior_logits.detach())
+        dyn = categorical_kl(post_logits.detach(), prior_logits, normalized=True)
+        rep = categorical_kl(post_logits, prior_logits.detach(), normalized=True)
         return dyn.clamp_min(fb), rep.clamp_min(fb), dyn.detach()
 
     def reward_loss(self, logits: torch.Tensor, reward: torch.Tensor) -> torch.Tensor:

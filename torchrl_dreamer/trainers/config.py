@@ -200,18 +200,7 @@ class TrainConfig:
     @classmethod
     def from_file(cls, path: str | Path, **overrides: Any) -> TrainConfig:
         """Load a YAML (or JSON) config file, then apply ``overrides`` (e.g. from the CLI)."""
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file {path} not found.")
-        text = path.read_text()
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text) or {}
-        else:
-            data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path} must hold a mapping of settings, got {type(data).__name__}.")
+        data = read_config_file(path)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(data)
 
@@ -225,6 +214,23 @@ class TrainConfig:
 IDENTITY_KEYS = ("task", "preset", "loss_preset", "num_envs", "batch_size", "seq_len",
                  "frame_skip", "steps_per_rollout", "commit_stride",
                  "replay_ratio", "learning_starts", "seed")
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The settings of a YAML (``.yaml``/``.yml``) or JSON file, as a dict."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} not found.")
+    text = path.read_text()
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+    else:
+        data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of settings, got {type(data).__name__}.")
+    return data
 
 
 def check_task(task: str) -> None:

@@ -29,21 +29,24 @@ class CatchTask(ShippedGameTask):
 
     def setup(self, num_envs: int, device: torch.device) -> None:
         super().setup(num_envs, device)
-        if self.ram["SCORE"] != self.ram["LIVES"] + 1:
-            raise RuntimeError("catch RAM map changed: LIVES and SCORE are no longer adjacent")
+        # one read per step covers GAME_STATE..SCORE (a read is a kernel launch)
+        self._base = self.ram["GAME_STATE"]
+        self._span = self.ram["SCORE"] + 2 - self._base
+        if not 0 < self._span <= 64 or self.ram["LIVES"] < self._base:
+            raise RuntimeError("catch RAM map changed: GAME_STATE, LIVES, SCORE no longer close")
         self.buffers["score"] = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
         self.buffers["lives"] = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
 
     def compute(self, gb: Any, pixels: torch.Tensor, is_first: torch.Tensor):
-        # LIVES at $C003, SCORE (16-bit little-endian) at $C004-$C005: one read.
-        ram = gb.read_memory(self.ram["LIVES"], 3).to(torch.int32)
-        lives = ram[:, 0]
-        score = ram[:, 1] | (ram[:, 2] << 8)
+        ram = gb.read_memory(self._base, self._span).to(torch.int32)
+        lives = ram[:, self.ram["LIVES"] - self._base]
+        lo = self.ram["SCORE"] - self._base
+        score = ram[:, lo] | (ram[:, lo + 1] << 8)  # 16-bit little-endian
         prev_score, prev_lives = self.buffers["score"], self.buffers["lives"]
         caught = (score - prev_score) % 65536
         lost = (prev_lives - lives).clamp(min=0)
         reward = (caught - lost).to(torch.float32)
         prev_score.copy_(score)
         prev_lives.copy_(lives)
-        over = self.game_state(gb) == 2
+        over = ram[:, 0] == 2  # GAME_STATE
         return reward, over
