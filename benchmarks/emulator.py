@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -106,8 +107,12 @@ def compile_times():
         env = dict(os.environ, WARP_CACHE_PATH=d, TORCHRL_DREAMER_CACHE=d)
         out = []
         for _ in range(2):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-            out.append(float(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else None)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            wall = float(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else None
+            out.append((wall, cpu))
     return out
 
 
@@ -138,9 +143,11 @@ def main():
         ours = our_steps(path, steps, args.envs)
         emit("emulator", f"steps24/{name}/envs={args.envs}", ours, pyboy_steps(path, steps), "steps/s")
     if not args.no_compile:
-        cold, cached = compile_times()
-        emit("emulator", "compile/cold", cold, None, "s", higher_is_better=False)
-        emit("emulator", "compile/cached", cached, None, "s", higher_is_better=False)
+        (cold, cold_cpu), (cached, cached_cpu) = compile_times()
+        emit("emulator", "compile/cold/wall", cold, None, "s", higher_is_better=False)
+        emit("emulator", "compile/cold/cpu", cold_cpu, None, "s", higher_is_better=False)
+        emit("emulator", "compile/cached/wall", cached, None, "s", higher_is_better=False)
+        emit("emulator", "compile/cached/cpu", cached_cpu, None, "s", higher_is_better=False)
 
 
 if __name__ == "__main__":

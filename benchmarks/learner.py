@@ -14,7 +14,8 @@ comparison is of cost at equal sizes.
 Run ``python benchmarks/learner.py`` (``--quick``: tiny only, fewer repeats). Prints one JSON line
 per case: ``{"bench", "case", "ours", "peer", "unit", "speedup"}`` (seconds per update, median;
 speedup > 1 means we are faster). Uses one torch thread; timings are process CPU time on CPU
-(robust to other jobs sharing the machine) and wall time on CUDA.
+(less sensitive to other jobs sharing the machine) and wall time on CUDA; the learners are timed
+round-robin so both see the same background load.
 """
 
 from __future__ import annotations
@@ -236,19 +237,28 @@ def _peer(preset: str, device: torch.device, kernel: int = 3, amp: torch.dtype |
     return update, batch
 
 
-def _time(update, batch, repeats: int, device: torch.device) -> float:
-    update(batch)  # warm-up (allocations, first hard copy of the slow critic)
-    clock = time.perf_counter if device.type == "cuda" else time.process_time
-    times = []
+def _clock(device: torch.device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        return time.perf_counter()
+    return time.process_time()
+
+
+def _time_interleaved(cases, repeats: int, device: torch.device) -> list[float]:
+    """Median seconds per update of each ``(update, batch)``, measured round-robin.
+
+    Interleaving the learners makes them share the same background load (the CPU here is
+    shared with other jobs), which a back-to-back measurement would not.
+    """
+    for update, batch in cases:
+        update(batch)  # warm-up (allocations, first hard copy of the slow critic)
+    times = [[] for _ in cases]
     for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t = clock()
-        update(batch)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(clock() - t)
-    return statistics.median(times)
+        for i, (update, batch) in enumerate(cases):
+            t = _clock(device)
+            update(batch)
+            times[i].append(_clock(device) - t)
+    return [statistics.median(t) for t in times]
 
 
 def main() -> None:
@@ -273,13 +283,16 @@ def main() -> None:
     amp = torch.bfloat16 if args.bf16 else None
     suffix = "_bf16" if args.bf16 else ""
     for preset in presets:
+        kernels = [int(k) for k in args.peer_kernels.split(",")]
         torch.manual_seed(0)
         ours_update, ours_batch = _ours(preset, device, amp)
-        ours = _time(ours_update, ours_batch(args.seq, args.batch), repeats, device)
-        for kernel in [int(k) for k in args.peer_kernels.split(",")]:
+        cases = [(ours_update, ours_batch(args.seq, args.batch))]
+        for kernel in kernels:
             torch.manual_seed(0)
             peer_update, peer_batch = _peer(preset, device, kernel, amp)
-            peer = _time(peer_update, peer_batch(args.seq, args.batch), repeats, device)
+            cases.append((peer_update, peer_batch(args.seq, args.batch)))
+        ours, *peers = _time_interleaved(cases, repeats, device)
+        for kernel, peer in zip(kernels, peers):
             case = f"{preset}_B{args.batch}xT{args.seq}_{device.type}_peerk{kernel}{suffix}"
             print(
                 json.dumps(

@@ -105,6 +105,8 @@ def test_policy_ready_ordering(backend):
     policy = c.driver.policy
 
     def instrumented(td):
+        # the player gets is_first, so it resets (h, z, prev_action) of envs that restarted
+        assert td["is_first"].shape[0] == c.num_envs
         acts.append((c.actor_version, _checksum(c.player.world_model, c.player.actor)))
         return policy(td)
 
@@ -370,3 +372,16 @@ def test_precision_and_device_must_match_learner():
     AsyncDreamerCollector(c.env, c.storage, c.sampler, c.player, c.learner, cfg)  # consistent
     with pytest.raises(ValueError, match="precision='fp32'"):
         AsyncDreamerCollector(c.env, c.storage, c.sampler, c.player, c.learner, c.config)
+
+
+def test_env_driver_state_roundtrip():
+    """The actor's next input and episode ids survive a state_dict round trip."""
+    c = make_collector("reference", total_frames=64, replay_ratio=0.0)
+    c.run()
+    sd = c.driver.state_dict()
+    c2 = make_collector("reference", total_frames=64, replay_ratio=0.0)
+    c2.driver.load_state_dict(sd)
+    assert c2.driver.env_steps == c.driver.env_steps == 16
+    for k, v in c.driver.current.items(include_nested=True, leaves_only=True):
+        assert torch.equal(c2.driver.current[k], v), k
+    assert torch.equal(c2.driver._episode_id, c.driver._episode_id)

@@ -350,3 +350,31 @@ def test_oam_dma_copies_and_blocks_oam():
     gb.run_frames(2)
     assert gb.read_memory(0xFE00, 0xA0)[0].tolist() == list(range(0xA0))
     assert gb.read_memory(0xC000, 2)[0].tolist() == [0xFF, 0x05]
+
+
+@pytest.mark.parametrize("game", ["2048-wyattferguson/2048.gb", "gb_raw_snake/snake.gb",
+                                  "postbot/PostBot.gb"])
+def test_title_screens_match_pyboy(roms, game):
+    """Whole pipeline (CPU, PPU timing, renderer) against PyBoy on the games' static title screens.
+
+    PyBoy starts through its own boot ROM, so frame phases differ: only screens that stay still
+    are compared (shade indices, PyBoy's palette set to the 4 DMG greys)."""
+    pyboy = pytest.importorskip("pyboy")
+    path = rom_path(roms, "games/" + game)
+    pb = pyboy.PyBoy(str(path), window="null", sound_emulated=False,
+                     color_palette=(0xFFFFFF, 0xAAAAAA, 0x555555, 0x000000))
+    pb.set_emulation_speed(0)
+    gb = GameBoy(path, framebuffer=True, check_header=False)
+    try:
+        for frames in (120, 240):
+            pb.tick(frames - pb.frame_count, False)
+            pb.tick(1, True)
+            pb.tick(1, True)  # the first rendered frame after render=False ticks can be stale
+            red = torch.from_numpy(pb.screen.ndarray[:, :, 0].copy())
+            theirs = 3 - torch.bucketize(red.to(torch.int64), torch.tensor([0x2A, 0x7F, 0xD4]))
+            gb.run_frames(frames - int(gb.frame_count[0]))
+            ours = gb.framebuffer[0].to(torch.int64)
+            assert ours.any()
+            assert torch.equal(ours, theirs), f"{int((ours != theirs).sum())} pixels differ at {frames}"
+    finally:
+        pb.stop(save=False)

@@ -308,7 +308,7 @@ def test_cli_train_config_maps_to_a_gameboy_run(tmp_path):
     cfg, f = from_train_config(tc, use_ray=False)
     assert (cfg.num_runners, cfg.envs_per_runner, cfg.chunk_len) == (2, 2, 8)
     assert cfg.capacity == 100 + 8 + 8 and cfg.total_frames == 96
-    assert cfg.replay_dir == str(tmp_path / "run" / "replay")
+    assert cfg.replay_dir == str(tmp_path / "run" / "replay") and cfg.runner_gpus == 0.0
     trainer = RayDreamerTrainer(cfg, f.env, f.policy, f.learner)
     try:
         out = trainer.run()
@@ -378,3 +378,34 @@ def test_several_tasks_by_runner_group():
     assert abs(share - 0.75) < 0.07
     with pytest.raises(KeyError, match="no entry for runner group"):
         RayDreamerTrainer(cfg, {"short": short.env}, None, short.learner).run()
+
+
+def test_resume_from_checkpoint_continues_the_run(tmp_path):
+    from torchrl_dreamer.distributed import RayDreamerTrainer
+
+    f = TickFactory(num_envs=2)
+    ck = str(tmp_path / "ck")
+    first = RayDreamerTrainer(_small_cfg(checkpoint_dir=ck), f.env, f.policy, f.learner)
+    try:
+        out1 = first.run()
+        first.checkpoint()
+        weights = {k: v.clone() for k, v in first.learner.state_dict().items()}
+    finally:
+        first.shutdown()
+    cfg = _small_cfg(resume_from=ck, total_frames=640)
+    second = RayDreamerTrainer(cfg, f.env, f.policy, f.learner)
+    try:
+        second.start()
+        assert second.resumed_from == ck and second.updates == out1["updates"]
+        assert all(torch.equal(second.learner.state_dict()[k], v) for k, v in weights.items())
+        slots = second.service.stats()["slots"]
+        assert slots["runner-0"]["committed_t"] == out1["service"]["slots"]["runner-0"][
+            "committed_t"]
+        out2 = second.run()
+    finally:
+        second.shutdown()
+    assert out2["policy_steps"] >= 640 and out2["updates"] > out1["updates"]
+    assert out2["version"] > out1["version"]
+    second.service.check_invariants()  # restarted runners continued their episode ids
+    with pytest.raises(FileNotFoundError, match="resume_from"):
+        RayDreamerTrainer(_small_cfg(resume_from=str(tmp_path)), f.env, None, f.learner).start()

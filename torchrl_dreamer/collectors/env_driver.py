@@ -171,6 +171,37 @@ class EnvDriver:
         self._cur = td
         return td
 
+    def state_dict(self) -> dict[str, Any]:
+        """The env output the actor acts on next, episode ids and the step count (CPU copies).
+
+        With the replay ring and the env's own state this resumes the actor exactly.
+        """
+        cur = self.current
+        return {
+            "current": {k: v.detach().to("cpu", copy=True)
+                        for k, v in cur.items(include_nested=True, leaves_only=True)},
+            "episode_id": self._episode_id.detach().to("cpu", copy=True),
+            "env_steps": self.env_steps,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`state_dict`; re-renders a zero-copy pixel slot at the replay's head.
+
+        Load the storage first: the next row's pixels are written into its head slot.
+        """
+        dev = self.env.device
+        cur = {k: v.to(dev) for k, v in state["current"].items()}
+        self._prefilled = None
+        key, st = self._zero_copy_key, self.storage
+        if key is not None and key in cur and st.initialized and key in st.fields:
+            slot = st.obs_slot(st.total_steps, key)
+            slot.copy_(cur[key].to(slot.device))
+            cur[key] = slot
+            self._prefilled = key
+        self._cur = TensorDict(cur, batch_size=[self.num_envs], device=dev)
+        self._episode_id = state["episode_id"].to(dev)
+        self.env_steps = int(state["env_steps"])
+
     @property
     def current(self) -> TensorDictBase:
         """The latest env output (``o_t`` and its flags), read by the policy next."""

@@ -42,7 +42,12 @@ class RayTrainingConfig:
         group_weights: sampling weight of each group (default 1 each).
         max_restarts: restarts allowed per runner after a crash before the run fails.
         checkpoint_dir, checkpoint_every: replay-service checkpoints every that many updates.
+        resume_from: a ``checkpoint_dir`` to restore the replay service(s) and the learner from
+            before starting (runners re-register by name and continue their slots).
         replay_dir: memmap directory of the replay (``None``: RAM).
+        runner_gpus: GPUs reserved per runner actor (fractions share one GPU, e.g. ``0.5`` for
+            two runners on one GPU). Ray hides GPUs from actors that reserve none, so CUDA envs
+            need ``> 0``.
         address: Ray cluster to join (``None``: start a local, loopback-only cluster).
         num_cpus: CPUs of a local cluster.
         use_ray: ``False`` runs the same protocol in-process, runners stepped in turn (tests).
@@ -70,7 +75,9 @@ class RayTrainingConfig:
     max_restarts: int = 3
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
+    resume_from: str | None = None
     replay_dir: str | None = None
+    runner_gpus: float = 0.0
     address: str | None = None
     num_cpus: int | None = None
     use_ray: bool = True
@@ -110,6 +117,7 @@ class RayTrainingConfig:
         need(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
              "needs checkpoint_dir.")
         need(self.timeout_s > 0, "timeout_s", "must be > 0 seconds.")
+        need(self.runner_gpus >= 0, "runner_gpus", "must be >= 0.")
 
     @property
     def total_envs(self) -> int:

@@ -93,7 +93,7 @@ class RunnerPool:
         for ref in ready:
             i = self.futures.index(ref)
             try:
-                self.finished[i] = ray.get(ref)
+                self.finished[i] = {k: v for k, v in ray.get(ref).items() if k != "_ran"}
                 self.events.append(("finished", self.names[i]))
             except RayActorError:
                 self.restart(i)
@@ -149,7 +149,8 @@ class RunnerPool:
             if i in self.finished:
                 continue
             try:
-                self.finished[i] = ray.get(ref, timeout=0.1)
+                out = ray.get(ref, timeout=0.1)
+                self.finished[i] = {k: v for k, v in out.items() if k != "_ran"}
             except Exception:  # dead or still running: nothing more to collect
                 pass
         for runner in self.runners:

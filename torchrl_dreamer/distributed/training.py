@@ -153,19 +153,24 @@ class RayDreamerTrainer:
         self._pending = None
         self._started = False
         self._checkpoints = 0
+        self.resumed_from: str | None = None
+        self._owns_ray = False
 
     # ------------------------------------------------------------------ construction
-    def _make(self, cls: type, *args: Any, **kwargs: Any) -> Any:
+    def _make(self, cls: type, *args: Any, _options: dict | None = None, **kwargs: Any) -> Any:
         if not self.use_ray:
             return cls(*args, **kwargs)
         from torchrl_dreamer.distributed.cluster import remote_class
 
-        return remote_class(cls).remote(*args, **kwargs)
+        return remote_class(cls, **(_options or {})).remote(*args, **kwargs)
 
     def start(self) -> None:
         """Starts Ray (if needed), the services, the weight store and the runners."""
         cfg = self.config
         if self.use_ray:
+            from torchrl_dreamer.distributed.cluster import require_ray
+
+            self._owns_ray = not require_ray().is_initialized()
             init_ray(cfg.address, num_cpus=cfg.num_cpus)
         root = None if cfg.replay_dir is None else Path(cfg.replay_dir)
         common = dict(seq_len=cfg.seq_len, replay_ratio=cfg.replay_ratio,
@@ -186,6 +191,8 @@ class RayDreamerTrainer:
                 {AGENT: 1.0 - cfg.human_proportion, HUMAN: cfg.human_proportion},
                 seed=cfg.seed,
             )
+        if cfg.resume_from is not None:
+            self._resume(Path(cfg.resume_from))
         for g, w in (cfg.group_weights or {}).items():
             call(self.service, "set_group_weight", g, w)
         self.store = self._make(WeightStore)
@@ -221,8 +228,9 @@ class RayDreamerTrainer:
                     f"{sorted(env_factory)}); give one factory per group in runner_groups."
                 )
             env_factory = env_factory[group]
+        options = {"num_gpus": cfg.runner_gpus} if cfg.runner_gpus else None
         return self._make(EnvRunner, name, env_factory, self.policy_factory, self.sink,
-                          self.store, **kwargs)
+                          self.store, _options=options, **kwargs)
 
     def pool_restarts(self, i: int) -> int:
         """How often runner ``i`` was restarted (0 before the pool exists)."""
@@ -361,17 +369,45 @@ class RayDreamerTrainer:
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, path: str | Path | None = None) -> str:
-        """Checkpoints the replay service(s) (and the learner's state_dict when it has one)."""
+        """Checkpoints the replay service(s), the learner (state_dict, optimizers) and counters.
+
+        Resume with ``RayTrainingConfig(resume_from=<this directory>)``.
+        """
         base = Path(path if path is not None else self.config.checkpoint_dir)
         base.mkdir(parents=True, exist_ok=True)
         call(self.service, "checkpoint", str(base / "replay_agent"))
         if self.human_service is not None:
             call(self.human_service, "checkpoint", str(base / "replay_human"))
         if hasattr(self.learner, "state_dict"):
-            torch.save({"learner": self.learner.state_dict(), "updates": self.updates,
-                        "version": self.version}, base / "learner.pt")
+            state = {"learner": self.learner.state_dict(), "updates": self.updates,
+                     "version": self.version}
+            if hasattr(self.learner, "optimizers"):
+                state["optimizers"] = {k: o.state_dict()
+                                       for k, o in self.learner.optimizers().items()}
+            torch.save(state, base / "learner.pt")
         self._checkpoints += 1
         return str(base)
+
+    def _resume(self, base: Path) -> None:
+        """Restores what :meth:`checkpoint` wrote into ``base`` (services, learner, counters)."""
+        if not (base / "replay_agent").is_dir():
+            raise FileNotFoundError(
+                f"{base / 'replay_agent'} not found: resume_from must be a checkpoint_dir "
+                "written by RayDreamerTrainer.checkpoint()."
+            )
+        call(self.service, "restore", str(base / "replay_agent"))
+        if self.human_service is not None and (base / "replay_human").is_dir():
+            call(self.human_service, "restore", str(base / "replay_human"))
+        learner_file = base / "learner.pt"
+        if learner_file.is_file() and hasattr(self.learner, "load_state_dict"):
+            state = torch.load(learner_file, map_location=self.learner_device)
+            self.learner.load_state_dict(state["learner"])
+            for k, o in getattr(self.learner, "optimizers", dict)().items():
+                if k in state.get("optimizers", {}):
+                    o.load_state_dict(state["optimizers"][k])
+            self.updates = int(state["updates"])
+            self.version = int(state["version"])
+        self.resumed_from = str(base)
 
     # ------------------------------------------------------------------ end
     def summary(self) -> dict[str, Any]:
@@ -407,7 +443,7 @@ class RayDreamerTrainer:
         return self.summary()
 
     def shutdown(self) -> None:
-        """Stops the runners and drops the actors (Ray itself stays up)."""
+        """Stops the runners and drops the actors; shuts Ray down if :meth:`start` started it."""
         if not self._started:
             return
         self._stop_collection()
@@ -418,6 +454,8 @@ class RayDreamerTrainer:
             for actor in (self.service, self.human_service, self.store):
                 if actor is not None:
                     ray.kill(actor, no_restart=True)
+            if self._owns_ray:  # we started it: leave nothing running behind
+                ray.shutdown()
         self._started = False
 
 
@@ -453,6 +491,8 @@ def from_train_config(
         checkpoint_dir=str(log_dir / "checkpoints"),
         checkpoint_every=max(1, int(every * ratio)) if every > 0 and ratio > 0 else 0,
         seed=int(tc.seed),
+        # CUDA envs: the runners share the GPU (Ray hides it from actors reserving none).
+        runner_gpus=1.0 / runners if str(tc.device).startswith("cuda") else 0.0,
     )
     fields.update(overrides)
     frame_skip = int(tc.frame_skip)

@@ -26,13 +26,21 @@ __all__ = [
 ]
 
 BUTTON_A = 1
+"""Button mask bit for A (bit 0 of the ``uint8 [N]`` buttons tensor)."""
 BUTTON_B = 2
+"""Button mask bit for B."""
 BUTTON_SELECT = 4
+"""Button mask bit for SELECT."""
 BUTTON_START = 8
+"""Button mask bit for START."""
 BUTTON_RIGHT = 16
+"""Button mask bit for RIGHT."""
 BUTTON_LEFT = 32
+"""Button mask bit for LEFT."""
 BUTTON_UP = 64
+"""Button mask bit for UP."""
 BUTTON_DOWN = 128
+"""Button mask bit for DOWN."""
 
 _LAZY = {
     "GameBoy": "torchrl_dreamer.emulator.gameboy",

@@ -20,7 +20,17 @@ import os
 import torch
 import warp as wp
 
-from torchrl_dreamer.emulator import layout
+from torchrl_dreamer.emulator import (  # button bits live in the light package __init__
+    BUTTON_A,
+    BUTTON_B,
+    BUTTON_DOWN,
+    BUTTON_LEFT,
+    BUTTON_RIGHT,
+    BUTTON_SELECT,
+    BUTTON_START,
+    BUTTON_UP,
+    layout,
+)
 from torchrl_dreamer.emulator.bus import Mem
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module, operand_lengths
@@ -36,23 +46,6 @@ __all__ = [
     "BUTTON_UP",
     "BUTTON_DOWN",
 ]
-
-BUTTON_A = 1
-"""Button mask bit for A."""
-BUTTON_B = 2
-"""Button mask bit for B."""
-BUTTON_SELECT = 4
-"""Button mask bit for SELECT."""
-BUTTON_START = 8
-"""Button mask bit for START."""
-BUTTON_RIGHT = 16
-"""Button mask bit for RIGHT."""
-BUTTON_LEFT = 32
-"""Button mask bit for LEFT."""
-BUTTON_UP = 64
-"""Button mask bit for UP."""
-BUTTON_DOWN = 128
-"""Button mask bit for DOWN."""
 
 # IO registers as left by the DMG boot ROM (FF00-FF4B); unlisted ones are 0.
 _POST_BOOT_IO = {

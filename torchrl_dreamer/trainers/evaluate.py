@@ -82,9 +82,10 @@ def evaluate(
     success = torch.zeros(n, dtype=torch.bool)
     frames = []
     packed = getattr(env, "pixels_format", None) == "packed2"
+    record = gif is not None and packed
+    if record:
+        frames.append(td.get("pixels")[0].to("cpu"))
     for _ in range(max_steps):
-        if gif is not None and packed and not bool(done[0]):
-            frames.append(td.get("pixels")[0].to("cpu"))
         if bool(done.all()):
             break
         first = td.get("is_first").reshape(n).bool()
@@ -105,6 +106,8 @@ def evaluate(
             success |= ended & trunc & ~term
         else:
             success |= ended & term & (reward > 0)
+        if record and bool(live[0]):  # env 0's frames from reset to its final frame
+            frames.append(td.get("pixels")[0].to("cpu"))
         done |= ended
     written = None
     if gif is not None and frames:
