@@ -23,7 +23,7 @@ import pkgutil
 import sys
 from typing import Any
 
-sys.path.insert(0, os.path.abspath(".."))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torchrl_dreamer  # noqa: E402
 from torchrl_dreamer.version import __version__  # noqa: E402

@@ -75,7 +75,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     """The argument parser of one sub-command."""
     prog = "python -m torchrl_dreamer.train"
     if command == "train":
-        p = argparse.ArgumentParser(prog=prog, description="Train DreamerV3 (default: maze).")
+        p = argparse.ArgumentParser(
+            prog=prog, description="Train DreamerV3 (default: the shipped maze, tiny preset).",
+            epilog="Other sub-commands: 'eval' (success rate + GIF of a checkpoint) and 'bench' "
+                   f"(run the benchmarks); see {prog} eval --help / {prog} bench --help.")
         _add_train_args(p)
     elif command == "eval":
         p = argparse.ArgumentParser(prog=f"{prog} eval",

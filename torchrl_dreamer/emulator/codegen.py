@@ -717,12 +717,17 @@ def _expand_bus(lines: list[str]) -> list[str]:
     return out
 
 
-def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = False) -> str:
+def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = False,
+                    step: bool = False) -> str:
     """Python source of the kernel module, generated from :mod:`~torchrl_dreamer.emulator.isa`.
 
     ``opt_level`` is the C++/CUDA optimisation level of the module (``None``: Warp's default).
     ``trace=True`` (debugging only) logs ``pc, op, rom bank`` of every instruction into a
     5760-entry ring in the framebuffer (launch with ``pack=0`` so nothing overwrites it).
+    ``step=True`` emits the instruction-stepping variant used by the lockstep oracle tests: the
+    same kernel with one more argument, ``max_steps``, after which it returns (an instruction or
+    an interrupt dispatch is one step; halted time is not). The default source is unchanged, so
+    the production kernel pays nothing for it.
     """
     out = [_HEADER.format(key=key, opt=opt_level)]
     body: list[str] = []
@@ -757,6 +762,8 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
     out.append(_FOOTER)
     # expand the bus helpers inside gb_run only
     text = "\n".join(out)
+    if step:
+        text = _step_variant(text)
     head, kern = text.split("def gb_run(", 1)
     kern = "\n".join(_expand_bus(kern.split("\n")))
     out = [head + "def gb_run(" + kern]
@@ -769,6 +776,27 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
     return "\n".join(out) + "\n"
 
 
+_STEP_EDITS = (
+    ("n_frames: int, press_frames: int, pack: int):",
+     "n_frames: int, press_frames: int, pack: int, max_steps: int):"),
+    ("    fidx = int(0)\n", "    fidx = int(0)\n    steps_ = int(0)\n"),
+    ("        if ei_ != 0:\n            ei_ = ei_ - 1\n",
+     "        if steps_ >= max_steps:\n            break\n"
+     "        if ei_ != 0:\n            ei_ = ei_ - 1\n"),
+    ("        if ime != 0 and pend != 0:\n", "        if ime != 0 and pend != 0:\n"
+     "            steps_ = steps_ + 1\n"),
+    ("        op = rd(i, m, pc)\n", "        steps_ = steps_ + 1\n        op = rd(i, m, pc)\n"),
+)
+
+
+def _step_variant(text: str) -> str:
+    """Add the ``max_steps`` budget to the kernel text (see :func:`generate_source`)."""
+    for old, new in _STEP_EDITS:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
 def _dep_sources() -> str:
     here = Path(__file__).resolve().parent
     parts = []
@@ -778,7 +806,7 @@ def _dep_sources() -> str:
     return "\n".join(parts)
 
 
-def kernel_hash(opt_level: int | None = 1) -> str:
+def kernel_hash(opt_level: int | None = 1, step: bool = False) -> str:
     """Cache key: hash of the generated source (so of the ISA table and this generator), the
     bus / ALU / renderer sources it imports, the optimisation level and the Warp version.
 
@@ -786,7 +814,7 @@ def kernel_hash(opt_level: int | None = 1) -> str:
     in a long-lived process whose imported generator differs from the file on disk.
     """
     h = hashlib.sha256()
-    h.update(generate_source("", opt_level).encode())
+    h.update(generate_source("", opt_level, step=step).encode())
     h.update(_dep_sources().encode())
     h.update(wp.config.version.encode())
     return h.hexdigest()[:16]
@@ -795,16 +823,20 @@ def kernel_hash(opt_level: int | None = 1) -> str:
 _LOADED: dict[str, ModuleType] = {}
 
 
-def load_kernel_module(device: str = "cpu") -> ModuleType:
+def load_kernel_module(device: str = "cpu", step: bool = False) -> ModuleType:
     """Generate (if not cached), import and return the kernel module (``.gb_run`` is the kernel).
 
     For the CPU device the module is built at ``optimization_level=1``: -O2 costs ~15x the compile
     time for a few percent of speed on this kind of dispatch loop (``TORCHRL_DREAMER_CPU_OPT``
     overrides the level). CUDA devices get a separate module at Warp's default level.
+    ``step=True`` loads the instruction-stepping debug variant (see :func:`generate_source`),
+    built at ``-O0`` on CPU: it runs a few thousand instructions, so compile time is what counts.
     """
     cpu = str(device).startswith("cpu")
     opt = int(os.environ.get("TORCHRL_DREAMER_CPU_OPT", "1")) if cpu else None
-    key = kernel_hash(opt) + ("c" if cpu else "g")
+    if step and cpu:
+        opt = 0
+    key = kernel_hash(opt, step) + ("c" if cpu else "g") + ("s" if step else "")
     if key in _LOADED:
         return _LOADED[key]
     d = cache_dir()
@@ -812,7 +844,7 @@ def load_kernel_module(device: str = "cpu") -> ModuleType:
     path = d / f"gb_kernel_{key}.py"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(generate_source(key, opt))
+        tmp.write_text(generate_source(key, opt, step=step))
         os.replace(tmp, path)
     name = f"torchrl_dreamer_gb_kernel_{key}"
     spec = importlib.util.spec_from_file_location(name, path)

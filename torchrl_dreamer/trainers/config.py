@@ -40,8 +40,8 @@ class ConfigError(ValueError):
 
 # Settings that make the short default runs learn on a 2-core CPU (see docs/learning_results.md).
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "maze": {"replay_ratio": 0.05, "learning_starts": 2048},
-    "catch": {"replay_ratio": 0.05, "learning_starts": 2048},
+    "maze": {"replay_ratio": 0.05, "learning_starts": 1024},
+    "catch": {"replay_ratio": 0.05, "learning_starts": 1024},
 }
 
 
