@@ -283,6 +283,29 @@ def _constant_doc(app: Any, what: str, name: str, obj: Any, options: Any, lines:
             lines.extend(found[1].splitlines() + [""])
 
 
+def _class_signature(
+    app: Any, what: str, name: str, obj: Any, options: Any, signature: str | None, ret: str | None
+) -> tuple[str, str | None] | None:
+    """``autodoc-process-signature`` hook: show ``__init__``'s parameters, not a metaclass's.
+
+    TorchRL's ``EnvBase``/``LossModule``/``Sampler`` metaclasses define ``__call__(*args,
+    **kwargs)``, which autodoc prefers over the class's own ``__init__``.
+    """
+    if what not in ("class", "exception") or signature != "(*args, **kwargs)":
+        return None
+    from sphinx.util.inspect import signature as sphinx_signature
+    from sphinx.util.inspect import stringify_signature
+
+    init = getattr(obj, "__init__", None)
+    if init is None or init is object.__init__:
+        return None
+    try:
+        sig = sphinx_signature(init, bound_method=True)
+    except (TypeError, ValueError):
+        return None
+    return stringify_signature(sig, show_return_annotation=False), ret
+
+
 def _drop_empty_globs(app: Any, docname: str, source: list[str]) -> None:
     """``source-read`` hook: drop a toctree glob entry that matches no page not listed already.
 
@@ -341,4 +364,5 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_directive("public-api", PublicAPI)
     app.connect("autodoc-process-docstring", _constant_doc)
     app.connect("source-read", _drop_empty_globs)
+    app.connect("autodoc-process-signature", _class_signature)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

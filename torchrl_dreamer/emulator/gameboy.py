@@ -119,6 +119,7 @@ class GameBoy:
         self.memory_layout = memory_layout
         wp.init()
         self._kmod = load_kernel_module(_wp_device(dev))
+        self._step_kmod = None
         self.cartridge: Cartridge = cart
         self.num_envs = num_envs
         self.device = dev
@@ -237,6 +238,25 @@ class GameBoy:
         self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1])
         self._mem.obs = wp.from_torch(self.packed2)
         return out
+
+    def step_instructions(self, n: int = 1, max_frames: int = 60) -> None:
+        """Debugging / oracle tests: run exactly ``n`` instructions on every console.
+
+        An interrupt dispatch counts as one instruction; time spent halted does not (a halted
+        console runs until it wakes and executes something, or until ``max_frames`` frames have
+        passed). Uses a separately compiled stepping variant of the kernel generated from the
+        same source (``codegen.generate_source(step=True)``), built on first use. Nothing is
+        rendered.
+        """
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        if max_frames < 1:
+            raise ValueError(f"max_frames must be >= 1, got {max_frames}")
+        if self._step_kmod is None:
+            self._step_kmod = load_kernel_module(_wp_device(self.device), step=True)
+        b = wp.from_torch(self._no_buttons.view(-1, 1))
+        self._launch(self._step_kmod.gb_run,
+                     [self._mem, self._oplen, b, int(max_frames), 0, 0, int(n)])
 
     # ------------------------------------------------------------------------------ inspection
     def registers(self) -> dict[str, torch.Tensor]:
