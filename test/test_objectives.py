@@ -422,3 +422,33 @@ def test_learner_and_player_on_cuda():
         device="cuda",
     )
     assert player(obs)["action"].device.type == "cuda"
+
+
+def test_tiny_preset_packed2_update_decreases_reconstruction():
+    torch.manual_seed(0)
+    wm, actor, critic = make_dreamer("tiny", {"pixels": "packed2"}, action_dim=8)
+    learner = DreamerV3Learner(
+        wm, actor, critic, DreamerV3LossConfig().with_(wm_lr=1e-3, horizon=3)
+    )
+    td = _batch(T=4, B=2, action_dim=8).exclude("obs")
+    td["pixels"] = torch.randint(0, 256, (4, 2, 1, 72, 20), dtype=torch.uint8)
+    first = learner.update(td)
+    for _ in range(5):
+        last = learner.update(td)
+    assert float(last["loss_reconstruction"]) < float(first["loss_reconstruction"])
+    assert float(first["loss_reward"]) == pytest.approx(LN255, abs=1e-4)
+
+
+def test_slow_critic_restored_from_state_dict_is_not_hard_copied_again():
+    _, _, critic = _agent()
+    slow = SlowCritic(critic, tau=0.5)
+    slow.update()
+    with torch.no_grad():
+        slow.module.out.weight.fill_(1.0)
+    state = slow.state_dict()
+    fresh = SlowCritic(critic, tau=0.5)
+    fresh.load_state_dict(state)
+    with torch.no_grad():
+        critic.out.weight.fill_(3.0)
+    fresh.update()  # EMA, not a hard copy
+    torch.testing.assert_close(fresh.module.out.weight, torch.full_like(critic.out.weight, 2.0))

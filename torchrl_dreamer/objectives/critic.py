@@ -59,6 +59,11 @@ class SlowCritic(nn.Module):
         self._calls += 1
         self.count.add_(1)
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        # a restored slow critic must not be hard-copied again at the next update
+        self._calls = int(self.count)
+
     def forward(self, latent: torch.Tensor) -> torch.Tensor:
         """Slow-critic two-hot logits."""
         return self.module(latent)
