@@ -22,9 +22,16 @@ import argparse
 import gc
 import json
 import logging
+import os
 import statistics
+import sys
 import time
 import warnings
+
+# Running a script puts its folder first on sys.path; benchmarks/ holds ray.py, which would
+# shadow the real Ray package that torchrl probes for on import. Drop the folder.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 import torch
 from tensordict import TensorDict

@@ -313,23 +313,29 @@ def _drop_empty_globs(app: Any, docname: str, source: list[str]) -> None:
     never left out of the site; while every page is listed explicitly that glob matches nothing,
     which Sphinx reports as a warning that ``suppress_warnings`` cannot silence (it has no type).
     """
-    if not docname.endswith("index"):
-        return
     text = source[0]
-    entries = {line.strip() for line in text.splitlines() if line.startswith("   ")}
+    if ".. toctree::" not in text:
+        return
     folder = os.path.dirname(docname)
-    listed = {os.path.normpath(os.path.join(folder, e)) for e in entries if "*" not in e}
+    taken = {docname}  # pages an earlier entry of this document already claims, in order
     kept = []
+    in_toctree = False
     for line in text.splitlines(keepends=True):
-        pattern = line.strip()
-        if line.startswith("   ") and "*" in pattern and not pattern.startswith(":"):
-            matches = {
-                os.path.splitext(os.path.relpath(path, app.srcdir))[0]
-                for suffix in (".md", ".rst")
-                for path in _glob(os.path.join(app.srcdir, folder, pattern + suffix))
-            }
-            if not matches - listed - {docname}:
-                continue
+        entry = line.strip()
+        if entry and not line.startswith(" "):
+            in_toctree = entry.startswith(".. toctree::")
+        elif in_toctree and entry and not entry.startswith(":"):
+            if "*" not in entry:
+                taken.add(os.path.normpath(os.path.join(folder, entry)))
+            else:
+                matches = {
+                    os.path.splitext(os.path.relpath(path, app.srcdir))[0]
+                    for suffix in (".md", ".rst")
+                    for path in _glob(os.path.join(app.srcdir, folder, entry + suffix))
+                }
+                if not matches - taken:
+                    continue
+                taken |= matches
         kept.append(line)
     source[0] = "".join(kept)
 

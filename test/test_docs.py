@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -150,6 +151,45 @@ def test_public_names_rejects_a_dangling_all_entry(tmp_path, monkeypatch):
             conf.public_names("docpkg_dangling")
     finally:
         sys.modules.pop("docpkg_dangling", None)
+
+
+def test_index_globs_that_match_no_new_page_are_dropped(tmp_path):
+    for name in ("intro.md", "extra.md", "api/index.rst", "api/mod.rst"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("# page\n")
+    index = textwrap.dedent(
+        """
+        Title
+        =====
+
+        .. toctree::
+           :glob:
+
+           intro
+           missing_page*
+           ext*
+           *
+
+        .. toctree::
+
+           api/index
+
+        .. note::
+
+           * not a toctree entry
+        """
+    )
+    source = [index]
+    conf._drop_empty_globs(SimpleNamespace(srcdir=str(tmp_path)), "index", source)
+    lines = source[0].splitlines()
+    # ``ext*`` claims extra.md, so the catch-all ``*`` has nothing left; the note is untouched.
+    assert "   ext*" in lines and "   intro" in lines
+    assert "   missing_page*" not in lines and "   *" not in lines
+    assert "   * not a toctree entry" in lines
+    (tmp_path / "new_page.md").write_text("# new\n")
+    source = [index]
+    conf._drop_empty_globs(SimpleNamespace(srcdir=str(tmp_path)), "index", source)
+    assert "   *" in source[0].splitlines(), "a new page must be picked up by the catch-all glob"
 
 
 def _sphinx_available() -> bool:

@@ -255,3 +255,23 @@ def test_cli_config_precedence(tmp_path):
     args = build_parser("train").parse_args(["--config", str(f), "--seed", "9"])
     cfg = config_from_args(args)
     assert (cfg.num_envs, cfg.seq_len, cfg.seed, cfg.task) == (4, 16, 9, "maze")
+
+
+def test_deferred_reset_gym_env():
+    pytest.importorskip("gymnasium")
+    from torchrl.envs.utils import check_env_specs
+
+    from torchrl_dreamer.trainers.gym_env import DeferredResetGymEnv
+
+    env = DeferredResetGymEnv("CartPole-v1", num_envs=3, seed=0)
+    check_env_specs(env, seed=0)
+    td = env.rollout(120, break_when_any_done=False)
+    done = td["next", "done"].squeeze(-1)
+    first = td["next", "is_first"].squeeze(-1)
+    reward = td["next", "reward"].squeeze(-1)
+    assert bool(done.any())
+    # The step after a done step is the reset: is_first, reward 0, not done; only there.
+    assert torch.equal(first[:, 1:], done[:, :-1])
+    assert bool((reward[first] == 0).all()) and not bool(done[first].any())
+    assert bool((reward[~first] == 1).all())
+    assert env.success_rule == "truncated" and env.max_episode_steps == 500

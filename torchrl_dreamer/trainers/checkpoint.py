@@ -13,7 +13,8 @@ One checkpoint is a directory ``<log_dir>/checkpoints/step_<policy_steps>/`` wit
 
 With the replay stored, ``--resume`` continues the run exactly where it stopped (same step
 counters, same RNG streams, same replay). Without it the run restarts its replay empty and
-waits ``seq_len`` env steps before training again.
+waits for the schedule's prefill (``max(learning_starts / num_envs, seq_len)`` env steps,
+acting with the trained policy) before training again.
 
 :func:`check_compatible` refuses a checkpoint written by another library version or with settings
 that change what is trained (task, preset, env count, batch shape...), naming the settings.

@@ -27,6 +27,7 @@ from typing import Any
 
 from torchrl_dreamer.trainers.builder import RunParts, build_run
 from torchrl_dreamer.trainers.checkpoint import (
+    CheckpointError,
     check_compatible,
     load_checkpoint,
     resolve_checkpoint,
@@ -136,11 +137,18 @@ class DreamerTrainer:
         c.load_state_dict(saved["collector"])
         has_replay = bool(saved.get("has_replay")) and (ckpt / "replay").is_dir()
         if has_replay:
-            p.storage.loads(ckpt / "replay")
+            try:
+                p.storage.loads(ckpt / "replay")
+            except (ValueError, FileNotFoundError) as err:
+                raise CheckpointError(
+                    f"the replay in {ckpt} does not fit this run's replay ({err}); resume with "
+                    "the checkpoint's replay settings or without its replay (delete "
+                    f"{ckpt / 'replay'})."
+                ) from err
             self.tracker.load_state_dict(saved["tracker"])
         else:
             warnings.warn(f"checkpoint {ckpt} has no replay: the run continues with an empty "
-                          "replay (training resumes after seq_len env steps).", stacklevel=2)
+                          "replay (training resumes once the prefill is collected again).", stacklevel=2)
             c.schedule.load_state_dict(fresh_schedule)
             c.limiter.load_state_dict(fresh_limiter)
         if saved.get("env") is not None:
