@@ -22,6 +22,11 @@ import sys
 import tempfile
 import time
 
+# Running a script puts its folder first on sys.path; benchmarks/ holds ray.py, which would
+# shadow the real Ray package that torchrl probes for on import. Drop the folder.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
 import torch
 
 torch.set_num_threads(1)

@@ -7,7 +7,7 @@ import ast
 import pytest
 import torch
 from conftest import requires_cuda, rom_path
-from test_emulator_romkit import COUNT_IRQ, STOP_FOREVER, make_rom
+from test_emulator_romkit import COUNT_IRQ, LOOP, STOP_FOREVER, make_rom
 
 from torchrl_dreamer.emulator import (
     BUTTON_A,
@@ -171,6 +171,21 @@ def test_lcd_off_blank_and_ly_zero(roms):
     assert gb.read_memory(0xFF44, 1)[0, 0] == 0
     assert not gb.packed2.any()
     assert gb.frame_count[0] == 3  # frames still end every 70224 cycles with the LCD off
+
+
+def test_lcd_off_blanks_framebuffer_and_first_frame_after_lcd_on():
+    gb = GameBoy(make_rom(LOOP), framebuffer=True, check_header=False)
+    gb.write_memory(0xFF47, 0x03)  # BGP: colour 0 -> shade 3, so a drawn frame is all black
+    gb.run_frames(2)
+    assert (gb.framebuffer == 3).all() and (gb.packed2 == 0xFF).all()
+    gb.write_memory(0xFF40, 0x11)  # LCD off
+    gb.run_frames(1)
+    assert not gb.framebuffer.any() and not gb.packed2.any()
+    gb.write_memory(0xFF40, 0x91)  # LCD on: the first frame is blank, as on hardware
+    gb.run_frames(1)
+    assert not gb.framebuffer.any() and not gb.packed2.any()
+    gb.run_frames(1)
+    assert (gb.framebuffer == 3).all() and (gb.packed2 == 0xFF).all()
 
 
 # ------------------------------------------------------------------------------------ many envs

@@ -348,8 +348,9 @@ def run_lockstep(rom: bytes, tmp_path, max_steps: int = 60000) -> int:
 
 IRQ_TIMING_GAP = (
     "timer IRQ dispatch timing differs from mGBA by one instruction in some cases (first at "
-    "step ~3500 of irq_timer: we dispatch before a PUSH BC that mGBA runs first); not yet "
-    "resolved which side matches hardware (blargg instr_timing/mem_timing/halt_bug pass here)"
+    "step ~3077 of irq_timer: we dispatch before an `LD (HL),n` that mGBA runs first, the timer "
+    "IRQ having been raised during the preceding `LD HL,nn`); not yet resolved which side "
+    "matches hardware (blargg instr_timing/mem_timing/halt_bug pass here)"
 )
 
 

@@ -149,12 +149,20 @@ def stat_update(i: int, m: Mem):
     m.st[i, S_STAT_LINE] = sig
 
 
+# WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
+# on hardware. It lives above the renderer's window state bits and is cleared at LY 0.
+WIN_BLANK = wp.constant(0x10000)
+
+
 @wp.func(inline=False)
 def clear_obs(i: int, m: Mem):
-    """Blank the env's packed2 observation (LCD off shows shade 0)."""
+    """Blank the env's packed2 observation and framebuffer (LCD off shows shade 0)."""
     for y in range(72):
         for x in range(20):
             m.obs[i, 0, y, x] = wp.uint8(0)
+    for y in range(144):
+        for x in range(160):
+            m.fb[i, y, x] = wp.uint8(0)
 
 
 @wp.func
@@ -204,8 +212,11 @@ def ppu_event(i: int, m: Mem):
         m.st[i, S_MODE] = 0
         m.st[i, S_PPU_NEXT] = 456
         if lcd_on and m.st[i, S_PACK] != 0:
+            lcdc = int(m.hram[i, 0x40])
+            if (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:
+                lcdc = lcdc & 0x7F  # first frame after LCD on: the renderer draws shade 0
             wl = render_scanline(
-                i, line, m.vram, m.oam, int(m.hram[i, 0x40]), int(m.hram[i, 0x43]),
+                i, line, m.vram, m.oam, lcdc, int(m.hram[i, 0x43]),
                 int(m.hram[i, 0x42]), int(m.hram[i, 0x4B]), int(m.hram[i, 0x4A]),
                 int(m.hram[i, 0x47]), int(m.hram[i, 0x48]), int(m.hram[i, 0x49]),
                 m.st[i, S_WIN_LINE], m.fb,
@@ -700,7 +711,7 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
             m.st[i, S_PPU_DOT] = 0
             m.st[i, S_MODE] = 2
             m.st[i, S_PPU_NEXT] = 80
-            m.st[i, S_WIN_LINE] = 0
+            m.st[i, S_WIN_LINE] = WIN_BLANK
             m.st[i, S_STAT_LINE] = 0
             stat_update(i, m)
         if (old & 0x80) != 0 and (v & 0x80) == 0:
