@@ -38,7 +38,7 @@ class TaskMismatchError(ValueError):
 class Task:
     """Base class of game tasks; subclass it and override :meth:`compute` (and usually more).
 
-    Class attributes (override in subclasses):
+    Attributes:
         name: registry name (``make_task(name)``).
         rom_titles: cartridge header titles this task accepts (compared after stripping NULs and
             spaces, case-insensitive); empty = accept any title.

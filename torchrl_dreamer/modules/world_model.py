@@ -56,6 +56,8 @@ class DreamerV3Config:
         return replace(self, **kwargs)
 
 
+#: Model size presets by name: ``XS``, ``S``, ``M``, ``L``, ``XL`` (DreamerV3 paper sizes) and
+#: ``tiny`` (for CPU runs).
 PRESETS: dict[str, DreamerV3Config] = {
     "XS": DreamerV3Config(deter=256, hidden=256, mlp_layers=1, cnn_mult=24),
     "S": DreamerV3Config(deter=512, hidden=512, mlp_layers=2, cnn_mult=32),

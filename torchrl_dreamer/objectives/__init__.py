@@ -1,4 +1,4 @@
-"""torchrl_dreamer.objectives: DreamerV3 losses as TorchRL ``LossModule``s (2023 / sheeprl).
+"""torchrl_dreamer.objectives: DreamerV3 losses as TorchRL ``LossModule`` objects (2023 / sheeprl).
 
 - :class:`DreamerV3WorldModelLoss`, :class:`DreamerV3ActorLoss`, :class:`DreamerV3CriticLoss`
 - :class:`DreamerV3Learner` -- runs all three with their optimizers: ``learner.update(batch)``.

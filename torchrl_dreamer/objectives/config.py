@@ -58,6 +58,8 @@ class DreamerV3LossConfig:
         return replace(self, **kwargs)
 
 
+#: Loss presets by name: ``sheeprl`` (sheeprl 0.8.4 / DreamerV3 2023 semantics) and
+#: ``sheeprl-0.5`` (the same with sheeprl 0.5's actor/critic learning rate 8e-5).
 LOSS_PRESETS: dict[str, DreamerV3LossConfig] = {
     "sheeprl": DreamerV3LossConfig.sheeprl(),
     # sheeprl 0.5.x used actor/critic lr 8e-5 (0.8.4 and the 2023 official code use 3e-5).

@@ -51,6 +51,7 @@ class GameSpec:
     version: int = 0
 
 
+#: The games shipped with the package, by name (``maze``, ``catch``), with their metadata.
 GAMES: dict[str, GameSpec] = {
     "maze": GameSpec("maze", title="TRLD MAZE", start_frames=4),
     "catch": GameSpec("catch", title="TRLD CATCH", start_frames=3),

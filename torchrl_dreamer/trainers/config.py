@@ -38,7 +38,8 @@ class ConfigError(ValueError):
     """A training setting is invalid; the message names the setting and what to use instead."""
 
 
-# Settings that make the short default runs learn on a 2-core CPU (see docs/learning_results.md).
+#: Per-task default settings for the short default runs on a 2-core CPU
+#: (see ``docs/learning_results.md``).
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
     "maze": {"replay_ratio": 0.05, "learning_starts": 1024},
     "catch": {"replay_ratio": 0.05, "learning_starts": 1024},
