@@ -245,3 +245,29 @@ def test_same_seed_same_rollout_real_emulator(backend):
     assert torch.equal(a["next", "reward"], b["next", "reward"])
     c = run(8)
     assert not torch.equal(a["next", "pixels"], c["next", "pixels"])
+
+
+def _real_maze_env():
+    return GameBoyEnv("maze", num_envs=2, seed=0)
+
+
+def test_serial_and_parallel_env_real_emulator(backend):
+    """The real Warp emulator inside TorchRL's SerialEnv and ParallelEnv (worker processes)."""
+    from torchrl.envs import ParallelEnv, SerialEnv
+
+    ser = SerialEnv(2, _real_maze_env)
+    try:
+        td_ser = ser.rollout(3, break_when_any_done=False)
+    finally:
+        ser.close()
+    assert td_ser["next", "pixels"].shape == (2, 2, 3, 1, 72, 20)  # [workers, envs, time, ...]
+    assert td_ser["next", "pixels"].dtype == torch.uint8
+    assert td_ser["next", "pixels"].any()  # the maze is drawn, not a blank screen
+    par = ParallelEnv(2, _real_maze_env, mp_start_method="fork")
+    try:
+        td_par = par.rollout(3, break_when_any_done=False)
+    finally:
+        par.close()
+    assert td_par["next", "pixels"].shape == (2, 2, 3, 1, 72, 20)  # [workers, envs, time, ...]
+    assert td_par["next", "pixels"].any()
+    assert td_par["next", "is_first"].shape[:3] == (2, 2, 3)
