@@ -45,7 +45,12 @@ from torchrl_dreamer.objectives import DreamerV3Learner  # noqa: E402
 
 
 class BusyEnv(EnvBase):
-    """Deferred-reset random-walk env; each step runs ``work`` 128x128 matmuls (CPU cost)."""
+    """Deferred-reset random-walk env; each step runs ``work`` 512x512 matmuls (CPU cost).
+
+    The matmuls are large enough that torch releases the GIL for nearly all of the env's time,
+    as a native env does (the Warp emulator's launches run in C through ctypes, GIL released);
+    small ops would instead measure GIL contention between the actor and learner threads.
+    """
 
     def __init__(self, num_envs: int, work: int, max_steps: int = 50, sleep_s: float = 0.0):
         super().__init__(batch_size=torch.Size([num_envs]), device="cpu")
@@ -59,7 +64,7 @@ class BusyEnv(EnvBase):
                                    truncated=flag.clone(), shape=(n,))
         self._torchrl_native_autoreset = True
         self.work, self.max_steps, self.sleep_s = work, max_steps, sleep_s
-        self._a = torch.randn(128, 128)
+        self._a = torch.randn(512, 512) / 512 ** 0.5
         self._x = torch.zeros(n, 8)
         self._t = torch.zeros(n, dtype=torch.long)
         self._pending = torch.zeros(n, dtype=torch.bool)
