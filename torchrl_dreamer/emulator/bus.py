@@ -60,11 +60,7 @@ from torchrl_dreamer.emulator.layout import (
     S_WIN_LINE,
 )
 from torchrl_dreamer.emulator.layout import SERIAL_CAPACITY as _SER_CAP
-
-try:  # the renderer helper's module; a stub of the same signature until it exists
-    from torchrl_dreamer.emulator.render import pack_line_packed2, render_scanline
-except ImportError:  # pragma: no cover - depends on the tree state
-    from torchrl_dreamer.emulator._render_stub import pack_line_packed2, render_scanline
+from torchrl_dreamer.emulator.render import pack_line_packed2, render_scanline
 
 SER_CAP = wp.constant(_SER_CAP)
 

@@ -415,7 +415,7 @@ from torchrl_dreamer.emulator.bus import (
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
     S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED, S_CLK, S_NEXT,
-    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES,
+    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES, S_LINE, S_PPU_DOT, S_STAT_EN,
 )
 
 wp.set_module_options({{"enable_backward": False, "optimization_level": {opt}}})
@@ -626,6 +626,71 @@ _FOOTER = '''\
 '''
 
 
+# Idle-loop fast-forward, emitted after a taken ``JR cc,-6`` (see :func:`generate_source`). The
+# loop ``LDH A,(44|41); CP|AND d8; JR cc,-6`` (8 M-cycles = 32 T-cycles an iteration) reads LY
+# or STAT, whose value is a function of (line, dot) between events. The next iteration's read
+# happens 12 T-cycles from now; every iteration whose read sees the same value and which ends
+# before the next scheduled event (so no sync, no IRQ, no line/mode change) is identical to it,
+# so whole iterations are skipped by adding 32 T-cycles each to the lazy clock (counters are
+# additive between events; the next real read catches them up). Skipped iterations are counted
+# in ``S_CYCLES``.
+_IDLE_SKIP = """\
+ip_ = pc
+if ip_ < 0x7FFC and ei_ == 0:
+    if peek(i, m, ip_) == 0xF0:
+        rg_ = peek(i, m, ip_ + 1)
+        ak_ = peek(i, m, ip_ + 2)
+        if (rg_ == 0x44 or rg_ == 0x41) and (ak_ == 0xFE or ak_ == 0xE6):
+            pn_ = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
+            kk_ = (nxt - clk - 1) // 32
+            if (ime == 0 or pn_ == 0) and kk_ > 0:
+                dt_ = m.st[i, S_PPU_DOT] + clk + 12
+                lx_ = m.st[i, S_LINE] + dt_ // 456
+                dx_ = dt_ % 456
+                lcd_ = int(m.hram[i, 0x40]) & 0x80
+                lyc_ = int(m.hram[i, 0x45])
+                v_ = int(0)
+                end_ = int(456)
+                if rg_ == 0x44:
+                    if lcd_ != 0:
+                        v_ = lx_
+                else:
+                    v_ = 0x80 | m.st[i, S_STAT_EN]
+                    if lcd_ != 0:
+                        if lx_ >= 144:
+                            v_ = v_ | 1
+                        elif dx_ < 80:
+                            v_ = v_ | 2
+                            end_ = 80
+                        elif dx_ < 252:
+                            v_ = v_ | 3
+                            end_ = 252
+                        if lx_ == lyc_:
+                            v_ = v_ | 4
+                    elif lyc_ == 0:
+                        v_ = v_ | 4
+                if lcd_ != 0:
+                    kl_ = (end_ - dx_ - 1) // 32 + 1
+                    if kl_ < kk_:
+                        kk_ = kl_
+                ko_ = 7
+                if ak_ == 0xE6:
+                    ko_ = 4
+                r_ = alu8(ko_, v_, peek(i, m, ip_ + 3), f)
+                if cond_ok((op >> 3) & 3, r_ >> 8):
+                    a = r_ & 0xFF
+                    f = r_ >> 8
+                    clk = clk + 32 * kk_
+                    m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
+"""
+
+
+def _idle_skip_lines(code: int) -> list[str]:
+    """Taken-``JR cc,-6`` tail: try the idle-loop fast-forward (see ``_IDLE_SKIP``)."""
+    return [f"if n_ == 0xFA and {_COND[isa.OPCODES[code].operands[0]]}:",
+            *_indent(_IDLE_SKIP.splitlines(), 4)]
+
+
 def _indent(lines: list[str], n: int) -> list[str]:
     pad = " " * n
     return [pad + s if s else s for s in lines]
@@ -717,8 +782,11 @@ def _expand_bus(lines: list[str]) -> list[str]:
     return out
 
 
+_JR_CC = (0x20, 0x28, 0x30, 0x38)
+
+
 def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = False,
-                    step: bool = False) -> str:
+                    step: bool = False, idle_skip: bool = True) -> str:
     """Python source of the kernel module, generated from :mod:`~torchrl_dreamer.emulator.isa`.
 
     ``opt_level`` is the C++/CUDA optimisation level of the module (``None``: Warp's default).
@@ -728,7 +796,12 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
     same kernel with one more argument, ``max_steps``, after which it returns (an instruction or
     an interrupt dispatch is one step; halted time is not). The default source is unchanged, so
     the production kernel pays nothing for it.
+    ``idle_skip`` (default on; always off in the step and trace variants, whose per-instruction
+    counts it would change) fast-forwards ``LDH A,(LY|STAT); CP|AND d8; JR cc,-6`` poll loops
+    by whole iterations up to the next change of the polled value or event: registers, memory,
+    timers, PPU and frames are bit-identical to running the loop (``S_CYCLES`` counts skips).
     """
+    idle_skip = idle_skip and not step and not trace
     out = [_HEADER.format(key=key, opt=opt_level)]
     body: list[str] = []
     groups = {"ld_r_r": _LD_R_R, "alu_r": _ALU_R}
@@ -739,7 +812,8 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
         body += _indent([f"if g_ == {g}:"], 4)
         for code in range(8 * g, 8 * g + 8):
             body += _indent([f"if op == 0x{code:02X}:  # {isa.OPCODES[code].text}"], 8)
-            body += _indent([*_emit(isa.OPCODES[code]), "continue"], 12)
+            tail = _idle_skip_lines(code) if idle_skip and code in _JR_CC else []
+            body += _indent([*_emit(isa.OPCODES[code]), *tail, "continue"], 12)
     body.append("if op < 0xC0:")
     body += _indent(["if op == 0x76:  # HALT", *_indent([*_emit(isa.OPCODES[0x76]), "continue"], 4)], 4)
     body += _indent(["if op < 0x80:", *_indent(groups["ld_r_r"].splitlines(), 4)], 4)
@@ -800,13 +874,13 @@ def _step_variant(text: str) -> str:
 def _dep_sources() -> str:
     here = Path(__file__).resolve().parent
     parts = []
-    for name in ("bus.py", "alu.py", "layout.py", "render.py", "_render_stub.py"):
+    for name in ("bus.py", "alu.py", "layout.py", "render.py"):
         p = here / name
         parts.append(p.read_text() if p.exists() else "")
     return "\n".join(parts)
 
 
-def kernel_hash(opt_level: int | None = 1, step: bool = False) -> str:
+def kernel_hash(opt_level: int | None = 1, step: bool = False, idle_skip: bool = True) -> str:
     """Cache key: hash of the generated source (so of the ISA table and this generator), the
     bus / ALU / renderer sources it imports, the optimisation level and the Warp version.
 
@@ -814,7 +888,7 @@ def kernel_hash(opt_level: int | None = 1, step: bool = False) -> str:
     in a long-lived process whose imported generator differs from the file on disk.
     """
     h = hashlib.sha256()
-    h.update(generate_source("", opt_level, step=step).encode())
+    h.update(generate_source("", opt_level, step=step, idle_skip=idle_skip).encode())
     h.update(_dep_sources().encode())
     h.update(wp.config.version.encode())
     return h.hexdigest()[:16]
@@ -823,7 +897,8 @@ def kernel_hash(opt_level: int | None = 1, step: bool = False) -> str:
 _LOADED: dict[str, ModuleType] = {}
 
 
-def load_kernel_module(device: str = "cpu", step: bool = False) -> ModuleType:
+def load_kernel_module(device: str = "cpu", step: bool = False,
+                       idle_skip: bool = True) -> ModuleType:
     """Generate (if not cached), import and return the kernel module (``.gb_run`` is the kernel).
 
     For the CPU device the module is built at ``optimization_level=1``: -O2 costs ~15x the compile
@@ -831,12 +906,15 @@ def load_kernel_module(device: str = "cpu", step: bool = False) -> ModuleType:
     overrides the level). CUDA devices get a separate module at Warp's default level.
     ``step=True`` loads the instruction-stepping debug variant (see :func:`generate_source`),
     built at ``-O0`` on CPU: it runs a few thousand instructions, so compile time is what counts.
+    ``idle_skip=False`` loads the kernel without the idle-loop fast-forward (for comparisons).
     """
     cpu = str(device).startswith("cpu")
     opt = int(os.environ.get("TORCHRL_DREAMER_CPU_OPT", "1")) if cpu else None
     if step and cpu:
         opt = 0
-    key = kernel_hash(opt, step) + ("c" if cpu else "g") + ("s" if step else "")
+    idle_skip = idle_skip and not step
+    key = kernel_hash(opt, step, idle_skip) + ("c" if cpu else "g") + ("s" if step else "")
+    key += "" if idle_skip else "n"
     if key in _LOADED:
         return _LOADED[key]
     d = cache_dir()
@@ -844,7 +922,7 @@ def load_kernel_module(device: str = "cpu", step: bool = False) -> ModuleType:
     path = d / f"gb_kernel_{key}.py"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(generate_source(key, opt, step=step))
+        tmp.write_text(generate_source(key, opt, step=step, idle_skip=idle_skip))
         os.replace(tmp, path)
     name = f"torchrl_dreamer_gb_kernel_{key}"
     spec = importlib.util.spec_from_file_location(name, path)

@@ -82,6 +82,8 @@ class GameBoy:
         check_header: warn on a missing logo / bad checksums.
         memory_layout: ``"env_major"`` (``[N, size]`` storage, the CPU default) or
             ``"address_major"`` (``[size, N]`` storage viewed transposed, the CUDA default).
+        idle_skip: fast-forward ``LDH A,(LY|STAT); CP|AND d8; JR cc,-6`` busy-wait loops by
+            whole iterations (bit-identical results; ``False`` only for comparisons/debugging).
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
@@ -97,6 +99,7 @@ class GameBoy:
         framebuffer: bool = False,
         check_header: bool = True,
         memory_layout: str | None = None,
+        idle_skip: bool = True,
     ) -> None:
         data = load_rom_bytes(rom)
         cart = parse_cartridge(data, check=check_header)
@@ -118,7 +121,7 @@ class GameBoy:
             raise ValueError(f"memory_layout must be 'env_major' or 'address_major', got {memory_layout!r}")
         self.memory_layout = memory_layout
         wp.init()
-        self._kmod = load_kernel_module(_wp_device(dev))
+        self._kmod = load_kernel_module(_wp_device(dev), idle_skip=idle_skip)
         self._step_kmod = None
         self.cartridge: Cartridge = cart
         self.num_envs = num_envs
