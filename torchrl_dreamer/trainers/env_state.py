@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["capture_env_state", "driver_state", "restore_driver_state", "restore_env_state"]
+__all__ = ["capture_env_state", "restore_env_state"]
 
 _BOOKKEEPING = ("_pending", "_steps", "_episode_id", "_last_pixels", "_last_done")
 
@@ -48,28 +48,3 @@ def restore_env_state(env: Any, state: dict[str, Any]) -> None:
     env._generator.set_state(state["generator"])
     env._noop_gen.set_state(state["noop_generator"])
 
-
-def driver_state(driver: Any) -> dict[str, Any]:
-    """The env output the actor acts on next and the driver's episode ids."""
-    cur = driver.current
-    return {
-        "current": {k: v.detach().to("cpu", copy=True)
-                    for k, v in cur.items(include_nested=False, leaves_only=True)},
-        "episode_id": driver._episode_id.detach().to("cpu", copy=True),
-    }
-
-
-def restore_driver_state(driver: Any, storage: Any, state: dict[str, Any]) -> None:
-    """Restore :func:`driver_state`; re-renders a zero-copy pixel slot into the replay's head."""
-    from tensordict import TensorDict
-
-    dev = driver.env.device
-    cur = {k: v.to(dev) for k, v in state["current"].items()}
-    key = driver._zero_copy_key
-    if key is not None and key in cur and storage.initialized and key in storage.fields:
-        slot = storage.obs_slot(storage.total_steps, key)
-        slot.copy_(cur[key].to(slot.device))
-        cur[key] = slot
-        driver._prefilled = key
-    driver._cur = TensorDict(cur, batch_size=[driver.num_envs], device=dev)
-    driver._episode_id = state["episode_id"].to(dev)

@@ -38,8 +38,6 @@ from torchrl_dreamer.trainers.checkpoint import (
 from torchrl_dreamer.trainers.config import TrainConfig
 from torchrl_dreamer.trainers.env_state import (
     capture_env_state,
-    driver_state,
-    restore_driver_state,
     restore_env_state,
 )
 from torchrl_dreamer.trainers.episodes import EpisodeTracker
@@ -110,7 +108,7 @@ class DreamerTrainer:
             "tracker": self.tracker.state_dict(),
             "rng": rng_state(),
             "env": capture_env_state(p.env),
-            "driver": driver_state(p.collector.driver),
+            "driver": p.collector.driver.state_dict(),
             "history": [dict(h) for h in self.history],
             "wall_s": float(self.wall_s),
         }
@@ -153,7 +151,7 @@ class DreamerTrainer:
             c.limiter.load_state_dict(fresh_limiter)
         if saved.get("env") is not None:
             restore_env_state(p.env, saved["env"])
-            restore_driver_state(c.driver, p.storage, saved["driver"])
+            c.driver.load_state_dict(saved["driver"])
         else:
             c.driver.reset()
         if has_replay and saved.get("env") is None:
