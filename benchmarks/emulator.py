@@ -47,14 +47,22 @@ def emit(bench, case, ours, peer, unit, higher_is_better=True):
                       "speedup": speedup}), flush=True)
 
 
-def pyboy_fps(path, frames):
+def _pyboy(path, warmup_frames):
+    """A headless PyBoy on ``path`` after ``warmup_frames`` frames, or None without PyBoy."""
     try:
         from pyboy import PyBoy
     except ImportError:
         return None
     pb = PyBoy(str(path), window="null", sound_emulated=False)
     pb.set_emulation_speed(0)
-    pb.tick(1, False)
+    pb.tick(warmup_frames, False)
+    return pb
+
+
+def pyboy_fps(path, frames):
+    pb = _pyboy(path, 1)
+    if pb is None:
+        return None
     t = clock()
     pb.tick(frames, False)
     dt = clock() - t
@@ -63,13 +71,9 @@ def pyboy_fps(path, frames):
 
 
 def pyboy_steps(path, steps):
-    try:
-        from pyboy import PyBoy
-    except ImportError:
+    pb = _pyboy(path, 60)
+    if pb is None:
         return None
-    pb = PyBoy(str(path), window="null", sound_emulated=False)
-    pb.set_emulation_speed(0)
-    pb.tick(60, False)
     t = clock()
     for k in range(steps):
         if k % 2 == 0:

@@ -107,6 +107,19 @@ def _push(expr: str) -> list[str]:
     ]
 
 
+def _expand_push(template: str) -> list[str]:
+    """Template lines, each ``PUSH(expr)`` line expanded into :func:`_push`'s lines (same indent)."""
+    out: list[str] = []
+    for line in template.splitlines():
+        body = line.lstrip()
+        if body.startswith("PUSH(") and body.endswith(")"):
+            pad = line[: len(line) - len(body)]
+            out += [pad + x for x in _push(body[len("PUSH("):-1])]
+        else:
+            out.append(line)
+    return out
+
+
 def _pop(var: str) -> list[str]:
     return [
         "lo_ = rd(i, m, sp)",
@@ -341,21 +354,13 @@ _STACK = """\
 if (op & 0xC7) == 0xC7:
     # RST n: decoded by vector bits
     tick(i, m)
-    pv_ = pc
-    sp = (sp - 1) & 0xFFFF
-    wr(i, m, sp, pv_ >> 8)
-    sp = (sp - 1) & 0xFFFF
-    wr(i, m, sp, pv_ & 0xFF)
+    PUSH(pc)
     pc = op & 0x38
     continue
 if (op & 0xCF) == 0xC5:
     # PUSH rr (BC DE HL AF) by register-pair index
     tick(i, m)
-    pv_ = pair16((op >> 4) & 3, b, c, d, e, h, l, a, f)
-    sp = (sp - 1) & 0xFFFF
-    wr(i, m, sp, pv_ >> 8)
-    sp = (sp - 1) & 0xFFFF
-    wr(i, m, sp, pv_ & 0xFF)
+    PUSH(pair16((op >> 4) & 3, b, c, d, e, h, l, a, f))
     continue
 if (op & 0xCF) == 0xC1:
     # POP rr (BC DE HL AF)
@@ -381,11 +386,7 @@ if (op & 0xE7) == 0xC4 or op == 0xCD:
     # CALL cc,nn / CALL nn
     if op == 0xCD or cond_ok((op >> 3) & 3, f):
         tick(i, m)
-        pv_ = pc
-        sp = (sp - 1) & 0xFFFF
-        wr(i, m, sp, pv_ >> 8)
-        sp = (sp - 1) & 0xFFFF
-        wr(i, m, sp, pv_ & 0xFF)
+        PUSH(pc)
         pc = nn_
     continue
 if (op & 0xE7) == 0xC0:
@@ -818,7 +819,7 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
     body += _indent(["if op == 0x76:  # HALT", *_indent([*_emit(isa.OPCODES[0x76]), "continue"], 4)], 4)
     body += _indent(["if op < 0x80:", *_indent(groups["ld_r_r"].splitlines(), 4)], 4)
     body += _indent(groups["alu_r"].splitlines(), 4)
-    body += _STACK.splitlines()
+    body += _expand_push(_STACK)
     for g in range(24, 32):
         sub: list[str] = []
         for code in range(8 * g, 8 * g + 8):
