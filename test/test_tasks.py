@@ -64,14 +64,16 @@ def _maze_path(gb, env_idx, ram):
 
 def test_registry_lists_builtin_tasks():
     names = list_tasks()
-    for name in ("maze", "catch", "snake", "pokemon_red_exit_lab"):
+    for name in ("maze", "maze-sparse", "catch", "snake", "pokemon_red_exit_lab"):
         assert name in names
     with pytest.raises(ValueError, match="unknown task 'tetris'.*catch.*maze"):
         make_task("tetris")
 
 
-def test_maze_solved_by_shortest_path(backend):
-    env = GameBoyEnv("maze", num_envs=2, backend=backend, seed=3)
+@pytest.mark.parametrize("name, step_reward, final_reward",
+                         [("maze-sparse", 0.0, 1.0), ("maze", 0.1, 1.1)])
+def test_maze_solved_by_shortest_path(backend, name, step_reward, final_reward):
+    env = GameBoyEnv(name, num_envs=2, backend=backend, seed=3)
     env.reset()
     task = env.task
     path = _maze_path(env.gb, 0, task.ram)
@@ -81,15 +83,47 @@ def test_maze_solved_by_shortest_path(backend):
         out = _act(env, [action, NOOP])
         last = i == len(path) - 1
         assert out["terminated"][0].item() == last, i
-        assert out["reward"][0].item() == (1.0 if last else 0.0)
+        assert out["reward"][0].item() == pytest.approx(final_reward if last else step_reward)
+        assert out["reward"][1].item() == 0.0  # NOOP: no move, no shaping
         assert not out["done"][1].item()
     # deferred reset: the next step restarts env 0 with a fresh layout draw, ignoring its action
     out = _act(env, [path[0], NOOP])
     assert out["is_first"].flatten().tolist() == [True, False]
     assert out["episode_id"].flatten().tolist() == [1, 0]
+    assert out["reward"][0].item() == 0.0
     assert int(env.gb.read_memory(task.ram["GAME_STATE"])[0, 0]) == 1
     assert int(env.gb.read_memory(task.ram["MOVES"])[0, 0]) == 0
     assert 0 <= layout0 < 16
+
+
+def test_maze_shaping_is_potential_based(backend):
+    """Shaped rewards telescope: sum = alpha * (d_start - d_end) + won, with BFS distances that
+    agree with a BFS on the grid the game holds in RAM."""
+    env = GameBoyEnv("maze", num_envs=4, backend=backend, seed=7, max_episode_steps=1000)
+    env.reset()
+    task = env.task
+    d0 = task.distance(env.gb).clone()
+    for i in range(4):
+        assert d0[i].item() == len(_maze_path(env.gb, i, task.ram))
+    g = torch.Generator().manual_seed(0)
+    total = torch.zeros(4)
+    alive = torch.ones(4, dtype=torch.bool)
+    won = torch.zeros(4, dtype=torch.bool)
+    for _ in range(30):
+        out = _act(env, torch.randint(0, 5, (4,), generator=g))
+        r = out["reward"].flatten()
+        assert set(torch.round(r[alive] * 10).tolist()) <= {-1.0, 0.0, 1.0, 11.0}
+        total += torch.where(alive, r, torch.zeros_like(r))
+        won |= alive & out["terminated"].flatten()
+        alive &= ~out["done"].flatten()
+    d_end = torch.where(won, torch.zeros(4), task.distance(env.gb))
+    expected = 0.1 * (d0 - d_end) + won.float()
+    assert torch.allclose(total, expected, atol=1e-5), (total, expected)
+
+
+def test_maze_shaping_rejects_negative():
+    with pytest.raises(ValueError, match="shaping must be >= 0"):
+        make_task("maze", shaping=-1.0)
 
 
 def test_maze_walls_block_and_give_no_reward(backend):

@@ -58,10 +58,14 @@ class DreamerV3LossConfig:
         return replace(self, **kwargs)
 
 
-#: Loss presets by name: ``sheeprl`` (sheeprl 0.8.4 / DreamerV3 2023 semantics) and
-#: ``sheeprl-0.5`` (the same with sheeprl 0.5's actor/critic learning rate 8e-5).
+#: Loss presets by name: ``sheeprl`` (sheeprl 0.8.4 / DreamerV3 2023 semantics),
+#: ``sheeprl-0.5`` (the same with sheeprl 0.5's actor/critic learning rate 8e-5) and ``fast``
+#: (the same losses with 3x / 3.3x / 10x the world-model / actor / critic learning rates: for
+#: short CPU runs of small models, where a few thousand gradient steps must do; see
+#: ``docs/learning_results.md``).
 LOSS_PRESETS: dict[str, DreamerV3LossConfig] = {
     "sheeprl": DreamerV3LossConfig.sheeprl(),
     # sheeprl 0.5.x used actor/critic lr 8e-5 (0.8.4 and the 2023 official code use 3e-5).
     "sheeprl-0.5": DreamerV3LossConfig.sheeprl().with_(actor_lr=8e-5, critic_lr=8e-5),
+    "fast": DreamerV3LossConfig.sheeprl().with_(wm_lr=3e-4, actor_lr=1e-4, critic_lr=3e-4),
 }

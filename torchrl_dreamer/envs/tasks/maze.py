@@ -1,14 +1,26 @@
 """``maze``: reach the exit of a tile maze (our shipped game ``roms/maze``).
 
-Reward: +1 on the step the player reaches the exit (the game sets ``GAME_STATE=2``, ``WON=1``),
-0 otherwise; that step is ``terminated``. Episodes are truncated after 100 steps by default.
-A layout (16, ``LAYOUT & 15``) is drawn at every reset; ``seed_values=[...]`` restricts them
-(e.g. hold some out for evaluation). Actions: ``"dpad"`` (NOOP + 4 directions; a held direction
-moves exactly one cell per 24-frame step).
+Reward: +1 on the step the player reaches the exit (the game sets ``GAME_STATE=2``, ``WON=1``);
+that step is ``terminated``. Episodes are truncated after 100 steps by default. A layout (16,
+``LAYOUT & 15``) is drawn at every reset; ``seed_values=[...]`` restricts them (e.g. hold some
+out for evaluation). Actions: ``"dpad"`` (NOOP + 4 directions; a held direction moves exactly one
+cell per 24-frame step).
+
+Shaping (``shaping=alpha``, default 0.1 for ``maze``, 0 for ``maze-sparse``): each step also pays
+``alpha * (d_before - d_after)`` where ``d`` is the shortest-path (BFS) distance, in moves, from
+the player's cell to the exit through the maze. This is potential-based shaping with potential
+``-alpha * d`` (Ng, Harada & Russell 1999), so a shortest path is still optimal and *success*
+(reaching the exit) is unchanged; it only tells the agent, at every step, whether it moved
+towards the exit. A whole optimal episode pays ``1 + alpha * d_start`` (8..16 moves here). The
+distances are computed once per layout from the ROM's own layout table (read at the address the
+assembled source gives ``layout_table``), and looked up per step on the device: no host sync.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -16,19 +28,102 @@ import torch
 from torchrl_dreamer.envs.registry import register_task
 from torchrl_dreamer.envs.tasks._shipped import ShippedGameTask
 
-__all__ = ["MazeTask"]
+__all__ = ["MazeTask", "MazeSparseTask", "maze_distances"]
+
+_SIDE = 9  # cells per row / column
+_WALL = 1
+
+
+@cache
+def _layout_table_address() -> int:
+    from torchrl_dreamer import roms
+
+    return int(roms.assemble_game("maze").symbols["layout_table"])
+
+
+def maze_distances(rom: bytes, num_layouts: int = 16) -> torch.Tensor:
+    """BFS distance (moves) from every cell to the exit, per layout: ``float32[L, 9, 9]``.
+
+    Read from the maze ROM image: ``layout_table`` holds one little-endian pointer per layout to
+    81 cells (row-major; 0 floor, 1 wall, 2 exit) followed by start x, y and exit x, y. Walls and
+    cells cut off from the exit get distance ``-1``.
+    """
+    base = _layout_table_address()
+    out = torch.full((num_layouts, _SIDE, _SIDE), -1.0)
+    for k in range(num_layouts):
+        ptr = rom[base + 2 * k] | (rom[base + 2 * k + 1] << 8)
+        cells = rom[ptr:ptr + _SIDE * _SIDE]
+        ex, ey = rom[ptr + _SIDE * _SIDE + 2], rom[ptr + _SIDE * _SIDE + 3]
+        if len(cells) != _SIDE * _SIDE or not (0 <= ex < _SIDE and 0 <= ey < _SIDE):
+            raise ValueError(f"maze layout {k} at {ptr:#06x} is not a valid 9x9 layout")
+        dist = out[k]
+        dist[ey, ex] = 0.0
+        todo = deque([(ex, ey)])
+        while todo:
+            x, y = todo.popleft()
+            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                nx, ny = x + dx, y + dy
+                if (0 <= nx < _SIDE and 0 <= ny < _SIDE and dist[ny, nx] < 0
+                        and cells[ny * _SIDE + nx] != _WALL):
+                    dist[ny, nx] = dist[y, x] + 1.0
+                    todo.append((nx, ny))
+    return out
 
 
 @register_task
 class MazeTask(ShippedGameTask):
-    """Maze task (see the module docstring for the reward)."""
+    """Maze task (see the module docstring for the reward and the shaping).
+
+    Args:
+        shaping: ``alpha`` of the distance shaping (0 = the sparse +1 only).
+        rom, seed_values, state: as :class:`ShippedGameTask`.
+    """
 
     name = "maze"
     game = "maze"
     default_action_set = "dpad"
     default_max_episode_steps = 100
     num_seeds = 16
+    default_shaping = 0.1
+
+    def __init__(self, rom: str | Path | None = None, seed_values: list[int] | None = None,
+                 state: Any = None, shaping: float | None = None):
+        super().__init__(rom=rom, seed_values=seed_values, state=state)
+        shaping = self.default_shaping if shaping is None else float(shaping)
+        if not shaping >= 0.0:
+            raise ValueError(f"shaping must be >= 0, got {shaping}")
+        self.shaping = shaping
+
+    def setup(self, num_envs: int, device: torch.device) -> None:
+        super().setup(num_envs, device)
+        if self.shaping > 0:
+            rom = self.rom_path().read_bytes()
+            self._dist = maze_distances(rom).clamp_min(0.0).to(self.device)
+            self.buffers["prev_dist"] = torch.zeros(self.num_envs, device=self.device)
+
+    def distance(self, gb: Any) -> torch.Tensor:
+        """Shortest-path distance (moves) of every player to its exit, ``float32[N]``."""
+        r = self.ram
+        layout = gb.read_memory(r["ACTIVE_LAYOUT"])[:, 0].long() & 15
+        x = gb.read_memory(r["PLAYER_X"])[:, 0].long().clamp_max(_SIDE - 1)
+        y = gb.read_memory(r["PLAYER_Y"])[:, 0].long().clamp_max(_SIDE - 1)
+        return self._dist[layout, y, x]
 
     def compute(self, gb: Any, pixels: torch.Tensor, is_first: torch.Tensor):
         won = self.game_state(gb) == 2
-        return won.to(torch.float32), won
+        reward = won.to(torch.float32)
+        if self.shaping > 0:
+            d = self.distance(gb)
+            prev = self.buffers["prev_dist"]
+            step = torch.where(is_first, torch.zeros_like(d), prev - d)
+            reward = reward + self.shaping * step
+            prev.copy_(d)
+        return reward, won
+
+
+@register_task
+class MazeSparseTask(MazeTask):
+    """The maze with the sparse reward only (+1 at the exit, no distance shaping)."""
+
+    name = "maze-sparse"
+    default_shaping = 0.0
