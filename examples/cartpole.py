@@ -22,7 +22,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--total-steps", type=int, default=20_000)
     parser.add_argument("--num-envs", type=int, default=8)
-    parser.add_argument("--replay-ratio", type=float, default=0.05)
+    parser.add_argument("--replay-ratio", type=float, default=0.5,
+                        help="gradient steps per policy step (0.5 reaches 475+ in 20k steps, see docs/learning_results.md)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log-dir", default="runs/cartpole")
     parser.add_argument("--quick", action="store_true", help="300 steps, tiny batches")

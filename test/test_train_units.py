@@ -235,8 +235,15 @@ def test_load_checkpoint_checks_format_version_and_pickles(tmp_path):
 def test_check_compatible_names_the_differences():
     saved = TrainConfig().to_dict()
     check_compatible(saved, TrainConfig(total_steps=123, log_dir="elsewhere"))
-    with pytest.raises(CheckpointError, match="preset: checkpoint .tiny. vs now .XS.; num_envs: checkpoint 16 vs now 8"):
+    with pytest.raises(CheckpointError, match="preset: checkpoint .tiny. vs now .XS.; loss_preset: "
+                       "checkpoint .fast. vs now .sheeprl.; num_envs: checkpoint 16 vs now 8"):
         check_compatible(saved, TrainConfig(num_envs=8, preset="XS"))
+
+
+def test_loss_preset_default_follows_model_preset():
+    assert TrainConfig().loss_preset == "fast"
+    assert TrainConfig(preset="XS").loss_preset == "sheeprl"
+    assert TrainConfig(preset="XS", loss_preset="fast").loss_preset == "fast"
 
 
 def test_cli_missing_rom_of_registered_task(capsys, tmp_path, monkeypatch):

@@ -41,8 +41,10 @@ class ConfigError(ValueError):
 #: Per-task default settings for the short default runs on a 2-core CPU
 #: (see ``docs/learning_results.md``).
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "maze": {"replay_ratio": 0.05, "learning_starts": 1024},
-    "catch": {"replay_ratio": 0.05, "learning_starts": 1024},
+    "maze": {"replay_ratio": 0.08, "learning_starts": 1024},
+    "maze-sparse": {"replay_ratio": 0.08, "learning_starts": 1024},
+    "catch": {"replay_ratio": 0.2, "learning_starts": 1024},
+    "gym:CartPole-v1": {"replay_ratio": 0.5, "learning_starts": 1024},
 }
 
 
@@ -55,7 +57,10 @@ class TrainConfig:
             or ``"gym:<id>"`` for a gymnasium env with vector observations (``gym:CartPole-v1``).
         rom: ROM path overriding the task's own (user-supplied games).
         preset: model size, a key of :data:`torchrl_dreamer.modules.PRESETS` (``"tiny"``).
-        loss_preset: a key of :data:`torchrl_dreamer.objectives.LOSS_PRESETS` (``"sheeprl"``).
+        loss_preset: a key of :data:`torchrl_dreamer.objectives.LOSS_PRESETS`; ``None`` picks
+            ``"fast"`` for the ``tiny`` preset (short CPU runs: the reference learning rates need
+            far more gradient steps than a 2-core CPU gives in minutes, see
+            ``docs/learning_results.md``) and ``"sheeprl"`` (DreamerV3 2023) for XS..XL.
         device: learner/replay/env device (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
         num_envs: consoles stepped together.
         total_steps: policy steps to collect (the run's length).
@@ -81,7 +86,7 @@ class TrainConfig:
     task: str = "maze"
     rom: str | None = None
     preset: str = "tiny"
-    loss_preset: str = "sheeprl"
+    loss_preset: str | None = None
     device: str = "cpu"
     num_envs: int = 16
     total_steps: int = 50_000
@@ -119,6 +124,8 @@ class TrainConfig:
                 f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)} "
                 "(tiny is the CPU preset)."
             )
+        if self.loss_preset is None:
+            self.loss_preset = "fast" if self.preset == "tiny" else "sheeprl"
         if self.loss_preset not in LOSS_PRESETS:
             raise ConfigError(
                 f"unknown loss preset {self.loss_preset!r}; choose one of {sorted(LOSS_PRESETS)}."
