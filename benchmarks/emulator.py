@@ -2,7 +2,9 @@
 
 Prints one JSON line per result: {"bench", "case", "ours", "peer", "unit", "speedup"}.
 Cases: frames/s on blargg cpu_instrs and a homebrew game (same ROM, same number of frames, same
-run as PyBoy headless with ``tick(n, False)``), env steps/s (24 frames per step, packed2 every
+run as PyBoy headless with ``tick(n, False)``), our frames/s with the idle-loop fast-forward
+on vs off (``idle_skip_vs_off``: maze and games that poll RAM; the peer is our own core without
+it), env steps/s (24 frames per step, packed2 every
 step, vs PyBoy ``tick(23, False); tick(1, True)`` + a screen copy), and cold/cached compile time
 of the kernel (cold: fresh Warp cache dir in a subprocess). ``--quick`` shortens every case.
 Throughput uses the process CPU time (both emulators are single-threaded here), which keeps the
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 # Running a script puts its folder first on sys.path; benchmarks/ holds ray.py, which would
 # shadow the real Ray package that torchrl probes for on import. Drop the folder.
@@ -96,6 +99,15 @@ def our_fps(path, frames, envs):
     return frames * envs / (clock() - t)
 
 
+def our_fps_idle(path, frames, envs, idle_skip):
+    """Frames/s of our core with the idle-loop fast-forwards on or off (same ROM, same frames)."""
+    gb = GameBoy(path, num_envs=envs, check_header=False, idle_skip=idle_skip)
+    gb.run_frames(60)
+    t = clock()
+    gb.run_frames(frames)
+    return frames * envs / (clock() - t)
+
+
 def our_steps(path, steps, envs):
     gb = GameBoy(path, num_envs=envs, check_header=False)
     gb.run_frames(60)
@@ -105,6 +117,13 @@ def our_steps(path, steps, envs):
     for k in range(steps):
         gb.step(press if k % 2 == 0 else none, frames=24, press_frames=8)
     return steps * envs / (clock() - t)
+
+
+def maze_rom():
+    """The maze ROM shipped with the package (the RL task's game)."""
+    import torchrl_dreamer
+
+    return Path(torchrl_dreamer.__file__).resolve().parent / "roms" / "maze" / "maze.gb"
 
 
 def compile_times():
@@ -151,6 +170,16 @@ def main():
             continue
         ours = our_steps(path, steps, args.envs)
         emit("emulator", f"steps24/{name}/envs={args.envs}", ours, pyboy_steps(path, steps), "steps/s")
+    # idle-loop fast-forward (LY/STAT and RAM-byte polls): our core with it vs without it
+    idle = [("maze", maze_rom()), ("snake", root / "games/gb_raw_snake/snake.gb"),
+            ("postbot", root / "games/postbot/PostBot.gb"),
+            ("pandoras-blocks", root / "games/pandoras-blocks/PandorasBlocks.gbc")]
+    for name, path in idle:
+        if not path.is_file():
+            continue
+        on = our_fps_idle(path, frames, args.envs, True)
+        off = our_fps_idle(path, frames, args.envs, False)
+        emit("emulator", f"idle_skip_vs_off/{name}/envs={args.envs}", on, off, "frames/s")
     if not args.no_compile:
         (cold, cold_cpu), (cached, cached_cpu) = compile_times()
         emit("emulator", "compile/cold/wall", cold, None, "s", higher_is_better=False)

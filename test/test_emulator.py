@@ -7,7 +7,7 @@ import ast
 import pytest
 import torch
 from conftest import requires_cuda, rom_path
-from test_emulator_romkit import COUNT_IRQ, LOOP, STOP_FOREVER, make_rom
+from test_emulator_romkit import COUNT_IRQ, DI, LOOP, STOP_FOREVER, make_rom
 
 from torchrl_dreamer.emulator import (
     BUTTON_A,
@@ -282,6 +282,33 @@ def test_halt_bug_repeats_next_byte():
     gb = GameBoy(make_rom(code), check_header=False)
     gb.run_frames(2)
     assert gb.read_memory(0xC000, 1)[0, 0] == 2  # INC A executed twice
+
+
+def timer_irq_div_rom(halt: bool, handler_nops: int) -> bytes:
+    """Timer IRQ latency probe (the protocol of gbmicrotest's int_timer_{nops,halt}_div tests).
+
+    DIV = 0; IE = timer; TIMA = E0; TAC = 05 (16 T-cycles a tick); IF = 0; ei; xor a; then a
+    long NOP run or HALT. The handler runs ``handler_nops`` NOPs, then ``ldh a,(DIV)``; ld b,a.
+    """
+    code = b"\x3e\x00\xe0\x04" + ie(0x04) + b"\x3e\xe0\xe0\x05\x3e\x05\xe0\x07"
+    code += b"\xaf\xe0\x0f\xfb\xaf" + (b"\x76" if halt else b"\x00" * 2000) + DI + LOOP
+    handler = b"\x00" * handler_nops + b"\xf0\x04\x47" + DI + LOOP  # (no HALT: mGBA runs it too)
+    return make_rom(code, vectors={0x50: handler})
+
+
+@pytest.mark.parametrize(("halt", "nops", "div"), [(False, 43, 2), (False, 44, 3),
+                                                   (True, 42, 2), (True, 43, 3)])
+def test_timer_irq_timing_matches_hardware(halt, nops, div):
+    """DMG facts (gbmicrotest int_timer_nops_div_a/b, int_timer_halt_div_a/b, on hardware).
+
+    The interrupt check samples IF at the end of the next opcode's fetch M-cycle, so a timer IRQ
+    raised during that fetch is taken before the instruction (NOP loop: 43 NOPs read DIV 2, 44
+    read 3); a timer IRQ that wakes HALT reaches its handler one M-cycle later than that (42 NOPs
+    read 2, 43 read 3). A one-M-cycle error either way flips one of the four readings.
+    """
+    gb = GameBoy(timer_irq_div_rom(halt, nops), check_header=False)
+    gb.run_frames(2)
+    assert gb.registers()["b"][0] == div
 
 
 GAMES = ["2048-wyattferguson/2048.gb", "gb_raw_snake/snake.gb", "postbot/PostBot.gb",

@@ -64,3 +64,93 @@ def test_idle_skip_is_bit_identical_and_skips():
     assert int(log[0].count_nonzero()) > 40  # the program ran and logged its exits
     assert int(slow.read_memory(0xC001, 1)[0, 0]) >= 10  # VBlank IRQs were taken
     assert int(slow.read_memory(0xC002, 1)[0, 0]) > 0  # timer IRQs were taken
+
+
+# ------------------------------------------------------------------------------ RAM-byte polls
+# Main program: wait in several RAM-poll shapes for flags that only the VBlank / timer handlers
+# set, clear them, and log DIV and TIMA at each exit (C100..). Handlers save AF/HL.
+_LOG_DE = bytes([0xF0, 0x04, 0x12, 0x13, 0xF0, 0x05, 0x12, 0x13])  # log via DE (HL/BC in use)
+_RAM_SETUP = bytes([
+    0xF3, 0x3E, 0x05, 0xE0, 0x07,  # di; TAC = 05 (TIMA overflows every 4096 T-cycles)
+    0x3E, 0x05, 0xE0, 0xFF,  # IE = VBlank | timer
+    0xAF, 0xEA, 0x10, 0xC0, 0xEA, 0x11, 0xC0, 0xE0, 0x90, 0xE0, 0x92,  # flags = 0
+    0x11, 0x00, 0xC1, 0xFB,  # de = C100 (log); ei
+])
+_RAM_BODY = (
+    bytes([0xFA, 0x10, 0xC0, 0xA7, 0x28, 0xFA]) + bytes([0xAF, 0xEA, 0x10, 0xC0])  # (a16); and a; jr z
+    + _LOG_DE
+    + bytes([0xF0, 0x90, 0xFE, 0x01, 0x20, 0xFA, 0xAF, 0xE0, 0x90])  # ldh; cp 1; jr nz (timer flag)
+    + _LOG_DE
+    + bytes([0x21, 0x10, 0xC0, 0x7E, 0xB7, 0x28, 0xFC, 0x36, 0x00])  # (hl); or a; jr z; (hl) = 0
+    + _LOG_DE
+    + bytes([0xFA, 0x11, 0xC0, 0xFE, 0x03, 0x38, 0xF9, 0xAF, 0xEA, 0x11, 0xC0])  # cp 3; jr c (>= 3 VBlanks)
+    + _LOG_DE
+    + bytes([0x3E, 0x04, 0xE0, 0x92, 0x01, 0x92, 0xFF])  # FF92 = 4 (timer handler counts down); bc = FF92
+    + bytes([0x0A, 0xFE, 0x01, 0x30, 0xFB])  # ld a,(bc); cp 1; jr nc (while >= 1)
+    + _LOG_DE
+    + bytes([0xF0, 0x90, 0xE6, 0x01, 0x28, 0xFA, 0xAF, 0xE0, 0x90])  # ldh; and 1; jr z
+    + _LOG_DE
+    + bytes([0x7A, 0xFE, 0xC2, 0x38, 0x03, 0x11, 0x00, 0xC1])  # log wraps from C200 to C100
+)
+_RAM_BODY = _RAM_BODY + bytes([0x18, (-(len(_RAM_BODY) + 2)) & 0xFF])
+# VBlank: C010 = 1, C011 += 1, C001 += 1. Timer: FF90 = 1, FF92 -= 1 if nonzero, C002 += 1.
+_RAM_HANDLER_V = bytes([0xF5, 0xE5, 0x21, 0x10, 0xC0, 0x36, 0x01, 0x2C, 0x34, 0x21, 0x01, 0xC0,
+                        0x34, 0xE1, 0xF1, 0xD9])
+_RAM_HANDLER_T = bytes([0xF5, 0x3E, 0x01, 0xE0, 0x90, 0xF0, 0x92, 0xB7, 0x28, 0x03, 0x3D, 0xE0,
+                        0x92, 0xFA, 0x02, 0xC0, 0x3C, 0xEA, 0x02, 0xC0, 0xF1, 0xD9])
+RAM_ROM = make_rom(_RAM_SETUP + _RAM_BODY, vectors={
+    0x40: b"\xc3\x60\x00", 0x50: b"\xc3\x80\x00", 0x60: _RAM_HANDLER_V, 0x80: _RAM_HANDLER_T})
+
+
+def _assert_same_consoles(slow: GameBoy, fast: GameBoy) -> None:
+    """Every state array, register and picture equal (the skip counter column aside)."""
+    cyc = FIELDS["CYCLES"]
+    for name, t in slow.state_tensors().items():
+        u = fast.state_tensors()[name]
+        if name == "st":
+            t, u = t.clone(), u.clone()
+            t[:, cyc] = 0
+            u[:, cyc] = 0
+        assert torch.equal(t, u), name
+    for k, v in slow.registers().items():
+        assert torch.equal(v, fast.registers()[k]), k
+    assert torch.equal(slow.framebuffer, fast.framebuffer)
+    assert torch.equal(slow.packed2, fast.packed2)
+
+
+def test_ram_poll_skip_is_bit_identical_and_skips():
+    torch.set_num_threads(1)
+    runs = {}
+    for skip in (True, False):
+        gb = GameBoy(RAM_ROM, num_envs=2, framebuffer=True, idle_skip=skip)
+        gb.write_memory(0xFF92, torch.tensor([[0], [2]], dtype=torch.uint8))  # envs start apart
+        for k in range(6):  # several launches: state carried across kernel calls
+            gb.run_frames(1 + k % 3)
+        runs[skip] = gb
+    fast, slow = runs[True], runs[False]
+    cyc = FIELDS["CYCLES"]
+    assert (fast.state_tensors()["st"][:, cyc] > 200).all()  # poll iterations were skipped
+    assert (slow.state_tensors()["st"][:, cyc] == 0).all()
+    _assert_same_consoles(slow, fast)
+    log = slow.read_memory(0xC100, 256)
+    assert torch.equal(log, fast.read_memory(0xC100, 256))
+    assert int(slow.read_memory(0xC001, 1)[0, 0]) >= 10  # VBlank IRQs were taken
+    assert int(slow.read_memory(0xC002, 1)[0, 0]) >= 20  # timer IRQs were taken
+    # 6 exits of 2 bytes per pass: >= 36 logged bytes = every wait shape exited >= 3 times
+    assert int(log[0].count_nonzero()) >= 36
+
+
+def test_ram_poll_skip_leaves_other_loops_alone():
+    """A WRAM poll that never ends (IME=0) is skipped up to every event and stays identical; the
+    same loop reading VRAM (which the PPU side can make read differently) is not skipped."""
+    torch.set_num_threads(1)
+    wram = bytes([0xF3, 0xAF, 0xEA, 0x10, 0xC0, 0xFA, 0x10, 0xC0, 0xA7, 0x28, 0xFA, 0x18, 0xFE])
+    vram = bytes([0xF3, 0xAF, 0xEA, 0x10, 0x80, 0xFA, 0x10, 0x80, 0xA7, 0x28, 0xFA, 0x18, 0xFE])
+    cyc = FIELDS["CYCLES"]
+    for code, skips in ((wram, True), (vram, False)):
+        fast = GameBoy(make_rom(code), framebuffer=True, idle_skip=True)
+        slow = GameBoy(make_rom(code), framebuffer=True, idle_skip=False)
+        fast.run_frames(3)
+        slow.run_frames(3)
+        assert bool(fast.state_tensors()["st"][0, cyc] > 1000) == skips
+        _assert_same_consoles(slow, fast)

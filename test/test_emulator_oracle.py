@@ -9,6 +9,10 @@ emulators start from the DMG post-boot state (no boot ROM). Our side steps with
 The oracle is mGBA's Python binding (``pip install mgba`` + ``apt-get install -y libmgba0.10``).
 Without it the tests skip, except in CI (``CI=true``), where they must run.
 
+Interrupt timing: the irq_timer ROM compares every timer interrupt dispatch exactly, except that
+the timer is restarted (DIV and TIMA written) after each HALT wake-up, because mGBA ends HALT one
+M-cycle earlier than the DMG (see ``_timer_resync`` and ``test_mgba_halt_wakeup_is_one_m_cycle_early``).
+
 Step granularity: mGBA's ``step()`` runs HALT, the halted time and the interrupt dispatch that
 ends it as one step, and may run an interrupt dispatch together with the instruction before it;
 our stepper counts an instruction and a dispatch as separate steps. The comparison therefore
@@ -222,14 +226,30 @@ def _cb_cases() -> Callable[[random.Random, int], bytes]:
     return case
 
 
+def _timer_resync(rng: random.Random) -> bytes:
+    """xor a; ldh (DIV),a; ld a,n; ldh (TIMA),a: restart the timer in step with the CPU.
+
+    Emitted after every HALT wake-up by the timer. mGBA (0.10) leaves HALT one M-cycle earlier
+    than the DMG does: on hardware the handler of a timer IRQ that wakes HALT starts one M-cycle
+    later than with a NOP loop (gbmicrotest ``int_timer_halt_div_a/b`` vs
+    ``int_timer_nops_div_a/b``: 42/43 NOPs read DIV 2/3 after HALT, 43/44 after NOPs; our core
+    reproduces all four, see ``test_timer_irq_timing_matches_hardware``), while mGBA gives the
+    HALT case the NOP-loop timing. After a wake-up the two emulators' CPUs are thus one M-cycle
+    apart relative to the timer; resetting DIV and writing TIMA in the same instruction stream
+    puts the timer back in the same phase in both, so only that known HALT difference is
+    forgiven, and every other interrupt-timing case is still compared exactly.
+    """
+    return b"\xaf\xe0\x04\x3e" + bytes([rng.randrange(0xC0, 0xF1)]) + b"\xe0\x05"
+
+
 def _irq_case(rng: random.Random, here: int) -> bytes:
     """Timer interrupts land between random instructions; HALT and EI delay cases."""
     kind = rng.randrange(12)
-    if kind == 0:
-        return b"\xfb\x76\x04"  # ei; halt; inc b (woken by the timer IRQ, dispatched)
+    if kind == 0:  # ei; halt; inc b (woken by the timer IRQ, dispatched)
+        return b"\xfb\x76\x04" + _timer_resync(rng)
     if kind == 1:  # IME=0: HALT wakes without a dispatch (IF stays set), then IF is cleared
         # (the HALT bug itself is left to blargg's halt_bug: mGBA's step() never returns on it)
-        return b"\xf3\x76\x04\xaf\xe0\x0f\xfb"
+        return b"\xf3\x76\x04" + _timer_resync(rng) + b"\xaf\xe0\x0f\xfb"
     if kind == 2:
         return b"\xfb\xf3\x00\xfb\x00"  # ei; di (no dispatch in between); ei; nop
     if kind == 3:
@@ -346,19 +366,7 @@ def run_lockstep(rom: bytes, tmp_path, max_steps: int = 60000) -> int:
     return steps
 
 
-IRQ_TIMING_GAP = (
-    "timer IRQ dispatch timing differs from mGBA by one instruction in some cases (first at "
-    "step ~3077 of irq_timer: we dispatch before an `LD (HL),n` that mGBA runs first, the timer "
-    "IRQ having been raised during the preceding `LD HL,nn`); not yet resolved which side "
-    "matches hardware (blargg instr_timing/mem_timing/halt_bug pass here)"
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=pytest.mark.xfail(reason=IRQ_TIMING_GAP, strict=True))
-     if n == "irq_timer" else n for n in sorted(ROMS)],
-)
+@pytest.mark.parametrize("name", sorted(ROMS))
 def test_lockstep_with_mgba(name, tmp_path):
     torch.set_num_threads(1)
     steps = run_lockstep(ROMS[name](), tmp_path)
@@ -374,6 +382,27 @@ def test_lockstep_detects_a_difference(tmp_path):
     oracle = Mgba(rom, tmp_path)
     oracle.step()
     assert ours.regs() != oracle.regs()
+
+
+def test_mgba_halt_wakeup_is_one_m_cycle_early(tmp_path):
+    """The one mGBA deviation the irq_timer ROM allows for (see ``_timer_resync``).
+
+    With gbmicrotest's protocol a timer IRQ that wakes HALT, then 43 NOPs in the handler, reads
+    DIV = 3 on a DMG (int_timer_halt_div_b), which our core reproduces
+    (``test_emulator.py::test_timer_irq_timing_matches_hardware``); mGBA reads 2, i.e. it ends
+    HALT one M-cycle early, while it agrees with hardware and with us on the NOP-loop cases. If
+    a newer mGBA fixes this, this test fails and the allowance should be dropped.
+    """
+    from test_emulator import timer_irq_div_rom
+
+    for halt, nops, mgba_div in ((True, 43, 2), (False, 43, 2), (False, 44, 3)):
+        rom = timer_irq_div_rom(halt, nops)
+        oracle, ours = Mgba(rom, tmp_path), Ours(rom)
+        for _ in range(3000):
+            oracle.step()
+        ours.gb.run_frames(2)
+        assert oracle.regs()[2] == mgba_div
+        assert ours.regs()[2] == (3 if halt else mgba_div)
 
 
 def test_irq_rom_takes_interrupts(tmp_path):

@@ -5,7 +5,9 @@
   record); frames whose state did not change across the frame must match PyBoy's screen exactly.
 * Micro ROMs (``test/ppu_roms.py``): PyBoy must show the frame our numpy reference predicts
   (validates ROM + reference), then our core must show it too.
-* Core vs PyBoy, frame by frame with scripted inputs, both booting PyBoy's DMG boot ROM.
+* Core vs PyBoy, frame by frame with scripted inputs, both booting PyBoy's DMG boot ROM, our
+  core in PyBoy's frame protocol (``set_pyboy_timing``, see ``docs/emulator.md``): every frame
+  must equal PyBoy's, except after the first gap documented per game in ``CORE_VS_PYBOY_GAPS``.
 
 Frame counts: ``TORCHRL_DREAMER_PPU_FRAMES`` sets the frames per game (default: 1000 for the
 renderer dumps, 600 for core vs PyBoy); set it to 10000 for the long verification.
@@ -111,6 +113,21 @@ def pyboy_input(pb, frame: int) -> None:
         pb.button_release(act)
 
 
+def pyboy_frame(pb) -> bool:
+    """Run PyBoy to its next frame boundary as our core sees it; True if the LCD was switched on.
+
+    PyBoy's ``tick()`` also returns as soon as the LCD is switched on (a frame boundary ours
+    does not have: switching the LCD on restarts line 0 in both); one more tick finishes the
+    frame, so both count the same frames.
+    """
+    lcd_was_on = pb.memory[0xFF40] & 0x80
+    pb.tick(1, True)
+    if not lcd_was_on and pb.memory[0xFF40] & 0x80:
+        pb.tick(1, True)
+        return True
+    return False
+
+
 def pyboy_state(pb) -> bytes:
     m = pb.memory
     return bytes(m[0x8000:0xA000]) + bytes(m[0xFE00:0xFEA0]) + bytes(m[a] for a in _IO)
@@ -211,17 +228,40 @@ def test_micro_rom_expected_frame_in_core(name):
 # ---------------------------------------------------------------- core vs PyBoy
 
 
-def compare_core_with_pyboy(path: Path, frames: int, tmp_dir: Path) -> dict:
-    """Run our core and PyBoy side by side (same boot ROM, same scripted input).
+def pyboy_timed_core(path: Path, **kw):
+    """Our core set up to be compared frame by frame with PyBoy (same boot ROM, PyBoy timing).
 
-    Returns counts of frames ``equal`` to PyBoy's frame of the same index, ``shifted`` (equal to
-    a PyBoy frame at most 3 frames away: a timing difference, not a rendering one) and
-    ``unmatched``, the first unmatched frame indices, and ``resync``: how many times PyBoy
-    needed an extra tick because its ``tick()`` returns early when the LCD is switched on.
+    ``PYBOY_TIMING`` (see ``bus.py``) ends frames where PyBoy's ``tick()`` does (LY 153 -> 0, and
+    at LCD off, which also restarts the frame clock) and applies PyBoy's LY-read and SCX/mode-3
+    timing, so inputs land on the same emulated cycle in both. ``idle_skip`` is off because the
+    LY busy-wait fast-forward assumes hardware LY timing.
     """
     from torchrl_dreamer.emulator import GameBoy
+    from torchrl_dreamer.emulator.pyboy_state import set_pyboy_timing
 
-    gb = GameBoy(path, num_envs=1, framebuffer=True, boot_rom=pyboy_boot_rom(), check_header=False)
+    gb = GameBoy(path, framebuffer=True, boot_rom=pyboy_boot_rom(), check_header=False,
+                 idle_skip=False, **kw)
+    set_pyboy_timing(gb)
+    return gb
+
+
+def _is_lcd_blank_pair(ours: np.ndarray, theirs: np.ndarray) -> bool:
+    """Ours blank (shade 0) where PyBoy shows a uniform non-zero shade: PyBoy paints LCD-off
+    frames and the first frame after LCD on with BGP colour 0, hardware shows shade 0. Expected
+    never to happen here: ``PYBOY_TIMING`` paints those blanks as PyBoy does; kept as a class so
+    a regression is reported with its cause."""
+    return not ours.any() and theirs.min() == theirs.max() and theirs[0, 0] != 0
+
+
+def compare_core_with_pyboy(path: Path, frames: int, tmp_dir: Path) -> dict:
+    """Run our core (:func:`pyboy_timed_core`) and PyBoy side by side with the scripted input.
+
+    Every frame falls in one class: ``equal`` to PyBoy's frame of the same index; ``lcd_blank``
+    (see :func:`_is_lcd_blank_pair`); ``shifted`` (equal to a PyBoy frame at most 3 frames away:
+    the game runs ahead or behind, not a rendering difference); ``unmatched``. ``resync`` counts
+    LCD switch-ons (where PyBoy's ``tick()`` returns early, see :func:`pyboy_frame`).
+    """
+    gb = pyboy_timed_core(path)
     pb = open_pyboy(path, tmp_dir)
     ours, theirs = [], []
     resync = 0
@@ -230,56 +270,61 @@ def compare_core_with_pyboy(path: Path, frames: int, tmp_dir: Path) -> dict:
             pyboy_input(pb, f)
             act = script_action(f)
             gb.run_frames(1, buttons=BUTTON_BITS[act] if act else 0)
-            lcd_was_on = pb.memory[0xFF40] & 0x80
-            pb.tick(1, True)
-            if not lcd_was_on and pb.memory[0xFF40] & 0x80:
-                # PyBoy ends a tick() as soon as the LCD is switched on; our frames end at
-                # VBlank. Finish the frame in PyBoy so both count the same frames.
-                pb.tick(1, True)
-                resync += 1
+            resync += pyboy_frame(pb)
             ours.append(gb.framebuffer[0].cpu().numpy().copy())
             theirs.append(screen(pb))
     finally:
         pb.stop(save=False)
-    equal = shifted = 0
-    unmatched = []
+    classes: dict[str, list[int]] = {"equal": [], "lcd_blank": [], "shifted": [], "unmatched": []}
     for f in range(frames):
         if np.array_equal(ours[f], theirs[f]):
-            equal += 1
-        elif any(
-            0 <= f + k < frames and np.array_equal(ours[f], theirs[f + k])
-            for k in (-1, 1, -2, 2, -3, 3)
-        ):
-            shifted += 1
+            classes["equal"].append(f)
+        elif _is_lcd_blank_pair(ours[f], theirs[f]):
+            classes["lcd_blank"].append(f)
+        elif any(0 <= f + k < frames and np.array_equal(ours[f], theirs[f + k])
+                 for k in (-1, 1, -2, 2, -3, 3)):
+            classes["shifted"].append(f)
         else:
-            unmatched.append(f)
-    return {
-        "frames": frames,
-        "resync": resync,
-        "equal": equal,
-        "shifted": shifted,
-        "unmatched": len(unmatched),
-        "first_unmatched": unmatched[:10],
-    }
+            classes["unmatched"].append(f)
+    stats: dict = {"frames": frames, "resync": resync}
+    stats.update({k: len(v) for k, v in classes.items()})
+    other = sorted(classes["shifted"] + classes["unmatched"])
+    stats["first_other"] = other[:10]
+    stats["first_lcd_blank"] = classes["lcd_blank"][:6]
+    stats["by_class"] = classes
+    return stats
 
 
-# Measured with 10,000 frames per game (see the module docstring for how to rerun): the core's
-# timing differs from PyBoy's, so frames drift by one or more frames or the game state diverges.
-# Every frame still matches the renderer on static dumps above; these are core issues.
-CORE_VS_PYBOY_GAPS = (
-    "core timing differs from PyBoy: the boot ROM logo scroll differs mid-frame (frames 30-46), "
-    "and games drift by 1-3 frames or diverge (2048, Pandora's Blocks); PyBoy shows BGP colour 0 "
-    "(we show shade 0, as hardware) while the LCD is off and in the first frame after LCD on"
-)
+# Per game: (first frame that may differ, reason), from 10,000-frame runs (module docstring).
+# Before that frame every frame must equal PyBoy's; games without a gap must match throughout.
+CORE_VS_PYBOY_GAPS: dict[str, tuple[int | None, str]] = {
+    "postbot": (None, ""),
+    "catch": (None, ""),
+    "maze": (None, ""),
+    "snake": (None, ""),
+    "pandora": (None, ""),
+    "2048": (366, "the game seeds its RNG (C0E3-C0E6) from DIV around frame 70; PyBoy samples IO "
+                  "registers in LDH at the 2nd M-cycle (ours at the 3rd, as hardware) and its DIV "
+                  "phase after LCD on differs by 4 T-cycles, so its sample can differ by 1 and the "
+                  "board dealt at the first game start (frame 366) differs"),
+    "tobu": (808, "from about frame 790 the game logic runs one update behind PyBoy (object "
+                  "positions in WRAM differ by 1): a lag frame caused by CPU/interrupt timing "
+                  "differences (PyBoy's IO access cycles, LCD-on timing); frames then differ or "
+                  "match PyBoy's previous frame"),
+}
 
 
-@pytest.mark.xfail(reason=CORE_VS_PYBOY_GAPS, strict=False)
 @pytest.mark.parametrize("game", [*GAMES, *SHIPPED])
 def test_core_frames_vs_pyboy(roms, tmp_path, game):
     frames = frames_per_game(600)
+    first_gap, reason = CORE_VS_PYBOY_GAPS[game]
+    limit = frames if first_gap is None else min(frames, first_gap)
     stats = compare_core_with_pyboy(game_path(roms, game), frames, tmp_path)
-    print(game, stats)
-    assert stats["equal"] == frames, stats
+    by_class = stats.pop("by_class")
+    print(game, stats, "known gap:", reason or "none")
+    equal = set(by_class["equal"])
+    before = [f for f in range(limit) if f not in equal]
+    assert not before, f"{game}: frames {before[:10]} differ from PyBoy before {limit}: {stats}"
 
 
 if __name__ == "__main__":  # the long report: python test/test_ppu_frames.py 10000
@@ -288,4 +333,6 @@ if __name__ == "__main__":  # the long report: python test/test_ppu_frames.py 10
     for g in [*GAMES, *SHIPPED]:
         p = game_path(roms_dir(), g)
         if p.is_file():
-            print(g, compare_core_with_pyboy(p, n, Path(tempfile.mkdtemp())), flush=True)
+            st = compare_core_with_pyboy(p, n, Path(tempfile.mkdtemp()))
+            st.pop("by_class")
+            print(g, st, flush=True)

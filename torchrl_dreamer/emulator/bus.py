@@ -31,6 +31,7 @@ from torchrl_dreamer.emulator.layout import (
     S_PACK,
     S_PPU_DOT,
     S_PPU_NEXT,
+    S_PYBOY_TIMING,
     S_RAM_BANK,
     S_RAM_EN,
     S_RAM_SIZE,
@@ -152,13 +153,19 @@ WIN_BLANK = wp.constant(0x10000)
 
 @wp.func(inline=False)
 def clear_obs(i: int, m: Mem):
-    """Blank the env's packed2 observation and framebuffer (LCD off shows shade 0)."""
+    """Blank the env's packed2 observation and framebuffer (LCD off shows shade 0).
+
+    With ``PYBOY_TIMING`` the blank is BGP colour 0, as PyBoy paints it (not hardware).
+    """
+    shade = 0
+    if m.st[i, S_PYBOY_TIMING] != 0:
+        shade = int(m.hram[i, 0x47]) & 3
     for y in range(72):
         for x in range(20):
-            m.obs[i, 0, y, x] = wp.uint8(0)
+            m.obs[i, 0, y, x] = wp.uint8(shade * 0x55)
     for y in range(144):
         for x in range(160):
-            m.fb[i, y, x] = wp.uint8(0)
+            m.fb[i, y, x] = wp.uint8(shade)
 
 
 @wp.func
@@ -203,6 +210,10 @@ def ppu_event(i: int, m: Mem):
     if mode == 2:
         m.st[i, S_MODE] = 3
         m.st[i, S_PPU_NEXT] = 252
+        if m.st[i, S_PYBOY_TIMING] != 0 and (int(m.hram[i, 0x43]) & 7) != 0:
+            # PyBoy lengthens mode 3 by the fine scroll rounded up to an M-cycle (4 dots) and
+            # draws the line when mode 3 ends: mid-line SCX writes land as in PyBoy
+            m.st[i, S_PPU_NEXT] = 256
         return
     if mode == 3:
         m.st[i, S_MODE] = 0
@@ -230,6 +241,8 @@ def ppu_event(i: int, m: Mem):
     if line >= 154:
         line = 0
         m.st[i, S_WIN_LINE] = 0
+        if m.st[i, S_PYBOY_TIMING] != 0:
+            m.st[i, S_FRAME_DONE] = 1  # PyBoy's tick() ends a frame here
     m.st[i, S_LINE] = line
     if line < 144:
         m.st[i, S_MODE] = 2
@@ -243,9 +256,13 @@ def ppu_event(i: int, m: Mem):
         m.st[i, S_MODE] = 1
         m.st[i, S_PPU_NEXT] = 456 * (next_ppu_line(i, m, line, 154) - line)
         if line == 144:
-            m.st[i, S_FRAME_DONE] = 1
+            if m.st[i, S_PYBOY_TIMING] == 0:
+                m.st[i, S_FRAME_DONE] = 1
             if lcd_on:
                 raise_irq(i, m, 1)
+                if (m.st[i, S_PYBOY_TIMING] != 0 and m.st[i, S_PACK] != 0
+                        and (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0):
+                    clear_obs(i, m)  # PyBoy blanks the first frame after LCD on with BGP colour 0
             elif m.st[i, S_PACK] != 0:
                 clear_obs(i, m)
     if lcd_on:
@@ -605,7 +622,10 @@ def io_read(i: int, m: Mem, r: int) -> int:
         return v
     if r == 0x44:
         if (int(m.hram[i, 0x40]) & 0x80) != 0:
-            return m.st[i, S_LINE]
+            line = m.st[i, S_LINE]
+            if m.st[i, S_PYBOY_TIMING] != 0 and line < 144 and m.st[i, S_PPU_DOT] >= 452:
+                return line + 1  # PyBoy increments LY 4 dots before a visible line ends
+            return line
         return 0
     return int(m.hram[i, r]) | io_unused_bits(r)
 
@@ -712,6 +732,16 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
             stat_update(i, m)
         if (old & 0x80) != 0 and (v & 0x80) == 0:
             m.st[i, S_STAT_LINE] = 0
+            if m.st[i, S_PYBOY_TIMING] != 0:
+                # PyBoy's frame protocol: LCD off ends the frame (blank) and restarts the frame
+                # clock, so later frames end every 70224 T-cycles from here
+                m.st[i, S_LINE] = 0
+                m.st[i, S_PPU_DOT] = 0
+                m.st[i, S_MODE] = 2
+                m.st[i, S_PPU_NEXT] = 80
+                m.st[i, S_FRAME_DONE] = 1
+                if m.st[i, S_PACK] != 0:
+                    clear_obs(i, m)
         return
     if r == 0x41:
         m.st[i, S_STAT_EN] = v & 0x78

@@ -82,8 +82,9 @@ class GameBoy:
         check_header: warn on a missing logo / bad checksums.
         memory_layout: ``"env_major"`` (``[N, size]`` storage, the CPU default) or
             ``"address_major"`` (``[size, N]`` storage viewed transposed, the CUDA default).
-        idle_skip: fast-forward ``LDH A,(LY|STAT); CP|AND d8; JR cc,-6`` busy-wait loops by
-            whole iterations (bit-identical results; ``False`` only for comparisons/debugging).
+        idle_skip: fast-forward ``LDH A,(LY|STAT); CP|AND d8; JR cc,-6`` busy-wait loops and
+            loops polling a WRAM/HRAM byte (e.g. ``LD A,(nn); AND A; JR Z,loop``) by whole
+            iterations (bit-identical results; ``False`` only for comparisons/debugging).
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.

@@ -26,6 +26,9 @@ _NAMES = [
     "RTC_LDL", "RTC_LDH", "RTC_SUB", "RTC_LATCH",
     # misc
     "BOOT_ON", "FRAMES", "CYCLES", "CLK", "NEXT",
+    # 0 (default): hardware timing, a frame ends when VBlank starts (LY 144). 1: PyBoy's frame
+    # protocol and PPU timing details, for frame-exact comparison with PyBoy (see bus.py)
+    "PYBOY_TIMING",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -95,6 +98,7 @@ S_FRAMES = wp.constant(FIELDS["FRAMES"])
 S_CYCLES = wp.constant(FIELDS["CYCLES"])
 S_CLK = wp.constant(FIELDS["CLK"])
 S_NEXT = wp.constant(FIELDS["NEXT"])
+S_PYBOY_TIMING = wp.constant(FIELDS["PYBOY_TIMING"])
 
 SERIAL_CAPACITY: int = 8192
 """Bytes of serial output kept per console (later bytes are dropped)."""
