@@ -1,7 +1,7 @@
 """torchrl_dreamer.emulator: a DMG Game Boy in NVIDIA Warp, one thread per console.
 
 :class:`GameBoy` is the entry point (``docs/emulator.md``); :class:`ResetCache` restores masked
-envs from a snapshot on the device. Heavy modules (Warp kernels) load lazily on first use.
+envs from a snapshot on the device; :func:`load_pyboy_state` reads PyBoy 2.8 ``.state`` files. Heavy modules (Warp kernels) load lazily on first use.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ __all__ = [
     "BUTTON_LEFT",
     "BUTTON_UP",
     "BUTTON_DOWN",
+    "load_pyboy_state",
+    "parse_pyboy_state",
+    "set_pyboy_timing",
+    "PyBoyState",
+    "PyBoyStateError",
+    "PYBOY_STATE_VERSIONS",
 ]
 
 BUTTON_A = 1
@@ -49,6 +55,12 @@ _LAZY = {
     "SavestateError": "torchrl_dreamer.emulator.state",
     "Cartridge": "torchrl_dreamer.emulator.cartridge",
     "CartridgeError": "torchrl_dreamer.emulator.cartridge",
+    "load_pyboy_state": "torchrl_dreamer.emulator.pyboy_state",
+    "parse_pyboy_state": "torchrl_dreamer.emulator.pyboy_state",
+    "set_pyboy_timing": "torchrl_dreamer.emulator.pyboy_state",
+    "PyBoyState": "torchrl_dreamer.emulator.pyboy_state",
+    "PyBoyStateError": "torchrl_dreamer.emulator.pyboy_state",
+    "PYBOY_STATE_VERSIONS": "torchrl_dreamer.emulator.pyboy_state",
 }
 
 
