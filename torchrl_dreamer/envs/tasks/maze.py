@@ -97,6 +97,9 @@ class MazeTask(ShippedGameTask):
     def setup(self, num_envs: int, device: torch.device) -> None:
         super().setup(num_envs, device)
         if self.shaping > 0:
+            if self.ram["PLAYER_Y"] != self.ram["PLAYER_X"] + 1:
+                raise ValueError("the maze source must keep PLAYER_Y right after PLAYER_X "
+                                 "(distance() reads both in one access)")
             rom = self.rom_path().read_bytes()
             self._dist = maze_distances(rom).clamp_min(0.0).to(self.device)
             self.buffers["prev_dist"] = torch.zeros(self.num_envs, device=self.device)
@@ -105,9 +108,8 @@ class MazeTask(ShippedGameTask):
         """Shortest-path distance (moves) of every player to its exit, ``float32[N]``."""
         r = self.ram
         layout = gb.read_memory(r["ACTIVE_LAYOUT"])[:, 0].long() & 15
-        x = gb.read_memory(r["PLAYER_X"])[:, 0].long().clamp_max(_SIDE - 1)
-        y = gb.read_memory(r["PLAYER_Y"])[:, 0].long().clamp_max(_SIDE - 1)
-        return self._dist[layout, y, x]
+        xy = gb.read_memory(r["PLAYER_X"], 2).long().clamp_max(_SIDE - 1)  # PLAYER_X, PLAYER_Y
+        return self._dist[layout, xy[:, 1], xy[:, 0]]
 
     def compute(self, gb: Any, pixels: torch.Tensor, is_first: torch.Tensor):
         won = self.game_state(gb) == 2
