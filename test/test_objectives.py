@@ -335,6 +335,29 @@ def test_learner_update_metrics_and_slow_critic():
     assert learner.num_updates == 2 and int(learner.critic_loss.slow_critic.count) == 2
 
 
+def test_learner_world_model_warmup_trains_only_the_world_model():
+    wm, actor, critic = _agent()
+    cfg = DreamerV3LossConfig().with_(horizon=3, world_model_warmup=2)
+    learner = DreamerV3Learner(wm, actor, critic, cfg)
+
+    def snap(m):
+        return [p.detach().clone() for p in m.parameters()]
+
+    def moved(before, m):
+        return any(not torch.equal(a, b) for a, b in zip(before, m.parameters()))
+
+    for i in range(2):
+        w, a, c = snap(wm), snap(actor), snap(critic)
+        m = learner.update(_batch(seed=i))
+        assert moved(w, wm) and not moved(a, actor) and not moved(c, critic)
+        assert "loss_world_model" in m.keys() and "loss_actor" not in m.keys()
+        assert int(learner.critic_loss.slow_critic.count) == 0
+    a, c = snap(actor), snap(critic)
+    m = learner.update(_batch(seed=2))
+    assert moved(a, actor) and moved(c, critic) and "loss_actor" in m.keys()
+    assert learner.num_updates == 3 and int(learner.critic_loss.slow_critic.count) == 1
+
+
 def test_learner_accepts_int_actions_with_trailing_dim_and_one_hot():
     wm, actor, critic = _agent()
     learner = DreamerV3Learner(wm, actor, critic, DreamerV3LossConfig().with_(horizon=2))

@@ -268,12 +268,24 @@ def test_maze_new_game_resets_after_win(maze):
     maze.new_game(0)
     path = shortest_path(maze_grid(maze), (maze["PLAYER_X"], maze["PLAYER_Y"]),
                          (maze["EXIT_X"], maze["EXIT_Y"]))
-    for d in path:
+    for d in path[:-1]:
         maze.step(d)
+    before = maze.screen()
+    assert (cell_pixels(before, 0, 0) == 3).all() and (before[:, :4] == 0).all()
+    maze.step(path[-1])
     assert maze["GAME_STATE"] == 2
+    won = maze.screen()  # the won screen is inverted: walls white, margins black
+    assert (cell_pixels(won, 0, 0) == 0).all() and (won[:, :4] == 3).all()
+    grid = maze_grid(maze)
+    for y in range(9):
+        for x in range(9):
+            if grid[y, x] == 1:
+                assert (cell_pixels(won, x, y) == 0).all()
     maze.new_game(1)
     assert maze["WON"] == 0 and maze["MOVES"] == 0 and maze["BUMPS"] == 0
     assert maze["ACTIVE_LAYOUT"] == 1
+    again = maze.screen()  # palette restored
+    assert (cell_pixels(again, 0, 0) == 3).all() and (again[:, :4] == 0).all()
 
 
 @pytest.mark.parametrize("game", sorted(GAMES))

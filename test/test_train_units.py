@@ -33,6 +33,7 @@ from torchrl_dreamer.version import __version__
         ({"replay_backing": "s3"}, "unknown replay backing"),
         ({"rom": "/nonexistent/game.gb"}, "ROM /nonexistent/game.gb not found"),
         ({"num_envs": 0}, "num_envs must be >= 1"),
+        ({"threads": 0}, "threads must be an integer >= 1, got 0"),
         ({"replay_capacity": 8, "num_envs": 4}, "replay-capacity to at least seq_len \\* num_envs = 128"),
     ],
 )
@@ -244,6 +245,12 @@ def test_loss_preset_default_follows_model_preset():
     assert TrainConfig().loss_preset == "fast"
     assert TrainConfig(preset="XS").loss_preset == "sheeprl"
     assert TrainConfig(preset="XS", loss_preset="fast").loss_preset == "fast"
+    # a default picked from the model preset follows a later change of the preset...
+    assert TrainConfig().with_(preset="XS").loss_preset == "sheeprl"
+    assert TrainConfig().with_(seed=3).with_(preset="XS").loss_preset == "sheeprl"
+    # ...an explicit choice does not
+    assert TrainConfig(loss_preset="fast").with_(preset="XS").loss_preset == "fast"
+    assert TrainConfig().with_(preset="XS", loss_preset="fast").loss_preset == "fast"
 
 
 def test_cli_missing_rom_of_registered_task(capsys, tmp_path, monkeypatch):
@@ -262,6 +269,9 @@ def test_cli_config_precedence(tmp_path):
     args = build_parser("train").parse_args(["--config", str(f), "--seed", "9"])
     cfg = config_from_args(args)
     assert (cfg.num_envs, cfg.seq_len, cfg.seed, cfg.task) == (4, 16, 9, "maze")
+    assert cfg.threads == 1
+    args = build_parser("train").parse_args(["--config", str(f), "--threads", "2"])
+    assert config_from_args(args).threads == 2
 
 
 def test_deferred_reset_gym_env():

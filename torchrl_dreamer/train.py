@@ -32,7 +32,8 @@ _COMMANDS = ("train", "eval", "bench")
 _FIELDS = ("task", "rom", "preset", "loss_preset", "device", "num_envs", "total_steps",
            "replay_capacity", "replay_backing", "backend", "seed", "log_dir", "replay_ratio",
            "learning_starts", "batch_size", "seq_len", "steps_per_rollout", "commit_stride",
-           "checkpoint_every", "log_every", "precision", "frame_skip", "eval_episodes", "logger")
+           "checkpoint_every", "log_every", "precision", "threads", "frame_skip", "eval_episodes",
+           "logger")
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
@@ -63,6 +64,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
       help="leave the replay out of checkpoints (smaller; resume restarts the replay)")
     a("--log-every", type=int, help="gradient steps between metric logs (default 10)")
     a("--precision", choices=("fp32", "bf16", "fp16"), help="learner autocast (default fp32)")
+    a("--threads", type=int, help="torch threads on CPU (default 1)")
     a("--frame-skip", type=int, help="emulated frames per env step (default 24)")
     a("--eval-episodes", type=int, help="episodes of the final evaluation (0: none; default 32)")
     a("--logger", choices=("csv", "tensorboard", "both", "none"), help="default csv")
@@ -131,7 +133,8 @@ def _train(argv: list[str]) -> int:
 
     args = build_parser("train").parse_args(argv)
     cfg = config_from_args(args)
-    torch.set_num_threads(max(1, min(torch.get_num_threads(), 1 if cfg.device == "cpu" else 4)))
+    on_cpu = cfg.device == "cpu"
+    torch.set_num_threads(cfg.threads if on_cpu else max(1, min(torch.get_num_threads(), 4)))
     if cfg.backend == "ray":
         try:
             from torchrl_dreamer.distributed import run_ray_training

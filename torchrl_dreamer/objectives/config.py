@@ -17,6 +17,12 @@ class DreamerV3LossConfig:
     ``max(1, S)``), entropy 3e-4, slow-critic regulariser 1.0 (EMA 0.02, hard copy at step 0),
     Adam world model lr 1e-4 / eps 1e-8 / clip 1000, actor and critic lr 3e-5 / eps 1e-5 / clip
     100.
+
+    ``world_model_warmup`` (0 in the reference): the first that many gradient steps train the
+    world model only (no imagination, no actor or critic step). DreamerV3 has no such phase; it
+    is the "pretrain" phase of DreamerV1/V2 run on the first replay. It keeps the actor from
+    fitting a world model that cannot yet see the small sprites of our games, and each warm-up
+    step costs about half a full one (see ``docs/learning_results.md``).
     """
 
     # world model
@@ -47,6 +53,8 @@ class DreamerV3LossConfig:
     critic_lr: float = 3e-5
     critic_eps: float = 1e-5
     critic_clip: float = 100.0
+    # schedule
+    world_model_warmup: int = 0
 
     @classmethod
     def sheeprl(cls) -> DreamerV3LossConfig:

@@ -101,13 +101,21 @@ class DreamerV3Learner(nn.Module):
         return norm.detach()
 
     def update(self, batch: TensorDictBase) -> TensorDictBase:
-        """One gradient step on each of world model, actor and critic; returns detached metrics."""
+        """One gradient step on each of world model, actor and critic; returns detached metrics.
+
+        During the first ``config.world_model_warmup`` updates only the world model steps (the
+        metrics then hold no actor/critic entries).
+        """
         cfg = self.config
-        self.critic_loss.update_slow_critic()
+        if self.num_updates >= cfg.world_model_warmup:
+            self.critic_loss.update_slow_critic()
         with self._autocast():
             wm_out = self.world_model_loss(batch)
         wm_loss = total_loss(wm_out)
         g_wm = self._step(wm_loss, self.wm_opt, self.world_model, cfg.wm_clip)
+        if self.num_updates < cfg.world_model_warmup:
+            self.num_updates += 1
+            return self._metrics((wm_out,), wm_loss, {"grad_norm_world_model": g_wm})
         with self._autocast():
             actor_out = self.actor_loss(wm_out.get("posterior"))
         g_actor = self._step(
@@ -119,15 +127,23 @@ class DreamerV3Learner(nn.Module):
             critic_out.get("loss_critic"), self.critic_opt, self.critic, cfg.critic_clip
         )
         self.num_updates += 1
+        return self._metrics(
+            (wm_out, actor_out, critic_out),
+            wm_loss,
+            {"grad_norm_world_model": g_wm, "grad_norm_actor": g_actor, "grad_norm_critic": g_critic},
+        )
+
+    @staticmethod
+    def _metrics(outs, wm_loss: torch.Tensor, norms: dict[str, torch.Tensor]) -> TensorDictBase:
+        """The scalar entries of the loss outputs, the world-model loss and the gradient norms."""
         metrics = TensorDict({}, [])
-        for out in (wm_out, actor_out, critic_out):
+        for out in outs:
             for k, v in out.items():
                 if isinstance(v, torch.Tensor) and v.dim() == 0:
                     metrics.set(k, v.detach())
         metrics.set("loss_world_model", wm_loss.detach())
-        metrics.set("grad_norm_world_model", g_wm)
-        metrics.set("grad_norm_actor", g_actor)
-        metrics.set("grad_norm_critic", g_critic)
+        for k, v in norms.items():
+            metrics.set(k, v)
         return metrics
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:

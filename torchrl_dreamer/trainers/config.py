@@ -77,6 +77,9 @@ class TrainConfig:
         checkpoint_replay: store the replay in checkpoints (exact resume; costs disk).
         log_every: gradient steps between metric logs.
         precision: learner autocast (``"fp32"``, ``"bf16"``, ``"fp16"``).
+        threads: torch intra-op threads of the training process on CPU (default 1; the
+            emulator runs one Warp launch per step on one core, so on a 2-core machine the
+            learner can take both cores only while the actor waits).
         frame_skip: emulated frames per env step (Game Boy tasks).
         eval_episodes: episodes of the final evaluation (0: none).
         logger: ``"csv"``, ``"tensorboard"``, ``"both"`` or ``"none"``.
@@ -105,6 +108,7 @@ class TrainConfig:
     checkpoint_replay: bool = True
     log_every: int = 10
     precision: str = "fp32"
+    threads: int = 1
     frame_skip: int = 24
     eval_episodes: int = 32
     logger: str = "csv"
@@ -126,6 +130,7 @@ class TrainConfig:
             )
         if self.loss_preset is None:
             self.loss_preset = "fast" if self.preset == "tiny" else "sheeprl"
+            self._loss_preset_auto = True  # re-resolved by with_() when the preset changes
         if self.loss_preset not in LOSS_PRESETS:
             raise ConfigError(
                 f"unknown loss preset {self.loss_preset!r}; choose one of {sorted(LOSS_PRESETS)}."
@@ -162,6 +167,8 @@ class TrainConfig:
             raise ConfigError(f"replay_ratio must be >= 0, got {self.replay_ratio}.")
         if self.learning_starts is not None and self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}.")
+        if not isinstance(self.threads, int) or self.threads < 1:
+            raise ConfigError(f"threads must be an integer >= 1, got {self.threads!r}.")
         if self.precision not in ("fp32", "bf16", "fp16"):
             raise ConfigError(f"unknown precision {self.precision!r}; use fp32, bf16 or fp16.")
         if self.replay_capacity < self.seq_len * self.num_envs:
@@ -213,7 +220,13 @@ class TrainConfig:
         return cls.from_dict(data)
 
     def with_(self, **kwargs: Any) -> TrainConfig:
-        """Copy with some settings changed (validated again)."""
+        """Copy with some settings changed (validated again).
+
+        A ``loss_preset`` that was picked from the model preset (left ``None``) is picked again
+        for the copy, so ``TrainConfig().with_(preset="XS").loss_preset == "sheeprl"``.
+        """
+        if getattr(self, "_loss_preset_auto", False) and "loss_preset" not in kwargs:
+            kwargs["loss_preset"] = None
         return dataclasses.replace(self, **kwargs)
 
 

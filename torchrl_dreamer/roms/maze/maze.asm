@@ -12,6 +12,9 @@
 ; several directions are held the priority is UP, DOWN, LEFT, RIGHT. Walls block (a blocked move
 ; counts a bump). START in the waiting / finished state starts the next layout (human play).
 ;
+; Winning (the player steps onto the exit) inverts the palettes: the won screen shows every
+; shade inverted until the next game starts, so the win is visible in a single frame.
+;
 ; RAM interface (WRAM):
 ;   $C000 GAME_STATE  0 = waiting, 1 = playing, 2 = won (player on the exit)
 ;   $C001 NEW_GAME    write non-zero: a new game starts at the next frame (then cleared)
@@ -41,6 +44,7 @@ REPEAT_FRAMES equ 12
 CELL_FLOOR    equ 0
 CELL_WALL     equ 1
 CELL_EXIT     equ 2
+WIN_PALETTE   equ %00011011         ; colour n -> shade 3 - n: the whole won screen inverted
 TILE_PLAYER   equ 3                 ; 4 sprite tiles: top-left, top-right, bottom-left, bottom-right
 MAZE_LEFT_PX  equ 8                 ; screen x of the maze's left edge
 
@@ -120,6 +124,9 @@ new_game:
     ld a, [hl]
     ld [EXIT_Y], a
     call draw_maze
+    ld a, PALETTE
+    ldh [rBGP], a
+    ldh [rOBP0], a
     xor a
     ld [WON], a
     ld [MOVES], a
@@ -303,6 +310,9 @@ try_move:
     ld [WON], a
     ld a, STATE_OVER
     ld [GAME_STATE], a
+    ld a, WIN_PALETTE               ; the won screen is shown inverted (new_game restores it)
+    ldh [rBGP], a
+    ldh [rOBP0], a
     ret
 
 ; ---------------------------------------------------------------------------------------------
