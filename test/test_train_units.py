@@ -237,12 +237,15 @@ def test_check_compatible_names_the_differences():
     saved = TrainConfig().to_dict()
     check_compatible(saved, TrainConfig(total_steps=123, log_dir="elsewhere"))
     with pytest.raises(CheckpointError, match="preset: checkpoint .tiny. vs now .XS.; loss_preset: "
-                       "checkpoint .fast. vs now .sheeprl.; num_envs: checkpoint 16 vs now 8"):
+                       "checkpoint .fast-pixels. vs now .sheeprl.; num_envs: checkpoint 16 vs now 8"):
         check_compatible(saved, TrainConfig(num_envs=8, preset="XS"))
 
 
 def test_loss_preset_default_follows_model_preset():
-    assert TrainConfig().loss_preset == "fast"
+    assert TrainConfig().loss_preset == "fast-pixels"
+    assert TrainConfig(task="catch").loss_preset == "fast-pixels"
+    assert TrainConfig(task="gym:CartPole-v1").loss_preset == "fast"
+    assert TrainConfig().with_(task="gym:CartPole-v1").loss_preset == "fast"
     assert TrainConfig(preset="XS").loss_preset == "sheeprl"
     assert TrainConfig(preset="XS", loss_preset="fast").loss_preset == "fast"
     # a default picked from the model preset follows a later change of the preset...

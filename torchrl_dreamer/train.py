@@ -44,7 +44,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--task", help="registered task (default maze; see torchrl_dreamer.envs.list_tasks())")
     a("--rom", help="ROM path overriding the task's (user-supplied games)")
     a("--preset", help="model size: tiny (CPU, default), XS, S, M, L, XL")
-    a("--loss-preset", help="loss settings preset (default: fast for tiny, sheeprl for XS..XL)")
+    a("--loss-preset", help="loss settings preset (default for tiny: fast-pixels on Game Boy tasks, "
+      "fast on gym: tasks; sheeprl for XS..XL)")
     a("--device", help="cpu (default) or cuda[:k]")
     a("--num-envs", type=int, help="consoles stepped together (default 16)")
     a("--total-steps", type=int, help="policy steps to collect (default 50000)")

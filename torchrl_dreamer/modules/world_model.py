@@ -64,12 +64,14 @@ PRESETS: dict[str, DreamerV3Config] = {
     "M": DreamerV3Config(deter=1024, hidden=640, mlp_layers=3, cnn_mult=48),
     "L": DreamerV3Config(deter=2048, hidden=768, mlp_layers=4, cnn_mult=64),
     "XL": DreamerV3Config(deter=4096, hidden=1024, mlp_layers=5, cnn_mult=96),
-    # CPU preset: a full B16xT32 update in ~0.1-0.3 s on one core (see docs/dreamer.md).
+    # CPU preset: a full B16xT32 packed2 update in ~0.3-0.45 s on one core (docs/dreamer.md).
+    # cnn_mult 8, not 4: at 4 the world model needed ~2x the gradient steps to reconstruct the
+    # maze player (a 6x6-pixel ring), see docs/learning_results.md.
     "tiny": DreamerV3Config(
         deter=128,
         hidden=128,
         mlp_layers=1,
-        cnn_mult=4,
+        cnn_mult=8,
         stoch=16,
         classes=16,
         cnn_stem="space_to_depth",

@@ -70,10 +70,16 @@ class DreamerV3LossConfig:
 #: ``sheeprl-0.5`` (the same with sheeprl 0.5's actor/critic learning rate 8e-5) and ``fast``
 #: (the same losses with 3x / 3.3x / 10x the world-model / actor / critic learning rates: for
 #: short CPU runs of small models, where a few thousand gradient steps must do; see
-#: ``docs/learning_results.md``).
+#: ``docs/learning_results.md``) and ``fast-pixels`` (``fast`` with a 10x world-model rate and
+#: entropy 1e-3: our games' key objects are sprites of 16-36 observation pixels, which a ``tiny``
+#: world model at 3e-4 only starts to reconstruct after ~2,500 gradient steps, and the actor
+#: collapses to a deterministic policy on the blind model before that).
 LOSS_PRESETS: dict[str, DreamerV3LossConfig] = {
     "sheeprl": DreamerV3LossConfig.sheeprl(),
     # sheeprl 0.5.x used actor/critic lr 8e-5 (0.8.4 and the 2023 official code use 3e-5).
     "sheeprl-0.5": DreamerV3LossConfig.sheeprl().with_(actor_lr=8e-5, critic_lr=8e-5),
     "fast": DreamerV3LossConfig.sheeprl().with_(wm_lr=3e-4, actor_lr=1e-4, critic_lr=3e-4),
+    "fast-pixels": DreamerV3LossConfig.sheeprl().with_(
+        wm_lr=1e-3, actor_lr=1e-4, critic_lr=3e-4, entropy_coef=1e-3
+    ),
 }

@@ -25,7 +25,14 @@ from typing import Any
 
 import torch
 
-__all__ = ["TrainConfig", "ConfigError", "TASK_DEFAULTS", "BACKENDS", "REPLAY_BACKINGS"]
+__all__ = [
+    "TrainConfig",
+    "ConfigError",
+    "TASK_DEFAULTS",
+    "BACKENDS",
+    "REPLAY_BACKINGS",
+    "default_loss_preset",
+]
 
 BACKENDS = ("reference", "threaded", "cuda", "ray")
 """Collector backends; ``ray`` needs :mod:`torchrl_dreamer.distributed` (``run_ray_training``)."""
@@ -48,6 +55,13 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+def default_loss_preset(preset: str, task: str) -> str:
+    """The loss preset a run gets when it names none (see :attr:`TrainConfig.loss_preset`)."""
+    if preset != "tiny":
+        return "sheeprl"
+    return "fast" if str(task).startswith("gym:") else "fast-pixels"
+
+
 @dataclasses.dataclass
 class TrainConfig:
     """One training run.
@@ -57,10 +71,11 @@ class TrainConfig:
             or ``"gym:<id>"`` for a gymnasium env with vector observations (``gym:CartPole-v1``).
         rom: ROM path overriding the task's own (user-supplied games).
         preset: model size, a key of :data:`torchrl_dreamer.modules.PRESETS` (``"tiny"``).
-        loss_preset: a key of :data:`torchrl_dreamer.objectives.LOSS_PRESETS`; ``None`` picks
-            ``"fast"`` for the ``tiny`` preset (short CPU runs: the reference learning rates need
-            far more gradient steps than a 2-core CPU gives in minutes, see
-            ``docs/learning_results.md``) and ``"sheeprl"`` (DreamerV3 2023) for XS..XL.
+        loss_preset: a key of :data:`torchrl_dreamer.objectives.LOSS_PRESETS`; ``None`` picks,
+            for the ``tiny`` preset, ``"fast-pixels"`` on Game Boy tasks and ``"fast"`` on
+            ``gym:`` tasks (short CPU runs: the reference learning rates need far more gradient
+            steps than a 2-core CPU gives in minutes, see ``docs/learning_results.md``), and
+            ``"sheeprl"`` (DreamerV3 2023) for XS..XL.
         device: learner/replay/env device (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
         num_envs: consoles stepped together.
         total_steps: policy steps to collect (the run's length).
@@ -129,7 +144,7 @@ class TrainConfig:
                 "(tiny is the CPU preset)."
             )
         if self.loss_preset is None:
-            self.loss_preset = "fast" if self.preset == "tiny" else "sheeprl"
+            self.loss_preset = default_loss_preset(self.preset, self.task)
             self._loss_preset_auto = True  # re-resolved by with_() when the preset changes
         if self.loss_preset not in LOSS_PRESETS:
             raise ConfigError(
