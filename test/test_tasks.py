@@ -126,6 +126,18 @@ def test_maze_shaping_rejects_negative():
         make_task("maze", shaping=-1.0)
 
 
+def test_maze_distances_check_the_rom():
+    from torchrl_dreamer import roms
+    from torchrl_dreamer.envs.tasks.maze import maze_distances
+
+    rom = roms.rom_path("maze").read_bytes()
+    dist = maze_distances(rom)
+    assert dist.shape == (16, 9, 9) and bool((dist == 0).sum() == 16)  # one exit per layout
+    for bad in (bytes(len(rom)), rom[:2000]):  # no layout table / truncated ROM
+        with pytest.raises(ValueError, match="layout table .* does not hold a valid 9x9 layout"):
+            maze_distances(bad)
+
+
 def test_maze_walls_block_and_give_no_reward(backend):
     env = GameBoyEnv("maze", num_envs=1, backend=backend, seed=0)
     env.reset()
