@@ -1,8 +1,8 @@
 """How fast does a world model learn to see a game? World-model-only training on random data.
 
 Collects ``--rows`` steps of ``--num-envs`` consoles under a uniform random policy, then trains
-only :class:`~torchrl_dreamer.objectives.DreamerV3WorldModelLoss` on random B x T windows
-for ``--seconds``. Every ``--every`` steps it prints one JSON line: the reconstruction and reward
+only the world model on random B x T windows for ``--seconds`` (a
+:class:`~torchrl_dreamer.objectives.DreamerV3Learner` whose ``world_model_warmup`` never ends). Every ``--every`` steps it prints one JSON line: the reconstruction and reward
 losses on held-out windows (the last two envs are never trained on) and the seconds so far.
 
 On the shipped games the reconstruction loss sits on a plateau until the model starts to draw
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import torch
@@ -25,7 +26,7 @@ from tensordict import TensorDict
 
 from torchrl_dreamer.envs import GameBoyEnv
 from torchrl_dreamer.modules import PRESETS, make_dreamer
-from torchrl_dreamer.objectives import LOSS_PRESETS, DreamerV3WorldModelLoss
+from torchrl_dreamer.objectives import LOSS_PRESETS, DreamerV3Learner
 
 KEYS = ("pixels", "action", "reward", "is_first", "terminated")
 
@@ -67,9 +68,9 @@ def probe(data, cnn_mult: int, lr: float, seconds: float, every: int, batch: int
     if n < 3 or rows < 2 * seq:
         raise ValueError(f"need >= 3 envs and >= {2 * seq} rows, got {n} envs x {rows} rows")
     cfg = PRESETS["tiny"].with_(cnn_mult=cnn_mult)
-    wm, _, _ = make_dreamer(cfg, {"pixels": "packed2"}, int(data["num_actions"]))
-    loss = DreamerV3WorldModelLoss(wm, LOSS_PRESETS["fast-pixels"].with_(wm_lr=lr))
-    opt = torch.optim.Adam(wm.parameters(), lr=lr, eps=1e-8)
+    nets = make_dreamer(cfg, {"pixels": "packed2"}, int(data["num_actions"]))
+    loss_cfg = LOSS_PRESETS["fast-pixels"].with_(wm_lr=lr, world_model_warmup=sys.maxsize)
+    learner = DreamerV3Learner(*nets, loss_cfg)  # world-model steps only (optimizer, clipping)
     g = torch.Generator().manual_seed(seed)
     held = torch.tensor([n - 2, n - 1]).repeat_interleave(8)
     held_starts = torch.linspace(0, rows - seq - 1, 8).long().repeat(2)
@@ -78,16 +79,11 @@ def probe(data, cnn_mult: int, lr: float, seconds: float, every: int, batch: int
     while time.perf_counter() - t0 < seconds and (max_steps is None or step < max_steps):
         envs = torch.randint(0, n - 2, (batch,), generator=g)
         starts = torch.randint(0, rows - seq, (batch,), generator=g)
-        out = loss(windows(data, envs, starts, seq))
-        total = sum(v for k, v in out.items() if k.startswith("loss_"))
-        opt.zero_grad(set_to_none=True)
-        total.backward()
-        torch.nn.utils.clip_grad_norm_(wm.parameters(), 1000.0)
-        opt.step()
+        learner.update(windows(data, envs, starts, seq))
         step += 1
         if step % every == 0:
             with torch.no_grad():
-                ev = loss(held_batch)
+                ev = learner.world_model_loss(held_batch)
             rec = {"step": step, "seconds": round(time.perf_counter() - t0, 1),
                    "reconstruction": round(float(ev["loss_reconstruction"]), 3),
                    "reward": round(float(ev["loss_reward"]), 4)}

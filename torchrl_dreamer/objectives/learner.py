@@ -107,13 +107,14 @@ class DreamerV3Learner(nn.Module):
         metrics then hold no actor/critic entries).
         """
         cfg = self.config
-        if self.num_updates >= cfg.world_model_warmup:
+        warmup = self.num_updates < cfg.world_model_warmup
+        if not warmup:
             self.critic_loss.update_slow_critic()
         with self._autocast():
             wm_out = self.world_model_loss(batch)
         wm_loss = total_loss(wm_out)
         g_wm = self._step(wm_loss, self.wm_opt, self.world_model, cfg.wm_clip)
-        if self.num_updates < cfg.world_model_warmup:
+        if warmup:
             self.num_updates += 1
             return self._metrics((wm_out,), wm_loss, {"grad_norm_world_model": g_wm})
         with self._autocast():

@@ -145,7 +145,7 @@ class TrainConfig:
             )
         if self.loss_preset is None:
             self.loss_preset = default_loss_preset(self.preset, self.task)
-            self._loss_preset_auto = True  # re-resolved by with_() when the preset changes
+            self._loss_preset_auto = True  # with_() picks it again (preset or task may change)
         if self.loss_preset not in LOSS_PRESETS:
             raise ConfigError(
                 f"unknown loss preset {self.loss_preset!r}; choose one of {sorted(LOSS_PRESETS)}."
@@ -237,8 +237,9 @@ class TrainConfig:
     def with_(self, **kwargs: Any) -> TrainConfig:
         """Copy with some settings changed (validated again).
 
-        A ``loss_preset`` that was picked from the model preset (left ``None``) is picked again
-        for the copy, so ``TrainConfig().with_(preset="XS").loss_preset == "sheeprl"``.
+        A ``loss_preset`` that was left ``None`` (picked by :func:`default_loss_preset` from the
+        model preset and the task) is picked again for the copy, so
+        ``TrainConfig().with_(preset="XS").loss_preset == "sheeprl"``.
         """
         if getattr(self, "_loss_preset_auto", False) and "loss_preset" not in kwargs:
             kwargs["loss_preset"] = None

@@ -32,6 +32,15 @@ __all__ = ["MazeTask", "MazeSparseTask", "maze_distances"]
 
 _SIDE = 9  # cells per row / column
 _WALL = 1
+_EXIT = 2
+
+
+def _bad_layout(k: int, base: int) -> ValueError:
+    return ValueError(
+        f"maze layout {k}: this ROM's layout table (at {base:#06x}, the address in the shipped "
+        "maze source) does not hold a valid 9x9 layout; a ROM built from other source needs "
+        "shaping=0 (task 'maze-sparse')"
+    )
 
 
 @cache
@@ -51,20 +60,15 @@ def maze_distances(rom: bytes, num_layouts: int = 16) -> torch.Tensor:
     base = _layout_table_address()
     out = torch.full((num_layouts, _SIDE, _SIDE), -1.0)
     for k in range(num_layouts):
-        bad = ValueError(
-            f"maze layout {k}: this ROM's layout table (at {base:#06x}, the address in the "
-            "shipped maze source) does not hold a valid 9x9 layout; a ROM built from other "
-            "source needs shaping=0 (task 'maze-sparse')"
-        )
         if base + 2 * k + 1 >= len(rom):
-            raise bad
+            raise _bad_layout(k, base)
         ptr = rom[base + 2 * k] | (rom[base + 2 * k + 1] << 8)
         if ptr + _SIDE * _SIDE + 3 >= len(rom):
-            raise bad
+            raise _bad_layout(k, base)
         cells = rom[ptr:ptr + _SIDE * _SIDE]
         ex, ey = rom[ptr + _SIDE * _SIDE + 2], rom[ptr + _SIDE * _SIDE + 3]
-        if not (0 <= ex < _SIDE and 0 <= ey < _SIDE) or cells[ey * _SIDE + ex] != 2:
-            raise bad
+        if not (0 <= ex < _SIDE and 0 <= ey < _SIDE) or cells[ey * _SIDE + ex] != _EXIT:
+            raise _bad_layout(k, base)
         dist = out[k]
         dist[ey, ex] = 0.0
         todo = deque([(ex, ey)])
