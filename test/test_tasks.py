@@ -99,7 +99,8 @@ def test_maze_solved_by_shortest_path(backend, name, step_reward, final_reward):
 def test_maze_shaping_is_potential_based(backend):
     """Shaped rewards telescope: sum = alpha * (d_start - d_end) + won, with BFS distances that
     agree with a BFS on the grid the game holds in RAM."""
-    env = GameBoyEnv("maze", num_envs=4, backend=backend, seed=7, max_episode_steps=1000)
+    env = GameBoyEnv("maze", num_envs=4, backend=backend, seed=7, max_episode_steps=1000,
+                     task_kwargs={"shaping": 0.1, "shaping_kind": "potential"})
     env.reset()
     task = env.task
     d0 = task.distance(env.gb).clone()
@@ -121,9 +122,43 @@ def test_maze_shaping_is_potential_based(backend):
     assert torch.allclose(total, expected, atol=1e-5), (total, expected)
 
 
+def test_maze_distance_shaping_pays_minus_alpha_d(backend):
+    """``shaping_kind="distance"``: every step pays ``won - alpha * d(s')`` (no reward can be
+    collected by walking back and forth), the winning step pays exactly 1, a reset step 0."""
+    alpha = 0.05
+    env = GameBoyEnv("maze", num_envs=4, backend=backend, seed=5, max_episode_steps=1000,
+                     task_kwargs={"shaping": alpha, "shaping_kind": "distance"})
+    env.reset()
+    task = env.task
+    # env 0 walks its shortest path, the others act at random
+    path = _maze_path(env.gb, 0, task.ram)
+    g = torch.Generator().manual_seed(1)
+    seen = set()
+    for i, step0 in enumerate(path):
+        actions = torch.randint(0, 5, (4,), generator=g)
+        actions[0] = step0
+        out = _act(env, actions)
+        r = out["reward"].flatten()
+        term = out["terminated"].flatten()
+        d = task.distance(env.gb)
+        for k in range(4):
+            if out["is_first"].flatten()[k]:
+                assert r[k].item() == 0.0
+                continue
+            if term[k]:
+                assert r[k].item() == pytest.approx(1.0)
+            else:
+                assert r[k].item() == pytest.approx(-alpha * d[k].item(), abs=1e-6)
+                seen.add(round(d[k].item()))
+        assert term[0].item() == (i == len(path) - 1)
+    assert len(seen) > 3  # several distances were actually exercised
+
+
 def test_maze_shaping_rejects_negative():
     with pytest.raises(ValueError, match="shaping must be >= 0"):
         make_task("maze", shaping=-1.0)
+    with pytest.raises(ValueError, match="unknown shaping_kind 'manhattan'.*distance.*potential"):
+        make_task("maze", shaping_kind="manhattan")
 
 
 def test_maze_distances_check_the_rom():

@@ -6,14 +6,26 @@ that step is ``terminated``. Episodes are truncated after 100 steps by default. 
 out for evaluation). Actions: ``"dpad"`` (NOOP + 4 directions; a held direction moves exactly one
 cell per 24-frame step).
 
-Shaping (``shaping=alpha``, default 0.1 for ``maze``, 0 for ``maze-sparse``): each step also pays
-``alpha * (d_before - d_after)`` where ``d`` is the shortest-path (BFS) distance, in moves, from
-the player's cell to the exit through the maze. This is potential-based shaping with potential
-``-alpha * d`` (Ng, Harada & Russell 1999), so a shortest path is still optimal and *success*
-(reaching the exit) is unchanged; it only tells the agent, at every step, whether it moved
-towards the exit. A whole optimal episode pays ``1 + alpha * d_start`` (8..16 moves here). The
-distances are computed once per layout from the ROM's own layout table (read at the address the
-assembled source gives ``layout_table``), and looked up per step on the device: no host sync.
+Shaping (``shaping=alpha``, 0 for ``maze-sparse``) uses the shortest-path (BFS) distance ``d``,
+in moves, from the player's cell to the exit through the maze, in one of two forms
+(``shaping_kind``, see :data:`SHAPING_KINDS`):
+
+- ``"distance"``: each step pays ``-alpha * d(s')``, the distance *after* the step (0 on the
+  winning step, which pays exactly 1). The shortest path is still optimal (it visits every
+  distance from ``d_start - 1`` down to 0 once, the least a path can), and every reward except
+  the win is <= 0, so no loop can collect reward: a world model that misjudges a few moves
+  cannot make walking back and forth look profitable, and the reward depends on the current
+  frame only (the player's cell), not on the previous one.
+- ``"potential"``: each step pays ``alpha * (d_before - d_after)``, potential-based shaping with
+  potential ``-alpha * d`` (Ng, Harada & Russell 1999); a whole optimal episode pays
+  ``1 + alpha * d_start``. Every step towards the exit pays +alpha and every step away
+  -alpha, so an imagined rollout that keeps "approaching" an exit its model never reaches
+  collects reward without end; ``docs/learning_results.md`` shows DreamerV3's critic inflating
+  exactly that way on this task.
+
+Success (reaching the exit) is the same under both. The distances are computed once per layout
+from the ROM's own layout table (read at the address the assembled source gives
+``layout_table``), and looked up per step on the device: no host sync.
 """
 
 from __future__ import annotations
@@ -28,11 +40,14 @@ import torch
 from torchrl_dreamer.envs.registry import register_task
 from torchrl_dreamer.envs.tasks._shipped import ShippedGameTask
 
-__all__ = ["MazeTask", "MazeSparseTask", "maze_distances"]
+__all__ = ["MazeTask", "MazeSparseTask", "maze_distances", "SHAPING_KINDS"]
 
 _SIDE = 9  # cells per row / column
 _WALL = 1
 _EXIT = 2
+
+SHAPING_KINDS = ("distance", "potential")
+"""``shaping_kind`` values of :class:`MazeTask` (see the module docstring)."""
 
 
 def _bad_layout(k: int, base: int) -> ValueError:
@@ -88,7 +103,9 @@ class MazeTask(ShippedGameTask):
     """Maze task (see the module docstring for the reward and the shaping).
 
     Args:
-        shaping: ``alpha`` of the distance shaping (0 = the sparse +1 only).
+        shaping: ``alpha`` of the distance shaping (0 = the sparse +1 only; default
+            ``default_shaping``).
+        shaping_kind: ``"distance"`` or ``"potential"`` (default ``default_shaping_kind``).
         rom, seed_values, state: as :class:`ShippedGameTask`.
     """
 
@@ -98,14 +115,20 @@ class MazeTask(ShippedGameTask):
     default_max_episode_steps = 100
     num_seeds = 16
     default_shaping = 0.1
+    default_shaping_kind = "potential"
 
     def __init__(self, rom: str | Path | None = None, seed_values: list[int] | None = None,
-                 state: Any = None, shaping: float | None = None):
+                 state: Any = None, shaping: float | None = None,
+                 shaping_kind: str | None = None):
         super().__init__(rom=rom, seed_values=seed_values, state=state)
         shaping = self.default_shaping if shaping is None else float(shaping)
         if not shaping >= 0.0:
             raise ValueError(f"shaping must be >= 0, got {shaping}")
+        kind = self.default_shaping_kind if shaping_kind is None else shaping_kind
+        if kind not in SHAPING_KINDS:
+            raise ValueError(f"unknown shaping_kind {kind!r}; choose one of {SHAPING_KINDS}")
         self.shaping = shaping
+        self.shaping_kind = kind
 
     def setup(self, num_envs: int, device: torch.device) -> None:
         super().setup(num_envs, device)
@@ -129,10 +152,13 @@ class MazeTask(ShippedGameTask):
         reward = won.to(torch.float32)
         if self.shaping > 0:
             d = self.distance(gb)
-            prev = self.buffers["prev_dist"]
-            step = torch.where(is_first, torch.zeros_like(d), prev - d)
-            reward = reward + self.shaping * step
-            prev.copy_(d)
+            zero = torch.zeros_like(d)
+            if self.shaping_kind == "potential":
+                prev = self.buffers["prev_dist"]
+                reward = reward + self.shaping * torch.where(is_first, zero, prev - d)
+                prev.copy_(d)
+            else:  # "distance": pay -alpha * d(s') (d = 0 on the winning step)
+                reward = reward - self.shaping * torch.where(is_first, zero, d)
         return reward, won
 
 
