@@ -188,3 +188,56 @@ def test_pending_obs_slot_excludes_the_oldest_row_when_full():
     assert s.sampleable_range() == (5, 10)
     data, _ = ChronologicalSliceSampler(slice_len=1, generator=_gen()).sample_sequences(s, 300)
     assert int(_t_of(data["pixels"]).min()) == 5
+
+
+def _with_events(s: TimeMajorStorage, events: list[tuple[int, int]]) -> None:
+    """Clear ``terminated`` and flag the given (absolute step, env) rows."""
+    col = s.fields["terminated"]
+    col.zero_()
+    for t, e in events:
+        col[t % s.capacity, e] = True
+
+
+@pytest.mark.parametrize("time_major", [True, False])
+def test_event_fraction_sequences_cover_an_event_across_the_seam(time_major):
+    s = _storage(50, 80)  # ring wrapped: steps 30..79 live, the seam at row 0
+    lo, hi = s.sampleable_range()
+    events = [(lo + 1, 2), (48, 0), (50, 3), (hi - 1, 1)]  # both ends and both sides of the seam
+    _with_events(s, events)
+    sampler = ChronologicalSliceSampler(slice_len=8, generator=_gen(3), time_major=time_major,
+                                        event_key="terminated", event_fraction=0.5)
+    hits = set()
+    for _ in range(40):
+        data, info = sampler.sample_sequences(s, 8 * 8)
+        start = info["start"][0] if time_major else info["start"][:, 0]
+        env = info["env_idx"][0] if time_major else info["env_idx"][:, 0]
+        assert bool((start >= lo).all()) and bool((start + 8 <= hi).all())
+        term = data["terminated"].reshape(data.batch_size)
+        per_seq = term.any(0) if time_major else term.any(1)
+        assert bool(per_seq[:4].all())  # the first round(0.5 * 8) sequences hold an event
+        for b in range(4):
+            ts = range(int(start[b]), int(start[b]) + 8)
+            hits.update((t, int(env[b])) for t in ts if (t, int(env[b])) in events)
+    assert hits == set(events)  # every event gets drawn, at the ring's ends and its seam
+
+
+def test_event_fraction_falls_back_to_uniform_and_rejects_bad_input():
+    s = _storage(50, 30)
+    _with_events(s, [])
+    a = ChronologicalSliceSampler(slice_len=8, generator=_gen(1), event_key="terminated",
+                                  event_fraction=1.0)
+    b = ChronologicalSliceSampler(slice_len=8, generator=_gen(1))
+    assert torch.equal(a.sample(s, 32)[1]["start"], b.sample(s, 32)[1]["start"])  # no event yet
+    with pytest.raises(ValueError, match=r"event_fraction must lie in \[0, 1\]"):
+        ChronologicalSliceSampler(slice_len=8, event_key="terminated", event_fraction=1.5)
+    with pytest.raises(ValueError, match="needs event_key"):
+        ChronologicalSliceSampler(slice_len=8, event_fraction=0.5)
+    bad = ChronologicalSliceSampler(slice_len=8, generator=_gen(), event_key="won",
+                                    event_fraction=0.5)
+    with pytest.raises(KeyError, match="event_key 'won' is not a field"):
+        bad.sample(s, 16)
+    sd = a.state_dict()
+    c = ChronologicalSliceSampler(slice_len=4, generator=_gen())
+    c.load_state_dict(sd)
+    assert (c.event_key, c.event_fraction) == ("terminated", 1.0)
+    assert "event_fraction=1.0" in repr(c)

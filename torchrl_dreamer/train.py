@@ -31,9 +31,9 @@ _COMMANDS = ("train", "eval", "bench")
 # CLI flag -> TrainConfig field (flags left out keep the config file's / checkpoint's value).
 _FIELDS = ("task", "rom", "preset", "loss_preset", "device", "num_envs", "total_steps",
            "replay_capacity", "replay_backing", "backend", "seed", "log_dir", "replay_ratio",
-           "learning_starts", "batch_size", "seq_len", "steps_per_rollout", "commit_stride",
-           "checkpoint_every", "log_every", "precision", "threads", "frame_skip", "eval_episodes",
-           "logger")
+           "learning_starts", "batch_size", "seq_len", "event_fraction", "steps_per_rollout",
+           "commit_stride", "checkpoint_every", "log_every", "precision", "threads",
+           "frame_skip", "eval_episodes", "logger")
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
@@ -58,6 +58,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--learning-starts", type=int, help="random-action policy steps before training")
     a("--batch-size", type=int, help="sequences per gradient step (default 16)")
     a("--seq-len", type=int, help="sequence length (default 32)")
+    a("--event-fraction", type=float,
+      help="share of sequences drawn to contain an episode end (default 0: uniform)")
     a("--steps-per-rollout", type=int, help="env steps per actor window (default 16)")
     a("--commit-stride", type=int, help="env steps between commits to the learner (default 8)")
     a("--checkpoint-every", type=int, help="policy steps between checkpoints (0: at the end)")

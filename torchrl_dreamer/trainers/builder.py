@@ -114,7 +114,9 @@ def build_run(
     storage = TimeMajorStorage(cfg.capacity_rows, n, spec=schema, device=dev, memmap_dir=memmap,
                                safety_margin=cfg.seq_len, auto_commit=False)
     sampler = ChronologicalSliceSampler(
-        slice_len=cfg.seq_len, generator=torch.Generator().manual_seed(cfg.seed)
+        slice_len=cfg.seq_len, generator=torch.Generator().manual_seed(cfg.seed),
+        event_key="terminated" if cfg.event_fraction else None,
+        event_fraction=cfg.event_fraction,
     )
     wm, actor, critic = make_dreamer(cfg.preset, obs, action_dim)
     wm, actor, critic = wm.to(dev), actor.to(dev), critic.to(dev)

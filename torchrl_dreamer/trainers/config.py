@@ -87,6 +87,9 @@ class TrainConfig:
         replay_ratio: gradient steps per policy step (``None``: the task default).
         learning_starts: random-action policy steps before training (``None``: task default).
         batch_size, seq_len: learner batch ``B x T``.
+        event_fraction: share of each batch's sequences drawn to contain a ``terminated`` row
+            (:class:`~torchrl_dreamer.data.ChronologicalSliceSampler` ``event_fraction``; 0 =
+            uniform starts, the reference DreamerV3 replay).
         steps_per_rollout, commit_stride: collector windows (env steps).
         checkpoint_every: policy steps between checkpoints (0: only at the end).
         checkpoint_replay: store the replay in checkpoints (exact resume; costs disk).
@@ -117,6 +120,7 @@ class TrainConfig:
     learning_starts: int | None = None
     batch_size: int = 16
     seq_len: int = 32
+    event_fraction: float = 0.0
     steps_per_rollout: int = 16
     commit_stride: int = 8
     checkpoint_every: int = 10_000
@@ -182,6 +186,8 @@ class TrainConfig:
             raise ConfigError(f"replay_ratio must be >= 0, got {self.replay_ratio}.")
         if self.learning_starts is not None and self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}.")
+        if not 0.0 <= float(self.event_fraction) <= 1.0:
+            raise ConfigError(f"event_fraction must lie in [0, 1], got {self.event_fraction}.")
         if not isinstance(self.threads, int) or self.threads < 1:
             raise ConfigError(f"threads must be an integer >= 1, got {self.threads!r}.")
         if self.precision not in ("fp32", "bf16", "fp16"):
