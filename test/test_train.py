@@ -100,9 +100,10 @@ def test_resume_continues_the_same_run(tmp_path):
     resumed.close()
 
 
-def test_event_fraction_reaches_the_sampler_and_the_batches(tmp_path):
+def test_event_fraction_reaches_the_run_sampler(tmp_path):
     """--event-fraction / TrainConfig.event_fraction builds the run's sampler with
     event_key="terminated" and that share (the sampling itself: test_replay_sampler.py)."""
+    from torchrl_dreamer.train import build_parser
     from torchrl_dreamer.trainers.builder import build_run
 
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path), "event_fraction": 0.5})
@@ -110,5 +111,5 @@ def test_event_fraction_reaches_the_sampler_and_the_batches(tmp_path):
     assert (parts.sampler.event_key, parts.sampler.event_fraction) == ("terminated", 0.5)
     off = build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "b")}))
     assert off.sampler.event_fraction == 0.0
-    args = main.__globals__["build_parser"]("train").parse_args(["--event-fraction", "0.25"])
+    args = build_parser("train").parse_args(["--event-fraction", "0.25"])
     assert args.event_fraction == 0.25

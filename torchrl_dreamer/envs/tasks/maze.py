@@ -138,7 +138,8 @@ class MazeTask(ShippedGameTask):
                                  "(distance() reads both in one access)")
             rom = self.rom_path().read_bytes()
             self._dist = maze_distances(rom).clamp_min(0.0).to(self.device)
-            self.buffers["prev_dist"] = torch.zeros(self.num_envs, device=self.device)
+            if self.shaping_kind == "potential":  # "distance" needs no memory of the last step
+                self.buffers["prev_dist"] = torch.zeros(self.num_envs, device=self.device)
 
     def distance(self, gb: Any) -> torch.Tensor:
         """Shortest-path distance (moves) of every player to its exit, ``float32[N]``."""
