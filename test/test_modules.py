@@ -231,8 +231,27 @@ def test_preset_xl_param_count():
 def test_make_dreamer_errors():
     with pytest.raises(KeyError, match="unknown preset"):
         make_dreamer("XXL", {"o": ("vector", 3)}, 2)
+    with pytest.raises(ValueError, match="ac_hidden and ac_layers must be >= 1"):
+        make_dreamer(PRESETS["tiny"].with_(ac_layers=0), {"o": ("vector", 3)}, 2)
     with pytest.raises(ValueError, match="unknown observation kind"):
         make_dreamer("tiny", {"o": "rgb"}, 2)
+
+
+def test_actor_critic_sizes_apart_from_world_model():
+    """``ac_hidden``/``ac_layers`` size the actor and critic only; the heads keep ``hidden``."""
+    cfg = PRESETS["tiny"].with_(ac_hidden=48, ac_layers=3)
+    wm, actor, critic = make_dreamer(cfg, {"o": ("vector", 3)}, 5)
+    for net in (actor, critic):
+        linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
+        assert [m.out_features for m in linears[:-1]] == [48, 48, 48]
+        assert linears[0].in_features == wm.latent_dim
+    assert actor(torch.zeros(2, wm.latent_dim)).shape[-1] == 5
+    reward_linears = [m for m in wm.reward.modules() if isinstance(m, torch.nn.Linear)]
+    assert reward_linears[0].out_features == cfg.hidden and len(reward_linears) == 2
+    # None (the default) keeps DreamerV3's shared sizes
+    _, actor0, _ = make_dreamer("tiny", {"o": ("vector", 3)}, 5)
+    lin0 = [m for m in actor0.modules() if isinstance(m, torch.nn.Linear)]
+    assert [m.out_features for m in lin0[:-1]] == [PRESETS["tiny"].hidden]
 
 
 def test_reward_and_critic_zero_at_init():

@@ -148,6 +148,34 @@ def test_kl_stop_gradients():
     assert prior.grad is None and post.grad.abs().sum() > 0
 
 
+def test_prior_head_loss_trains_heads_on_prior_latents():
+    """``prior_head_scale`` adds reward/continue terms on ``[z ~ prior(h), h]`` whose gradient
+    reaches the heads and, through ``h``, the GRU; 0 adds nothing."""
+    wm, _, _ = _agent()
+    batch = _batch()
+    torch.manual_seed(0)
+    out0 = DreamerV3WorldModelLoss(wm)(batch)
+    assert "loss_reward_prior" not in out0.keys() and "loss_continue_prior" not in out0.keys()
+    loss = DreamerV3WorldModelLoss(wm, DreamerV3LossConfig().with_(prior_head_scale=0.5))
+    torch.manual_seed(0)
+    out = loss(batch)
+    # heads are zero-initialised (reward) / uniform: the prior term equals the posterior one x 0.5
+    assert torch.allclose(out["loss_reward_prior"], 0.5 * out["loss_reward"])
+    for k in ("loss_reconstruction", "loss_reward", "loss_continue", "loss_kl_dyn"):
+        assert torch.allclose(out[k], out0[k])  # the posterior terms are unchanged
+    wm.zero_grad()
+    (out["loss_reward_prior"] + out["loss_continue_prior"]).backward()
+
+    def grads(m):
+        return sum(p.grad.abs().sum() for p in m.parameters() if p.grad is not None)
+
+    assert grads(wm.cont) > 0 and grads(wm.rssm.gru) > 0
+    # the reward head starts at zero output weights: its last layer still gets a gradient
+    assert grads(wm.reward) > 0
+    with pytest.raises(ValueError, match="prior_head_scale"):
+        DreamerV3LossConfig().with_(prior_head_scale=-1.0)
+
+
 def test_continue_target_falls_back_to_terminated_and_batch_major():
     wm, _, _ = _agent()
     td = _batch()

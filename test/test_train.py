@@ -113,3 +113,23 @@ def test_event_fraction_reaches_the_run_sampler(tmp_path):
     assert off.sampler.event_fraction == 0.0
     args = build_parser("train").parse_args(["--event-fraction", "0.25"])
     assert args.event_fraction == 0.25
+
+
+def test_gamma_reaches_the_run_learner(tmp_path, monkeypatch):
+    """--gamma / TrainConfig.gamma, else the task default, else the loss preset's discount."""
+    from torchrl_dreamer.objectives import LOSS_PRESETS
+    from torchrl_dreamer.train import build_parser
+    from torchrl_dreamer.trainers import config as config_mod
+    from torchrl_dreamer.trainers.builder import build_run
+
+    parts = build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "gamma": 0.9}))
+    assert parts.learner.config.gamma == 0.9
+    assert parts.learner.actor_loss.config.gamma == 0.9
+    monkeypatch.setitem(config_mod.TASK_DEFAULTS, SMALL["task"], {"gamma": 0.8})
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "b")})
+    assert cfg.effective_gamma == 0.8 and cfg.loss_config().gamma == 0.8
+    monkeypatch.setitem(config_mod.TASK_DEFAULTS, SMALL["task"], {})
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c")})
+    assert cfg.effective_gamma == LOSS_PRESETS[cfg.loss_preset].gamma
+    assert cfg.loss_config() == LOSS_PRESETS[cfg.loss_preset]
+    assert build_parser("train").parse_args(["--gamma", "0.95"]).gamma == 0.95

@@ -35,6 +35,7 @@ from torchrl_dreamer.version import __version__
         ({"num_envs": 0}, "num_envs must be >= 1"),
         ({"threads": 0}, "threads must be an integer >= 1, got 0"),
         ({"event_fraction": 1.5}, r"event_fraction must lie in \[0, 1\], got 1.5"),
+        ({"gamma": 0.0}, r"gamma must lie in \(0, 1\], got 0.0"),
         ({"replay_capacity": 8, "num_envs": 4}, "replay-capacity to at least seq_len \\* num_envs = 128"),
     ],
 )

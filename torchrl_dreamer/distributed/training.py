@@ -55,6 +55,7 @@ class GameBoyDreamer:
     env_kwargs: dict[str, Any] | None = None
     device: str = "cpu"
     loss_preset: str = "sheeprl"
+    gamma: float | None = None
 
     def action_dim(self) -> int:
         """Actions of the task's default action set."""
@@ -86,7 +87,12 @@ class GameBoyDreamer:
         """A ``DreamerV3Learner`` with the same architecture."""
         from torchrl_dreamer.objectives import DreamerV3Learner
 
-        return DreamerV3Learner(*self._nets(self.action_dim()), config=self.loss_preset)
+        from torchrl_dreamer.objectives import LOSS_PRESETS
+
+        config = LOSS_PRESETS[self.loss_preset]
+        if self.gamma is not None:
+            config = config.with_(gamma=float(self.gamma))
+        return DreamerV3Learner(*self._nets(self.action_dim()), config=config)
 
 
 class RayDreamerTrainer:
@@ -498,7 +504,7 @@ def from_train_config(
     frame_skip = int(tc.frame_skip)
     factories = GameBoyDreamer(
         tc.task, num_envs=per_runner, preset=tc.preset, device=str(tc.device),
-        loss_preset=tc.loss_preset,
+        loss_preset=tc.loss_preset, gamma=tc.effective_gamma,
         env_kwargs={"rom": tc.rom, "frame_skip": frame_skip, "press_frames": min(8, frame_skip)},
     )
     return RayTrainingConfig(**fields), factories

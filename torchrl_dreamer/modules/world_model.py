@@ -39,6 +39,10 @@ class DreamerV3Config:
         unimix: uniform mix for latents and the discrete actor. cnn_stages: strided stages.
         cnn_stem: ``"conv"`` (reference) or ``"space_to_depth"`` (first stage replaced by a
         2x2 pixel unshuffle; see :class:`ImageEncoder`).
+        ac_hidden, ac_layers: width and depth of the actor and critic MLPs (``None``: ``hidden``
+        and ``mlp_layers``, as in DreamerV3). They cost little (the actor and critic only see
+        the latent, never pixels), and a wider actor/critic lets one policy fit many layouts
+        of a game without one layout's update undoing another's (docs/learning_results.md).
     """
 
     deter: int = 512
@@ -50,6 +54,8 @@ class DreamerV3Config:
     unimix: float = 0.01
     cnn_stages: int = 4
     cnn_stem: str = "conv"
+    ac_hidden: int | None = None
+    ac_layers: int | None = None
 
     def with_(self, **kwargs) -> DreamerV3Config:
         """Copy with some fields changed, e.g. ``PRESETS["S"].with_(deter=256)``."""
@@ -165,13 +171,11 @@ def make_dreamer(
         raise ValueError(f"action_dim must be >= 1, got {action_dim}")
     wm = WorldModel(obs, action_dim, config)
     latent = wm.latent_dim
-    actor = DreamerV3Actor(
-        latent,
-        action_dim,
-        config.hidden,
-        config.mlp_layers,
-        discrete=discrete,
-        unimix=config.unimix,
-    )
-    critic = DreamerV3Critic(latent, config.hidden, config.mlp_layers)
+    hidden = config.hidden if config.ac_hidden is None else config.ac_hidden
+    layers = config.mlp_layers if config.ac_layers is None else config.ac_layers
+    if hidden < 1 or layers < 1:
+        raise ValueError(f"ac_hidden and ac_layers must be >= 1, got {hidden} and {layers}")
+    actor = DreamerV3Actor(latent, action_dim, hidden, layers, discrete=discrete,
+                           unimix=config.unimix)
+    critic = DreamerV3Critic(latent, hidden, layers)
     return wm, actor, critic

@@ -23,6 +23,14 @@ class DreamerV3LossConfig:
     is the "pretrain" phase of DreamerV1/V2 run on the first replay. It keeps the actor from
     fitting a world model that cannot yet see the small sprites of our games, and each warm-up
     step costs about half a full one (see ``docs/learning_results.md``).
+
+    ``prior_head_scale`` (0 in the reference): also train the reward and continue heads on
+    *prior* latents ``[z ~ prior(h_t), h_t]``, the kind imagination feeds them, with this weight
+    (loss keys ``loss_reward_prior`` / ``loss_continue_prior``). DreamerV3 trains the heads on
+    posterior latents only; a rare event that the prior does not yet draw (a maze's win, ~0.3 %
+    of the rows) then almost never appears in imagination, and shaped rewards paid on the
+    way to it are all the critic sees. The gradient reaches the heads and ``h`` (the GRU), not
+    the sampled ``z``.
     """
 
     # world model
@@ -32,6 +40,7 @@ class DreamerV3LossConfig:
     reconstruction_scale: float = 1.0
     reward_scale: float = 1.0
     continue_scale: float = 1.0
+    prior_head_scale: float = 0.0
     # behaviour
     horizon: int = 15
     gamma: float = 1.0 - 1.0 / 333.0
@@ -55,6 +64,10 @@ class DreamerV3LossConfig:
     critic_clip: float = 100.0
     # schedule
     world_model_warmup: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.prior_head_scale >= 0.0:
+            raise ValueError(f"prior_head_scale must be >= 0, got {self.prior_head_scale}")
 
     @classmethod
     def sheeprl(cls) -> DreamerV3LossConfig:

@@ -193,8 +193,19 @@ class DreamerV3WorldModelLoss(LossModule):
             prior_ent = -(prior.exp() * prior).sum((-2, -1)).mean()
             rew_pred = wm.reward.mean(rew_logits).mean()
         T, B = reward.shape
+        extra = {}
+        if cfg.prior_head_scale > 0:
+            z_prior = wm.rssm.sample(prior.detach()).detach()
+            prior_latent = torch.cat([z_prior, out["h"]], -1)
+            extra = {
+                "loss_reward_prior": cfg.prior_head_scale * cfg.reward_scale
+                * self.reward_loss(wm.reward(prior_latent), reward).mean(),
+                "loss_continue_prior": cfg.prior_head_scale * cfg.continue_scale
+                * self.continue_loss(wm.cont(prior_latent), cont).mean(),
+            }
         return TensorDict(
             {
+                **extra,
                 "loss_reconstruction": cfg.reconstruction_scale
                 * self.reconstruction_loss(recon, targets).mean(),
                 "loss_reward": cfg.reward_scale * self.reward_loss(rew_logits, reward).mean(),

@@ -128,7 +128,7 @@ def build_run(
         device=dev, precision=cfg.precision,
         backend=cfg.backend if cfg.backend != "ray" else "reference", seed=cfg.seed,
     )
-    learner = DreamerV3Learner(wm, actor, critic, cfg.loss_preset,
+    learner = DreamerV3Learner(wm, actor, critic, cfg.loss_config(),
                                autocast_dtype=None if cfg.precision == "fp32"
                                else ccfg.autocast_dtype)
     player = DreamerPlayer(wm, actor, num_envs=n)

@@ -87,6 +87,8 @@ class TrainConfig:
         replay_ratio: gradient steps per policy step (``None``: the task default).
         learning_starts: random-action policy steps before training (``None``: task default).
         batch_size, seq_len: learner batch ``B x T``.
+        gamma: discount of the imagined returns (``None``: the task default if it has one,
+            else the loss preset's, DreamerV3's ``1 - 1/333``). See :data:`TASK_DEFAULTS`.
         event_fraction: share of each batch's sequences drawn to contain a ``terminated`` row
             (:class:`~torchrl_dreamer.data.ChronologicalSliceSampler` ``event_fraction``; 0 =
             uniform starts, the reference DreamerV3 replay).
@@ -120,6 +122,7 @@ class TrainConfig:
     learning_starts: int | None = None
     batch_size: int = 16
     seq_len: int = 32
+    gamma: float | None = None
     event_fraction: float = 0.0
     steps_per_rollout: int = 16
     commit_stride: int = 8
@@ -186,6 +189,8 @@ class TrainConfig:
             raise ConfigError(f"replay_ratio must be >= 0, got {self.replay_ratio}.")
         if self.learning_starts is not None and self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}.")
+        if self.gamma is not None and not 0.0 < float(self.gamma) <= 1.0:
+            raise ConfigError(f"gamma must lie in (0, 1], got {self.gamma}.")
         if not 0.0 <= float(self.event_fraction) <= 1.0:
             raise ConfigError(f"event_fraction must lie in [0, 1], got {self.event_fraction}.")
         if not isinstance(self.threads, int) or self.threads < 1:
@@ -205,6 +210,23 @@ class TrainConfig:
         if self.replay_ratio is not None:
             return float(self.replay_ratio)
         return float(TASK_DEFAULTS.get(self.task, {}).get("replay_ratio", 0.05))
+
+    @property
+    def effective_gamma(self) -> float:
+        """``gamma``, else the task default, else the loss preset's discount."""
+        from torchrl_dreamer.objectives import LOSS_PRESETS
+
+        if self.gamma is not None:
+            return float(self.gamma)
+        task_gamma = TASK_DEFAULTS.get(self.task, {}).get("gamma")
+        return float(task_gamma if task_gamma is not None else LOSS_PRESETS[self.loss_preset].gamma)
+
+    def loss_config(self) -> Any:
+        """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`: the loss preset
+        with :attr:`effective_gamma`."""
+        from torchrl_dreamer.objectives import LOSS_PRESETS
+
+        return LOSS_PRESETS[self.loss_preset].with_(gamma=self.effective_gamma)
 
     @property
     def effective_learning_starts(self) -> int:
@@ -254,7 +276,7 @@ class TrainConfig:
 
 # Settings that must match between a checkpoint and the run resuming it (the rest may change,
 # e.g. total_steps to train longer, or the progress bar).
-IDENTITY_KEYS = ("task", "preset", "loss_preset", "num_envs", "batch_size", "seq_len",
+IDENTITY_KEYS = ("task", "preset", "loss_preset", "gamma", "num_envs", "batch_size", "seq_len",
                  "frame_skip", "steps_per_rollout", "commit_stride",
                  "replay_ratio", "learning_starts", "seed")
 
