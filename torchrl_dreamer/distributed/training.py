@@ -85,9 +85,7 @@ class GameBoyDreamer:
 
     def learner(self) -> Any:
         """A ``DreamerV3Learner`` with the same architecture."""
-        from torchrl_dreamer.objectives import DreamerV3Learner
-
-        from torchrl_dreamer.objectives import LOSS_PRESETS
+        from torchrl_dreamer.objectives import LOSS_PRESETS, DreamerV3Learner
 
         config = LOSS_PRESETS[self.loss_preset]
         if self.gamma is not None:
