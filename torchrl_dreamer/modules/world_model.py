@@ -40,9 +40,10 @@ class DreamerV3Config:
         cnn_stem: ``"conv"`` (reference) or ``"space_to_depth"`` (first stage replaced by a
         2x2 pixel unshuffle; see :class:`ImageEncoder`).
         ac_hidden, ac_layers: width and depth of the actor and critic MLPs (``None``: ``hidden``
-        and ``mlp_layers``, as in DreamerV3). They cost little (the actor and critic only see
-        the latent, never pixels), and a wider actor/critic lets one policy fit many layouts
-        of a game without one layout's update undoing another's (docs/learning_results.md).
+        and ``mlp_layers``, as in DreamerV3). Widening them costs little (they only see the
+        latent, never pixels). Added to test whether the maze's layouts churned because one
+        small actor fitted 16 policies; 2 x 256 tracked 1 x 128 there
+        (``docs/learning_results.md``, session 5).
     """
 
     deter: int = 512
