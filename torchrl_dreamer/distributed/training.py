@@ -43,6 +43,9 @@ class GameBoyDreamer:
     """Default factories: ``GameBoyEnv(task)`` runners, ``DreamerPlayer`` policies, a
     ``DreamerV3Learner``; picklable, so Ray ships them to the runner actors. ``device`` places
     the envs, players and learner (e.g. ``"cuda"``; runners then need a GPU each).
+    ``loss_preset`` is a preset name or a resolved ``DreamerV3LossConfig`` (what
+    :func:`from_train_config` passes: ``TrainConfig.loss_config()``, the preset with the run's
+    discount).
 
     Example:
         >>> f = GameBoyDreamer("maze", num_envs=4, preset="tiny")
@@ -54,8 +57,7 @@ class GameBoyDreamer:
     preset: str = "tiny"
     env_kwargs: dict[str, Any] | None = None
     device: str = "cpu"
-    loss_preset: str = "sheeprl"
-    gamma: float | None = None
+    loss_preset: Any = "sheeprl"
 
     def action_dim(self) -> int:
         """Actions of the task's default action set."""
@@ -85,12 +87,9 @@ class GameBoyDreamer:
 
     def learner(self) -> Any:
         """A ``DreamerV3Learner`` with the same architecture."""
-        from torchrl_dreamer.objectives import LOSS_PRESETS, DreamerV3Learner
+        from torchrl_dreamer.objectives import DreamerV3Learner
 
-        config = LOSS_PRESETS[self.loss_preset]
-        if self.gamma is not None:
-            config = config.with_(gamma=float(self.gamma))
-        return DreamerV3Learner(*self._nets(self.action_dim()), config=config)
+        return DreamerV3Learner(*self._nets(self.action_dim()), config=self.loss_preset)
 
 
 class RayDreamerTrainer:
@@ -502,7 +501,7 @@ def from_train_config(
     frame_skip = int(tc.frame_skip)
     factories = GameBoyDreamer(
         tc.task, num_envs=per_runner, preset=tc.preset, device=str(tc.device),
-        loss_preset=tc.loss_preset, gamma=tc.effective_gamma,
+        loss_preset=tc.loss_config(),
         env_kwargs={"rom": tc.rom, "frame_skip": frame_skip, "press_frames": min(8, frame_skip)},
     )
     return RayTrainingConfig(**fields), factories

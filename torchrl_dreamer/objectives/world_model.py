@@ -195,7 +195,7 @@ class DreamerV3WorldModelLoss(LossModule):
         T, B = reward.shape
         extra = {}
         if cfg.prior_head_scale > 0:
-            z_prior = wm.rssm.sample(prior.detach()).detach()
+            z_prior = wm.rssm.sample(prior.detach())  # no gradient to the prior
             prior_latent = torch.cat([z_prior, out["h"]], -1)
             extra = {
                 "loss_reward_prior": cfg.prior_head_scale * cfg.reward_scale
