@@ -9,6 +9,7 @@ import torch
 from conftest import requires_cuda
 from tensordict import TensorDict
 
+from torchrl_dreamer.data import shift_actions
 from torchrl_dreamer.modules import PRESETS, DreamerPlayer, make_dreamer
 from torchrl_dreamer.modules.functional import discount_weights, unimix_logits
 from torchrl_dreamer.objectives import (
@@ -21,7 +22,6 @@ from torchrl_dreamer.objectives import (
     SlowCritic,
     action_to_vector,
     make_return_norm,
-    shift_actions,
     total_loss,
 )
 
@@ -74,7 +74,8 @@ def test_sheeprl_preset_values():
 # ---------------------------------------------------------------- alignment helpers
 def test_shift_actions_and_action_formats():
     a = torch.arange(1, 7, dtype=torch.float32).reshape(3, 2, 1)
-    s = shift_actions(a)
+    first = torch.zeros(3, 2, dtype=torch.bool)
+    s = shift_actions(a, first)
     assert torch.equal(s[0], torch.zeros(2, 1)) and torch.equal(s[1:], a[:-1])
     idx = torch.tensor([[0, 2], [1, 1]])
     oh = action_to_vector(idx, 3)
@@ -101,7 +102,9 @@ def test_world_model_loss_uses_shifted_actions_and_forced_first():
     loss(td)
     oh = action_to_vector(td["action"], 3)
     assert torch.equal(seen["a"][0], torch.zeros(3, 3))
-    assert torch.equal(seen["a"][1:], oh[:-1])
+    expected = oh[:-1].clone()
+    expected[1, 1] = 0.0  # a new episode at (2, 1) has no previous action (row-alignment contract)
+    assert torch.equal(seen["a"][1:], expected)
     assert seen["f"][0].all() and seen["f"][2, 1] and seen["f"][1:].sum() == 1
     assert not td["is_first"][0].any()  # the input batch is not modified
 

@@ -12,6 +12,7 @@ from test_train_units import read_gif
 
 from torchrl_dreamer.train import main
 from torchrl_dreamer.trainers import DreamerTrainer, TrainConfig
+from torchrl_dreamer.trainers.checkpoint import load_checkpoint
 
 # Small but complete: 4 consoles, 6-frame steps, B4 x T8 batches, a few dozen gradient steps.
 SMALL = dict(task="maze", preset="tiny", num_envs=4, batch_size=4, seq_len=8,
@@ -41,6 +42,10 @@ def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
     for c in ckpts:
         assert (cli_run / "checkpoints" / c / "state.pt").is_file()
         assert (cli_run / "checkpoints" / c / "replay" / "meta.json").is_file()
+    # the defaults the run resolved (gamma: the maze's task default) are stored for --resume
+    state = load_checkpoint(cli_run / "checkpoints" / "step_128")
+    assert state["config"]["gamma"] is None
+    assert state["resolved"] == {"gamma": 0.98, "replay_ratio": 0.1, "learning_starts": 32}
     rows = (cli_run / "logs" / "scalars" / "loss_world_model.csv").read_text().splitlines()
     assert len(rows) >= 2  # logged every 2 gradient steps
     progress = json.loads((cli_run / "progress.json").read_text())

@@ -243,6 +243,24 @@ def test_check_compatible_names_the_differences():
         check_compatible(saved, TrainConfig(num_envs=8, preset="XS"))
 
 
+def test_check_compatible_compares_resolved_defaults():
+    # gamma=None means "the task default": a checkpoint records what that resolved to, and a
+    # resume is compared on it, not on the None.
+    saved = TrainConfig().to_dict()
+    assert saved["gamma"] is None and TrainConfig().resolved()["gamma"] == 0.98
+    old = {**TrainConfig().resolved(), "gamma": 1.0 - 1.0 / 333.0}
+    with pytest.raises(CheckpointError, match=r"gamma: checkpoint 0\.99699.* vs now 0\.98"):
+        check_compatible(saved, TrainConfig(), old)
+    # an explicit value equal to what the default resolved to resumes
+    check_compatible(saved, TrainConfig(gamma=0.98, replay_ratio=0.08, learning_starts=1024),
+                     TrainConfig().resolved())
+    with pytest.raises(CheckpointError, match="replay_ratio: checkpoint 0.08 vs now 0.1"):
+        check_compatible(saved, TrainConfig(replay_ratio=0.1), TrainConfig().resolved())
+    # checkpoints without the entry resolve the saved config with today's defaults
+    check_compatible(saved, TrainConfig(gamma=0.98))
+    assert TrainConfig(task="catch").resolved()["gamma"] == pytest.approx(1.0 - 1.0 / 333.0)
+
+
 def test_loss_preset_default_follows_model_preset():
     assert TrainConfig().loss_preset == "fast-pixels"
     assert TrainConfig(task="catch").loss_preset == "fast-pixels"

@@ -13,7 +13,6 @@ from torchrl_dreamer.objectives.utils import hold_out_params, total_loss
 from torchrl_dreamer.objectives.world_model import (
     DreamerV3WorldModelLoss,
     action_to_vector,
-    shift_actions,
 )
 
 __all__ = [
@@ -25,7 +24,6 @@ __all__ = [
     "LOSS_PRESETS",
     "SlowCritic",
     "make_return_norm",
-    "shift_actions",
     "action_to_vector",
     "total_loss",
     "hold_out_params",

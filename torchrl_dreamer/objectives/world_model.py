@@ -16,17 +16,13 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torchrl.objectives import LossModule
 
+from torchrl_dreamer.data.dreamer_inputs import shift_actions
 from torchrl_dreamer.modules.functional import categorical_kl, two_hot_log_prob
 from torchrl_dreamer.modules.heads import one_hot_actions
 from torchrl_dreamer.modules.world_model import WorldModel
 from torchrl_dreamer.objectives.config import DreamerV3LossConfig
 
-__all__ = ["DreamerV3WorldModelLoss", "shift_actions", "action_to_vector"]
-
-
-def shift_actions(action: torch.Tensor) -> torch.Tensor:
-    """Time-major ``[T, B, A]`` actions -> previous actions (``a_{t-1}``, zero at ``t = 0``)."""
-    return torch.cat([torch.zeros_like(action[:1]), action[:-1]], 0)
+__all__ = ["DreamerV3WorldModelLoss", "action_to_vector"]
 
 
 def action_to_vector(action: torch.Tensor, action_dim: int, batch_dims: int = 2) -> torch.Tensor:
@@ -182,7 +178,7 @@ class DreamerV3WorldModelLoss(LossModule):
             cont = 1.0 - self._get(tensordict, keys.terminated).float().reshape(reward.shape)
 
         embed = wm.embed(targets)
-        out = wm.rssm.observe(embed, shift_actions(action), is_first)
+        out = wm.rssm.observe(embed, shift_actions(action, is_first), is_first)
         latent = torch.cat([out["z"], out["h"]], -1)
         recon = wm.decode(latent)
         rew_logits = wm.reward(latent)

@@ -4,7 +4,8 @@ One checkpoint is a directory ``<log_dir>/checkpoints/step_<policy_steps>/`` wit
 
 - ``state.pt``: a dict of tensors and plain Python values only, so it loads with
   ``torch.load(..., weights_only=True)`` (no pickled code runs when a checkpoint is opened):
-  the library version, the run's :class:`~torchrl_dreamer.trainers.TrainConfig`, the learner
+  the library version, the run's :class:`~torchrl_dreamer.trainers.TrainConfig` and the values
+  it resolved its defaults to (:meth:`~torchrl_dreamer.trainers.TrainConfig.resolved`), the learner
   (world model, actor, critic, slow critic, return normaliser), the three optimizers, the
   collector's schedule / rate limiter / counters / player / sampler, the episode statistics,
   torch's RNG states and, for :class:`~torchrl_dreamer.envs.GameBoyEnv`, the consoles and task
@@ -28,7 +29,7 @@ from typing import Any
 
 import torch
 
-from torchrl_dreamer.trainers.config import IDENTITY_KEYS, TrainConfig
+from torchrl_dreamer.trainers.config import IDENTITY_KEYS, RESOLVED_KEYS, TrainConfig
 
 __all__ = [
     "CheckpointError",
@@ -165,14 +166,28 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return state
 
 
-def check_compatible(saved: dict[str, Any], cfg: TrainConfig) -> None:
+def check_compatible(saved: dict[str, Any], cfg: TrainConfig,
+                     resolved: dict[str, Any] | None = None) -> None:
     """Raise :class:`CheckpointError` if ``cfg`` differs from the checkpoint's config on a setting
-    that defines the run (:data:`~torchrl_dreamer.trainers.config.IDENTITY_KEYS`)."""
-    diffs = [
-        f"{k}: checkpoint {saved.get(k)!r} vs now {getattr(cfg, k)!r}"
-        for k in IDENTITY_KEYS
-        if saved.get(k) != getattr(cfg, k)
-    ]
+    that defines the run (:data:`~torchrl_dreamer.trainers.config.IDENTITY_KEYS`).
+
+    Settings that may be left to a default (``gamma``, ``replay_ratio``, ``learning_starts``:
+    :data:`~torchrl_dreamer.trainers.config.RESOLVED_KEYS`) are compared on the values the run
+    uses: ``resolved`` (the checkpoint's ``"resolved"`` entry, :meth:`TrainConfig.resolved`)
+    against ``cfg.resolved()``. So ``gamma=None`` saved when the maze's default discount was
+    0.997 does not resume under today's default 0.98, and an explicit ``--gamma 0.98`` resumes a
+    run that used 0.98 by default. Checkpoints without that entry (written before it existed)
+    are resolved with today's defaults."""
+    if resolved is None:
+        resolved = TrainConfig.from_dict(saved).resolved()
+    now = cfg.resolved()
+    diffs = []
+    for k in IDENTITY_KEYS:
+        if k in RESOLVED_KEYS:
+            if resolved.get(k) != now[k]:
+                diffs.append(f"{k}: checkpoint {resolved.get(k)!r} vs now {now[k]!r}")
+        elif saved.get(k) != getattr(cfg, k):
+            diffs.append(f"{k}: checkpoint {saved.get(k)!r} vs now {getattr(cfg, k)!r}")
     if diffs:
         raise CheckpointError(
             "the checkpoint comes from another configuration (" + "; ".join(diffs) + "). Resume "

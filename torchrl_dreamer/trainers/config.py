@@ -245,6 +245,14 @@ class TrainConfig:
         # + commit_stride: rows the actor writes ahead of its last commit.
         return -(-int(self.replay_capacity) // self.num_envs) + self.seq_len + self.commit_stride
 
+    def resolved(self) -> dict[str, float | int]:
+        """The values the run actually uses for the settings that may be left to a default
+        (:data:`RESOLVED_KEYS`), e.g. ``{"gamma": 0.98, ...}`` for the maze with ``gamma=None``.
+
+        Checkpoints store them, so a resume is compared on what was trained, not on a ``None``
+        whose meaning a later change of :data:`TASK_DEFAULTS` would silently move."""
+        return {k: getattr(self, attr) for k, attr in RESOLVED_KEYS.items()}
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-friendly dict (logged, stored in checkpoints)."""
         return dataclasses.asdict(self)
@@ -282,6 +290,11 @@ class TrainConfig:
 IDENTITY_KEYS = ("task", "preset", "loss_preset", "gamma", "num_envs", "batch_size", "seq_len",
                  "frame_skip", "steps_per_rollout", "commit_stride",
                  "replay_ratio", "learning_starts", "seed")
+
+# Identity keys that may be ``None`` (= a task or preset default), with the property that
+# resolves them: checkpoints compare these on the resolved value (:meth:`TrainConfig.resolved`).
+RESOLVED_KEYS = {"gamma": "effective_gamma", "replay_ratio": "effective_replay_ratio",
+                 "learning_starts": "effective_learning_starts"}
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

@@ -71,7 +71,7 @@ class DreamerTrainer:
         if resume is not None:
             ckpt = resolve_checkpoint(resume)
             saved = load_checkpoint(ckpt, map_location="cpu")
-            check_compatible(saved["config"], config)
+            check_compatible(saved["config"], config, saved.get("resolved"))
         self.logger = make_logger(config.logger, self.run_dir)
         if parts is None:
             parts = build_run(config, logger=self.logger)
@@ -101,6 +101,7 @@ class DreamerTrainer:
         p = self.parts
         return {
             "config": self.config.to_dict(),
+            "resolved": self.config.resolved(),
             "learner": p.learner.state_dict(),
             "num_updates": int(p.learner.num_updates),
             "optimizers": {k: o.state_dict() for k, o in p.learner.optimizers().items()},
