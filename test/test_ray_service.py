@@ -310,6 +310,7 @@ def test_cli_train_config_maps_to_a_gameboy_run(tmp_path):
     assert cfg.capacity == 100 + 8 + 8 and cfg.total_frames == 96
     assert cfg.replay_dir == str(tmp_path / "run" / "replay") and cfg.runner_gpus == 0.0
     assert f.learner().config.gamma == tc.effective_gamma
+    assert f.learner().config.entropy_coef == tc.effective_entropy_coef
     trainer = RayDreamerTrainer(cfg, f.env, f.policy, f.learner)
     try:
         out = trainer.run()

@@ -45,7 +45,8 @@ def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
     # the defaults the run resolved (gamma: the maze's task default) are stored for --resume
     state = load_checkpoint(cli_run / "checkpoints" / "step_128")
     assert state["config"]["gamma"] is None
-    assert state["resolved"] == {"gamma": 0.98, "replay_ratio": 0.1, "learning_starts": 32}
+    assert state["resolved"] == {"gamma": 0.98, "entropy_coef": 5e-3, "replay_ratio": 0.1,
+                                 "learning_starts": 32}
     rows = (cli_run / "logs" / "scalars" / "loss_world_model.csv").read_text().splitlines()
     assert len(rows) >= 2  # logged every 2 gradient steps
     progress = json.loads((cli_run / "progress.json").read_text())
@@ -138,3 +139,23 @@ def test_gamma_reaches_the_run_learner(tmp_path, monkeypatch):
     assert cfg.effective_gamma == LOSS_PRESETS[cfg.loss_preset].gamma
     assert cfg.loss_config() == LOSS_PRESETS[cfg.loss_preset]
     assert build_parser("train").parse_args(["--gamma", "0.95"]).gamma == 0.95
+
+
+def test_entropy_coef_reaches_the_run_learner(tmp_path, monkeypatch):
+    """--entropy-coef / TrainConfig.entropy_coef, else the task default, else the preset's."""
+    from torchrl_dreamer.objectives import LOSS_PRESETS
+    from torchrl_dreamer.train import build_parser
+    from torchrl_dreamer.trainers import config as config_mod
+    from torchrl_dreamer.trainers.builder import build_run
+
+    parts = build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "entropy_coef": 0.02}))
+    assert parts.learner.actor_loss.config.entropy_coef == 0.02
+    monkeypatch.setitem(config_mod.TASK_DEFAULTS, SMALL["task"], {"entropy_coef": 0.007})
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "b")})
+    assert cfg.effective_entropy_coef == 0.007 and cfg.loss_config().entropy_coef == 0.007
+    assert cfg.resolved()["entropy_coef"] == 0.007
+    monkeypatch.setitem(config_mod.TASK_DEFAULTS, SMALL["task"], {})
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c")})
+    assert cfg.effective_entropy_coef == LOSS_PRESETS[cfg.loss_preset].entropy_coef
+    args = build_parser("train").parse_args(["--entropy-coef", "0.004"])
+    assert args.entropy_coef == 0.004

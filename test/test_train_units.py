@@ -36,6 +36,7 @@ from torchrl_dreamer.version import __version__
         ({"threads": 0}, "threads must be an integer >= 1, got 0"),
         ({"event_fraction": 1.5}, r"event_fraction must lie in \[0, 1\], got 1.5"),
         ({"gamma": 0.0}, r"gamma must lie in \(0, 1\], got 0.0"),
+        ({"entropy_coef": -1e-3}, "entropy_coef must be >= 0, got -0.001"),
         ({"replay_capacity": 8, "num_envs": 4}, "replay-capacity to at least seq_len \\* num_envs = 128"),
     ],
 )

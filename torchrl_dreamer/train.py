@@ -31,8 +31,8 @@ _COMMANDS = ("train", "eval", "bench")
 # CLI flag -> TrainConfig field (flags left out keep the config file's / checkpoint's value).
 _FIELDS = ("task", "rom", "preset", "loss_preset", "device", "num_envs", "total_steps",
            "replay_capacity", "replay_backing", "backend", "seed", "log_dir", "replay_ratio",
-           "learning_starts", "batch_size", "seq_len", "gamma", "event_fraction", "steps_per_rollout",
-           "commit_stride", "checkpoint_every", "log_every", "precision", "threads",
+           "learning_starts", "batch_size", "seq_len", "gamma", "entropy_coef", "event_fraction",
+           "steps_per_rollout", "commit_stride", "checkpoint_every", "log_every", "precision", "threads",
            "frame_skip", "eval_episodes", "logger")
 
 
@@ -60,6 +60,8 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     a("--seq-len", type=int, help="sequence length (default 32)")
     a("--gamma", type=float,
       help="discount of imagined returns (default: the task's, else DreamerV3's 1 - 1/333)")
+    a("--entropy-coef", type=float,
+      help="actor entropy bonus (default: the task's, else the loss preset's)")
     a("--event-fraction", type=float,
       help="share of sequences drawn to contain an episode end (default 0: uniform)")
     a("--steps-per-rollout", type=int, help="env steps per actor window (default 16)")

@@ -49,9 +49,13 @@ class ConfigError(ValueError):
 #: (see ``docs/learning_results.md``). The maze's discount is 0.98 (a ~50-step horizon), not
 #: DreamerV3's 0.997: its episodes end at 100 steps and its shortest paths take 8-16 moves, and
 #: over an infinite imagined horizon a reward model's small bias on the +-0.1 shaping steps
-#: (+0.03 per step) outweighed the win, inflating the critic and undoing the policy.
+#: (+0.03 per step) outweighed the win, inflating the critic and undoing the policy. Its actor
+#: entropy bonus is 5e-3, not ``fast-pixels``' 1e-3: with 1e-3 the greedy policy froze on a
+#: no-move action in one to three of the 16 layouts, cells where the actor had stopped trying
+#: the way out and the critic had never valued it (84-89 % greedy success against 99.6 % with
+#: 5e-3; ``docs/learning_results.md``, session 6).
 TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "maze": {"replay_ratio": 0.08, "learning_starts": 1024, "gamma": 0.98},
+    "maze": {"replay_ratio": 0.08, "learning_starts": 1024, "gamma": 0.98, "entropy_coef": 5e-3},
     "maze-sparse": {"replay_ratio": 0.08, "learning_starts": 1024},
     "catch": {"replay_ratio": 0.2, "learning_starts": 1024},
     "gym:CartPole-v1": {"replay_ratio": 0.5, "learning_starts": 1024},
@@ -92,6 +96,8 @@ class TrainConfig:
         batch_size, seq_len: learner batch ``B x T``.
         gamma: discount of the imagined returns (``None``: the task default if it has one,
             else the loss preset's, DreamerV3's ``1 - 1/333``). See :data:`TASK_DEFAULTS`.
+        entropy_coef: weight of the actor's entropy bonus (``None``: the task default if it has
+            one, else the loss preset's). See :data:`TASK_DEFAULTS`.
         event_fraction: share of each batch's sequences drawn to contain a ``terminated`` row
             (:class:`~torchrl_dreamer.data.ChronologicalSliceSampler` ``event_fraction``; 0 =
             uniform starts, the reference DreamerV3 replay).
@@ -126,6 +132,7 @@ class TrainConfig:
     batch_size: int = 16
     seq_len: int = 32
     gamma: float | None = None
+    entropy_coef: float | None = None
     event_fraction: float = 0.0
     steps_per_rollout: int = 16
     commit_stride: int = 8
@@ -194,6 +201,8 @@ class TrainConfig:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}.")
         if self.gamma is not None and not 0.0 < float(self.gamma) <= 1.0:
             raise ConfigError(f"gamma must lie in (0, 1], got {self.gamma}.")
+        if self.entropy_coef is not None and not float(self.entropy_coef) >= 0.0:
+            raise ConfigError(f"entropy_coef must be >= 0, got {self.entropy_coef}.")
         if not 0.0 <= float(self.event_fraction) <= 1.0:
             raise ConfigError(f"event_fraction must lie in [0, 1], got {self.event_fraction}.")
         if not isinstance(self.threads, int) or self.threads < 1:
@@ -224,12 +233,25 @@ class TrainConfig:
         task_gamma = TASK_DEFAULTS.get(self.task, {}).get("gamma")
         return float(task_gamma if task_gamma is not None else LOSS_PRESETS[self.loss_preset].gamma)
 
-    def loss_config(self) -> Any:
-        """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`: the loss preset
-        with :attr:`effective_gamma`."""
+    @property
+    def effective_entropy_coef(self) -> float:
+        """``entropy_coef``, else the task default, else the loss preset's."""
         from torchrl_dreamer.objectives import LOSS_PRESETS
 
-        return LOSS_PRESETS[self.loss_preset].with_(gamma=self.effective_gamma)
+        if self.entropy_coef is not None:
+            return float(self.entropy_coef)
+        task_coef = TASK_DEFAULTS.get(self.task, {}).get("entropy_coef")
+        if task_coef is not None:
+            return float(task_coef)
+        return float(LOSS_PRESETS[self.loss_preset].entropy_coef)
+
+    def loss_config(self) -> Any:
+        """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`: the loss preset
+        with :attr:`effective_gamma` and :attr:`effective_entropy_coef`."""
+        from torchrl_dreamer.objectives import LOSS_PRESETS
+
+        return LOSS_PRESETS[self.loss_preset].with_(
+            gamma=self.effective_gamma, entropy_coef=self.effective_entropy_coef)
 
     @property
     def effective_learning_starts(self) -> int:
@@ -287,13 +309,14 @@ class TrainConfig:
 
 # Settings that must match between a checkpoint and the run resuming it (the rest may change,
 # e.g. total_steps to train longer, or the progress bar).
-IDENTITY_KEYS = ("task", "preset", "loss_preset", "gamma", "num_envs", "batch_size", "seq_len",
-                 "frame_skip", "steps_per_rollout", "commit_stride",
+IDENTITY_KEYS = ("task", "preset", "loss_preset", "gamma", "entropy_coef", "num_envs",
+                 "batch_size", "seq_len", "frame_skip", "steps_per_rollout", "commit_stride",
                  "replay_ratio", "learning_starts", "seed")
 
 # Identity keys that may be ``None`` (= a task or preset default), with the property that
 # resolves them: checkpoints compare these on the resolved value (:meth:`TrainConfig.resolved`).
-RESOLVED_KEYS = {"gamma": "effective_gamma", "replay_ratio": "effective_replay_ratio",
+RESOLVED_KEYS = {"gamma": "effective_gamma", "entropy_coef": "effective_entropy_coef",
+                 "replay_ratio": "effective_replay_ratio",
                  "learning_starts": "effective_learning_starts"}
 
 
