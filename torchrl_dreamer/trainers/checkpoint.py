@@ -171,7 +171,8 @@ def check_compatible(saved: dict[str, Any], cfg: TrainConfig,
     """Raise :class:`CheckpointError` if ``cfg`` differs from the checkpoint's config on a setting
     that defines the run (:data:`~torchrl_dreamer.trainers.config.IDENTITY_KEYS`).
 
-    Settings that may be left to a default (``gamma``, ``replay_ratio``, ``learning_starts``:
+    Settings that may be left to a default (``gamma``, ``entropy_coef``, ``replay_ratio``,
+    ``learning_starts``:
     :data:`~torchrl_dreamer.trainers.config.RESOLVED_KEYS`) are compared on the values the run
     uses: ``resolved`` (the checkpoint's ``"resolved"`` entry, :meth:`TrainConfig.resolved`)
     against ``cfg.resolved()``. So ``gamma=None`` saved when the maze's default discount was

@@ -224,27 +224,27 @@ class TrainConfig:
             return float(self.replay_ratio)
         return float(TASK_DEFAULTS.get(self.task, {}).get("replay_ratio", 0.05))
 
+    def _loss_setting(self, name: str) -> float:
+        """A loss setting that the run may set (``name`` field), else its task, else its loss
+        preset (the same field of :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`)."""
+        from torchrl_dreamer.objectives import LOSS_PRESETS
+
+        value = getattr(self, name)
+        if value is None:
+            value = TASK_DEFAULTS.get(self.task, {}).get(name)
+        if value is None:
+            value = getattr(LOSS_PRESETS[self.loss_preset], name)
+        return float(value)
+
     @property
     def effective_gamma(self) -> float:
         """``gamma``, else the task default, else the loss preset's discount."""
-        from torchrl_dreamer.objectives import LOSS_PRESETS
-
-        if self.gamma is not None:
-            return float(self.gamma)
-        task_gamma = TASK_DEFAULTS.get(self.task, {}).get("gamma")
-        return float(task_gamma if task_gamma is not None else LOSS_PRESETS[self.loss_preset].gamma)
+        return self._loss_setting("gamma")
 
     @property
     def effective_entropy_coef(self) -> float:
         """``entropy_coef``, else the task default, else the loss preset's."""
-        from torchrl_dreamer.objectives import LOSS_PRESETS
-
-        if self.entropy_coef is not None:
-            return float(self.entropy_coef)
-        task_coef = TASK_DEFAULTS.get(self.task, {}).get("entropy_coef")
-        if task_coef is not None:
-            return float(task_coef)
-        return float(LOSS_PRESETS[self.loss_preset].entropy_coef)
+        return self._loss_setting("entropy_coef")
 
     def loss_config(self) -> Any:
         """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`: the loss preset
