@@ -172,23 +172,21 @@ def check_compatible(saved: dict[str, Any], cfg: TrainConfig,
     that defines the run (:data:`~torchrl_dreamer.trainers.config.IDENTITY_KEYS`).
 
     Settings that may be left to a default (``gamma``, ``entropy_coef``, ``replay_ratio``,
-    ``learning_starts``:
-    :data:`~torchrl_dreamer.trainers.config.RESOLVED_KEYS`) are compared on the values the run
-    uses: ``resolved`` (the checkpoint's ``"resolved"`` entry, :meth:`TrainConfig.resolved`)
-    against ``cfg.resolved()``. So ``gamma=None`` saved when the maze's default discount was
-    0.997 does not resume under today's default 0.98, and an explicit ``--gamma 0.98`` resumes a
-    run that used 0.98 by default. Checkpoints without that entry (written before it existed)
-    are resolved with today's defaults."""
+    ``learning_starts``: :data:`~torchrl_dreamer.trainers.config.RESOLVED_KEYS`) are compared on
+    the values the run uses: ``resolved`` (the checkpoint's ``"resolved"`` entry,
+    :meth:`TrainConfig.resolved`) against ``cfg.resolved()``. So ``gamma=None`` saved when the
+    maze's default discount was 0.997 does not resume under today's default 0.98, and an explicit
+    ``--gamma 0.98`` resumes a run that used 0.98 by default. Checkpoints without that entry
+    (written before it existed) are resolved with today's defaults."""
     if resolved is None:
         resolved = TrainConfig.from_dict(saved).resolved()
-    now = cfg.resolved()
-    diffs = []
-    for k in IDENTITY_KEYS:
-        if k in RESOLVED_KEYS:
-            if resolved.get(k) != now[k]:
-                diffs.append(f"{k}: checkpoint {resolved.get(k)!r} vs now {now[k]!r}")
-        elif saved.get(k) != getattr(cfg, k):
-            diffs.append(f"{k}: checkpoint {saved.get(k)!r} vs now {getattr(cfg, k)!r}")
+    before = {**saved, **{k: resolved.get(k) for k in RESOLVED_KEYS}}
+    now = {**cfg.to_dict(), **cfg.resolved()}
+    diffs = [
+        f"{k}: checkpoint {before.get(k)!r} vs now {now[k]!r}"
+        for k in IDENTITY_KEYS
+        if before.get(k) != now[k]
+    ]
     if diffs:
         raise CheckpointError(
             "the checkpoint comes from another configuration (" + "; ".join(diffs) + "). Resume "
