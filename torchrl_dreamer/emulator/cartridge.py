@@ -28,7 +28,7 @@ class CartridgeError(ValueError):
     """The ROM image is not a usable Game Boy cartridge (the message says why)."""
 
 
-# type byte -> (mapper id, has RAM, has battery, has RTC, name); mapper ids match bus.MBC_*
+# type byte -> (mapper id, has RAM, has battery, has RTC, name); mapper ids are registers.MBC_*
 CARTRIDGE_TYPES: dict[int, tuple[int, bool, bool, bool, str]] = {
     0x00: (0, False, False, False, "ROM ONLY"),
     0x08: (0, True, False, False, "ROM+RAM"),

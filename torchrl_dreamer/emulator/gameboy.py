@@ -31,9 +31,9 @@ from torchrl_dreamer.emulator import (  # button bits live in the light package 
     BUTTON_UP,
     layout,
 )
-from torchrl_dreamer.emulator.bus import Mem
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module, operand_lengths
+from torchrl_dreamer.emulator.memory import Mem
 
 __all__ = [
     "GameBoy",
@@ -214,7 +214,7 @@ class GameBoy:
             return
         b = self._buttons(buttons)
         self._mem.obs = wp.from_torch(self.packed2)
-        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(n), int(n), 1])
+        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(n), int(n), 1, 0])
 
     def step(
         self,
@@ -239,7 +239,7 @@ class GameBoy:
         if out.device != self.device:
             raise ValueError(f"obs_out is on {out.device}, the emulator on {self.device}")
         self._mem.obs = wp.from_torch(out)
-        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1])
+        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1, 0])
         self._mem.obs = wp.from_torch(self.packed2)
         return out
 

@@ -27,7 +27,7 @@ _NAMES = [
     # misc
     "BOOT_ON", "FRAMES", "CYCLES", "CLK", "NEXT",
     # 0 (default): hardware timing, a frame ends when VBlank starts (LY 144). 1: PyBoy's frame
-    # protocol and PPU timing details, for frame-exact comparison with PyBoy (see bus.py)
+    # protocol and PPU timing details, for frame-exact comparison with PyBoy (see ppu.py)
     "PYBOY_TIMING",
 ]
 

@@ -354,7 +354,7 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
     put("STAT_EN", lcd["stat"] & 0x78)
     win = _window_count(p, line) | (0x100 if lcd["wy_latch"] else 0)
     if lcd["first_frame"] and (lcd["lcdc"] & 0x80):
-        win |= 0x10000  # the first frame after LCD on is blank (bus.WIN_BLANK)
+        win |= 0x10000  # the first frame after LCD on is blank (ppu.WIN_BLANK)
     put("WIN_LINE", win)
     lcd_on = (lcd["lcdc"] & 0x80) != 0
     stat_line = 0

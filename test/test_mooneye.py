@@ -1,0 +1,132 @@
+"""Gekkio's mooneye test suite: every DMG test ROM in ``$TORCHRL_DREAMER_ROMS/mooneye``.
+
+Verdict protocol (the suite's README): the test ends with ``LD B,B``; a pass leaves
+B,C,D,E,H,L = 3,5,8,13,21,34, a failure 0x42 in every register. ``manual-only`` tests are judged
+by their screen against the reference PNG beside the ROM (greys 255/170/85/0 = shades 0..3).
+
+Tests we do not pass yet are listed in ``KNOWN_FAILURES`` with the hardware behaviour they need;
+they run as strict xfails, so a fix that makes one pass fails the suite until the entry goes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import IN_CI
+
+from torchrl_dreamer._roms import roms_dir
+from torchrl_dreamer.emulator import GameBoy
+
+PASS_REGS = [3, 5, 8, 13, 21, 34]
+FAIL_REGS = [0x42] * 6
+MAX_FRAMES = 600  # the slowest DMG test ends in about 320 frames
+
+# rel path -> the behaviour it needs that the emulator lacks
+KNOWN_FAILURES: dict[str, str] = {
+    "acceptance/add_sp_e_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/boot_div-dmgABCmgb.gb": "post-boot DIV phase",
+    "acceptance/boot_hwio-dmgABCmgb.gb": "post-boot IO register values",
+    "acceptance/call_cc_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/call_cc_timing2.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/call_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/call_timing2.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/di_timing-GS.gb": "DI timing against a STAT interrupt",
+    "acceptance/ei_sequence.gb": "EI; EI / EI; DI sequences",
+    "acceptance/halt_ime1_timing2-GS.gb": "HALT wake-up timing with IME=1",
+    "acceptance/interrupts/ie_push.gb": "dispatch re-reads IE after pushing PC",
+    "acceptance/jp_cc_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/jp_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/ld_hl_sp_e_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/oam_dma_restart.gb": "OAM DMA restart",
+    "acceptance/oam_dma_start.gb": "OAM DMA start delay",
+    "acceptance/oam_dma_timing.gb": "OAM DMA timing",
+    "acceptance/ppu/hblank_ly_scx_timing-GS.gb": "mode 3 length with SCX fine scroll",
+    "acceptance/ppu/intr_1_2_timing-GS.gb": "VBlank to mode 2 STAT timing",
+    "acceptance/ppu/intr_2_0_timing.gb": "mode 2 to mode 0 STAT timing",
+    "acceptance/ppu/intr_2_mode0_timing.gb": "mode 2 to mode 0 STAT timing",
+    "acceptance/ppu/intr_2_mode0_timing_sprites.gb": "mode 3 length with sprites",
+    "acceptance/ppu/intr_2_mode3_timing.gb": "mode 2 to mode 3 timing",
+    "acceptance/ppu/intr_2_oam_ok_timing.gb": "OAM accessibility after mode 2",
+    "acceptance/ppu/lcdon_timing-GS.gb": "LCD switch-on timing",
+    "acceptance/ppu/lcdon_write_timing-GS.gb": "LCD switch-on OAM/VRAM write timing",
+    "acceptance/ppu/stat_lyc_onoff.gb": "LY=LYC with the LCD switched on and off",
+    "acceptance/ppu/vblank_stat_intr-GS.gb": "VBlank STAT interrupt timing",
+    "acceptance/push_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/ret_cc_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/ret_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/reti_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/rst_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
+    "acceptance/serial/boot_sclk_align-dmgABCmgb.gb": "post-boot serial clock phase",
+    "acceptance/timer/tima_write_reloading.gb": "TIMA write during the reload M-cycle",
+    "acceptance/timer/tma_write_reloading.gb": "TMA write during the reload M-cycle",
+    "emulator-only/mbc1/multicart_rom_8Mb.gb": "MBC1 multicart wiring",
+}
+
+
+def _all_tests() -> list[str]:
+    root = roms_dir() / "mooneye"
+    found = sorted(str(p.relative_to(root)) for p in root.rglob("*.gb")) if root.is_dir() else []
+    if not found:
+        # no ROMs: one placeholder case that skips locally and fails in CI (via the fixture)
+        return ["<missing>"]
+    return found
+
+
+def _params():
+    out = []
+    for rel in _all_tests():
+        marks = []
+        if rel in KNOWN_FAILURES:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[rel]))
+        out.append(pytest.param(rel, marks=marks, id=rel))
+    return out
+
+
+def reference_shades(png_path) -> np.ndarray:
+    """Shades 0..3 of a reference screenshot (greys 255/170/85/0)."""
+    from PIL import Image
+
+    grey = np.asarray(Image.open(png_path).convert("L"), dtype=np.int64)
+    return np.clip((255 - grey + 42) // 85, 0, 3)
+
+
+def run_mooneye(path, max_frames: int = MAX_FRAMES) -> tuple[str, GameBoy]:
+    """Run until the verdict registers appear; ``"pass"``, ``"fail"`` or ``"timeout"``."""
+    gb = GameBoy(path, check_header=False, framebuffer=True)
+    for _ in range(0, max_frames, 10):
+        gb.run_frames(10)
+        regs = gb.registers()
+        got = [int(regs[r][0]) for r in "bcdehl"]
+        if got == PASS_REGS:
+            return "pass", gb
+        if got == FAIL_REGS:
+            return "fail", gb
+        if bool(gb.locked[0]):
+            return "locked", gb
+    return "timeout", gb
+
+
+@pytest.mark.parametrize("rel", _params())
+def test_mooneye(roms, rel):
+    if rel == "<missing>":
+        msg = f"no mooneye ROMs under {roms / 'mooneye'}"
+        if IN_CI:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    path = roms / "mooneye" / rel
+    if rel.startswith("manual-only/"):
+        gb = GameBoy(path, check_header=False, framebuffer=True)
+        gb.run_frames(120)
+        ref = reference_shades(path.with_suffix(".png"))
+        got = gb.framebuffer[0].cpu().numpy()
+        assert ref.shape == got.shape
+        assert np.array_equal(got, ref), f"{(got != ref).sum()} pixels differ from the reference"
+        return
+    verdict, gb = run_mooneye(path)
+    assert verdict == "pass", f"{rel}: {verdict}; registers {gb.registers()}"
+
+
+def test_mooneye_suite_is_complete(roms):
+    """All 93 DMG tests are there (CI must not pass on a partial copy)."""
+    n = len([p for p in (roms / "mooneye").rglob("*.gb")])
+    assert n == 93, f"expected the 93 DMG mooneye ROMs, found {n}"

@@ -1,0 +1,73 @@
+"""Named hardware registers, interrupt bits and mapper ids: the numbers the kernel speaks in.
+
+IO registers are offsets from 0xFF00, which is also their index in the per-console ``hram``
+array (``m.hram[i, R_LCDC]``). Every constant is a :func:`warp.constant`, which returns the plain
+``int``: the same name serves Warp functions and Python code (tests, savestate converters).
+Facts from Pan Docs' memory map and hardware register list.
+
+Example:
+    >>> from torchrl_dreamer.emulator.registers import R_LCDC, IRQ_VBLANK
+    >>> hex(0xFF00 + R_LCDC), IRQ_VBLANK
+    ('0xff40', 1)
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+# ---------------------------------------------------------------- IO registers (offset from FF00)
+R_JOYP = wp.constant(0x00)  # joypad select / state
+R_SB = wp.constant(0x01)  # serial data
+R_SC = wp.constant(0x02)  # serial control
+R_DIV = wp.constant(0x04)  # divider (upper byte of the 16-bit system counter)
+R_TIMA = wp.constant(0x05)  # timer counter
+R_TMA = wp.constant(0x06)  # timer modulo
+R_TAC = wp.constant(0x07)  # timer control
+R_IF = wp.constant(0x0F)  # interrupt flags
+R_NR10 = wp.constant(0x10)  # first sound register
+R_NR52 = wp.constant(0x26)  # sound on/off
+R_WAVE = wp.constant(0x30)  # wave pattern RAM FF30-FF3F
+R_LCDC = wp.constant(0x40)  # LCD control
+R_STAT = wp.constant(0x41)  # LCD status
+R_SCY = wp.constant(0x42)  # background scroll Y
+R_SCX = wp.constant(0x43)  # background scroll X
+R_LY = wp.constant(0x44)  # current line
+R_LYC = wp.constant(0x45)  # line compare
+R_DMA = wp.constant(0x46)  # OAM DMA source page
+R_BGP = wp.constant(0x47)  # background palette
+R_OBP0 = wp.constant(0x48)  # object palette 0
+R_OBP1 = wp.constant(0x49)  # object palette 1
+R_WY = wp.constant(0x4A)  # window Y
+R_WX = wp.constant(0x4B)  # window X + 7
+R_BOOT = wp.constant(0x50)  # boot ROM disable
+R_HRAM = wp.constant(0x80)  # first byte of high RAM (FF80-FFFE)
+R_IE = wp.constant(0xFF)  # interrupt enable
+
+# ---------------------------------------------------------------- interrupt bits (IF / IE)
+IRQ_VBLANK = wp.constant(0x01)
+IRQ_STAT = wp.constant(0x02)
+IRQ_TIMER = wp.constant(0x04)
+IRQ_SERIAL = wp.constant(0x08)
+IRQ_JOYPAD = wp.constant(0x10)
+IRQ_MASK = wp.constant(0x1F)
+
+# ---------------------------------------------------------------- LCDC / STAT bits
+LCDC_ON = wp.constant(0x80)
+STAT_HBLANK = wp.constant(0x08)  # mode 0 interrupt source
+STAT_VBLANK = wp.constant(0x10)  # mode 1 interrupt source
+STAT_OAM = wp.constant(0x20)  # mode 2 interrupt source
+STAT_LYC = wp.constant(0x40)  # LY == LYC interrupt source
+STAT_SOURCES = wp.constant(0x78)
+
+# ---------------------------------------------------------------- cartridge mapper ids
+MBC_NONE = wp.constant(0)
+MBC_1 = wp.constant(1)
+MBC_2 = wp.constant(2)
+MBC_3 = wp.constant(3)
+MBC_5 = wp.constant(5)
+
+# ---------------------------------------------------------------- flags register bits
+FLAG_Z = wp.constant(0x80)
+FLAG_N = wp.constant(0x40)
+FLAG_H = wp.constant(0x20)
+FLAG_C = wp.constant(0x10)

@@ -1,0 +1,73 @@
+"""The lazy clock: the rest of the console catches up with the CPU only when it must.
+
+The CPU kernel adds 4 to ``CLK`` per M-cycle (T-cycles since the last sync) and compares it with
+``NEXT`` (T-cycles from the last sync to the next event: a PPU mode change, a TIMA overflow or
+its reload, the end of a serial transfer). :func:`sync` then advances every hardware block
+arithmetically by ``CLK`` cycles (:func:`catch_up`) and handles the events due. IO accesses
+catch up first, so registers read exactly as if every M-cycle had been simulated, and a halted
+CPU jumps straight to the next event (:func:`halt_advance`).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.dma import dma_advance
+from torchrl_dreamer.emulator.layout import S_CLK, S_FRAME_DONE, S_FRAMES, S_NEXT
+from torchrl_dreamer.emulator.mappers import rtc_advance
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.ppu import ppu_advance, ppu_next_event
+from torchrl_dreamer.emulator.serial import serial_advance, serial_next_event
+from torchrl_dreamer.emulator.timer import timer_advance, timer_next_event
+
+__all__ = ["catch_up", "schedule", "sync", "halt_advance", "frame_end"]
+
+FRAME_CYCLES = wp.constant(70224)
+
+
+@wp.func(inline=True)
+def catch_up(i: int, m: Mem):
+    """Advance timer, PPU, serial and DMA by the CLK cycles elapsed; handle due events."""
+    c = m.st[i, S_CLK]
+    if c <= 0:
+        return
+    m.st[i, S_CLK] = 0
+    m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
+    timer_advance(i, m, c)
+    ppu_advance(i, m, c)
+    serial_advance(i, m, c)
+    dma_advance(i, m, c)
+
+
+@wp.func(inline=True)
+def schedule(i: int, m: Mem):
+    """Set NEXT: T-cycles (from now, CLK = 0) to the earliest upcoming event."""
+    n = ppu_next_event(i, m)
+    n = timer_next_event(i, m, n)
+    n = serial_next_event(i, m, n)
+    m.st[i, S_NEXT] = n
+
+
+@wp.func(inline=False)
+def sync(i: int, m: Mem):
+    """Bring the console up to the current cycle and reschedule the next event."""
+    catch_up(i, m)
+    schedule(i, m)
+
+
+@wp.func(inline=True)
+def halt_advance(i: int, m: Mem):
+    """While halted: jump straight to the next event (no per-M-cycle spinning)."""
+    n = m.st[i, S_NEXT]
+    if n < 4:
+        n = 4
+    m.st[i, S_CLK] = n
+    sync(i, m)
+
+
+@wp.func(inline=False)
+def frame_end(i: int, m: Mem):
+    """Book-keeping at the end of every emulated frame (frame counter, RTC)."""
+    m.st[i, S_FRAME_DONE] = 0
+    m.st[i, S_FRAMES] = m.st[i, S_FRAMES] + 1
+    rtc_advance(i, m, FRAME_CYCLES)
