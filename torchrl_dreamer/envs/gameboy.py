@@ -316,12 +316,16 @@ class GameBoyEnv(EnvBase):
             packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
         self.gb.step(buttons, frames=self.frame_skip, press_frames=self.press_frames,
                      obs_out=packed)
-        reward, terminated = self.task.compute(self.gb, packed, first)
+        out = self.task.compute(self.gb, packed, first)
+        reward, terminated = out[0], out[1]
+        task_truncated = out[2] if len(out) > 2 else None
         reward = torch.where(first, torch.zeros_like(reward), reward.to(torch.float32))
         terminated = terminated.to(torch.bool) & ~first
         self._steps = torch.where(first, torch.zeros_like(self._steps), self._steps + 1)
         self._episode_id = self._episode_id + first.to(torch.int32)
         truncated = self._truncation(terminated)
+        if task_truncated is not None:
+            truncated = truncated | (task_truncated.to(torch.bool) & ~first & ~terminated)
         done = terminated | truncated
         self._pending = done
         self._last_done = done

@@ -163,7 +163,9 @@ class Task:
                 per-episode baselines such as the previous score.
 
         Returns:
-            ``(reward float32[N], terminated bool[N])`` on the env's device.
+            ``(reward float32[N], terminated bool[N])`` on the env's device, or a triple with
+            ``truncated bool[N]`` last for tasks that also end episodes without a terminal
+            state (the env ORs it with its ``max_episode_steps`` limit).
         """
         raise NotImplementedError(f"{type(self).__name__} must implement compute()")
 
