@@ -366,10 +366,11 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
         )
     put("STAT_LINE", stat_line)
 
-    # serial: an internally clocked transfer in progress finishes after the remaining cycles
+    # serial: an internally clocked transfer in progress: the shift-clock edges (512 T-cycles
+    # apart) still to come in PyBoy's remaining cycles
     s = p.serial
     if s["transfer"] and s["internal_clock"] and s["clock_target"] > s["clock"]:
-        put("SER_CNT", min(s["clock_target"] - s["clock"], 4096))
+        put("SER_CNT", min(-(-(s["clock_target"] - s["clock"]) // 512), 8))
 
     # OAM DMA in progress: copy the rest now (the source is in the state), block OAM reads
     oam = bytearray(p.oam)

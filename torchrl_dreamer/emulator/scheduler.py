@@ -13,7 +13,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.dma import dma_advance
-from torchrl_dreamer.emulator.layout import S_CLK, S_FRAME_DONE, S_FRAMES, S_NEXT
+from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_advance, ppu_next_event
@@ -33,9 +33,10 @@ def catch_up(i: int, m: Mem):
         return
     m.st[i, S_CLK] = 0
     m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
+    d = m.st[i, S_DIV16]  # the serial clock is a bit of the system counter: its value before
     timer_advance(i, m, c)
     ppu_advance(i, m, c)
-    serial_advance(i, m, c)
+    serial_advance(i, m, d, c)
     dma_advance(i, m, c)
 
 
