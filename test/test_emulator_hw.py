@@ -168,3 +168,248 @@ def test_user_boot_rom_hands_over_in_its_own_state():
     assert div == 0xAB  # DIV ran from 0 through the boot code
     assert gb.read_memory(0x0000, 4)[0].tolist() == list(rom[:4])  # FF50 = 0 did not remap it
     assert int(gb.read_memory(0xFF40, 1)[0, 0]) == 0x91 and int(gb.read_memory(0xFF50, 1)[0, 0]) == 0xFF
+
+
+# ------------------------------------------------------------------------------------ MBC3 clock
+RTC_CART = dict(cart_type=0x10, rom_size_code=2, ram_code=3)  # MBC3+TIMER+RAM+BATTERY, 32 KiB
+S, M, H, DL, DH = 0x08, 0x09, 0x0A, 0x0B, 0x0C  # RTC register selects
+
+
+def rtc_gb(cart=None, **kw) -> GameBoy:
+    gb = GameBoy(make_rom(**(cart or RTC_CART)), check_header=False, **kw)
+    gb.write_memory(0x0000, 0x0A)  # RAM and RTC enable
+    return gb
+
+
+def latch(gb: GameBoy, values=(0, 1)) -> None:
+    for v in values:
+        gb.write_memory(0x6000, v)
+
+
+def rtc_write(gb: GameBoy, reg: int, v: int) -> None:
+    gb.write_memory(0x4000, reg)
+    gb.write_memory(0xA000, v)
+
+
+def rtc_read(gb: GameBoy, regs=(S, M, H, DL, DH)) -> list[int]:
+    out = []
+    for reg in regs:
+        gb.write_memory(0x4000, reg)
+        out.append(int(gb.read_memory(0xA000, 1)[0, 0]))
+    return out
+
+
+def test_rtc_counts_emulated_cycles_only():
+    """4,194,304 T-cycles are one second; the host clock plays no part (two consoles agree).
+    180 frames from power-on: 65,664 + 179 x 70,224 T-cycles = 3.01 s."""
+    gb = rtc_gb(num_envs=2)
+    assert rtc_read(gb) == [0, 0, 0, 0, 0]  # nothing latched yet
+    gb.run_frames(180)
+    assert rtc_read(gb) == [0, 0, 0, 0, 0]  # reads come from the latched copy
+    latch(gb)
+    gb.write_memory(0x4000, S)
+    assert gb.read_memory(0xA000, 1)[:, 0].tolist() == [3, 3]
+
+
+@pytest.mark.parametrize(("first", "then", "latches"),
+                         [(0, 1, True), (0, 3, True), (4, 3, True), (0, 2, False), (1, 1, False),
+                          (1, 0, False)])
+def test_rtc_latches_when_bit0_rises(first, then, latches):
+    """The latch copies the counters when bit 0 of the value written to 6000-7FFF rises
+    (docboy-test-suite mbc3_rtc_latch_*)."""
+    gb = rtc_gb()
+    latch(gb, (first,))
+    gb.run_frames(70)  # > 1 s
+    latch(gb, (then,))
+    assert rtc_read(gb, (S,)) == [1 if latches else 0]
+
+
+def test_rtc_writes_go_to_the_counters_masked():
+    """Writes land in the live counters (seen after the next latch), masked to 6/6/5/8 bits and
+    day high's bits 0, 6, 7; the unused bits read 0."""
+    gb = rtc_gb()
+    rtc_write(gb, DH, 0xFF)  # halts the clock too
+    for reg in (S, M, H, DL):
+        rtc_write(gb, reg, 0xFF)
+    assert rtc_read(gb) == [0, 0, 0, 0, 0]
+    latch(gb)
+    assert rtc_read(gb) == [0x3F, 0x3F, 0x1F, 0xFF, 0xC1]
+
+
+def test_rtc_halt_stops_and_disable_does_not():
+    """Day high bit 6 stops the clock; disabling cartridge RAM only unmaps the registers."""
+    gb = rtc_gb()
+    gb.write_memory(0x0000, 0x00)
+    gb.run_frames(70)
+    gb.write_memory(0x0000, 0x0A)
+    latch(gb)
+    assert rtc_read(gb, (S,)) == [1]
+    rtc_write(gb, DH, 0x40)
+    gb.run_frames(140)
+    latch(gb, (0, 1))
+    assert rtc_read(gb) == [1, 0, 0, 0, 0x40]
+
+
+def test_rtc_counter_carries_and_out_of_range_values():
+    """Seconds 62 count 63, then 0 without a minute carry; 23:59:59 on day 511 rolls over to
+    day 0 with the sticky day carry (day high 0x80)."""
+    gb = rtc_gb()
+    rtc_write(gb, DH, 0x40)
+    rtc_write(gb, M, 5)
+    rtc_write(gb, S, 62)
+    rtc_write(gb, DH, 0x00)
+    gb.run_frames(60)  # 1.005 s
+    latch(gb)
+    assert rtc_read(gb, (S, M)) == [63, 5]
+    gb.run_frames(60)
+    latch(gb)
+    assert rtc_read(gb, (S, M)) == [0, 5]
+    rtc_write(gb, DH, 0x41)
+    for reg, v in ((H, 23), (M, 59), (DL, 0xFF), (S, 59)):
+        rtc_write(gb, reg, v)
+    rtc_write(gb, DH, 0x01)
+    gb.run_frames(60)
+    latch(gb)
+    assert rtc_read(gb) == [0, 0, 0, 0, 0x80]
+
+
+def test_rtc_seconds_write_restarts_the_second():
+    """A seconds write resets the sub-second counter (docboy reset_on_write_seconds); a minutes
+    write does not (reset_on_write_minutes): 30 + 40 frames straddle a second only without."""
+    for reg, expect in ((S, 0), (M, 1)):
+        gb = rtc_gb()
+        gb.run_frames(30)
+        rtc_write(gb, reg, 0)
+        gb.run_frames(40)
+        latch(gb)
+        assert rtc_read(gb, (S,)) == [expect], reg
+
+
+def test_rtc_invalid_selects_and_no_crystal():
+    """Selects 0D-0F map nothing (read FF, writes dropped); 04-07 are RAM banks again (mod the
+    RAM size). An MBC3 without TIMER keeps the registers but its clock never ticks."""
+    gb = rtc_gb()
+    rtc_write(gb, 0x00, 0x5A)
+    for reg in (0x0D, 0x0E, 0x0F):
+        rtc_write(gb, reg, 0x12)
+        assert rtc_read(gb, (reg,)) == [0xFF]
+    assert rtc_read(gb, (0x04,)) == [0x5A]
+    gb = rtc_gb(dict(cart_type=0x13, rom_size_code=2, ram_code=3))
+    gb.run_frames(70)
+    latch(gb)
+    assert rtc_read(gb, (S,)) == [0]
+
+
+def test_rtc_advances_within_a_frame():
+    """The clock is caught up at the exact M-cycle of each latch: a program that zeroes the
+    seconds and then latches and reads them in an 80 T-cycle loop sees the second end after
+    4,194,304 / 80 = 52,429 iterations (a clock advanced at frame ends would be up to 878 off)."""
+    code = ld_a(0x0A) + st_a(0x0000) + ld_a(S) + st_a(0x4000) + XOR_A + st_a(0xA000)
+    code += b"\x01\x00\x00"  # ld bc,0
+    code += XOR_A + st_a(0x6000) + b"\x3c" + st_a(0x6000)  # loop: latch (0, 1)
+    code += b"\xfa\x00\xa0\x03\xa7\x28\xf1"  # ld a,(A000); inc bc; and a; jr z,loop
+    code += b"\x78" + st_a(0xC001) + b"\x79" + st_a(0xC000)  # C000 = BC
+    gb = run_rom(code, frames=80, **RTC_CART)
+    lo, hi = gb.read_memory(0xC000, 2)[0].tolist()
+    assert abs((hi << 8 | lo) - 52429) <= 1
+
+
+def test_rtc_in_battery_file_and_savestate():
+    """``battery_ram`` appends the 48-byte BGB/VBA-M trailer (live then latched S, M, H, DL, DH
+    as u32, a u64 time stamp); loading it sets the clock. Savestates keep the clock exactly,
+    fraction of a second included."""
+    import struct
+
+    gb = rtc_gb()
+    rtc_write(gb, DH, 0x40)
+    for reg, v in ((S, 7), (M, 8), (H, 9), (DL, 10)):
+        rtc_write(gb, reg, v)
+    latch(gb)
+    rtc_write(gb, DH, 0x01)
+    gb.write_memory(0x4000, 0x00)
+    gb.write_memory(0xA000, 0x99)
+    sav = gb.battery_ram(0, rtc_timestamp=1234)
+    assert len(sav) == 0x8000 + 48 and sav[0] == 0x99
+    assert struct.unpack("<10IQ", sav[0x8000:]) == (7, 8, 9, 10, 1, 7, 8, 9, 10, 0x40, 1234)
+    gb2 = rtc_gb()
+    gb2.load_battery_ram(sav)
+    assert rtc_read(gb2) == [7, 8, 9, 10, 0x40]  # latched copy
+    latch(gb2)
+    assert rtc_read(gb2) == [7, 8, 9, 10, 1]
+    gb2.load_battery_ram(sav[:-4])  # 44-byte variant (u32 time stamp)
+    with pytest.raises(ValueError, match="battery RAM must be"):
+        gb2.load_battery_ram(sav[:-1])
+    gb3 = rtc_gb(dict(cart_type=0x0F, rom_size_code=1, ram_code=0))  # clock, no RAM
+    assert len(gb3.battery_ram()) == 48
+    # savestate: the fraction of the current second survives
+    gb4 = rtc_gb()
+    gb4.run_frames(30)
+    snap = gb4.save_state()
+    gb4.run_frames(40)
+    latch(gb4)
+    first = rtc_read(gb4, (S,))
+    gb4.load_state(snap)
+    gb4.run_frames(40)
+    latch(gb4)
+    assert rtc_read(gb4, (S,)) == first == [1]
+
+
+# ------------------------------------------------------------------------------------ MBC1 multicart
+def multicart_rom(logo: bool) -> bytes:
+    from torchrl_dreamer.emulator.cartridge import NINTENDO_LOGO
+
+    rom = bytearray(make_rom(cart_type=0x01, rom_size_code=5))  # 1 MiB = 8 Mbit, 64 banks
+    if logo:
+        rom[0x40104:0x40134] = NINTENDO_LOGO
+    return bytes(rom)
+
+
+def test_mbc1_multicart_detected_and_wired():
+    """An 8 Mbit MBC1 with a second game header at bank 10 is a multicart: BANK1 bit 4 is not
+    wired (its zero test still sees 5 bits: 10 selects bank 0 of the game) and BANK2 picks the
+    16-bank game, also at 0000-3FFF in mode 1 (mooneye emulator-only/mbc1/multicart_rom_8Mb)."""
+    from torchrl_dreamer.emulator.registers import MBC_1, MBC_1M
+
+    plain = GameBoy(multicart_rom(False), check_header=False)
+    gb = GameBoy(multicart_rom(True), check_header=False)
+    assert (plain.cartridge.mbc, gb.cartridge.mbc) == (MBC_1, MBC_1M)
+
+    def bank(g, addr=0x4000):
+        lo, hi = g.read_memory(addr, 2)[0].tolist()
+        return lo | hi << 8
+
+    for b1, b2, want, want_plain in ((0x00, 0, 1, 1), (0x10, 0, 0, 0x10), (0x12, 1, 0x12, 0x32),
+                                     (0x1F, 3, 0x3F, 0x3F), (0x05, 2, 0x25, 0x05)):  # plain: 0x45 & 63
+        for g in (gb, plain):
+            g.write_memory(0x2000, b1)
+            g.write_memory(0x4000, b2)
+        assert bank(gb) == want
+        assert bank(plain) == want_plain
+    gb.write_memory(0x6000, 1)  # mode 1: 0000-3FFF is the game's bank 0
+    gb.write_memory(0x4000, 1)
+    assert bank(gb, 0x0000) == 0x10
+
+
+# ------------------------------------------------------------------------------------ STOP
+def test_stop_blanks_the_lcd_until_a_button_wakes_it():
+    """DMG STOP with no button held: DIV resets and the system clock stops (DIV stands still),
+    the LCD goes dark (framebuffer and packed2 blank, no VBlank interrupts) until a button press
+    wakes the CPU; then the picture comes back. The ROM paints the whole screen shade 3
+    (BGP = FF), waits 5 VBlanks, clears IF, STOPs, then stores DIV and a flag."""
+    from torchrl_dreamer.emulator import BUTTON_A
+
+    code = b"\xf3" + ld_a(0xFF) + ldh_w(0x47) + ld_a(0x01) + ldh_w(R_IE) + b"\x06\x05"
+    code += XOR_A + ldh_w(R_IF) + b"\x76\x05\x20\xf9"  # wait: IF = 0; halt; dec b; jr nz,wait
+    code += XOR_A + ldh_w(R_IF) + b"\x10\x00"  # IF = 0; stop
+    code += ldh_r(R_DIV) + st_a(0xC001) + ld_a(1) + st_a(0xC000)
+    gb = GameBoy(make_rom(code + b"\x18\xfe"), check_header=False, framebuffer=True)
+    gb.run_frames(3)
+    assert (gb.framebuffer == 3).all() and (gb.packed2 == 0xFF).all()
+    gb.run_frames(10)
+    assert gb.read_memory(0xC000, 1)[0, 0] == 0  # still stopped
+    assert (gb.framebuffer == 0).all() and (gb.packed2 == 0).all()
+    assert int(gb.read_memory(0xFF0F, 1)[0, 0]) & 0x01 == 0  # no VBlank while stopped
+    gb.run_frames(2, buttons=BUTTON_A)
+    assert gb.read_memory(0xC000, 2)[0].tolist() == [1, 0]  # woken; DIV 0: it stood still
+    gb.run_frames(2)
+    assert (gb.framebuffer == 3).all()

@@ -54,7 +54,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "acceptance/ret_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
     "acceptance/reti_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
     "acceptance/rst_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "emulator-only/mbc1/multicart_rom_8Mb.gb": "MBC1 multicart wiring",
 }
 
 
