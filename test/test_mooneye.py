@@ -24,8 +24,6 @@ MAX_FRAMES = 600  # the slowest DMG test ends in about 320 frames
 # rel path -> the behaviour it needs that the emulator lacks
 KNOWN_FAILURES: dict[str, str] = {
     "acceptance/add_sp_e_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/boot_div-dmgABCmgb.gb": "post-boot DIV phase",
-    "acceptance/boot_hwio-dmgABCmgb.gb": "post-boot IO register values",
     "acceptance/call_cc_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
     "acceptance/call_cc_timing2.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
     "acceptance/call_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
@@ -56,10 +54,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "acceptance/ret_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
     "acceptance/reti_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
     "acceptance/rst_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/serial/boot_sclk_align-dmgABCmgb.gb": "post-boot serial clock phase",
-    "acceptance/timer/tima_write_reloading.gb": "TIMA write during the reload M-cycle",
-    "acceptance/timer/tma_write_reloading.gb": "TMA write during the reload M-cycle",
-    "emulator-only/mbc1/multicart_rom_8Mb.gb": "MBC1 multicart wiring",
 }
 
 

@@ -18,8 +18,9 @@ import warp as wp
 from torchrl_dreamer.emulator.dma import dma_active
 from torchrl_dreamer.emulator.io import io_read, io_write
 from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_ROM_OFF0, S_ROM_OFF1
-from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write
+from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write, rtc_needs_sync
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.scheduler import sync
 
 __all__ = ["Mem", "peek", "poke"]
 
@@ -50,7 +51,10 @@ def peek(i: int, m: Mem, addr: int) -> int:
 
 @wp.func
 def poke(i: int, m: Mem, addr: int, v: int):
-    """Write a byte through the bus view without advancing time."""
+    """Write a byte through the bus view without advancing time (a write that latches or sets
+    the MBC3 clock first brings the console up to the current cycle)."""
+    if rtc_needs_sync(i, m, addr):
+        sync(i, m)
     if addr < 0x8000:
         cart_write(i, m, addr, v)
     elif addr < 0xA000:

@@ -401,7 +401,7 @@ from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, 
 from torchrl_dreamer.emulator.bus import Mem, peek, poke
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
-from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, sync
+from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_advance, sync
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
     S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED, S_CLK, S_NEXT,
@@ -549,7 +549,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     halted = 0
                 else:
                     m.st[i, S_CLK] = clk
-                    halt_advance(i, m)
+                    stop_advance(i, m)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1

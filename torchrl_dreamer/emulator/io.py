@@ -29,7 +29,7 @@ from torchrl_dreamer.emulator.registers import (
     R_TAC,
 )
 from torchrl_dreamer.emulator.scheduler import catch_up, schedule
-from torchrl_dreamer.emulator.serial import serial_write_sc
+from torchrl_dreamer.emulator.serial import serial_div_reset, serial_write_sc
 from torchrl_dreamer.emulator.timer import timer_read, timer_write
 
 __all__ = ["io_read", "io_write"]
@@ -86,6 +86,8 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
     elif r == R_SC:
         serial_write_sc(i, m, v)
     elif r >= R_DIV and r <= R_TAC:
+        if r == R_DIV:
+            serial_div_reset(i, m)
         timer_write(i, m, r, v)
     elif r == R_IF:
         m.hram[i, r] = wp.uint8(v & 0x1F)

@@ -23,7 +23,7 @@ _NAMES = [
     # cartridge mapper
     "MBC", "ROM_MASK", "RAM_SIZE", "ROM_OFF0", "ROM_OFF1", "RAM_BANK", "RAM_EN", "BANK1", "BANK2",
     "MBC_MODE", "RTC_S", "RTC_M", "RTC_H", "RTC_DL", "RTC_DH", "RTC_LS", "RTC_LM", "RTC_LH",
-    "RTC_LDL", "RTC_LDH", "RTC_SUB", "RTC_LATCH",
+    "RTC_LDL", "RTC_LDH", "RTC_SUB", "RTC_LATCH", "RTC_ON",
     # misc
     "BOOT_ON", "FRAMES", "CYCLES", "CLK", "NEXT",
     # 0 (default): hardware timing, a frame ends when VBlank starts (LY 144). 1: PyBoy's frame
@@ -93,6 +93,7 @@ S_RTC_LDL = wp.constant(FIELDS["RTC_LDL"])
 S_RTC_LDH = wp.constant(FIELDS["RTC_LDH"])
 S_RTC_SUB = wp.constant(FIELDS["RTC_SUB"])
 S_RTC_LATCH = wp.constant(FIELDS["RTC_LATCH"])
+S_RTC_ON = wp.constant(FIELDS["RTC_ON"])
 S_BOOT_ON = wp.constant(FIELDS["BOOT_ON"])
 S_FRAMES = wp.constant(FIELDS["FRAMES"])
 S_CYCLES = wp.constant(FIELDS["CYCLES"])

@@ -26,6 +26,7 @@ from torchrl_dreamer.emulator.layout import (
     S_PYBOY_TIMING,
     S_STAT_EN,
     S_STAT_LINE,
+    S_STOPPED,
     S_WIN_LINE,
 )
 from torchrl_dreamer.emulator.memory import Mem
@@ -66,8 +67,8 @@ FRAME_LINES = wp.constant(154)
 
 @wp.func
 def lcd_on(i: int, m: Mem) -> bool:
-    """LCDC bit 7."""
-    return (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0
+    """LCDC bit 7, and the console not in STOP mode (STOP leaves the DMG's LCD dark)."""
+    return (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0 and m.st[i, S_STOPPED] == 0
 
 
 @wp.func(inline=False)

@@ -65,6 +65,7 @@ MBC_1 = wp.constant(1)
 MBC_2 = wp.constant(2)
 MBC_3 = wp.constant(3)
 MBC_5 = wp.constant(5)
+MBC_1M = wp.constant(6)  # MBC1 multicart wiring (8 Mbit): 4-bit BANK1, BANK2 on ROM A18-A19
 
 # ---------------------------------------------------------------- flags register bits
 FLAG_Z = wp.constant(0x80)

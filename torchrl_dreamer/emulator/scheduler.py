@@ -3,7 +3,8 @@
 The CPU kernel adds 4 to ``CLK`` per M-cycle (T-cycles since the last sync) and compares it with
 ``NEXT`` (T-cycles from the last sync to the next event: a PPU mode change, a TIMA overflow or
 its reload, the end of a serial transfer). :func:`sync` then advances every hardware block
-arithmetically by ``CLK`` cycles (:func:`catch_up`) and handles the events due. IO accesses
+(and the MBC3 real-time clock) arithmetically by ``CLK`` cycles (:func:`catch_up`) and handles
+the events due. IO accesses
 catch up first, so registers read exactly as if every M-cycle had been simulated, and a halted
 CPU jumps straight to the next event (:func:`halt_advance`).
 """
@@ -13,29 +14,30 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.dma import dma_advance
-from torchrl_dreamer.emulator.layout import S_CLK, S_FRAME_DONE, S_FRAMES, S_NEXT
+from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_advance, ppu_next_event
 from torchrl_dreamer.emulator.serial import serial_advance, serial_next_event
 from torchrl_dreamer.emulator.timer import timer_advance, timer_next_event
 
-__all__ = ["catch_up", "schedule", "sync", "halt_advance", "frame_end"]
-
-FRAME_CYCLES = wp.constant(70224)
+__all__ = ["catch_up", "schedule", "sync", "halt_advance", "stop_advance", "frame_end"]
 
 
 @wp.func(inline=True)
 def catch_up(i: int, m: Mem):
-    """Advance timer, PPU, serial and DMA by the CLK cycles elapsed; handle due events."""
+    """Advance timer, PPU, serial, DMA and the MBC3 clock by the CLK cycles elapsed; handle due
+    events."""
     c = m.st[i, S_CLK]
     if c <= 0:
         return
     m.st[i, S_CLK] = 0
     m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
+    d = m.st[i, S_DIV16]  # the serial clock is a bit of the system counter: its value before
     timer_advance(i, m, c)
     ppu_advance(i, m, c)
-    serial_advance(i, m, c)
+    serial_advance(i, m, d, c)
+    rtc_advance(i, m, c)
     dma_advance(i, m, c)
 
 
@@ -66,8 +68,21 @@ def halt_advance(i: int, m: Mem):
 
 
 @wp.func(inline=False)
+def stop_advance(i: int, m: Mem):
+    """In STOP mode: the system clock is stopped, so DIV, TIMA, the serial clock and OAM DMA
+    stand still, and the LCD is dark (:func:`~.ppu.lcd_on` is false while ``STOPPED``: no
+    pixels, no PPU interrupts, the observation goes blank). The PPU's line counter alone keeps
+    going, as with the LCD off, so frames still end every 70224 T-cycles; the MBC3 clock has its
+    own crystal and keeps time. Jumps to the next PPU event."""
+    sync(i, m)  # the M-cycles before STOP
+    n = ppu_next_event(i, m)
+    ppu_advance(i, m, n)
+    rtc_advance(i, m, n)
+    schedule(i, m)
+
+
+@wp.func(inline=False)
 def frame_end(i: int, m: Mem):
-    """Book-keeping at the end of every emulated frame (frame counter, RTC)."""
+    """Book-keeping at the end of every emulated frame (the frame counter)."""
     m.st[i, S_FRAME_DONE] = 0
     m.st[i, S_FRAMES] = m.st[i, S_FRAMES] + 1
-    rtc_advance(i, m, FRAME_CYCLES)
