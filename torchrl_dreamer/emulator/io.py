@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.apu import apu_read, apu_write
 from torchrl_dreamer.emulator.dma import oam_dma
 from torchrl_dreamer.emulator.joypad import joyp_value, joyp_write
 from torchrl_dreamer.emulator.layout import S_BOOT_ON
@@ -24,6 +25,7 @@ from torchrl_dreamer.emulator.registers import (
     R_LCDC,
     R_LY,
     R_LYC,
+    R_NR10,
     R_SC,
     R_STAT,
     R_TAC,
@@ -75,6 +77,8 @@ def io_read(i: int, m: Mem, r: int) -> int:
         return int(m.hram[i, r]) | 0xE0
     if r == R_STAT or r == R_LY:
         return ppu_read(i, m, r)
+    if r >= R_NR10 and r < R_LCDC:
+        return apu_read(m.st, m.hram, i, r)
     return int(m.hram[i, r]) | io_unused_bits(r)
 
 
@@ -91,6 +95,8 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
         m.hram[i, r] = wp.uint8(v & 0x1F)
     elif r == R_LCDC or r == R_STAT or r == R_LYC:
         ppu_write(i, m, r, v)
+    elif r >= R_NR10 and r < R_LCDC:
+        apu_write(m.st, m.hram, i, r, v)
     elif r == R_LY:
         return
     elif r == R_DMA:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.apu import apu_advance
 from torchrl_dreamer.emulator.dma import dma_advance
-from torchrl_dreamer.emulator.layout import S_CLK, S_FRAME_DONE, S_FRAMES, S_NEXT
+from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_advance, ppu_next_event
@@ -27,13 +28,15 @@ FRAME_CYCLES = wp.constant(70224)
 
 @wp.func(inline=True)
 def catch_up(i: int, m: Mem):
-    """Advance timer, PPU, serial and DMA by the CLK cycles elapsed; handle due events."""
+    """Advance timer, APU, PPU, serial and DMA by the CLK cycles elapsed; handle due events."""
     c = m.st[i, S_CLK]
     if c <= 0:
         return
     m.st[i, S_CLK] = 0
     m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
+    div = m.st[i, S_DIV16]
     timer_advance(i, m, c)
+    apu_advance(m.st, m.hram, i, div, c)
     ppu_advance(i, m, c)
     serial_advance(i, m, c)
     dma_advance(i, m, c)
