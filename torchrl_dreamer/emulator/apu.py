@@ -47,6 +47,7 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_ENV1,
     S_APU_FS,
     S_APU_LEN1,
+    S_APU_LEN_EN,
     S_APU_SKIP,
     S_APU_SW_FLAGS,
     S_APU_SW_FREQ,
@@ -131,8 +132,9 @@ def disable(st: wp.array2d(dtype=wp.int32), i: int, ch: int):
 @wp.func(inline=False)
 def length_clock(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int):
     """Frame-sequencer length step: enabled non-zero counters count down; 0 disables the channel."""
+    en = st[i, S_APU_LEN_EN]
     for ch in range(4):
-        if (int(hram[i, NR14 + 5 * ch]) & 0x40) != 0:
+        if (en & (1 << ch)) != 0:
             n = st[i, S_APU_LEN1 + ch]
             if n > 0:
                 st[i, S_APU_LEN1 + ch] = n - 1
@@ -176,14 +178,16 @@ def sweep_clock(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8)
 
 @wp.func(inline=False)
 def envelope_clock(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int):
-    """Frame-sequencer envelope step (64 Hz) of channels 1, 2 and 4: volume +-1 every period."""
+    """Frame-sequencer envelope step (64 Hz) of channels 1, 2 and 4 (the playing ones; a trigger
+    reloads the envelope): volume +-1 every period."""
+    act = st[i, S_APU_ACT]
     for k in range(3):
         ch = k
         if k == 2:
             ch = 3
         nrx2 = int(hram[i, NR12 + 5 * ch])
         per = nrx2 & 7
-        if per != 0:
+        if per != 0 and (act & (1 << ch)) != 0:
             e = st[i, S_APU_ENV1 + k]
             vol = e & 15
             t = (e >> 4) - 1
@@ -205,18 +209,20 @@ def frame_steps(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8)
     """
     if (int(hram[i, NR52]) & 0x80) == 0:
         return
-    for _k in range(n):
-        if st[i, S_APU_SKIP] != 0:
-            st[i, S_APU_SKIP] = 0
-        else:
-            fs = (st[i, S_APU_FS] + 1) & 7
-            st[i, S_APU_FS] = fs
-            if (fs & 1) != 0:
-                length_clock(st, hram, i)
-            if (fs & 3) == 3:
-                sweep_clock(st, hram, i)
-            if fs == 0:
-                envelope_clock(st, hram, i)
+    k = n
+    if st[i, S_APU_SKIP] != 0:
+        st[i, S_APU_SKIP] = 0
+        k = k - 1
+    fs = st[i, S_APU_FS]
+    for _k in range(k):
+        fs = (fs + 1) & 7
+        st[i, S_APU_FS] = fs
+        if (fs & 1) != 0:
+            length_clock(st, hram, i)
+        if (fs & 3) == 3:
+            sweep_clock(st, hram, i)
+        if fs == 0:
+            envelope_clock(st, hram, i)
 
 
 @wp.func(inline=False)
@@ -229,17 +235,24 @@ def wave_fetches(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8
     st[i, S_APU_WAVE_PER] = p
 
 
-@wp.func
+@wp.func(inline=True)
 def apu_advance(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int,
                 div_before: int, cycles: int):
     """Catch the APU up by ``cycles`` T-cycles; ``div_before`` is the 16-bit divider before them.
 
     Frame-sequencer steps are the falling edges of divider bit 12 in the span; the wave channel
-    (while on) moves by whole sample periods. Both are O(1) unless something is due.
+    (while on) moves by whole sample periods. Both are O(1) unless something is due. Steps with
+    no length counter or sweep enabled and no envelope step of a playing channel among them only
+    move the step count (games spend most of their time so: no call out).
     """
     n = ((div_before + cycles) >> 13) - (div_before >> 13)
     if n > 0:
-        frame_steps(st, hram, i, n)
+        fs = st[i, S_APU_FS] + n
+        if ((st[i, S_APU_LEN_EN] | (st[i, S_APU_SW_FLAGS] & 1) | st[i, S_APU_SKIP]) == 0
+                and (fs < 8 or (st[i, S_APU_ACT] & 0xB) == 0)):
+            st[i, S_APU_FS] = fs & 7  # (while powered off too: power-on resets it)
+        else:
+            frame_steps(st, hram, i, n)
     if (st[i, S_APU_ACT] & CH3) != 0:
         w = st[i, S_APU_WAVE_CNT] - cycles
         if w <= 0:
@@ -284,6 +297,7 @@ def power(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: i
         for r in range(NR10, NR52 + 1):
             hram[i, r] = wp.uint8(0)
         st[i, S_APU_ACT] = 0
+        st[i, S_APU_LEN_EN] = 0
         st[i, S_APU_SW_FREQ] = 0
         st[i, S_APU_SW_TIMER] = 0
         st[i, S_APU_SW_FLAGS] = 0
@@ -313,8 +327,13 @@ def nrx4_write(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8),
                v: int):
     """NR14/NR24/NR34/NR44: frequency high bits, length enable, trigger."""
     r = NR14 + 5 * ch
-    was_enabled = (int(hram[i, r]) & 0x40) != 0
+    bit = 1 << ch
+    was_enabled = (st[i, S_APU_LEN_EN] & bit) != 0
     hram[i, r] = wp.uint8(v)
+    if (v & 0x40) != 0:
+        st[i, S_APU_LEN_EN] = st[i, S_APU_LEN_EN] | bit
+    else:
+        st[i, S_APU_LEN_EN] = st[i, S_APU_LEN_EN] & (0xF ^ bit)
     maxlen = 64
     if ch == 2:
         maxlen = 256
@@ -322,7 +341,7 @@ def nrx4_write(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8),
         if ch == 2:
             wave_trigger(st, hram, i)
         if dac_on(hram, i, ch):
-            st[i, S_APU_ACT] = st[i, S_APU_ACT] | (1 << ch)
+            st[i, S_APU_ACT] = st[i, S_APU_ACT] | bit
         if ch != 2:
             k = ch
             if ch == 3:

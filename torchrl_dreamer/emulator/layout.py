@@ -30,10 +30,10 @@ _NAMES = [
     # protocol and PPU timing details, for frame-exact comparison with PyBoy (see ppu.py)
     "PYBOY_TIMING",
     # APU (see apu.py): frame-sequencer step count, first-step skip, NR52 channel status bits,
-    # length counters 1-4, sweep shadow frequency / timer / flags (1 enabled, 2 negate used),
+    # length-enable bits (NRx4 bit 6 of channels 1-4), length counters 1-4, sweep shadow frequency / timer / flags (1 enabled, 2 negate used),
     # envelopes of channels 1, 2, 4 (volume | timer << 4), wave sample position, T-cycles to
     # the next wave fetch, and the period that fetch reloaded (0: none since the trigger)
-    "APU_FS", "APU_SKIP", "APU_ACT", "APU_LEN1", "APU_LEN2", "APU_LEN3", "APU_LEN4",
+    "APU_FS", "APU_SKIP", "APU_ACT", "APU_LEN_EN", "APU_LEN1", "APU_LEN2", "APU_LEN3", "APU_LEN4",
     "APU_SW_FREQ", "APU_SW_TIMER", "APU_SW_FLAGS", "APU_ENV1", "APU_ENV2", "APU_ENV4",
     "APU_WAVE_POS", "APU_WAVE_CNT", "APU_WAVE_PER",
 ]
@@ -109,6 +109,7 @@ S_PYBOY_TIMING = wp.constant(FIELDS["PYBOY_TIMING"])
 S_APU_FS = wp.constant(FIELDS["APU_FS"])
 S_APU_SKIP = wp.constant(FIELDS["APU_SKIP"])
 S_APU_ACT = wp.constant(FIELDS["APU_ACT"])
+S_APU_LEN_EN = wp.constant(FIELDS["APU_LEN_EN"])
 S_APU_LEN1 = wp.constant(FIELDS["APU_LEN1"])
 S_APU_LEN2 = wp.constant(FIELDS["APU_LEN2"])
 S_APU_LEN3 = wp.constant(FIELDS["APU_LEN3"])
