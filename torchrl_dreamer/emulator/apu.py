@@ -32,9 +32,12 @@ while the wave channel plays, moves its sample position by whole periods. IO rea
 catch up first, so registers read as if every cycle had been simulated.
 
 Sources of the facts (no code taken): Pan Docs "Audio" / "Audio details", the gbdev wiki
-"Gameboy sound hardware" (obscure behaviour), blargg's dmg_sound test descriptions.
+"Gameboy sound hardware" (obscure behaviour), blargg's dmg_sound test sources; the wave channel's
+trigger delay, the same-cycle wave RAM access, the retrigger corruption pattern and the skipped
+first step at power-on as SameBoy's APU notes describe the DMG (the dmg_sound wave tests pin
+the first three: they read and write wave RAM at every 2-cycle offset from a trigger).
 
-State: registers live in ``hram[i, 0x10..0x3F]`` as written (NR52: bit 7 only); the internal
+State: registers live in ``m.hram[i, 0x10..0x3F]`` as written (NR52: bit 7 only); the internal
 state is in the ``S_APU_*`` columns of the state table (see :mod:`.layout`).
 """
 
@@ -57,23 +60,28 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_WAVE_POS,
     S_DIV16,
 )
-
-# IO register offsets (from FF00)
-NR10 = wp.constant(0x10)
-NR11 = wp.constant(0x11)
-NR12 = wp.constant(0x12)
-NR13 = wp.constant(0x13)
-NR14 = wp.constant(0x14)
-NR21 = wp.constant(0x16)
-NR30 = wp.constant(0x1A)
-NR31 = wp.constant(0x1B)
-NR33 = wp.constant(0x1D)
-NR34 = wp.constant(0x1E)
-NR41 = wp.constant(0x20)
-NR50 = wp.constant(0x24)
-NR51 = wp.constant(0x25)
-NR52 = wp.constant(0x26)
-WAVE_RAM = wp.constant(0x30)
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.registers import (
+    R_NR10,
+    R_NR11,
+    R_NR12,
+    R_NR13,
+    R_NR14,
+    R_NR21,
+    R_NR22,
+    R_NR24,
+    R_NR30,
+    R_NR32,
+    R_NR33,
+    R_NR34,
+    R_NR42,
+    R_NR43,
+    R_NR44,
+    R_NR50,
+    R_NR51,
+    R_NR52,
+    R_WAVE,
+)
 
 # NR52 status bit of the wave channel (channel 3 is index 2)
 CH3 = wp.constant(4)
@@ -86,109 +94,109 @@ WAVE_CORRUPT_CNT = wp.constant(2)
 @wp.func
 def apu_read_mask(r: int) -> int:
     """Bits of FF10-FF2F that read as 1 (unused bits, write-only registers, unmapped addresses)."""
-    if r == 0x10:
+    if r == R_NR10:
         return 0x80
-    if r == 0x11 or r == 0x16:
+    if r == R_NR11 or r == R_NR21:
         return 0x3F
-    if r == 0x12 or r == 0x17 or r == 0x21 or r == 0x22 or r == 0x24 or r == 0x25:
+    if r == R_NR12 or r == R_NR22 or r == R_NR42 or r == R_NR43 or r == R_NR50 or r == R_NR51:
         return 0
-    if r == 0x14 or r == 0x19 or r == 0x1E or r == 0x23:
+    if r == R_NR14 or r == R_NR24 or r == R_NR34 or r == R_NR44:
         return 0xBF
-    if r == 0x1A:
+    if r == R_NR30:
         return 0x7F
-    if r == 0x1C:
+    if r == R_NR32:
         return 0x9F
-    return 0xFF
+    return 0xFF  # NR13, NR23, NR31, NR33, NR41 (write-only), FF15, FF1F, FF27-FF2F (unused)
 
 
 @wp.func
-def wave_period(hram: wp.array2d(dtype=wp.uint8), i: int) -> int:
+def wave_period(i: int, m: Mem) -> int:
     """T-cycles between two wave sample fetches: ``(2048 - frequency) * 2``."""
-    f = int(hram[i, NR33]) | ((int(hram[i, NR34]) & 7) << 8)
+    f = int(m.hram[i, R_NR33]) | ((int(m.hram[i, R_NR34]) & 7) << 8)
     return (2048 - f) * 2
 
 
 @wp.func
-def wave_hit(st: wp.array2d(dtype=wp.int32), i: int) -> bool:
+def wave_hit(i: int, m: Mem) -> bool:
     """True when the playing wave channel fetched its sample in this very cycle."""
-    return st[i, S_APU_WAVE_CNT] == st[i, S_APU_WAVE_PER]
+    return m.st[i, S_APU_WAVE_CNT] == m.st[i, S_APU_WAVE_PER]
 
 
 @wp.func
-def dac_on(hram: wp.array2d(dtype=wp.uint8), i: int, ch: int) -> bool:
+def dac_on(i: int, m: Mem, ch: int) -> bool:
     """Whether channel ``ch``'s DAC is powered (NRx2 bits 3-7; NR30 bit 7 for the wave channel)."""
     if ch == 2:
-        return (int(hram[i, NR30]) & 0x80) != 0
-    return (int(hram[i, NR12 + 5 * ch]) & 0xF8) != 0
+        return (int(m.hram[i, R_NR30]) & 0x80) != 0
+    return (int(m.hram[i, R_NR12 + 5 * ch]) & 0xF8) != 0
 
 
 @wp.func
-def disable(st: wp.array2d(dtype=wp.int32), i: int, ch: int):
+def disable(i: int, m: Mem, ch: int):
     """Clear channel ``ch``'s NR52 status bit."""
-    st[i, S_APU_ACT] = st[i, S_APU_ACT] & (0xF ^ (1 << ch))
+    m.st[i, S_APU_ACT] = m.st[i, S_APU_ACT] & (0xF ^ (1 << ch))
 
 
 # ----------------------------------------------------------------------------- frame sequencer
 @wp.func(inline=False)
-def length_clock(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int):
+def length_clock(i: int, m: Mem):
     """Frame-sequencer length step: enabled non-zero counters count down; 0 disables the channel."""
-    en = st[i, S_APU_LEN_EN]
+    en = m.st[i, S_APU_LEN_EN]
     for ch in range(4):
         if (en & (1 << ch)) != 0:
-            n = st[i, S_APU_LEN1 + ch]
+            n = m.st[i, S_APU_LEN1 + ch]
             if n > 0:
-                st[i, S_APU_LEN1 + ch] = n - 1
+                m.st[i, S_APU_LEN1 + ch] = n - 1
                 if n == 1:
-                    disable(st, i, ch)
+                    disable(i, m, ch)
 
 
 @wp.func
-def sweep_calc(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int) -> int:
+def sweep_calc(i: int, m: Mem) -> int:
     """New sweep frequency from the shadow frequency; above 2047 disables channel 1."""
-    nr10 = int(hram[i, NR10])
-    f = st[i, S_APU_SW_FREQ]
+    nr10 = int(m.hram[i, R_NR10])
+    f = m.st[i, S_APU_SW_FREQ]
     nf = f + (f >> (nr10 & 7))
     if (nr10 & 8) != 0:
         nf = f - (f >> (nr10 & 7))
-        st[i, S_APU_SW_FLAGS] = st[i, S_APU_SW_FLAGS] | 2  # a calculation used negate mode
+        m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] | 2  # a calculation used negate mode
     if nf > 2047:
-        disable(st, i, 0)
+        disable(i, m, 0)
     return nf
 
 
 @wp.func(inline=False)
-def sweep_clock(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int):
+def sweep_clock(i: int, m: Mem):
     """Frame-sequencer sweep step (128 Hz)."""
-    t = st[i, S_APU_SW_TIMER] - 1
+    t = m.st[i, S_APU_SW_TIMER] - 1
     if t <= 0:
-        nr10 = int(hram[i, NR10])
+        nr10 = int(m.hram[i, R_NR10])
         per = (nr10 >> 4) & 7
         t = per
         if per == 0:
             t = 8
-        if (st[i, S_APU_SW_FLAGS] & 1) != 0 and per != 0:
-            nf = sweep_calc(st, hram, i)
+        if (m.st[i, S_APU_SW_FLAGS] & 1) != 0 and per != 0:
+            nf = sweep_calc(i, m)
             if nf <= 2047 and (nr10 & 7) != 0:
-                st[i, S_APU_SW_FREQ] = nf
-                hram[i, NR13] = wp.uint8(nf & 0xFF)
-                hram[i, NR14] = wp.uint8((int(hram[i, NR14]) & 0xF8) | (nf >> 8))
-                sweep_calc(st, hram, i)
-    st[i, S_APU_SW_TIMER] = t
+                m.st[i, S_APU_SW_FREQ] = nf
+                m.hram[i, R_NR13] = wp.uint8(nf & 0xFF)
+                m.hram[i, R_NR14] = wp.uint8((int(m.hram[i, R_NR14]) & 0xF8) | (nf >> 8))
+                sweep_calc(i, m)
+    m.st[i, S_APU_SW_TIMER] = t
 
 
 @wp.func(inline=False)
-def envelope_clock(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int):
+def envelope_clock(i: int, m: Mem):
     """Frame-sequencer envelope step (64 Hz) of channels 1, 2 and 4 (the playing ones; a trigger
     reloads the envelope): volume +-1 every period."""
-    act = st[i, S_APU_ACT]
+    act = m.st[i, S_APU_ACT]
     for k in range(3):
         ch = k
         if k == 2:
             ch = 3
-        nrx2 = int(hram[i, NR12 + 5 * ch])
+        nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
         per = nrx2 & 7
         if per != 0 and (act & (1 << ch)) != 0:
-            e = st[i, S_APU_ENV1 + k]
+            e = m.st[i, S_APU_ENV1 + k]
             vol = e & 15
             t = (e >> 4) - 1
             if t <= 0:
@@ -197,47 +205,46 @@ def envelope_clock(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uin
                     vol = vol + 1
                 if (nrx2 & 8) == 0 and vol > 0:
                     vol = vol - 1
-            st[i, S_APU_ENV1 + k] = vol | (t << 4)
+            m.st[i, S_APU_ENV1 + k] = vol | (t << 4)
 
 
 @wp.func(inline=False)
-def frame_steps(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int, n: int):
+def frame_steps(i: int, m: Mem, n: int):
     """Run ``n`` frame-sequencer steps (none while the APU is off).
 
     ``S_APU_FS`` counts steps since power-on modulo 8: after step k (0-based) it holds k + 1, so
     an odd value means the step just run clocked the length counters.
     """
-    if (int(hram[i, NR52]) & 0x80) == 0:
+    if (int(m.hram[i, R_NR52]) & 0x80) == 0:
         return
     k = n
-    if st[i, S_APU_SKIP] != 0:
-        st[i, S_APU_SKIP] = 0
+    if m.st[i, S_APU_SKIP] != 0:
+        m.st[i, S_APU_SKIP] = 0
         k = k - 1
-    fs = st[i, S_APU_FS]
+    fs = m.st[i, S_APU_FS]
     for _k in range(k):
         fs = (fs + 1) & 7
-        st[i, S_APU_FS] = fs
+        m.st[i, S_APU_FS] = fs
         if (fs & 1) != 0:
-            length_clock(st, hram, i)
+            length_clock(i, m)
         if (fs & 3) == 3:
-            sweep_clock(st, hram, i)
+            sweep_clock(i, m)
         if fs == 0:
-            envelope_clock(st, hram, i)
+            envelope_clock(i, m)
 
 
 @wp.func(inline=False)
-def wave_fetches(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int, w: int):
+def wave_fetches(i: int, m: Mem, w: int):
     """The wave channel's countdown reached ``w <= 0``: account for every fetch up to now."""
-    p = wave_period(hram, i)
+    p = wave_period(i, m)
     n = 1 + (-w) // p
-    st[i, S_APU_WAVE_POS] = (st[i, S_APU_WAVE_POS] + n) & 31
-    st[i, S_APU_WAVE_CNT] = w + n * p
-    st[i, S_APU_WAVE_PER] = p
+    m.st[i, S_APU_WAVE_POS] = (m.st[i, S_APU_WAVE_POS] + n) & 31
+    m.st[i, S_APU_WAVE_CNT] = w + n * p
+    m.st[i, S_APU_WAVE_PER] = p
 
 
 @wp.func(inline=True)
-def apu_advance(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int,
-                div_before: int, cycles: int):
+def apu_advance(i: int, m: Mem, div_before: int, cycles: int):
     """Catch the APU up by ``cycles`` T-cycles; ``div_before`` is the 16-bit divider before them.
 
     Frame-sequencer steps are the falling edges of divider bit 12 in the span; the wave channel
@@ -247,188 +254,186 @@ def apu_advance(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8)
     """
     n = ((div_before + cycles) >> 13) - (div_before >> 13)
     if n > 0:
-        fs = st[i, S_APU_FS] + n
-        if ((st[i, S_APU_LEN_EN] | (st[i, S_APU_SW_FLAGS] & 1) | st[i, S_APU_SKIP]) == 0
-                and (fs < 8 or (st[i, S_APU_ACT] & 0xB) == 0)):
-            st[i, S_APU_FS] = fs & 7  # (while powered off too: power-on resets it)
+        fs = m.st[i, S_APU_FS] + n
+        if ((m.st[i, S_APU_LEN_EN] | (m.st[i, S_APU_SW_FLAGS] & 1) | m.st[i, S_APU_SKIP]) == 0
+                and (fs < 8 or (m.st[i, S_APU_ACT] & 0xB) == 0)):
+            m.st[i, S_APU_FS] = fs & 7  # (while powered off too: power-on resets it)
         else:
-            frame_steps(st, hram, i, n)
-    if (st[i, S_APU_ACT] & CH3) != 0:
-        w = st[i, S_APU_WAVE_CNT] - cycles
+            frame_steps(i, m, n)
+    if (m.st[i, S_APU_ACT] & CH3) != 0:
+        w = m.st[i, S_APU_WAVE_CNT] - cycles
         if w <= 0:
-            wave_fetches(st, hram, i, w)
+            wave_fetches(i, m, w)
         else:
-            st[i, S_APU_WAVE_CNT] = w
+            m.st[i, S_APU_WAVE_CNT] = w
 
 
 @wp.func
-def apu_div_write(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int):
+def apu_div_write(i: int, m: Mem):
     """A DIV write resets the divider: with bit 12 set that is a falling edge (one step)."""
-    if (st[i, S_DIV16] & 0x1000) != 0:
-        frame_steps(st, hram, i, 1)
+    if (m.st[i, S_DIV16] & 0x1000) != 0:
+        frame_steps(i, m, 1)
 
 
 # ------------------------------------------------------------------------------- registers
 @wp.func(inline=False)
-def apu_read(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int, r: int) -> int:
+def apu_read(i: int, m: Mem, r: int) -> int:
     """Read FF10-FF3F (the caller has caught the clock up)."""
-    if r >= WAVE_RAM:
-        if (st[i, S_APU_ACT] & CH3) != 0:
-            if wave_hit(st, i):
-                return int(hram[i, WAVE_RAM + (st[i, S_APU_WAVE_POS] >> 1)])
+    if r >= R_WAVE:
+        if (m.st[i, S_APU_ACT] & CH3) != 0:
+            if wave_hit(i, m):
+                return int(m.hram[i, R_WAVE + (m.st[i, S_APU_WAVE_POS] >> 1)])
             return 0xFF
-        return int(hram[i, r])
-    if r == NR52:
-        return (int(hram[i, NR52]) & 0x80) | 0x70 | st[i, S_APU_ACT]
-    return int(hram[i, r]) | apu_read_mask(r)
+        return int(m.hram[i, r])
+    if r == R_NR52:
+        return (int(m.hram[i, R_NR52]) & 0x80) | 0x70 | m.st[i, S_APU_ACT]
+    return int(m.hram[i, r]) | apu_read_mask(r)
 
 
 @wp.func(inline=False)
-def power(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int, v: int):
+def power(i: int, m: Mem, v: int):
     """NR52 write: bit 7 powers the APU on or off."""
-    was_on = (int(hram[i, NR52]) & 0x80) != 0
+    was_on = (int(m.hram[i, R_NR52]) & 0x80) != 0
     if (v & 0x80) != 0 and not was_on:
-        hram[i, NR52] = wp.uint8(0x80)
-        st[i, S_APU_FS] = 0  # the next step is step 0
-        st[i, S_APU_SKIP] = 0
-        if (st[i, S_DIV16] & 0x1000) != 0:
-            st[i, S_APU_SKIP] = 1  # bit 12 already set: its next falling edge is not a step
+        m.hram[i, R_NR52] = wp.uint8(0x80)
+        m.st[i, S_APU_FS] = 0  # the next step is step 0
+        m.st[i, S_APU_SKIP] = 0
+        if (m.st[i, S_DIV16] & 0x1000) != 0:
+            m.st[i, S_APU_SKIP] = 1  # bit 12 already set: its next falling edge is not a step
     if (v & 0x80) == 0 and was_on:
-        for r in range(NR10, NR52 + 1):
-            hram[i, r] = wp.uint8(0)
-        st[i, S_APU_ACT] = 0
-        st[i, S_APU_LEN_EN] = 0
-        st[i, S_APU_SW_FREQ] = 0
-        st[i, S_APU_SW_TIMER] = 0
-        st[i, S_APU_SW_FLAGS] = 0
+        for r in range(R_NR10, R_NR52 + 1):
+            m.hram[i, r] = wp.uint8(0)
+        m.st[i, S_APU_ACT] = 0
+        m.st[i, S_APU_LEN_EN] = 0
+        m.st[i, S_APU_SW_FREQ] = 0
+        m.st[i, S_APU_SW_TIMER] = 0
+        m.st[i, S_APU_SW_FLAGS] = 0
         for k in range(3):
-            st[i, S_APU_ENV1 + k] = 0
+            m.st[i, S_APU_ENV1 + k] = 0
         # the length counters (S_APU_LEN1..4) keep their values on a DMG
 
 
 @wp.func(inline=False)
-def wave_trigger(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int):
+def wave_trigger(i: int, m: Mem):
     """Restart the wave channel's position; retriggering just before a fetch corrupts wave RAM."""
-    if (st[i, S_APU_ACT] & CH3) != 0 and st[i, S_APU_WAVE_CNT] == WAVE_CORRUPT_CNT:
-        b = ((st[i, S_APU_WAVE_POS] + 1) >> 1) & 15  # the byte the fetch would have read
+    if (m.st[i, S_APU_ACT] & CH3) != 0 and m.st[i, S_APU_WAVE_CNT] == WAVE_CORRUPT_CNT:
+        b = ((m.st[i, S_APU_WAVE_POS] + 1) >> 1) & 15  # the byte the fetch would have read
         if b < 4:
-            hram[i, WAVE_RAM] = hram[i, WAVE_RAM + b]
+            m.hram[i, R_WAVE] = m.hram[i, R_WAVE + b]
         else:
-            src = WAVE_RAM + (b & 12)
+            src = R_WAVE + (b & 12)
             for k in range(4):
-                hram[i, WAVE_RAM + k] = hram[i, src + k]
-    st[i, S_APU_WAVE_POS] = 0
-    st[i, S_APU_WAVE_CNT] = wave_period(hram, i) + WAVE_TRIGGER_DELAY
-    st[i, S_APU_WAVE_PER] = 0  # no fetch since the trigger
+                m.hram[i, R_WAVE + k] = m.hram[i, src + k]
+    m.st[i, S_APU_WAVE_POS] = 0
+    m.st[i, S_APU_WAVE_CNT] = wave_period(i, m) + WAVE_TRIGGER_DELAY
+    m.st[i, S_APU_WAVE_PER] = 0  # no fetch since the trigger
 
 
 @wp.func(inline=False)
-def nrx4_write(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int, ch: int,
-               v: int):
+def nrx4_write(i: int, m: Mem, ch: int, v: int):
     """NR14/NR24/NR34/NR44: frequency high bits, length enable, trigger."""
-    r = NR14 + 5 * ch
+    r = R_NR14 + 5 * ch
     bit = 1 << ch
-    was_enabled = (st[i, S_APU_LEN_EN] & bit) != 0
-    hram[i, r] = wp.uint8(v)
+    was_enabled = (m.st[i, S_APU_LEN_EN] & bit) != 0
+    m.hram[i, r] = wp.uint8(v)
     if (v & 0x40) != 0:
-        st[i, S_APU_LEN_EN] = st[i, S_APU_LEN_EN] | bit
+        m.st[i, S_APU_LEN_EN] = m.st[i, S_APU_LEN_EN] | bit
     else:
-        st[i, S_APU_LEN_EN] = st[i, S_APU_LEN_EN] & (0xF ^ bit)
+        m.st[i, S_APU_LEN_EN] = m.st[i, S_APU_LEN_EN] & (0xF ^ bit)
     maxlen = 64
     if ch == 2:
         maxlen = 256
     if (v & 0x80) != 0:
         if ch == 2:
-            wave_trigger(st, hram, i)
-        if dac_on(hram, i, ch):
-            st[i, S_APU_ACT] = st[i, S_APU_ACT] | bit
+            wave_trigger(i, m)
+        if dac_on(i, m, ch):
+            m.st[i, S_APU_ACT] = m.st[i, S_APU_ACT] | bit
         if ch != 2:
             k = ch
             if ch == 3:
                 k = 2
-            nrx2 = int(hram[i, NR12 + 5 * ch])
-            st[i, S_APU_ENV1 + k] = (nrx2 >> 4) | ((nrx2 & 7) << 4)
+            nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
+            m.st[i, S_APU_ENV1 + k] = (nrx2 >> 4) | ((nrx2 & 7) << 4)
         if ch == 0:
-            nr10 = int(hram[i, NR10])
-            st[i, S_APU_SW_FREQ] = int(hram[i, NR13]) | ((v & 7) << 8)
+            nr10 = int(m.hram[i, R_NR10])
+            m.st[i, S_APU_SW_FREQ] = int(m.hram[i, R_NR13]) | ((v & 7) << 8)
             t = (nr10 >> 4) & 7
             if t == 0:
                 t = 8
-            st[i, S_APU_SW_TIMER] = t
-            st[i, S_APU_SW_FLAGS] = 0
+            m.st[i, S_APU_SW_TIMER] = t
+            m.st[i, S_APU_SW_FLAGS] = 0
             if (nr10 & 0x77) != 0:
-                st[i, S_APU_SW_FLAGS] = 1
+                m.st[i, S_APU_SW_FLAGS] = 1
             if (nr10 & 7) != 0:
-                sweep_calc(st, hram, i)  # overflow check on trigger
-        if st[i, S_APU_LEN1 + ch] == 0:
-            st[i, S_APU_LEN1 + ch] = maxlen
+                sweep_calc(i, m)  # overflow check on trigger
+        if m.st[i, S_APU_LEN1 + ch] == 0:
+            m.st[i, S_APU_LEN1 + ch] = maxlen
             was_enabled = False  # a reloaded counter takes the extra clock below like an enable
     # enabling length when the next step will not clock it clocks it once now
-    if ((v & 0x40) != 0 and not was_enabled and (st[i, S_APU_FS] & 1) != 0
-            and st[i, S_APU_LEN1 + ch] != 0):
-        n = st[i, S_APU_LEN1 + ch] - 1
+    if ((v & 0x40) != 0 and not was_enabled and (m.st[i, S_APU_FS] & 1) != 0
+            and m.st[i, S_APU_LEN1 + ch] != 0):
+        n = m.st[i, S_APU_LEN1 + ch] - 1
         if n == 0:
             if (v & 0x80) != 0:
                 n = maxlen - 1
             else:
-                disable(st, i, ch)
-        st[i, S_APU_LEN1 + ch] = n
+                disable(i, m, ch)
+        m.st[i, S_APU_LEN1 + ch] = n
 
 
 @wp.func(inline=False)
-def apu_write(st: wp.array2d(dtype=wp.int32), hram: wp.array2d(dtype=wp.uint8), i: int, r: int,
-              v: int):
+def apu_write(i: int, m: Mem, r: int, v: int):
     """Write FF10-FF3F (the caller has caught the clock up)."""
-    if r >= WAVE_RAM:
-        if (st[i, S_APU_ACT] & CH3) != 0:
-            if wave_hit(st, i):
-                hram[i, WAVE_RAM + (st[i, S_APU_WAVE_POS] >> 1)] = wp.uint8(v)
+    if r >= R_WAVE:
+        if (m.st[i, S_APU_ACT] & CH3) != 0:
+            if wave_hit(i, m):
+                m.hram[i, R_WAVE + (m.st[i, S_APU_WAVE_POS] >> 1)] = wp.uint8(v)
             return
-        hram[i, r] = wp.uint8(v)
+        m.hram[i, r] = wp.uint8(v)
         return
-    if r == NR52:
-        power(st, hram, i, v)
+    if r == R_NR52:
+        power(i, m, v)
         return
-    if r > NR52:
+    if r > R_NR52:
         return
-    on = (int(hram[i, NR52]) & 0x80) != 0
-    if r == NR50 or r == NR51:
+    on = (int(m.hram[i, R_NR52]) & 0x80) != 0
+    if r == R_NR50 or r == R_NR51:
         if on:
-            hram[i, r] = wp.uint8(v)
+            m.hram[i, r] = wp.uint8(v)
         return
-    ch = (r - NR10) // 5
-    k = (r - NR10) - 5 * ch
+    ch = (r - R_NR10) // 5
+    k = (r - R_NR10) - 5 * ch
     if k == 1:
         # NRx1: length load (DMG: also while powered off, without the duty bits)
         if ch == 2:
-            st[i, S_APU_LEN1 + 2] = 256 - v
+            m.st[i, S_APU_LEN1 + 2] = 256 - v
         else:
-            st[i, S_APU_LEN1 + ch] = 64 - (v & 63)
+            m.st[i, S_APU_LEN1 + ch] = 64 - (v & 63)
         if not on and ch != 2:
             v = v & 0x3F
-        hram[i, r] = wp.uint8(v)
+        m.hram[i, r] = wp.uint8(v)
         return
     if not on:
         return
     if k == 0:
         if ch == 0:
-            if (st[i, S_APU_SW_FLAGS] & 2) != 0 and (v & 8) == 0:
-                disable(st, i, 0)  # negate cleared after a calculation in negate mode
-            hram[i, r] = wp.uint8(v)
+            if (m.st[i, S_APU_SW_FLAGS] & 2) != 0 and (v & 8) == 0:
+                disable(i, m, 0)  # negate cleared after a calculation in negate mode
+            m.hram[i, r] = wp.uint8(v)
         elif ch == 2:
-            hram[i, r] = wp.uint8(v)
+            m.hram[i, r] = wp.uint8(v)
             if (v & 0x80) == 0:
-                disable(st, i, 2)
+                disable(i, m, 2)
         return
     if k == 2:
-        hram[i, r] = wp.uint8(v)
+        m.hram[i, r] = wp.uint8(v)
         if ch != 2 and (v & 0xF8) == 0:
-            disable(st, i, ch)
+            disable(i, m, ch)
         return
     if k == 3:
-        hram[i, r] = wp.uint8(v)
+        m.hram[i, r] = wp.uint8(v)
         return
-    nrx4_write(st, hram, i, ch, v)
+    nrx4_write(i, m, ch, v)
 
 
 __all__ = ["apu_advance", "apu_div_write", "apu_read", "apu_write"]

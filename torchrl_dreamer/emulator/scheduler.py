@@ -36,7 +36,7 @@ def catch_up(i: int, m: Mem):
     m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
     div = m.st[i, S_DIV16]
     timer_advance(i, m, c)
-    apu_advance(m.st, m.hram, i, div, c)
+    apu_advance(i, m, div, c)
     ppu_advance(i, m, c)
     serial_advance(i, m, c)
     dma_advance(i, m, c)

@@ -112,7 +112,7 @@ def timer_write(i: int, m: Mem, r: int, v: int):
         tac = m.st[i, S_TAC]
         if (tac & 4) != 0 and (m.st[i, S_DIV16] & timer_mask(tac)) != 0:
             tima_inc(i, m)
-        apu_div_write(m.st, m.hram, i)  # a falling edge of bit 12 clocks the frame sequencer
+        apu_div_write(i, m)  # a falling edge of bit 12 clocks the frame sequencer
         m.st[i, S_DIV16] = 0
     elif r == R_TIMA:
         m.st[i, S_TIMA_OVF] = 0
