@@ -208,6 +208,9 @@ class GameBoy:
             st[:, f["DIV16"]] = _POST_BOOT_DIV16
             for r, v in _POST_BOOT_IO.items():
                 self._hram[:, r] = v
+            # the boot ROM's chime still plays on channel 1 (NR52 reads F1; NR11 was 80, length 64)
+            st[:, f["APU_ACT"]] = 1
+            st[:, f["APU_LEN1"]] = 64
         else:
             st[:, f["BOOT_ON"]] = 1
         self._wram.zero_()

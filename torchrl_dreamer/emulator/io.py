@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.apu import apu_read, apu_write
 from torchrl_dreamer.emulator.dma import oam_dma
 from torchrl_dreamer.emulator.joypad import joyp_value, joyp_write
 from torchrl_dreamer.emulator.layout import S_BOOT_ON
@@ -24,6 +25,7 @@ from torchrl_dreamer.emulator.registers import (
     R_LCDC,
     R_LY,
     R_LYC,
+    R_NR10,
     R_SC,
     R_STAT,
     R_TAC,
@@ -40,23 +42,9 @@ def io_unused_bits(r: int) -> int:
     """Bits of FF00-FF7F that read as 1 on a DMG (unmapped registers read FF)."""
     if r >= 0x4C:
         return 0xFF
-    if r == 0x03 or (r >= 0x08 and r <= 0x0E) or r == 0x15 or r == 0x1F:
+    if r == 0x03 or (r >= 0x08 and r <= 0x0E):
         return 0xFF
-    if (r >= 0x27 and r <= 0x2F) or r == 0x13 or r == 0x18 or r == 0x1B or r == 0x1D or r == 0x20:
-        return 0xFF
-    if r == 0x10:
-        return 0x80
-    if r == 0x11 or r == 0x16:
-        return 0x3F
-    if r == 0x14 or r == 0x19 or r == 0x1E or r == 0x23:
-        return 0xBF
-    if r == 0x1A:
-        return 0x7F
-    if r == 0x1C:
-        return 0x9F
-    if r == 0x26:
-        return 0x70
-    return 0
+    return 0  # (the sound registers FF10-FF3F are read by apu_read)
 
 
 @wp.func(inline=False)
@@ -75,6 +63,8 @@ def io_read(i: int, m: Mem, r: int) -> int:
         return int(m.hram[i, r]) | 0xE0
     if r == R_STAT or r == R_LY:
         return ppu_read(i, m, r)
+    if r >= R_NR10 and r < R_LCDC:
+        return apu_read(i, m, r)
     return int(m.hram[i, r]) | io_unused_bits(r)
 
 
@@ -93,6 +83,8 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
         m.hram[i, r] = wp.uint8(v & 0x1F)
     elif r == R_LCDC or r == R_STAT or r == R_LYC:
         ppu_write(i, m, r, v)
+    elif r >= R_NR10 and r < R_LCDC:
+        apu_write(i, m, r, v)
     elif r == R_LY:
         return
     elif r == R_DMA:

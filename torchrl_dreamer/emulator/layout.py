@@ -29,6 +29,13 @@ _NAMES = [
     # 0 (default): hardware timing, a frame ends when VBlank starts (LY 144). 1: PyBoy's frame
     # protocol and PPU timing details, for frame-exact comparison with PyBoy (see ppu.py)
     "PYBOY_TIMING",
+    # APU (see apu.py): frame-sequencer step count, first-step skip, NR52 channel status bits,
+    # length-enable bits (NRx4 bit 6 of channels 1-4), length counters 1-4, sweep shadow frequency / timer / flags (1 enabled, 2 negate used),
+    # envelopes of channels 1, 2, 4 (volume | timer << 4), wave sample position, T-cycles to
+    # the next wave fetch, and the period that fetch reloaded (0: none since the trigger)
+    "APU_FS", "APU_SKIP", "APU_ACT", "APU_LEN_EN", "APU_LEN1", "APU_LEN2", "APU_LEN3", "APU_LEN4",
+    "APU_SW_FREQ", "APU_SW_TIMER", "APU_SW_FLAGS", "APU_ENV1", "APU_ENV2", "APU_ENV4",
+    "APU_WAVE_POS", "APU_WAVE_CNT", "APU_WAVE_PER",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -100,6 +107,23 @@ S_CYCLES = wp.constant(FIELDS["CYCLES"])
 S_CLK = wp.constant(FIELDS["CLK"])
 S_NEXT = wp.constant(FIELDS["NEXT"])
 S_PYBOY_TIMING = wp.constant(FIELDS["PYBOY_TIMING"])
+S_APU_FS = wp.constant(FIELDS["APU_FS"])
+S_APU_SKIP = wp.constant(FIELDS["APU_SKIP"])
+S_APU_ACT = wp.constant(FIELDS["APU_ACT"])
+S_APU_LEN_EN = wp.constant(FIELDS["APU_LEN_EN"])
+S_APU_LEN1 = wp.constant(FIELDS["APU_LEN1"])
+S_APU_LEN2 = wp.constant(FIELDS["APU_LEN2"])
+S_APU_LEN3 = wp.constant(FIELDS["APU_LEN3"])
+S_APU_LEN4 = wp.constant(FIELDS["APU_LEN4"])
+S_APU_SW_FREQ = wp.constant(FIELDS["APU_SW_FREQ"])
+S_APU_SW_TIMER = wp.constant(FIELDS["APU_SW_TIMER"])
+S_APU_SW_FLAGS = wp.constant(FIELDS["APU_SW_FLAGS"])
+S_APU_ENV1 = wp.constant(FIELDS["APU_ENV1"])
+S_APU_ENV2 = wp.constant(FIELDS["APU_ENV2"])
+S_APU_ENV4 = wp.constant(FIELDS["APU_ENV4"])
+S_APU_WAVE_POS = wp.constant(FIELDS["APU_WAVE_POS"])
+S_APU_WAVE_CNT = wp.constant(FIELDS["APU_WAVE_CNT"])
+S_APU_WAVE_PER = wp.constant(FIELDS["APU_WAVE_PER"])
 
 SERIAL_CAPACITY: int = 8192
 """Bytes of serial output kept per console (later bytes are dropped)."""

@@ -17,9 +17,10 @@ progress, VRAM, OAM, WRAM, HRAM, the IO registers (LCD, palettes, scroll, window
 full 16-bit divider, serial, joypad selection, sound registers as PyBoy last stored them), the
 PPU position (line and dot from PyBoy's LCD clock), the window WY latch, the first-frame-blank flag
 after LCD on, the mapper registers, cartridge RAM and the MBC3 real-time clock, held buttons.
-Not carried over: sound generator internals (we do not emulate sound), SGB data, and PyBoy's
-window line counter (not in its state: rebuilt from the lines drawn so far in the frame, exact
-when the state was saved at a frame boundary, as ``PyBoy.save_state`` after ``tick()`` is).
+Not carried over: the APU's internal state (channel status bits, length counters, sweep,
+envelopes, wave position: PyBoy's sound section is skipped, so they start cleared), SGB data, and
+PyBoy's window line counter (not in its state: rebuilt from the lines drawn so far in the frame,
+exact when the state was saved at a frame boundary, as ``PyBoy.save_state`` after ``tick()`` is).
 
 A PyBoy state holds no ROM identity (no title, no hash). A state from another ROM is recognised
 when its cartridge section does not fit this ROM's header (mapper, RAM banks, RTC, rumble) or

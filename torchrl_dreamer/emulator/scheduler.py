@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.apu import apu_advance
 from torchrl_dreamer.emulator.dma import dma_advance
 from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT
 from torchrl_dreamer.emulator.mappers import rtc_advance
@@ -26,7 +27,7 @@ __all__ = ["catch_up", "schedule", "sync", "halt_advance", "stop_advance", "fram
 
 @wp.func(inline=True)
 def catch_up(i: int, m: Mem):
-    """Advance timer, PPU, serial, DMA and the MBC3 clock by the CLK cycles elapsed; handle due
+    """Advance timer, APU, PPU, serial, DMA and the MBC3 clock by the CLK cycles elapsed; handle due
     events."""
     c = m.st[i, S_CLK]
     if c <= 0:
@@ -35,6 +36,7 @@ def catch_up(i: int, m: Mem):
     m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
     d = m.st[i, S_DIV16]  # the serial clock is a bit of the system counter: its value before
     timer_advance(i, m, c)
+    apu_advance(i, m, d, c)
     ppu_advance(i, m, c)
     serial_advance(i, m, d, c)
     rtc_advance(i, m, c)

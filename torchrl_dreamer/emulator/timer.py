@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.apu import apu_div_write
 from torchrl_dreamer.emulator.interrupts import raise_irq
 from torchrl_dreamer.emulator.layout import S_DIV16, S_TAC, S_TIMA, S_TIMA_OVF, S_TMA
 from torchrl_dreamer.emulator.memory import Mem
@@ -134,6 +135,7 @@ def timer_write(i: int, m: Mem, r: int, v: int):
         tac = m.st[i, S_TAC]
         if (tac & 4) != 0 and (m.st[i, S_DIV16] & timer_mask(tac)) != 0:
             tima_inc(i, m)
+        apu_div_write(i, m)  # a falling edge of bit 12 clocks the frame sequencer
         m.st[i, S_DIV16] = 0
     elif r == R_TIMA:
         if ovf != TIMA_RELOADING:
