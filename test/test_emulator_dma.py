@@ -13,6 +13,7 @@ import pytest
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
+from torchrl_dreamer.emulator.layout import FIELDS
 
 LCD_OFF = """
 start:
@@ -255,3 +256,42 @@ start:
 """ + SPIN
     gb = run(src)
     assert (byte(gb, 0xC000), byte(gb, 0xC001)) == (0x02, 0x02)
+
+
+# ------------------------------------------------------------------ HALT wake-up timing
+def _handler_entry_clock(irq: str, halt: bool) -> int:
+    """T-cycles from the interrupt handler's DIV reset to the end of frame 3 (the handler then
+    halts for good), for an interrupt that wakes HALT or interrupts a run of NOPs."""
+    setup = {
+        "vblank": "ld a, $01\n    ldh [$FF], a",
+        "timer": "ld a, $04\n    ldh [$FF], a\n    ld a, $F0\n    ldh [$05], a\n"
+                 "    ld a, $05\n    ldh [$07], a",
+    }[irq]
+    wait = "halt" if halt else "\n".join(["    nop"] * 18000)
+    vector = {"vblank": 0x40, "timer": 0x50}[irq]
+    src = f"""
+start:
+    di
+    {setup}
+    xor a
+    ldh [$0F], a
+    ei
+    {wait}
+    jr @
+    org ${vector:04X}
+    ldh [$04], a            ; DIV reset in the handler's 3rd M-cycle
+    xor a
+    ldh [$FF], a
+    halt                    ; IME = 0, IE = 0: halted to the end
+"""
+    gb = GameBoy(bytes(build_rom(assemble(src))), check_header=False)
+    gb.run_frames(3)
+    st = gb.state_tensors()["st"][0]
+    return (int(st[FIELDS["DIV16"]]) + int(st[FIELDS["CLK"]])) & 0xFFFF
+
+
+def test_halt_wakeup_matches_nops_for_vblank_and_is_one_m_cycle_later_for_timer():
+    """A VBlank interrupt reaches its handler from HALT exactly as from a run of NOPs (mooneye
+    halt_ime1_timing2-GS); a timer interrupt one M-cycle later (gbmicrotest int_timer_halt)."""
+    assert _handler_entry_clock("vblank", True) == _handler_entry_clock("vblank", False)
+    assert _handler_entry_clock("timer", True) == _handler_entry_clock("timer", False) - 4
