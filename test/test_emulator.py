@@ -380,20 +380,6 @@ def test_address_major_layout_matches(roms):
     assert torch.equal(b.registers()["pc"], a.registers()["pc"][0].expand(3))
 
 
-def test_oam_dma_copies_and_blocks_oam():
-    # fill C100.. with k; start DMA from C1; read OAM at once (blocked: FF); wait; read again
-    code = (b"\x21\x00\xc1\x7d\x22\x7d\xfe\xa0\x20\xf9"  # ld hl,C100; loop: ld a,l; ld (hl+),a; ld a,l; cp A0; jr nz
-            b"\x3e\xc1\xe0\x46"  # ld a,C1; ldh (46),a
-            b"\xfa\x05\xfe\xea\x00\xc0"  # ld a,(FE05); ld (C000),a   (during DMA)
-            b"\x06\x40\x05\x20\xfd"  # ld b,40; dec b; jr nz (wait > 160 M-cycles)
-            b"\xfa\x05\xfe\xea\x01\xc0"  # ld a,(FE05); ld (C001),a
-            ) + STOP_FOREVER
-    gb = GameBoy(make_rom(code), check_header=False)
-    gb.run_frames(2)
-    assert gb.read_memory(0xFE00, 0xA0)[0].tolist() == list(range(0xA0))
-    assert gb.read_memory(0xC000, 2)[0].tolist() == [0xFF, 0x05]
-
-
 @pytest.mark.parametrize("game", ["2048-wyattferguson/2048.gb", "gb_raw_snake/snake.gb",
                                   "postbot/PostBot.gb"])
 def test_title_screens_match_pyboy(roms, game):

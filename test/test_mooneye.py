@@ -23,37 +23,13 @@ MAX_FRAMES = 600  # the slowest DMG test ends in about 320 frames
 
 # rel path -> the behaviour it needs that the emulator lacks
 KNOWN_FAILURES: dict[str, str] = {
-    "acceptance/add_sp_e_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/call_cc_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/call_cc_timing2.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/call_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/call_timing2.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/di_timing-GS.gb": "DI timing against a STAT interrupt",
-    "acceptance/ei_sequence.gb": "EI; EI / EI; DI sequences",
-    "acceptance/halt_ime1_timing2-GS.gb": "HALT wake-up timing with IME=1",
-    "acceptance/interrupts/ie_push.gb": "dispatch re-reads IE after pushing PC",
-    "acceptance/jp_cc_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/jp_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/ld_hl_sp_e_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/oam_dma_restart.gb": "OAM DMA restart",
-    "acceptance/oam_dma_start.gb": "OAM DMA start delay",
-    "acceptance/oam_dma_timing.gb": "OAM DMA timing",
     "acceptance/ppu/hblank_ly_scx_timing-GS.gb": "mode 3 length with SCX fine scroll",
-    "acceptance/ppu/intr_1_2_timing-GS.gb": "VBlank to mode 2 STAT timing",
-    "acceptance/ppu/intr_2_0_timing.gb": "mode 2 to mode 0 STAT timing",
-    "acceptance/ppu/intr_2_mode0_timing.gb": "mode 2 to mode 0 STAT timing",
     "acceptance/ppu/intr_2_mode0_timing_sprites.gb": "mode 3 length with sprites",
-    "acceptance/ppu/intr_2_mode3_timing.gb": "mode 2 to mode 3 timing",
     "acceptance/ppu/intr_2_oam_ok_timing.gb": "OAM accessibility after mode 2",
     "acceptance/ppu/lcdon_timing-GS.gb": "LCD switch-on timing",
     "acceptance/ppu/lcdon_write_timing-GS.gb": "LCD switch-on OAM/VRAM write timing",
     "acceptance/ppu/stat_lyc_onoff.gb": "LY=LYC with the LCD switched on and off",
     "acceptance/ppu/vblank_stat_intr-GS.gb": "VBlank STAT interrupt timing",
-    "acceptance/push_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/ret_cc_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/ret_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/reti_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
-    "acceptance/rst_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
 }
 
 

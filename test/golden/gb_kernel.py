@@ -3,7 +3,8 @@
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.bus import Mem, peek, poke
+from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
+from torchrl_dreamer.emulator.bus import Mem, cpu_read, cpu_write, peek, poke
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_advance, sync
@@ -65,8 +66,10 @@ def getr(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int) -> int:
 
 @wp.kernel
 def gb_peek(m: Mem, addr: int, out: wp.array2d(dtype=wp.uint8)):
-    """Read ``out.shape[1]`` bytes from ``addr`` through every console's bus (no side effects)."""
+    """Read ``out.shape[1]`` bytes from ``addr`` through every console's memory map (no side
+    effects but an OAM DMA copy already due, so OAM reads as of the console's cycle)."""
     i = wp.tid()
+    dma_copy_due(i, m, m.st[i, S_CLK])
     for k in range(out.shape[1]):
         out[i, k] = wp.uint8(peek(i, m, (addr + k) & 0xFFFF))
 
@@ -77,6 +80,7 @@ def gb_poke(m: Mem, addr: int, values: wp.array2d(dtype=wp.uint8), mask: wp.arra
     i = wp.tid()
     if mask[i] == wp.uint8(0):
         return
+    dma_copy_due(i, m, m.st[i, S_CLK])
     for k in range(values.shape[1]):
         poke(i, m, (addr + k) & 0xFFFF, int(values[i, k]))
 
@@ -110,6 +114,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     rom0 = int(m.st[i, S_ROM_OFF0])
     rom1 = int(m.st[i, S_ROM_OFF1])
     boot = int(m.st[i, S_BOOT_ON])
+    # Ends of the in-place (fast) WRAM and ROM ranges: while an OAM DMA runs they shrink to
+    # nothing, so every access but HRAM's goes through cpu_read / cpu_write (bus conflicts).
+    wram_end = int(0xE000)
+    rom_end = int(0x8000)
+    rom0_end = int(0x4000)
     fidx = int(0)
     steps_ = int(0)
     held = int(buttons[i, 0])
@@ -140,6 +149,14 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             rom0 = m.st[i, S_ROM_OFF0]
             rom1 = m.st[i, S_ROM_OFF1]
             boot = m.st[i, S_BOOT_ON]
+            if dma_busy(i, m, clk):
+                wram_end = 0xC000
+                rom_end = 0x4000
+                rom0_end = 0
+            else:
+                wram_end = 0xE000
+                rom_end = 0x8000
+                rom0_end = 0x4000
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
@@ -182,9 +199,6 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if ime != 0 and pend != 0:
             if wp.static(STEP):
                 steps_ = steps_ + 1
-            bit = int(0)
-            while ((pend >> bit) & 1) == 0:
-                bit = bit + 1
             ime = 0
             clk = clk + 4
             if clk >= nxt:
@@ -203,16 +217,20 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
+            # The vector is chosen now, after the PC high byte push: if that push overwrote IE
+            # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
+            # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
+            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             sp = (sp - 1) & 0xFFFF
             ad_ = sp
             wv_ = (pc & 0xFF) & 0xFF
@@ -223,19 +241,24 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
-            m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
+            pc = 0
+            if pend != 0:
+                bit = int(0)
+                while ((pend >> bit) & 1) == 0:
+                    bit = bit + 1
+                m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
+                pc = 0x40 + 8 * bit
             dirty = 1
-            pc = 0x40 + 8 * bit
             clk = clk + 4
             if clk >= nxt:
                 m.st[i, S_CLK] = clk
@@ -248,17 +271,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             steps_ = steps_ + 1
         ad_ = pc
         op = int(0)
-        if ad_ >= 0xC000 and ad_ < 0xE000:
+        if ad_ >= 0xC000 and ad_ < wram_end:
             op = int(m.wram[i, ad_ - 0xC000])
-        elif ad_ >= 0x4000 and ad_ < 0x8000:
+        elif ad_ >= 0x4000 and ad_ < rom_end:
             op = int(m.rom[rom1 + ad_ - 0x4000])
-        elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+        elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
             op = int(m.rom[rom0 + ad_])
         elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
             op = int(m.hram[i, ad_ - 0xFF00])
         else:
             m.st[i, S_CLK] = clk
-            op = peek(i, m, ad_)
+            op = cpu_read(i, m, ad_)
             clk = m.st[i, S_CLK]
             nxt = m.st[i, S_NEXT]
             dirty = 1
@@ -288,17 +311,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
             n_ = int(0)
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 n_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < 0x8000:
+            elif ad_ >= 0x4000 and ad_ < rom_end:
                 n_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+            elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                 n_ = int(m.rom[rom0 + ad_])
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 n_ = int(m.hram[i, ad_ - 0xFF00])
             else:
                 m.st[i, S_CLK] = clk
-                n_ = peek(i, m, ad_)
+                n_ = cpu_read(i, m, ad_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -314,17 +337,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     hi_ = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     hi_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
+                    hi_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -352,13 +375,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -406,13 +429,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -425,13 +448,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -460,17 +483,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
                     a = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
+                    elif ad_ >= 0x4000 and ad_ < rom_end:
                         a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                         a = int(m.rom[rom0 + ad_])
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         a = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
+                        a = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -534,13 +557,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -612,17 +635,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
                     a = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
+                    elif ad_ >= 0x4000 and ad_ < rom_end:
                         a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                         a = int(m.rom[rom0 + ad_])
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         a = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
+                        a = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -673,7 +696,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x80) == 0:
                             ip_ = pc
-                            if ip_ < 0x7FFC and ei_ == 0:
+                            if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
                                 if peek(i, m, ip_) == 0xF0:
                                     rg_ = peek(i, m, ip_ + 1)
                                     ak_ = peek(i, m, ip_ + 2)
@@ -721,7 +744,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                                 m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
                         if n_ >= 0xF9 and n_ <= 0xFC and (f & 0x80) == 0:
                             ip_ = pc
-                            if ip_ < 0x7FF9 and ei_ == 0:
+                            if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
                                 o0_ = peek(i, m, ip_)
                                 ra_ = int(-1)
                                 ll_ = int(1)
@@ -789,13 +812,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -849,7 +872,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x80) != 0:
                             ip_ = pc
-                            if ip_ < 0x7FFC and ei_ == 0:
+                            if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
                                 if peek(i, m, ip_) == 0xF0:
                                     rg_ = peek(i, m, ip_ + 1)
                                     ak_ = peek(i, m, ip_ + 2)
@@ -897,7 +920,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                                 m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
                         if n_ >= 0xF9 and n_ <= 0xFC and (f & 0x80) != 0:
                             ip_ = pc
-                            if ip_ < 0x7FF9 and ei_ == 0:
+                            if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
                                 o0_ = peek(i, m, ip_)
                                 ra_ = int(-1)
                                 ll_ = int(1)
@@ -974,17 +997,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
                     a = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
+                    elif ad_ >= 0x4000 and ad_ < rom_end:
                         a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                         a = int(m.rom[rom0 + ad_])
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         a = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
+                        a = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1037,7 +1060,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x10) == 0:
                             ip_ = pc
-                            if ip_ < 0x7FFC and ei_ == 0:
+                            if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
                                 if peek(i, m, ip_) == 0xF0:
                                     rg_ = peek(i, m, ip_ + 1)
                                     ak_ = peek(i, m, ip_ + 2)
@@ -1085,7 +1108,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                                 m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
                         if n_ >= 0xF9 and n_ <= 0xFC and (f & 0x10) == 0:
                             ip_ = pc
-                            if ip_ < 0x7FF9 and ei_ == 0:
+                            if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
                                 o0_ = peek(i, m, ip_)
                                 ra_ = int(-1)
                                 ll_ = int(1)
@@ -1151,13 +1174,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1185,17 +1208,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
                     v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
+                    elif ad_ >= 0x4000 and ad_ < rom_end:
                         v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                         v_ = int(m.rom[rom0 + ad_])
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         v_ = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
+                        v_ = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1210,13 +1233,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1231,17 +1254,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
                     v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
+                    elif ad_ >= 0x4000 and ad_ < rom_end:
                         v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                         v_ = int(m.rom[rom0 + ad_])
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         v_ = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
+                        v_ = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1256,13 +1279,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1277,13 +1300,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1305,7 +1328,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x10) != 0:
                             ip_ = pc
-                            if ip_ < 0x7FFC and ei_ == 0:
+                            if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
                                 if peek(i, m, ip_) == 0xF0:
                                     rg_ = peek(i, m, ip_ + 1)
                                     ak_ = peek(i, m, ip_ + 2)
@@ -1353,7 +1376,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                                 m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
                         if n_ >= 0xF9 and n_ <= 0xFC and (f & 0x10) != 0:
                             ip_ = pc
-                            if ip_ < 0x7FF9 and ei_ == 0:
+                            if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
                                 o0_ = peek(i, m, ip_)
                                 ra_ = int(-1)
                                 ll_ = int(1)
@@ -1430,17 +1453,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
                     a = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
+                    elif ad_ >= 0x4000 and ad_ < rom_end:
                         a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                         a = int(m.rom[rom0 + ad_])
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         a = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
+                        a = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1500,17 +1523,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
                     v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
+                    elif ad_ >= 0x4000 and ad_ < rom_end:
                         v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                         v_ = int(m.rom[rom0 + ad_])
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         v_ = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
+                        v_ = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1539,13 +1562,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1565,17 +1588,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 v_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     v_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     v_ = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     v_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    v_ = peek(i, m, ad_)
+                    v_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1605,13 +1628,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1625,13 +1648,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1657,13 +1680,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1677,13 +1700,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1699,17 +1722,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
             lo_ = int(0)
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 lo_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < 0x8000:
+            elif ad_ >= 0x4000 and ad_ < rom_end:
                 lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+            elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                 lo_ = int(m.rom[rom0 + ad_])
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 lo_ = int(m.hram[i, ad_ - 0xFF00])
             else:
                 m.st[i, S_CLK] = clk
-                lo_ = peek(i, m, ad_)
+                lo_ = cpu_read(i, m, ad_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1723,17 +1746,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
             hi_ = int(0)
-            if ad_ >= 0xC000 and ad_ < 0xE000:
+            if ad_ >= 0xC000 and ad_ < wram_end:
                 hi_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < 0x8000:
+            elif ad_ >= 0x4000 and ad_ < rom_end:
                 hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+            elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                 hi_ = int(m.rom[rom0 + ad_])
             elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                 hi_ = int(m.hram[i, ad_ - 0xFF00])
             else:
                 m.st[i, S_CLK] = clk
-                hi_ = peek(i, m, ad_)
+                hi_ = cpu_read(i, m, ad_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1773,13 +1796,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1793,13 +1816,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1824,17 +1847,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     lo_ = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     lo_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
+                    lo_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1848,17 +1871,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     hi_ = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     hi_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
+                    hi_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1910,17 +1933,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     lo_ = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     lo_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
+                    lo_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1934,17 +1957,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     hi_ = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     hi_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
+                    hi_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1987,17 +2010,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
                     v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
+                    elif ad_ >= 0x4000 and ad_ < rom_end:
                         v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                         v_ = int(m.rom[rom0 + ad_])
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         v_ = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
+                        v_ = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -2038,13 +2061,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
+                    if ad_ >= 0xC000 and ad_ < wram_end:
                         m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                     elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -2084,17 +2107,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     lo_ = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     lo_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
+                    lo_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2108,17 +2131,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     hi_ = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     hi_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
+                    hi_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2162,13 +2185,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2183,13 +2206,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2232,13 +2255,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2259,17 +2282,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 a = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     a = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     a = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
+                    a = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2284,17 +2307,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 a = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     a = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     a = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
+                    a = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2343,23 +2366,23 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 a = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
+                if ad_ >= 0xC000 and ad_ < wram_end:
                     a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
+                elif ad_ >= 0x4000 and ad_ < rom_end:
                     a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
+                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
                     a = int(m.rom[rom0 + ad_])
                 elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
                     a = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
+                    a = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
                 continue
             if op == 0xFB:  # EI
-                if ime == 0:
+                if ime == 0 and ei_ == 0:
                     ei_ = 2
                 continue
             if op == 0xFE:  # CP A,d8

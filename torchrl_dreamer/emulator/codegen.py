@@ -219,7 +219,9 @@ def _emit(op: isa.OpInfo) -> list[str]:
     if mn == "DI":
         return ["ime = 0", "ei_ = 0"]
     if mn == "EI":
-        return ["if ime == 0:", "    ei_ = 2"]
+        # IME is set after the next instruction; an EI while one is pending does not push that
+        # back (EI; EI takes an interrupt after the second EI: mooneye ei_sequence)
+        return ["if ime == 0 and ei_ == 0:", "    ei_ = 2"]
     if mn == "HALT":
         return [
             "pend_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK",
@@ -398,7 +400,8 @@ _HEADER = '''\
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.bus import Mem, peek, poke
+from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
+from torchrl_dreamer.emulator.bus import Mem, cpu_read, cpu_write, peek, poke
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_advance, sync
@@ -460,8 +463,10 @@ def getr(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int) -> int:
 
 @wp.kernel
 def gb_peek(m: Mem, addr: int, out: wp.array2d(dtype=wp.uint8)):
-    """Read ``out.shape[1]`` bytes from ``addr`` through every console's bus (no side effects)."""
+    """Read ``out.shape[1]`` bytes from ``addr`` through every console's memory map (no side
+    effects but an OAM DMA copy already due, so OAM reads as of the console's cycle)."""
     i = wp.tid()
+    dma_copy_due(i, m, m.st[i, S_CLK])
     for k in range(out.shape[1]):
         out[i, k] = wp.uint8(peek(i, m, (addr + k) & 0xFFFF))
 
@@ -472,6 +477,7 @@ def gb_poke(m: Mem, addr: int, values: wp.array2d(dtype=wp.uint8), mask: wp.arra
     i = wp.tid()
     if mask[i] == wp.uint8(0):
         return
+    dma_copy_due(i, m, m.st[i, S_CLK])
     for k in range(values.shape[1]):
         poke(i, m, (addr + k) & 0xFFFF, int(values[i, k]))
 
@@ -505,6 +511,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     rom0 = int(m.st[i, S_ROM_OFF0])
     rom1 = int(m.st[i, S_ROM_OFF1])
     boot = int(m.st[i, S_BOOT_ON])
+    # Ends of the in-place (fast) WRAM and ROM ranges: while an OAM DMA runs they shrink to
+    # nothing, so every access but HRAM's goes through cpu_read / cpu_write (bus conflicts).
+    wram_end = int(0xE000)
+    rom_end = int(0x8000)
+    rom0_end = int(0x4000)
     fidx = int(0)
     steps_ = int(0)
     held = int(buttons[i, 0])
@@ -535,6 +546,14 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             rom0 = m.st[i, S_ROM_OFF0]
             rom1 = m.st[i, S_ROM_OFF1]
             boot = m.st[i, S_BOOT_ON]
+            if dma_busy(i, m, clk):
+                wram_end = 0xC000
+                rom_end = 0x4000
+                rom0_end = 0
+            else:
+                wram_end = 0xE000
+                rom_end = 0x8000
+                rom0_end = 0x4000
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
@@ -571,18 +590,24 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if ime != 0 and pend != 0:
             if wp.static(STEP):
                 steps_ = steps_ + 1
-            bit = int(0)
-            while ((pend >> bit) & 1) == 0:
-                bit = bit + 1
             ime = 0
             tick(i, m)
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pc >> 8)
+            # The vector is chosen now, after the PC high byte push: if that push overwrote IE
+            # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
+            # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
+            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pc & 0xFF)
-            m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
+            pc = 0
+            if pend != 0:
+                bit = int(0)
+                while ((pend >> bit) & 1) == 0:
+                    bit = bit + 1
+                m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
+                pc = 0x40 + 8 * bit
             dirty = 1
-            pc = 0x40 + 8 * bit
             tick(i, m)
             continue
         if wp.static(STEP):
@@ -643,7 +668,7 @@ _FOOTER = '''\
 # in ``S_CYCLES``.
 _IDLE_SKIP = """\
 ip_ = pc
-if ip_ < 0x7FFC and ei_ == 0:
+if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
     if peek(i, m, ip_) == 0xF0:
         rg_ = peek(i, m, ip_ + 1)
         ak_ = peek(i, m, ip_ + 2)
@@ -700,11 +725,12 @@ if ip_ < 0x7FFC and ei_ == 0:
 # leaves the same A and F: iterations that end before the next scheduled event (so no sync and
 # no new IRQ) are skipped by adding their T-cycles to the lazy clock, exactly as running them
 # would (an IRQ already pending with IME=1, or an EI in flight, disables the skip). The loop code
-# must be in ROM (below 0x8000) so it cannot change. Skipped iterations are counted in
-# ``S_CYCLES``.
+# must be in ROM (below 0x8000) so it cannot change. Neither fast-forward runs while an OAM DMA
+# is in progress (its bus conflicts change what the loop reads). Skipped iterations are counted
+# in ``S_CYCLES``.
 _RAM_SKIP = """\
 ip_ = pc
-if ip_ < 0x7FF9 and ei_ == 0:
+if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
     o0_ = peek(i, m, ip_)
     ra_ = int(-1)
     ll_ = int(1)
@@ -806,7 +832,9 @@ def _expand_bus(lines: list[str]) -> list[str]:
 
     The console clock lives in kernel locals (``clk``, ``nxt``) and WRAM, HRAM and ROM accesses
     are done in place; only IO, VRAM, OAM, cartridge RAM and events call out-of-line functions
-    (which see the clock through the state table). Warp functions cannot assign the caller's
+    (which see the clock through the state table). While an OAM DMA runs, the WRAM and ROM
+    ranges done in place (``wram_end``, ``rom_end``, ``rom0_end``, set when ``dirty`` is
+    re-read) are empty, so those accesses see the DMA's bus conflicts in ``cpu_read``. Warp functions cannot assign the caller's
     locals, so this is done textually.
     """
     out: list[str] = []
@@ -823,17 +851,17 @@ def _expand_bus(lines: list[str]) -> list[str]:
                 f"ad_ = {addr}",
                 *([] if now else _TICK),
                 f"{dst} = int(0)",
-                "if ad_ >= 0xC000 and ad_ < 0xE000:",
+                "if ad_ >= 0xC000 and ad_ < wram_end:",
                 f"    {dst} = int(m.wram[i, ad_ - 0xC000])",
-                "elif ad_ >= 0x4000 and ad_ < 0x8000:",
+                "elif ad_ >= 0x4000 and ad_ < rom_end:",
                 f"    {dst} = int(m.rom[rom1 + ad_ - 0x4000])",
-                "elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):",
+                "elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):",
                 f"    {dst} = int(m.rom[rom0 + ad_])",
                 "elif ad_ >= 0xFF80 and ad_ < 0xFFFF:",
                 f"    {dst} = int(m.hram[i, ad_ - 0xFF00])",
                 "else:",
                 f"    {_SLOW_BEFORE}",
-                f"    {dst} = peek(i, m, ad_)",
+                f"    {dst} = cpu_read(i, m, ad_)",
                 *["    " + s for s in _SLOW_AFTER],
             ]
             out += [pad + s for s in block]
@@ -843,13 +871,13 @@ def _expand_bus(lines: list[str]) -> list[str]:
                 f"ad_ = {addr}",
                 f"wv_ = ({val}) & 0xFF",
                 *_TICK,
-                "if ad_ >= 0xC000 and ad_ < 0xE000:",
+                "if ad_ >= 0xC000 and ad_ < wram_end:",
                 "    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)",
                 "elif ad_ >= 0xFF80 and ad_ < 0xFFFF:",
                 "    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)",
                 "else:",
                 f"    {_SLOW_BEFORE}",
-                "    poke(i, m, ad_, wv_)",
+                "    cpu_write(i, m, ad_, wv_)",
                 *["    " + s for s in _SLOW_AFTER],
             ]
             out += [pad + s for s in block]

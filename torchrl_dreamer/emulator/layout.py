@@ -19,7 +19,7 @@ _NAMES = [
     # PPU
     "PPU_DOT", "PPU_NEXT", "LINE", "MODE", "STAT_EN", "STAT_LINE", "WIN_LINE", "FRAME_DONE", "PACK",
     # serial, DMA, joypad
-    "SER_CNT", "SER_N", "DMA_CNT", "JOY",
+    "SER_CNT", "SER_N", "DMA_END", "DMA_SRC", "DMA_PREV_END", "DMA_PREV_SRC", "DMA_COPY", "JOY",
     # cartridge mapper
     "MBC", "ROM_MASK", "RAM_SIZE", "ROM_OFF0", "ROM_OFF1", "RAM_BANK", "RAM_EN", "BANK1", "BANK2",
     "MBC_MODE", "RTC_S", "RTC_M", "RTC_H", "RTC_DL", "RTC_DH", "RTC_LS", "RTC_LM", "RTC_LH",
@@ -76,7 +76,11 @@ S_FRAME_DONE = wp.constant(FIELDS["FRAME_DONE"])
 S_PACK = wp.constant(FIELDS["PACK"])
 S_SER_CNT = wp.constant(FIELDS["SER_CNT"])
 S_SER_N = wp.constant(FIELDS["SER_N"])
-S_DMA_CNT = wp.constant(FIELDS["DMA_CNT"])
+S_DMA_END = wp.constant(FIELDS["DMA_END"])
+S_DMA_SRC = wp.constant(FIELDS["DMA_SRC"])
+S_DMA_PREV_END = wp.constant(FIELDS["DMA_PREV_END"])
+S_DMA_PREV_SRC = wp.constant(FIELDS["DMA_PREV_SRC"])
+S_DMA_COPY = wp.constant(FIELDS["DMA_COPY"])
 S_JOY = wp.constant(FIELDS["JOY"])
 S_MBC = wp.constant(FIELDS["MBC"])
 S_ROM_MASK = wp.constant(FIELDS["ROM_MASK"])

@@ -381,7 +381,9 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
         base = p.dma["source"] << 8
         for k in range(p.dma["index"], 0xA0):
             oam[k] = _peek_state(p, rom_bytes, cart, base + k)
-        put("DMA_CNT", 4 * (0xA0 - p.dma["index"]) + 4)
+        # the remaining bytes, one per M-cycle from the next one (DMA_END: see dma.py)
+        put("DMA_END", 4 * (0xA0 - p.dma["index"]) + 4)
+        put("DMA_SRC", base)
 
     joy = ((~p.joypad["standard"]) & 0xF) | (((~p.joypad["directional"]) & 0xF) << 4)
     put("JOY", joy)

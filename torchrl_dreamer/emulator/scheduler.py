@@ -15,10 +15,12 @@ import warp as wp
 
 from torchrl_dreamer.emulator.apu import apu_advance
 from torchrl_dreamer.emulator.dma import dma_advance
+from torchrl_dreamer.emulator.interrupts import pending_irqs
 from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_advance, ppu_next_event
+from torchrl_dreamer.emulator.registers import IRQ_STAT, IRQ_VBLANK
 from torchrl_dreamer.emulator.serial import serial_advance, serial_next_event
 from torchrl_dreamer.emulator.timer import timer_advance, timer_next_event
 
@@ -61,12 +63,39 @@ def sync(i: int, m: Mem):
 
 @wp.func(inline=True)
 def halt_advance(i: int, m: Mem):
-    """While halted: jump straight to the next event (no per-M-cycle spinning)."""
+    """While halted: jump straight to the next event (no per-M-cycle spinning).
+
+    The halted CPU still runs on the M-cycle grid (the lazy origin stays on it: ``CLK`` is a
+    multiple of 4 at every sync), so time advances to the end of the M-cycle holding the next
+    event. If an interrupt is now requested, :func:`halt_wake_in_event_cycle` says whether that
+    M-cycle already counts as the dispatch's first (the opcode fetch for a running CPU):
+    ``CLK`` = -4 after the call tells the kernel so.
+    """
     n = m.st[i, S_NEXT]
     if n < 4:
         n = 4
-    m.st[i, S_CLK] = n
+    w = (n + 3) & ~3
+    m.st[i, S_CLK] = w
     sync(i, m)
+    if halt_wake_in_event_cycle(pending_irqs(i, m), w != n):
+        m.st[i, S_CLK] = -4
+
+
+@wp.func
+def halt_wake_in_event_cycle(pending: int, mid_cycle: bool) -> bool:
+    """Whether a halted CPU takes interrupt ``pending`` as early as a running CPU would.
+
+    DMG hardware facts: a VBlank or STAT interrupt reaches its handler exactly as it would after
+    a run of NOPs (mooneye halt_ime1_timing2-GS, di_timing-GS; the ppu/intr_* tests sync to STAT
+    with HALT); a timer interrupt, raised on an M-cycle boundary, one M-cycle later than that
+    (gbmicrotest int_timer_halt_div_a/b vs int_timer_nops_div_a/b). So the PPU's interrupts are
+    seen by the halted CPU in the M-cycle that raises them, as is any interrupt raised strictly
+    inside an M-cycle; the other sources (timer, serial, joypad: clocked on M-cycle boundaries)
+    wake it one M-cycle later.
+    """
+    if pending == 0:
+        return False
+    return mid_cycle or (pending & (IRQ_VBLANK | IRQ_STAT)) != 0
 
 
 @wp.func(inline=False)
