@@ -3,14 +3,15 @@
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.bus import Mem, peek, poke
+from torchrl_dreamer.emulator.bus import Mem, cpu_read, cpu_write, peek, poke
 from torchrl_dreamer.emulator.joypad import set_joypad
-from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
+from torchrl_dreamer.emulator.ppu import ppu_poll
+from torchrl_dreamer.emulator.registers import IRQ_MASK, R_DIV, R_IE, R_IF, R_LY, R_STAT
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, sync
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
     S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED, S_CLK, S_NEXT,
-    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES, S_LINE, S_PPU_DOT, S_STAT_EN,
+    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES,
 )
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 1})
@@ -209,7 +210,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -229,7 +230,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -258,7 +259,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             op = int(m.hram[i, ad_ - 0xFF00])
         else:
             m.st[i, S_CLK] = clk
-            op = peek(i, m, ad_)
+            op = cpu_read(i, m, ad_)
             clk = m.st[i, S_CLK]
             nxt = m.st[i, S_NEXT]
             dirty = 1
@@ -298,7 +299,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 n_ = int(m.hram[i, ad_ - 0xFF00])
             else:
                 m.st[i, S_CLK] = clk
-                n_ = peek(i, m, ad_)
+                n_ = cpu_read(i, m, ad_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -324,7 +325,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     hi_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
+                    hi_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -358,7 +359,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -412,7 +413,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -431,7 +432,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -470,7 +471,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         a = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
+                        a = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -540,7 +541,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -622,7 +623,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         a = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
+                        a = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -681,35 +682,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                         pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
                                         kk_ = (nxt - clk - 1) // 32
                                         if (ime == 0 or pn_ == 0) and kk_ > 0:
-                                            dt_ = m.st[i, S_PPU_DOT] + clk + 12
-                                            lx_ = m.st[i, S_LINE] + dt_ // 456
-                                            dx_ = dt_ % 456
-                                            lcd_ = int(m.hram[i, R_LCDC]) & LCDC_ON
-                                            lyc_ = int(m.hram[i, R_LYC])
-                                            v_ = int(0)
-                                            end_ = int(456)
-                                            if rg_ == R_LY:
-                                                if lcd_ != 0:
-                                                    v_ = lx_
-                                            else:
-                                                v_ = 0x80 | m.st[i, S_STAT_EN]
-                                                if lcd_ != 0:
-                                                    if lx_ >= 144:
-                                                        v_ = v_ | 1
-                                                    elif dx_ < 80:
-                                                        v_ = v_ | 2
-                                                        end_ = 80
-                                                    elif dx_ < 252:
-                                                        v_ = v_ | 3
-                                                        end_ = 252
-                                                    if lx_ == lyc_:
-                                                        v_ = v_ | 4
-                                                elif lyc_ == 0:
-                                                    v_ = v_ | 4
-                                            if lcd_ != 0:
-                                                kl_ = (end_ - dx_ - 1) // 32 + 1
-                                                if kl_ < kk_:
-                                                    kk_ = kl_
+                                            pv_ = ppu_poll(i, m, rg_, clk + 12)
+                                            v_ = pv_ & 0xFF
+                                            kl_ = ((pv_ >> 8) - 1) // 32 + 1
+                                            if kl_ < kk_:
+                                                kk_ = kl_
                                             ko_ = 7
                                             if ak_ == 0xE6:
                                                 ko_ = 4
@@ -795,7 +772,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -857,35 +834,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                         pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
                                         kk_ = (nxt - clk - 1) // 32
                                         if (ime == 0 or pn_ == 0) and kk_ > 0:
-                                            dt_ = m.st[i, S_PPU_DOT] + clk + 12
-                                            lx_ = m.st[i, S_LINE] + dt_ // 456
-                                            dx_ = dt_ % 456
-                                            lcd_ = int(m.hram[i, R_LCDC]) & LCDC_ON
-                                            lyc_ = int(m.hram[i, R_LYC])
-                                            v_ = int(0)
-                                            end_ = int(456)
-                                            if rg_ == R_LY:
-                                                if lcd_ != 0:
-                                                    v_ = lx_
-                                            else:
-                                                v_ = 0x80 | m.st[i, S_STAT_EN]
-                                                if lcd_ != 0:
-                                                    if lx_ >= 144:
-                                                        v_ = v_ | 1
-                                                    elif dx_ < 80:
-                                                        v_ = v_ | 2
-                                                        end_ = 80
-                                                    elif dx_ < 252:
-                                                        v_ = v_ | 3
-                                                        end_ = 252
-                                                    if lx_ == lyc_:
-                                                        v_ = v_ | 4
-                                                elif lyc_ == 0:
-                                                    v_ = v_ | 4
-                                            if lcd_ != 0:
-                                                kl_ = (end_ - dx_ - 1) // 32 + 1
-                                                if kl_ < kk_:
-                                                    kk_ = kl_
+                                            pv_ = ppu_poll(i, m, rg_, clk + 12)
+                                            v_ = pv_ & 0xFF
+                                            kl_ = ((pv_ >> 8) - 1) // 32 + 1
+                                            if kl_ < kk_:
+                                                kk_ = kl_
                                             ko_ = 7
                                             if ak_ == 0xE6:
                                                 ko_ = 4
@@ -984,7 +937,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         a = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
+                        a = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1045,35 +998,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                         pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
                                         kk_ = (nxt - clk - 1) // 32
                                         if (ime == 0 or pn_ == 0) and kk_ > 0:
-                                            dt_ = m.st[i, S_PPU_DOT] + clk + 12
-                                            lx_ = m.st[i, S_LINE] + dt_ // 456
-                                            dx_ = dt_ % 456
-                                            lcd_ = int(m.hram[i, R_LCDC]) & LCDC_ON
-                                            lyc_ = int(m.hram[i, R_LYC])
-                                            v_ = int(0)
-                                            end_ = int(456)
-                                            if rg_ == R_LY:
-                                                if lcd_ != 0:
-                                                    v_ = lx_
-                                            else:
-                                                v_ = 0x80 | m.st[i, S_STAT_EN]
-                                                if lcd_ != 0:
-                                                    if lx_ >= 144:
-                                                        v_ = v_ | 1
-                                                    elif dx_ < 80:
-                                                        v_ = v_ | 2
-                                                        end_ = 80
-                                                    elif dx_ < 252:
-                                                        v_ = v_ | 3
-                                                        end_ = 252
-                                                    if lx_ == lyc_:
-                                                        v_ = v_ | 4
-                                                elif lyc_ == 0:
-                                                    v_ = v_ | 4
-                                            if lcd_ != 0:
-                                                kl_ = (end_ - dx_ - 1) // 32 + 1
-                                                if kl_ < kk_:
-                                                    kk_ = kl_
+                                            pv_ = ppu_poll(i, m, rg_, clk + 12)
+                                            v_ = pv_ & 0xFF
+                                            kl_ = ((pv_ >> 8) - 1) // 32 + 1
+                                            if kl_ < kk_:
+                                                kk_ = kl_
                                             ko_ = 7
                                             if ak_ == 0xE6:
                                                 ko_ = 4
@@ -1157,7 +1086,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1195,7 +1124,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         v_ = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
+                        v_ = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1216,7 +1145,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1241,7 +1170,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         v_ = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
+                        v_ = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1262,7 +1191,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1283,7 +1212,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1313,35 +1242,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                         pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
                                         kk_ = (nxt - clk - 1) // 32
                                         if (ime == 0 or pn_ == 0) and kk_ > 0:
-                                            dt_ = m.st[i, S_PPU_DOT] + clk + 12
-                                            lx_ = m.st[i, S_LINE] + dt_ // 456
-                                            dx_ = dt_ % 456
-                                            lcd_ = int(m.hram[i, R_LCDC]) & LCDC_ON
-                                            lyc_ = int(m.hram[i, R_LYC])
-                                            v_ = int(0)
-                                            end_ = int(456)
-                                            if rg_ == R_LY:
-                                                if lcd_ != 0:
-                                                    v_ = lx_
-                                            else:
-                                                v_ = 0x80 | m.st[i, S_STAT_EN]
-                                                if lcd_ != 0:
-                                                    if lx_ >= 144:
-                                                        v_ = v_ | 1
-                                                    elif dx_ < 80:
-                                                        v_ = v_ | 2
-                                                        end_ = 80
-                                                    elif dx_ < 252:
-                                                        v_ = v_ | 3
-                                                        end_ = 252
-                                                    if lx_ == lyc_:
-                                                        v_ = v_ | 4
-                                                elif lyc_ == 0:
-                                                    v_ = v_ | 4
-                                            if lcd_ != 0:
-                                                kl_ = (end_ - dx_ - 1) // 32 + 1
-                                                if kl_ < kk_:
-                                                    kk_ = kl_
+                                            pv_ = ppu_poll(i, m, rg_, clk + 12)
+                                            v_ = pv_ & 0xFF
+                                            kl_ = ((pv_ >> 8) - 1) // 32 + 1
+                                            if kl_ < kk_:
+                                                kk_ = kl_
                                             ko_ = 7
                                             if ak_ == 0xE6:
                                                 ko_ = 4
@@ -1440,7 +1345,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         a = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
+                        a = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1510,7 +1415,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         v_ = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
+                        v_ = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1545,7 +1450,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -1575,7 +1480,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     v_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    v_ = peek(i, m, ad_)
+                    v_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1611,7 +1516,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1631,7 +1536,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1663,7 +1568,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1683,7 +1588,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
             else:
                 m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
+                cpu_write(i, m, ad_, wv_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1709,7 +1614,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 lo_ = int(m.hram[i, ad_ - 0xFF00])
             else:
                 m.st[i, S_CLK] = clk
-                lo_ = peek(i, m, ad_)
+                lo_ = cpu_read(i, m, ad_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1733,7 +1638,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 hi_ = int(m.hram[i, ad_ - 0xFF00])
             else:
                 m.st[i, S_CLK] = clk
-                hi_ = peek(i, m, ad_)
+                hi_ = cpu_read(i, m, ad_)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
                 dirty = 1
@@ -1779,7 +1684,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1799,7 +1704,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1834,7 +1739,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     lo_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
+                    lo_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1858,7 +1763,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     hi_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
+                    hi_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1920,7 +1825,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     lo_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
+                    lo_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1944,7 +1849,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     hi_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
+                    hi_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -1997,7 +1902,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         v_ = int(m.hram[i, ad_ - 0xFF00])
                     else:
                         m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
+                        v_ = cpu_read(i, m, ad_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -2044,7 +1949,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                     else:
                         m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
+                        cpu_write(i, m, ad_, wv_)
                         clk = m.st[i, S_CLK]
                         nxt = m.st[i, S_NEXT]
                         dirty = 1
@@ -2094,7 +1999,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     lo_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
+                    lo_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2118,7 +2023,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     hi_ = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
+                    hi_ = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2168,7 +2073,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2189,7 +2094,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2238,7 +2143,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
                 else:
                     m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
+                    cpu_write(i, m, ad_, wv_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2269,7 +2174,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     a = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
+                    a = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2294,7 +2199,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     a = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
+                    a = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -2353,7 +2258,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     a = int(m.hram[i, ad_ - 0xFF00])
                 else:
                     m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
+                    a = cpu_read(i, m, ad_)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1

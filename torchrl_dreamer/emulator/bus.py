@@ -17,11 +17,12 @@ import warp as wp
 
 from torchrl_dreamer.emulator.dma import dma_active
 from torchrl_dreamer.emulator.io import io_read, io_write
-from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_ROM_OFF0, S_ROM_OFF1
+from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_ROM_OFF0, S_ROM_OFF1
 from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.ppu import oam_read_blocked, oam_write_blocked, vram_blocked
 
-__all__ = ["Mem", "peek", "poke"]
+__all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write"]
 
 
 @wp.func
@@ -63,3 +64,33 @@ def poke(i: int, m: Mem, addr: int, v: int):
         m.oam[i, addr - 0xFE00] = wp.uint8(v)
     elif addr >= 0xFF00:
         io_write(i, m, addr - 0xFF00, v)
+
+
+@wp.func
+def cpu_read(i: int, m: Mem, addr: int) -> int:
+    """A CPU read: :func:`peek`, except that VRAM in mode 3 and OAM in modes 2 and 3 read FF
+    (see :func:`.ppu.vram_blocked`, :func:`.ppu.oam_read_blocked`).
+
+    The PPU has not caught up (``CLK`` T-cycles are pending), so the mode is computed for the
+    current cycle from the dot counter (:mod:`.ppu`). The host's memory view uses :func:`peek`.
+    """
+    if addr >= 0x8000 and addr < 0xA000:
+        if vram_blocked(i, m, m.st[i, S_CLK], True):
+            return 0xFF
+    elif addr >= 0xFE00 and addr < 0xFEA0:
+        if oam_read_blocked(i, m, m.st[i, S_CLK]):
+            return 0xFF
+    return peek(i, m, addr)
+
+
+@wp.func
+def cpu_write(i: int, m: Mem, addr: int, v: int):
+    """A CPU write: :func:`poke`, except that writes to VRAM in mode 3 and to OAM while the PPU
+    scans or draws are dropped (see :func:`.ppu.oam_write_blocked`)."""
+    if addr >= 0x8000 and addr < 0xA000:
+        if vram_blocked(i, m, m.st[i, S_CLK], False):
+            return
+    elif addr >= 0xFE00 and addr < 0xFEA0:
+        if oam_write_blocked(i, m, m.st[i, S_CLK]):
+            return
+    poke(i, m, addr, v)

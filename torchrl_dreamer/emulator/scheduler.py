@@ -57,12 +57,25 @@ def sync(i: int, m: Mem):
 
 @wp.func(inline=True)
 def halt_advance(i: int, m: Mem):
-    """While halted: jump straight to the next event (no per-M-cycle spinning)."""
+    """While halted: jump straight to the M-cycle of the next event (no per-M-cycle spinning).
+
+    The CPU wakes at M-cycle granularity. An event on an M-cycle boundary (timer, VBlank) is
+    seen when that M-cycle ends, so the wake-up fetch is the next M-cycle; an event strictly
+    inside an M-cycle (the PPU's STAT interrupt points, 1 dot before the STAT bits change) wakes
+    the CPU within it, and that M-cycle is the wake-up fetch: ``CLK`` is then left 4 T-cycles
+    behind the caught-up clock, so the kernel's fetch ends exactly there. This is how a halted
+    CPU reaches a STAT handler in the same M-cycle as a running one (mooneye intr_2_0_timing vs
+    hblank_ly_scx_timing) but a timer handler one M-cycle later (gbmicrotest int_timer_halt).
+    """
+    c = m.st[i, S_CLK]
     n = m.st[i, S_NEXT]
-    if n < 4:
-        n = 4
-    m.st[i, S_CLK] = n
+    t = c + 4 * ((n - c + 3) // 4)
+    if t < c + 4:
+        t = c + 4
+    m.st[i, S_CLK] = t
     sync(i, m)
+    if t != n and n > c:
+        m.st[i, S_CLK] = -4
 
 
 @wp.func(inline=False)

@@ -29,7 +29,7 @@ from torchrl_dreamer.emulator import layout
 
 __all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 """Current savestate format version (bump when the layout changes)."""
 STATE_MAGIC = b"TRDGBST\x00"
 """First 8 bytes of a serialised savestate."""
