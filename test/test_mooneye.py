@@ -40,7 +40,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "acceptance/oam_dma_restart.gb": "OAM DMA restart",
     "acceptance/oam_dma_start.gb": "OAM DMA start delay",
     "acceptance/oam_dma_timing.gb": "OAM DMA timing",
-    "acceptance/ppu/intr_2_mode0_timing_sprites.gb": "mode 3 object penalties (Pan Docs formula is not exact)",
     "acceptance/push_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
     "acceptance/ret_cc_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",
     "acceptance/ret_timing.gb": "CPU memory-access timing (needs cycle-accurate OAM DMA)",

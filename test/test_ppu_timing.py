@@ -176,3 +176,107 @@ start:  ld sp, $DFFF
 """
     ly, iflag = run(src)[:2]
     assert ly == 144 and iflag & 1  # the VBlank request is already there
+
+
+def mode3_probe(k: int, xs: tuple[int, ...] = (), scx: int = 0, window: bool = False) -> int:
+    """STAT mode read ``k`` NOPs into the handler of line $42's mode 2 interrupt, with objects at
+    X = ``xs`` on that line (and the window from WX=7 / WY=0 when ``window``)."""
+    objs = "\n".join(f"        ld a, $52\n        ld [hl+], a\n        ld a, {x}\n        ld [hl+], a\n"
+                     "        xor a\n        ld [hl+], a\n        ld [hl+], a" for x in xs)
+    lcdc = 0x93 | (0x20 if window else 0)
+    src = f"""
+        org $0048
+handler:
+{nop_lines(k)}
+        ld a, [hl]
+        and 3
+        ld [$C000], a
+.stop:  jr .stop
+        org $0150
+start:  ld sp, $DFFF
+{WAIT_VBLANK}
+        xor a
+        ldh [$40], a
+        ldh [$4A], a
+        ld hl, $FE00
+        ld b, 160
+.clr:   ld [hl+], a
+        dec b
+        jr nz, .clr
+        ld hl, $FE00
+{objs}
+        ld a, 7
+        ldh [$4B], a
+        ld a, {scx}
+        ldh [$43], a
+        ld a, {lcdc}
+        ldh [$40], a
+        ld a, $20
+        ldh [$41], a
+        ld a, $02
+        ldh [$FF], a
+        ld hl, $FF41
+.wl:    ldh a, [$44]
+        cp $41
+        jr nz, .wl
+        xor a
+        ldh [$0F], a
+        ei
+        halt
+        nop
+.spin:  jr .spin
+"""
+    return run(src)[0]
+
+
+# (objects' X, SCX, window, NOPs at which mode 0 is first seen). The handler's read ends
+# 4 * (k + 7) dots into the line; mode 0 shows from dot 81 + 172 + penalties.
+MODE3_CASES = [
+    ((), 0, False, 57),
+    ((), 3, False, 57),  # 256: still within the same M-cycle
+    ((), 4, False, 58),  # SCX fine scroll 4: 257
+    ((), 0, True, 58),  # window: +6
+    ((4,), 0, False, 58),  # one object, offset 4 in its tile: 6 + 1
+    ((3,), 0, False, 59),  # offset 3: 6 + 2
+    ((0,) * 10, 0, False, 73),  # ten objects on one tile: 10 * 6 + 5
+    (tuple(range(0, 80, 8)), 0, False, 84),  # ten objects on ten tiles: 10 * 11
+    ((168,) * 10, 0, False, 57),  # X >= 168: not fetched
+]
+
+
+@pytest.mark.parametrize("xs,scx,window,k", MODE3_CASES)
+def test_mode3_length_follows_scroll_window_and_objects(xs, scx, window, k):
+    assert mode3_probe(k - 1, xs, scx, window) == 3
+    assert mode3_probe(k, xs, scx, window) == 0
+
+
+def test_line_153_reads_ly_0_and_matches_lyc_0():
+    # sample LY and STAT every 14 M-cycles (56 dots) from LY 152 on: line 153 shows LY 153 in no more than
+    # one sample (LY reads 0 after its first M-cycle), then LY 0 in mode 1 with LY=LYC (LYC=0)
+    src = """
+start:  ld sp, $DFFF
+        xor a
+        ldh [$45], a
+.w:     ldh a, [$44]
+        cp 152
+        jr nz, .w
+        ld hl, $C100
+        ld b, 128
+.loop:  ldh a, [$44]
+        ld [hl+], a
+        ldh a, [$41]
+        ld [hl+], a
+        dec b
+        jr nz, .loop
+.spin:  jr .spin
+"""
+    gb = GameBoy(build_rom(assemble(src), title="PPUT"), check_header=False)
+    gb.run_frames(3)
+    raw = gb.read_memory(0xC100, 256)[0].tolist()
+    ly, stat = raw[0::2], raw[1::2]
+    assert ly.count(153) <= 1
+    k = max(j for j, v in enumerate(ly) if v == 152) + 1  # first sample on line 153
+    line153 = [(a, s) for a, s in zip(ly[k:], stat[k:])][: 456 // 56]
+    assert all(a in (0, 153) for a, _ in line153)
+    assert all(s & 3 == 1 for _, s in line153)
+    assert any(a == 0 and s & 4 for a, s in line153)

@@ -72,21 +72,26 @@ VBLANK_LINE = wp.constant(144)
 FRAME_LINES = wp.constant(154)
 LAST_LINE = wp.constant(153)
 
-# Hardware line timing (DMG), in dots from the start of a line (where LY changes). Facts from the
-# mooneye acceptance/ppu tests (lcdon_timing, intr_2_*, hblank_ly_scx_timing, intr_1_2_timing)
-# and Pan Docs "Rendering": STAT reads mode 0 and no LY=LYC match for the first 4 dots, mode 2
-# from dot 4, mode 3 from dot 84 for at least 172 dots; every STAT interrupt source rises 1 dot
-# before the STAT bits show it (so a halted CPU wakes in the same M-cycle a running one notices).
-MODE2_DOT = wp.constant(4)  # STAT reads mode 2 (and LY=LYC compares the new LY) from here
-IRQ_LEAD = wp.constant(1)  # STAT interrupt sources change this many dots before the STAT bits
-LINE_IRQ_DOT = wp.constant(3)  # MODE2_DOT - IRQ_LEAD: the mode 2 / LY=LYC interrupt point
-MODE3_DOT = wp.constant(84)  # mode 3 (drawing) starts
+# Hardware line timing (DMG), in dots from the start of a line (where LY changes), in the frame
+# of the dot counter: a CPU access that ends its M-cycle at dot ``t`` sees every change at a dot
+# <= ``t`` (accesses fall on every 4th dot). Facts from the mooneye acceptance/ppu tests
+# (lcdon_timing, lcdon_write_timing, intr_2_*, intr_2_mode0_timing_sprites, hblank_ly_scx_timing,
+# intr_1_2_timing, vblank_stat_intr) and Pan Docs "Rendering": STAT shows mode 2 (and LY=LYC
+# compares the new LY) from dot 1, mode 3 from dot 81 for 172 dots plus penalties; every STAT
+# interrupt source rises 2 dots after the STAT bits change in this frame (intr_2_0_timing and
+# hblank_ly_scx_timing against intr_2_mode0_timing(_sprites)), so the mode 2 point (dot 3) and the
+# mode 0 point fall strictly inside an M-cycle, where a halted CPU wakes in that same M-cycle.
+MODE2_DOT = wp.constant(1)  # STAT reads mode 2 (and LY=LYC compares the new LY) from here
+IRQ_LAG = wp.constant(2)  # STAT interrupt sources change this many dots after the STAT bits
+LINE_IRQ_DOT = wp.constant(3)  # MODE2_DOT + IRQ_LAG: the mode 2 / LY=LYC interrupt point
+MODE3_DOT = wp.constant(81)  # mode 3 (drawing) starts
 MODE3_DOTS = wp.constant(172)  # shortest mode 3: no fine scroll, window or objects
+VRAM_READ_LEAD = wp.constant(4)  # CPU reads of VRAM are blocked this many dots before mode 3
 LCD_ON_DOT = wp.constant(4)  # dot counter when the LCD is switched on: line 0 is 4 dots short
-LY153_DOTS = wp.constant(4)  # line 153 reads LY 153 for 4 dots, then LY 0
-LYC153_END = wp.constant(8)  # line 153 compares LYC with 153 on dots 4-7 ...
-LYC0_DOT = wp.constant(12)  # ... and with 0 from dot 12 on
-LYC0_IRQ_DOT = wp.constant(11)  # LYC0_DOT - IRQ_LEAD
+LY153_DOTS = wp.constant(1)  # line 153 reads LY 153 until here, then LY 0 (one M-cycle's read)
+LYC153_END = wp.constant(5)  # line 153 compares LYC with 153 on dots 1-4 ...
+LYC0_DOT = wp.constant(9)  # ... and with 0 from dot 9 on
+LYC0_IRQ_DOT = wp.constant(11)  # LYC0_DOT + IRQ_LAG
 OBJ_LIMIT = wp.constant(10)  # objects per line
 
 # PyBoy's timing (``PYBOY_TIMING``): modes 2/3/0 at dots 0/80/252 and interrupts with the bits.
@@ -121,7 +126,8 @@ def obj_penalty(i: int, m: Mem, line: int, scx: int) -> int:
 
     The OAM scan picks the first 10 objects covering the line; each one with X < 168 costs 6 dots,
     plus ``5 - min(5, offset)`` for the first object on a background tile, where ``offset`` is
-    the object's position within that tile (``(X + SCX) mod 8``); an object at X = 0 costs 11.
+    the object's position within that tile (``(X + SCX) mod 8``; 0 for an object at X = 0).
+    This fits every case of mooneye intr_2_mode0_timing_sprites.
     ``masks[k]`` holds the tiles having an object at offset <= k, so a tile's extra cost
     ``5 - min offset`` is the number of masks it is in.
     """
@@ -144,11 +150,11 @@ def obj_penalty(i: int, m: Mem, line: int, scx: int) -> int:
             if line >= y and line < y + h:
                 n = n + 1
                 x = int(m.oam[i, 4 * k + 1])
-                if x == 0:
-                    pen = pen + 11
-                elif x < 168:
+                if x < 168:
                     pen = pen + 6
                     px = x + (scx & 7)
+                    if x == 0:
+                        px = 0  # 8 pixels off-screen: always the full 5-dot tile wait
                     bit = 1 << (px >> 3)
                     off = px & 7
                     if off <= 0:
@@ -218,8 +224,8 @@ def stat_mode_at(i: int, m: Mem, line: int, dot: int) -> int:
 
 @wp.func
 def ly_at(i: int, m: Mem, line: int, dot: int) -> int:
-    """LY at (``line``, ``dot``): line 153 reads 0 after its first 4 dots (PyBoy: LY counts up 4
-    dots before a visible line ends)."""
+    """LY at (``line``, ``dot``): line 153 reads 0 from dot 1 (a read in its first M-cycle still
+    sees 153; PyBoy: LY counts up 4 dots before a visible line ends)."""
     if pyboy(i, m):
         if line < VBLANK_LINE and dot >= LINE_DOTS - 4:
             return line + 1
@@ -233,8 +239,9 @@ def ly_at(i: int, m: Mem, line: int, dot: int) -> int:
 def lyc_cmp_at(i: int, m: Mem, line: int, dot: int) -> int:
     """The LY value the LY=LYC flag compares at (``line``, ``dot``); -1: no match possible.
 
-    The comparison uses the new LY only from dot 4 of a line (line 0: at once); on line 153 it
-    sees 153 on dots 4-7 and 0 from dot 12 (LY=LYC can match 0 twice per frame).
+    The comparison uses the new LY only from dot 1 of a line (line 0: at once), so a read in a
+    line's first M-cycle sees no match; on line 153 it sees 153 on dots 1-4 and 0 from dot 9
+    (LY=LYC matches 0 on line 153 and on line 0).
     """
     if pyboy(i, m):
         return line
@@ -333,10 +340,10 @@ def visible_at(i: int, m: Mem, ahead: int) -> int:
 @wp.func
 def vram_blocked(i: int, m: Mem, ahead: int, read: bool) -> bool:
     """The CPU cannot access VRAM ``ahead`` dots from now (reads give FF, writes are dropped):
-    mode 3, and for reads already the last 4 dots of mode 2 (lcdon_timing); on the line the LCD
+    mode 3, and for reads already the last M-cycle of mode 2 (lcdon_timing); on the line the LCD
     was switched on, mode 3 only."""
     dot = visible_at(i, m, ahead)
-    if dot < MODE3_DOT - 4:
+    if dot < MODE3_DOT - VRAM_READ_LEAD:
         return False
     if dot < MODE3_DOT:
         return read and m.st[i, S_MODE] != PH_LCDON
@@ -346,8 +353,8 @@ def vram_blocked(i: int, m: Mem, ahead: int, read: bool) -> bool:
 
 @wp.func
 def oam_read_blocked(i: int, m: Mem, ahead: int) -> bool:
-    """OAM reads give FF from the start of a line (mode 2, and its first 4 dots that STAT shows
-    as mode 0) to the end of mode 3; on the line the LCD was switched on, in mode 3 only."""
+    """OAM reads give FF from the start of a line (mode 2, and its first M-cycle, where STAT
+    still shows mode 0) to the end of mode 3; on the line the LCD was switched on, in mode 3 only."""
     dot = visible_at(i, m, ahead)
     if dot < 0:
         return False
@@ -359,12 +366,12 @@ def oam_read_blocked(i: int, m: Mem, ahead: int) -> bool:
 
 @wp.func
 def oam_write_blocked(i: int, m: Mem, ahead: int) -> bool:
-    """OAM writes are dropped in mode 2 (dots 4-79) and mode 3, but pass on dots 0-3 and 80-83
-    of a line (lcdon_write_timing); on the line the LCD was switched on, in mode 3 only."""
+    """OAM writes are dropped in mode 2 and mode 3, but pass in the first M-cycle of a line and
+    in the last M-cycle before mode 3 (lcdon_write_timing); on the line the LCD was switched on, in mode 3 only."""
     dot = visible_at(i, m, ahead)
     if dot < MODE2_DOT:
         return False
-    if dot < MODE3_DOT - 4:
+    if dot < MODE3_DOT - VRAM_READ_LEAD:
         return m.st[i, S_MODE] != PH_LCDON
     if dot < MODE3_DOT:
         return False
@@ -390,7 +397,7 @@ def irq_mode(i: int, m: Mem) -> int:
 
 @wp.func
 def irq_lyc(i: int, m: Mem) -> int:
-    """The LY value the LY=LYC interrupt source compares now (-1: none), IRQ_LEAD ahead of
+    """The LY value the LY=LYC interrupt source compares now (-1: none), IRQ_LAG behind
     :func:`lyc_cmp_at`."""
     line = m.st[i, S_LINE]
     if pyboy(i, m) or line == 0:
@@ -468,7 +475,7 @@ def observed(i: int, m: Mem) -> bool:
 
 @wp.func
 def mode0_irq_dot(i: int, m: Mem, line: int) -> int:
-    """Dot of the mode 0 interrupt (and of drawing the line): IRQ_LEAD before mode 0 shows.
+    """Dot of the mode 0 interrupt (and of drawing the line): IRQ_LAG after mode 0 shows.
 
     PyBoy: 252, or 256 with a fine scroll (mid-line SCX writes then land as in PyBoy).
     """
@@ -476,7 +483,7 @@ def mode0_irq_dot(i: int, m: Mem, line: int) -> int:
         if (int(m.hram[i, R_SCX]) & 7) != 0:
             return PYBOY_MODE0_DOT + 4
         return PYBOY_MODE0_DOT
-    return mode3_end(i, m, line) - IRQ_LEAD
+    return mode3_end(i, m, line) + IRQ_LAG
 
 
 @wp.func
@@ -575,7 +582,7 @@ def ppu_event(i: int, m: Mem):
     """Advance the PPU state machine to its next phase (see the ``PH_*`` phases).
 
     Hardware timing, visible line: dot 0 LY changes (PH_START), dot 3 mode 2 / LY=LYC
-    interrupt point (PH_OAM), dot 84 mode 3 (PH_DRAW), :func:`mode0_irq_dot` mode 0 interrupt and
+    interrupt point (PH_OAM), dot 81 mode 3 (PH_DRAW), :func:`mode0_irq_dot` mode 0 interrupt and
     the line is drawn (PH_HBLANK), dot 456 next line. The internal line counter keeps running
     while the LCD is off (so frames still end every 70224 T-cycles), but LY then reads 0 and no
     interrupts or pixels are produced.
@@ -587,10 +594,12 @@ def ppu_event(i: int, m: Mem):
         if on:
             line_irq_point(i, m, line)
         else:
+            # LCD off: nothing to observe until the frame ends (VBlank start, frame wrap)
             m.st[i, S_MODE] = PH_VBLANK
-            m.st[i, S_PPU_NEXT] = LINE_DOTS
+            m.st[i, S_PPU_NEXT] = LINE_DOTS * (FRAME_LINES - line)
             if line < VBLANK_LINE:
                 m.st[i, S_MODE] = PH_COARSE
+                m.st[i, S_PPU_NEXT] = LINE_DOTS * (VBLANK_LINE - line)
         return
     if mode == PH_OAM or mode == PH_LCDON:
         m.st[i, S_MODE] = PH_DRAW

@@ -61,7 +61,7 @@ def halt_advance(i: int, m: Mem):
 
     The CPU wakes at M-cycle granularity. An event on an M-cycle boundary (timer, VBlank) is
     seen when that M-cycle ends, so the wake-up fetch is the next M-cycle; an event strictly
-    inside an M-cycle (the PPU's STAT interrupt points, 1 dot before the STAT bits change) wakes
+    inside an M-cycle (the PPU's STAT interrupt points, see :mod:`.ppu`) wakes
     the CPU within it, and that M-cycle is the wake-up fetch: ``CLK`` is then left 4 T-cycles
     behind the caught-up clock, so the kernel's fetch ends exactly there. This is how a halted
     CPU reaches a STAT handler in the same M-cycle as a running one (mooneye intr_2_0_timing vs
