@@ -128,8 +128,8 @@ def obj_penalty(i: int, m: Mem, line: int, scx: int) -> int:
     plus ``5 - min(5, offset)`` for the first object on a background tile, where ``offset`` is
     the object's position within that tile (``(X + SCX) mod 8``; 0 for an object at X = 0).
     This fits every case of mooneye intr_2_mode0_timing_sprites.
-    ``masks[k]`` holds the tiles having an object at offset <= k, so a tile's extra cost
-    ``5 - min offset`` is the number of masks it is in.
+    Mask ``m<k>`` holds the tiles having an object at offset <= k, so a tile's extra cost
+    ``5 - min offset`` is the number of masks it enters (counted as it enters them).
     """
     lcdc = int(m.hram[i, R_LCDC])
     if (lcdc & LCDC_OBJ_ON) == 0:
@@ -157,19 +157,21 @@ def obj_penalty(i: int, m: Mem, line: int, scx: int) -> int:
                         px = 0  # 8 pixels off-screen: always the full 5-dot tile wait
                     bit = 1 << (px >> 3)
                     off = px & 7
-                    if off <= 0:
+                    if off <= 0 and (m0 & bit) == 0:
                         m0 = m0 | bit
-                    if off <= 1:
+                        pen = pen + 1
+                    if off <= 1 and (m1 & bit) == 0:
                         m1 = m1 | bit
-                    if off <= 2:
+                        pen = pen + 1
+                    if off <= 2 and (m2 & bit) == 0:
                         m2 = m2 | bit
-                    if off <= 3:
+                        pen = pen + 1
+                    if off <= 3 and (m3 & bit) == 0:
                         m3 = m3 | bit
-                    if off <= 4:
+                        pen = pen + 1
+                    if off <= 4 and (m4 & bit) == 0:
                         m4 = m4 | bit
-    for t in range(22):
-        pen = pen + ((m0 >> t) & 1) + ((m1 >> t) & 1) + ((m2 >> t) & 1) + ((m3 >> t) & 1)
-        pen = pen + ((m4 >> t) & 1)
+                        pen = pen + 1
     return pen
 
 
@@ -503,7 +505,12 @@ def ppu_refine(i: int, m: Mem):
     line = m.st[i, S_LINE]
     ph = m.st[i, S_MODE]
     dot = m.st[i, S_PPU_DOT]
-    if line >= VBLANK_LINE:
+    if (not pyboy(i, m) and lcd_on(i, m) and dot < LINE_IRQ_DOT and ph != PH_LCDON
+            and ph != PH_START):
+        # the line-start interrupt point was skipped as quiet (quiet_line_start): restore it
+        m.st[i, S_MODE] = PH_START
+        m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
+    elif line >= VBLANK_LINE:
         if pyboy(i, m) or ph == PH_VBLANK:
             m.st[i, S_PPU_NEXT] = wp.min(vblank_next(i, m, line), LINE_DOTS)
     elif pyboy(i, m):
@@ -519,10 +526,7 @@ def ppu_refine(i: int, m: Mem):
                 m.st[i, S_MODE] = PH_HBLANK
                 m.st[i, S_PPU_NEXT] = LINE_DOTS
     elif ph == PH_COARSE and lcd_on(i, m):
-        if dot < LINE_IRQ_DOT:
-            m.st[i, S_MODE] = PH_START
-            m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
-        elif dot < MODE3_DOT:
+        if dot < MODE3_DOT:
             m.st[i, S_MODE] = PH_OAM
             m.st[i, S_PPU_NEXT] = MODE3_DOT
         else:
@@ -533,6 +537,21 @@ def ppu_refine(i: int, m: Mem):
             else:
                 m.st[i, S_MODE] = PH_HBLANK
                 m.st[i, S_PPU_NEXT] = LINE_DOTS
+
+
+@wp.func
+def quiet_line_start(i: int, m: Mem, line: int) -> bool:
+    """No STAT interrupt source can change at the line-start point (dot 3) of ``line``: no mode
+    source is on, and the LY=LYC source is off or LYC is neither this line nor the one before.
+    The point is then handled at once at dot 0, saving an event (a STAT or LYC write before dot
+    3 brings it back, see :func:`ppu_refine`)."""
+    en = m.st[i, S_STAT_EN]
+    if (en & (STAT_HBLANK | STAT_VBLANK | STAT_OAM)) != 0:
+        return False
+    if (en & STAT_LYC) == 0:
+        return True
+    lyc = int(m.hram[i, R_LYC])
+    return lyc != line and lyc + 1 != line and not (line == 0 and lyc == LAST_LINE)
 
 
 @wp.func(inline=False)
@@ -636,8 +655,11 @@ def ppu_event(i: int, m: Mem):
         elif m.st[i, S_PACK] != 0:
             clear_obs(i, m)
     if not pyboy(i, m):
-        m.st[i, S_MODE] = PH_START
-        m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
+        if on and quiet_line_start(i, m, line):
+            line_irq_point(i, m, line)
+        else:
+            m.st[i, S_MODE] = PH_START
+            m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
         return
     if line < VBLANK_LINE:
         m.st[i, S_MODE] = PH_OAM
