@@ -23,6 +23,7 @@ from torchrl_dreamer.emulator.io import io_read, io_write
 from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_ROM_OFF0, S_ROM_OFF1
 from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write, rtc_needs_sync
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.ppu import oam_read_blocked, oam_write_blocked, vram_blocked
 from torchrl_dreamer.emulator.scheduler import sync
 
 __all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write"]
@@ -72,8 +73,11 @@ def poke(i: int, m: Mem, addr: int, v: int):
 
 @wp.func(inline=False)
 def cpu_read(i: int, m: Mem, addr: int) -> int:
-    """A CPU read at the current cycle (``CLK``): during an OAM DMA, OAM reads 0xFF and a read
-    of the DMA's bus sees the byte the DMA reads (bus conflict, see :mod:`.dma`)."""
+    """A CPU read at the current cycle (``CLK``: the console has not caught up, so DMA and PPU
+    state are computed for that cycle). During an OAM DMA, OAM reads 0xFF and a read of the
+    DMA's bus sees the byte the DMA reads (bus conflict, see :mod:`.dma`); VRAM in mode 3 and
+    OAM in modes 2 and 3 read 0xFF (:func:`.ppu.vram_blocked`, :func:`.ppu.oam_read_blocked`).
+    The host's memory view uses :func:`peek`."""
     t = m.st[i, S_CLK]
     dma_copy_due(i, m, t)
     src = dma_conflict(i, m, addr, t)
@@ -81,15 +85,28 @@ def cpu_read(i: int, m: Mem, addr: int) -> int:
         if addr >= 0xFE00:
             return 0xFF
         return dma_read(i, m, src)
+    if addr >= 0x8000 and addr < 0xA000:
+        if vram_blocked(i, m, t, True):
+            return 0xFF
+    elif addr >= 0xFE00 and addr < 0xFEA0:
+        if oam_read_blocked(i, m, t):
+            return 0xFF
     return peek(i, m, addr)
 
 
 @wp.func(inline=False)
 def cpu_write(i: int, m: Mem, addr: int, v: int):
     """A CPU write at the current cycle (``CLK``): lost if it collides with an OAM DMA (OAM, or
-    the bus the DMA reads from, see :mod:`.dma`)."""
+    the bus the DMA reads from, see :mod:`.dma`), or if it targets VRAM in mode 3 or OAM while
+    the PPU scans or draws (:func:`.ppu.oam_write_blocked`)."""
     t = m.st[i, S_CLK]
     dma_copy_due(i, m, t)
     if dma_conflict(i, m, addr, t) >= 0:
         return
+    if addr >= 0x8000 and addr < 0xA000:
+        if vram_blocked(i, m, t, False):
+            return
+    elif addr >= 0xFE00 and addr < 0xFEA0:
+        if oam_write_blocked(i, m, t):
+            return
     poke(i, m, addr, v)

@@ -403,12 +403,13 @@ from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, 
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
 from torchrl_dreamer.emulator.bus import Mem, cpu_read, cpu_write, peek, poke
 from torchrl_dreamer.emulator.joypad import set_joypad
+from torchrl_dreamer.emulator.ppu import ppu_poll
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_advance, sync
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
     S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED, S_CLK, S_NEXT,
-    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES, S_LINE, S_PPU_DOT, S_STAT_EN,
+    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES,
 )
 
 wp.set_module_options({{"enable_backward": False, "optimization_level": {opt}}})
@@ -660,7 +661,8 @@ _FOOTER = '''\
 
 # Idle-loop fast-forward, emitted after a taken ``JR cc,-6`` (see :func:`generate_source`). The
 # loop ``LDH A,(44|41); CP|AND d8; JR cc,-6`` (8 M-cycles = 32 T-cycles an iteration) reads LY
-# or STAT, whose value is a function of (line, dot) between events. The next iteration's read
+# or STAT, whose value is a function of (line, dot) between events (:func:`.ppu.ppu_poll` gives
+# it, and how long it lasts). The next iteration's read
 # happens 12 T-cycles from now; every iteration whose read sees the same value and which ends
 # before the next scheduled event (so no sync, no IRQ, no line/mode change) is identical to it,
 # so whole iterations are skipped by adding 32 T-cycles each to the lazy clock (counters are
@@ -676,35 +678,11 @@ if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
             pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             kk_ = (nxt - clk - 1) // 32
             if (ime == 0 or pn_ == 0) and kk_ > 0:
-                dt_ = m.st[i, S_PPU_DOT] + clk + 12
-                lx_ = m.st[i, S_LINE] + dt_ // 456
-                dx_ = dt_ % 456
-                lcd_ = int(m.hram[i, R_LCDC]) & LCDC_ON
-                lyc_ = int(m.hram[i, R_LYC])
-                v_ = int(0)
-                end_ = int(456)
-                if rg_ == R_LY:
-                    if lcd_ != 0:
-                        v_ = lx_
-                else:
-                    v_ = 0x80 | m.st[i, S_STAT_EN]
-                    if lcd_ != 0:
-                        if lx_ >= 144:
-                            v_ = v_ | 1
-                        elif dx_ < 80:
-                            v_ = v_ | 2
-                            end_ = 80
-                        elif dx_ < 252:
-                            v_ = v_ | 3
-                            end_ = 252
-                        if lx_ == lyc_:
-                            v_ = v_ | 4
-                    elif lyc_ == 0:
-                        v_ = v_ | 4
-                if lcd_ != 0:
-                    kl_ = (end_ - dx_ - 1) // 32 + 1
-                    if kl_ < kk_:
-                        kk_ = kl_
+                pv_ = ppu_poll(i, m, rg_, clk + 12)
+                v_ = pv_ & 0xFF
+                kl_ = ((pv_ >> 8) - 1) // 32 + 1
+                if kl_ < kk_:
+                    kk_ = kl_
                 ko_ = 7
                 if ak_ == 0xE6:
                     ko_ = 4

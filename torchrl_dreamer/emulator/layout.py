@@ -18,6 +18,7 @@ _NAMES = [
     "DIV16", "TIMA", "TMA", "TAC", "TIMA_OVF",
     # PPU
     "PPU_DOT", "PPU_NEXT", "LINE", "MODE", "STAT_EN", "STAT_LINE", "WIN_LINE", "FRAME_DONE", "PACK",
+    "PPU_M0",  # (line + 1) * 512 + the dot mode 0 starts on that line (0: not computed yet)
     # serial, DMA, joypad
     "SER_CNT", "SER_N", "DMA_END", "DMA_SRC", "DMA_PREV_END", "DMA_PREV_SRC", "DMA_COPY", "JOY",
     # cartridge mapper
@@ -74,6 +75,7 @@ S_STAT_LINE = wp.constant(FIELDS["STAT_LINE"])
 S_WIN_LINE = wp.constant(FIELDS["WIN_LINE"])
 S_FRAME_DONE = wp.constant(FIELDS["FRAME_DONE"])
 S_PACK = wp.constant(FIELDS["PACK"])
+S_PPU_M0 = wp.constant(FIELDS["PPU_M0"])
 S_SER_CNT = wp.constant(FIELDS["SER_CNT"])
 S_SER_N = wp.constant(FIELDS["SER_N"])
 S_DMA_END = wp.constant(FIELDS["DMA_END"])

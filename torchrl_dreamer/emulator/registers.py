@@ -72,6 +72,11 @@ IRQ_MASK = wp.constant(0x1F)
 
 # ---------------------------------------------------------------- LCDC / STAT bits
 LCDC_ON = wp.constant(0x80)
+LCDC_WIN_ON = wp.constant(0x20)  # window enable
+LCDC_OBJ_TALL = wp.constant(0x04)  # 8x16 objects
+LCDC_OBJ_ON = wp.constant(0x02)  # objects enable
+LCDC_BG_ON = wp.constant(0x01)  # background (and window) enable on the DMG
+STAT_LYC_FLAG = wp.constant(0x04)  # LY == LYC (read-only bit)
 STAT_HBLANK = wp.constant(0x08)  # mode 0 interrupt source
 STAT_VBLANK = wp.constant(0x10)  # mode 1 interrupt source
 STAT_OAM = wp.constant(0x20)  # mode 2 interrupt source

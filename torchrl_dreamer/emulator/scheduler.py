@@ -20,7 +20,7 @@ from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAM
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_advance, ppu_next_event
-from torchrl_dreamer.emulator.registers import IRQ_STAT, IRQ_VBLANK
+from torchrl_dreamer.emulator.registers import IRQ_VBLANK
 from torchrl_dreamer.emulator.serial import serial_advance, serial_next_event
 from torchrl_dreamer.emulator.timer import timer_advance, timer_next_event
 
@@ -63,39 +63,37 @@ def sync(i: int, m: Mem):
 
 @wp.func(inline=True)
 def halt_advance(i: int, m: Mem):
-    """While halted: jump straight to the next event (no per-M-cycle spinning).
+    """While halted: jump straight to the M-cycle of the next event (no per-M-cycle spinning).
 
-    The halted CPU still runs on the M-cycle grid (the lazy origin stays on it: ``CLK`` is a
-    multiple of 4 at every sync), so time advances to the end of the M-cycle holding the next
-    event. If an interrupt is now requested, :func:`halt_wake_in_event_cycle` says whether that
-    M-cycle already counts as the dispatch's first (the opcode fetch for a running CPU):
-    ``CLK`` = -4 after the call tells the kernel so.
+    The CPU wakes at M-cycle granularity. An event on an M-cycle boundary (timer, VBlank) is
+    seen when that M-cycle ends, so the wake-up fetch is the next M-cycle; an event strictly
+    inside an M-cycle (the PPU's STAT interrupt points, see :mod:`.ppu`) wakes
+    the CPU within it, and that M-cycle is the wake-up fetch: ``CLK`` is then left 4 T-cycles
+    behind the caught-up clock, so the kernel's fetch ends exactly there. This is how a halted
+    CPU reaches a STAT handler in the same M-cycle as a running one (mooneye intr_2_0_timing vs
+    hblank_ly_scx_timing) but a timer handler one M-cycle later (gbmicrotest int_timer_halt).
     """
+    c = m.st[i, S_CLK]
     n = m.st[i, S_NEXT]
-    if n < 4:
-        n = 4
-    w = (n + 3) & ~3
-    m.st[i, S_CLK] = w
+    t = c + 4 * ((n - c + 3) // 4)
+    if t < c + 4:
+        t = c + 4
+    m.st[i, S_CLK] = t
     sync(i, m)
-    if halt_wake_in_event_cycle(pending_irqs(i, m), w != n):
+    if halt_wake_in_event_cycle(pending_irqs(i, m), t != n and n > c):
         m.st[i, S_CLK] = -4
 
 
 @wp.func
 def halt_wake_in_event_cycle(pending: int, mid_cycle: bool) -> bool:
-    """Whether a halted CPU takes interrupt ``pending`` as early as a running CPU would.
+    """Whether the M-cycle holding the wake-up event is already the dispatch's first.
 
-    DMG hardware facts: a VBlank or STAT interrupt reaches its handler exactly as it would after
-    a run of NOPs (mooneye halt_ime1_timing2-GS, di_timing-GS; the ppu/intr_* tests sync to STAT
-    with HALT); a timer interrupt, raised on an M-cycle boundary, one M-cycle later than that
-    (gbmicrotest int_timer_halt_div_a/b vs int_timer_nops_div_a/b). So the PPU's interrupts are
-    seen by the halted CPU in the M-cycle that raises them, as is any interrupt raised strictly
-    inside an M-cycle; the other sources (timer, serial, joypad: clocked on M-cycle boundaries)
-    wake it one M-cycle later.
+    An event strictly inside an M-cycle (the PPU's STAT points) wakes the CPU within it; so does
+    the VBlank interrupt (mooneye halt_ime1_timing2-GS and di_timing-GS: a VBlank handler starts
+    in the same M-cycle from HALT as from a run of NOPs). Other sources on an M-cycle boundary
+    (timer, serial, joypad) wake it one M-cycle later (gbmicrotest int_timer_halt_div_a/b).
     """
-    if pending == 0:
-        return False
-    return mid_cycle or (pending & (IRQ_VBLANK | IRQ_STAT)) != 0
+    return mid_cycle or (pending & IRQ_VBLANK) != 0
 
 
 @wp.func(inline=False)
