@@ -731,10 +731,13 @@ class AsyncDreamerCollector(BaseCollector):
             sd["sampler"] = self.sampler.state_dict()
         return sd
 
-    def load_state_dict(self, state_dict: OrderedDict) -> None:
-        """Restores what :meth:`state_dict` returned (the env restarts from a reset)."""
-        self.schedule.load_state_dict(state_dict["schedule"])
-        self.limiter.load_state_dict(state_dict["limiter"])
+    def load_state_dict(self, state_dict: OrderedDict, keep_schedule: bool = False) -> None:
+        """Restores what :meth:`state_dict` returned (the env restarts from a reset; see
+        :meth:`load_env_state`). ``keep_schedule``: leave the update schedule and rate limiter
+        as they are (a run resumed without its replay waits for a new prefill)."""
+        if not keep_schedule:
+            self.schedule.load_state_dict(state_dict["schedule"])
+            self.limiter.load_state_dict(state_dict["limiter"])
         c = state_dict["counters"]
         self.updates = int(c["updates"])
         self.learner_version = int(c["learner_version"])
@@ -748,6 +751,32 @@ class AsyncDreamerCollector(BaseCollector):
             self.player.load_state_dict(state_dict["player"])
         if "sampler" in state_dict and hasattr(self.sampler, "load_state_dict"):
             self.sampler.load_state_dict(state_dict["sampler"])
+
+    def env_state(self) -> dict[str, Any]:
+        """The env mid-run (``GameBoyEnv.state_dict()``; ``None`` for envs without a snapshot)
+        and the driver's pending output, for checkpoints."""
+        from torchrl_dreamer.envs import GameBoyEnv
+
+        env = self.env.state_dict() if isinstance(self.env, GameBoyEnv) else None
+        return {"env": env, "driver": self.driver.state_dict()}
+
+    def load_env_state(self, state: dict[str, Any] | None) -> bool:
+        """Restore :meth:`env_state` (load the replay first); without an env snapshot the envs
+        reset. Returns whether the env continues where it was."""
+        if state is None or state.get("env") is None:
+            self.driver.reset()
+            return False
+        self.env.load_state_dict(state["env"])
+        self.driver.load_state_dict(state["driver"])
+        return True
+
+    def save_replay(self, path: Path) -> None:
+        """Write the replay ring under ``path`` (checkpoints)."""
+        self.storage.dumps(path)
+
+    def load_replay(self, path: Path) -> None:
+        """Read a replay ring written by :meth:`save_replay` (``ValueError`` if it does not fit)."""
+        self.storage.loads(path)
 
     def __repr__(self) -> str:
         return (

@@ -19,12 +19,22 @@ from typing import Any, Literal
 
 import torch
 
-__all__ = ["AsyncCollectorConfig", "Backend", "Precision"]
+__all__ = ["AsyncCollectorConfig", "Backend", "Precision", "precision_dtype"]
 
 Backend = Literal["reference", "threaded", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
 
 _PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def precision_dtype(precision: Precision) -> torch.dtype | None:
+    """The learner's autocast dtype of a ``precision`` (``None`` for ``"fp32"``: no autocast).
+
+    Example:
+        >>> precision_dtype("bf16"), precision_dtype("fp32")
+        (torch.bfloat16, None)
+    """
+    return None if precision == "fp32" else _PRECISION_DTYPES[precision]
 
 
 @dataclasses.dataclass

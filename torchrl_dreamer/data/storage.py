@@ -48,6 +48,20 @@ class ReplayInvariantError(ValueError):
     """
 
 
+def ring_rows(capacity_steps: int, num_envs: int, seq_len: int, write_ahead: int) -> int:
+    """Rows of a ring that keeps ``capacity_steps`` policy steps of ``num_envs`` envs sampleable.
+
+    ``ceil(capacity_steps / num_envs)`` rows of data, plus ``seq_len`` rows (the safety margin
+    keeps that many of the oldest rows out of sampling) and ``write_ahead`` rows (written past
+    the last commit: a collector's commit stride, a Ray runner's chunk).
+
+    Example:
+        >>> ring_rows(100_000, 16, seq_len=32, write_ahead=8)
+        6290
+    """
+    return -(-int(capacity_steps) // int(num_envs)) + int(seq_len) + int(write_ahead)
+
+
 def _key_name(key: Key) -> str:
     return key if isinstance(key, str) else ".".join(key)
 

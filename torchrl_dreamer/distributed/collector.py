@@ -1,0 +1,141 @@
+"""``RayCollector``: a Ray run as the collector of a :class:`~torchrl_dreamer.trainers.DreamerTrainer`.
+
+It wraps :class:`~torchrl_dreamer.distributed.RayDreamerTrainer` (runners, replay service,
+weight store; the learner stays in this process) behind the collector interface the trainer
+drives (:class:`~torchrl_dreamer.trainers.RunCollector`), so ``--backend ray`` goes through the
+same trainer as the local backends: progress, logs, checkpoints every ``checkpoint_every``
+policy steps, ``--resume``, the final evaluation and its GIF.
+
+The trainer asks for ``total_frames`` policy steps at a time; the collector trains until the
+replay service has committed that many, leaving the runners stepping (a pause to checkpoint), and
+drains and stops them at the run's ``total_steps``. A checkpoint holds the replay service's
+snapshot (``save_replay``) and the counters (``state_dict``); the learner is the trainer's.
+Runners do not snapshot their envs: a resumed run starts new episodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from torchrl_dreamer.distributed.cluster import call
+from torchrl_dreamer.distributed.config import RayTrainingConfig
+from torchrl_dreamer.distributed.training import RayDreamerTrainer
+
+__all__ = ["RayCollector"]
+
+
+class RayCollector:
+    """Collect and train on Ray for a :class:`~torchrl_dreamer.trainers.DreamerTrainer`.
+
+    Args:
+        config: the Ray run (:func:`~torchrl_dreamer.distributed.ray_config` of a
+            ``TrainConfig``).
+        env_factory: ``() -> env`` of each runner (picklable).
+        policy_factory: ``(env) -> policy`` of each runner (picklable).
+        learner: the learner, trained in this process.
+        logger: a TorchRL logger (metrics every ``log_every`` updates).
+        log_every: gradient steps between logged metrics (and progress yields).
+
+    Example (starts a local Ray cluster; ``test/test_ray_train.py`` runs it):
+        >>> from torchrl_dreamer.trainers import DreamerTrainer, TrainConfig
+        >>> trainer = DreamerTrainer(TrainConfig(backend="ray", num_envs=4))  # doctest: +SKIP
+    """
+
+    def __init__(self, config: RayTrainingConfig, env_factory: Callable[[], Any],
+                 policy_factory: Callable[[Any], Any], learner: Any, *, logger: Any = None,
+                 log_every: int = 10) -> None:
+        self.config = config
+        self.learner = learner
+        self.total_frames = int(config.total_steps)
+        self.log_every = int(log_every)
+        self._ray = RayDreamerTrainer(config, env_factory, policy_factory, lambda: learner,
+                                      logger=logger, log_every=log_every)
+        self._steps = 0
+
+    # ------------------------------------------------------------------ counters
+    @property
+    def logger(self) -> Any:
+        """The TorchRL logger metrics go to."""
+        return self._ray.logger
+
+    @logger.setter
+    def logger(self, value: Any) -> None:
+        self._ray.logger = value
+
+    @property
+    def policy_steps(self) -> int:
+        """Policy steps the replay service committed (all runners)."""
+        if self._ray._started:
+            self._steps = self._ray.policy_steps()
+        return self._steps
+
+    @property
+    def updates(self) -> int:
+        """Gradient steps taken."""
+        return self._ray.updates
+
+    def replay_ratio_actual(self) -> float:
+        """Gradient steps per policy step so far."""
+        return self.updates / max(1, self.policy_steps)
+
+    # ------------------------------------------------------------------ running
+    def iterator(self) -> Iterator[dict[str, float]]:
+        """Train until ``total_frames`` policy steps (the run's end: drain and stop the runners);
+        yields the latest metrics every ``log_every`` updates."""
+        last = self._ray.config.total_steps
+        while True:
+            if self.total_frames >= last:
+                before = self.updates
+                self._ray.run(max_updates=self.log_every)
+                if self.updates == before:  # collection done and grants used up
+                    self._ray.run()
+                    self._steps = self._ray.policy_steps()
+                    yield dict(self._ray.last_metrics)
+                    return
+            else:
+                self._ray.run(max_updates=self.log_every, until_steps=self.total_frames)
+                if self.policy_steps >= self.total_frames:
+                    yield dict(self._ray.last_metrics)
+                    return
+            yield dict(self._ray.last_metrics)
+
+    def shutdown(self, close_env: bool = True) -> None:
+        """Stop the runners and the actors (the learner stays usable)."""
+        if self._ray._started:
+            self._steps = self._ray.policy_steps()
+        self._ray.shutdown()
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, int]:
+        """Counters: gradient steps and the published weight version."""
+        return {"updates": int(self._ray.updates), "version": int(self._ray.version)}
+
+    def load_state_dict(self, state_dict: dict[str, int], keep_schedule: bool = False) -> None:
+        """Restore :meth:`state_dict` (``keep_schedule`` is for the local collector's API; the
+        replay service's grants come with its replay)."""
+        self._ray.updates = int(state_dict["updates"])
+        self._ray.version = int(state_dict["version"])
+
+    def env_state(self) -> None:
+        """Runners keep no env snapshot (a resumed Ray run starts new episodes)."""
+        return None
+
+    def load_env_state(self, state: dict[str, Any] | None) -> bool:
+        """Nothing to restore; returns ``False`` (the runners' envs start new episodes)."""
+        return False
+
+    def save_replay(self, path: Path) -> None:
+        """Snapshot the replay service(s) under ``path``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        call(self._ray.service, "checkpoint", str(path / "replay_agent"))
+        if self._ray.human_service is not None:
+            call(self._ray.human_service, "checkpoint", str(path / "replay_human"))
+
+    def load_replay(self, path: Path) -> None:
+        """Restore the replay service(s) from :meth:`save_replay` when the run starts."""
+        if not (Path(path) / "replay_agent").is_dir():
+            raise FileNotFoundError(f"{path} holds no replay service snapshot (replay_agent/)")
+        self._ray.config.resume_from = str(path)
