@@ -132,6 +132,7 @@ class RunFactories:
 
         cfg = self.config
         return DreamerV3Learner(world_model, actor, critic, cfg.loss_config(),
+                                optim=cfg.learner_config(),
                                 autocast_dtype=precision_dtype(cfg.precision))
 
     @staticmethod

@@ -111,8 +111,9 @@ class TrainConfig:
     preset: str = "tiny"
     """Model size, a key of ``torchrl_dreamer.modules.PRESETS`` (``tiny`` is the CPU preset)."""
     loss_preset: str | None = None
-    """A key of ``torchrl_dreamer.objectives.LOSS_PRESETS``; unset: ``fast-pixels`` (Game Boy
-    tasks) or ``fast`` (``gym:`` tasks) for the ``tiny`` preset, ``sheeprl`` for XS..XL."""
+    """Loss and learner preset (``torchrl_dreamer.objectives.LOSS_PRESETS`` / ``LEARNER_PRESETS``);
+    unset: ``fast-pixels`` (Game Boy tasks) or ``fast`` (``gym:`` tasks) for the ``tiny`` preset,
+    ``sheeprl`` for XS..XL."""
     device: str = "cpu"
     """Learner, replay and env device (``cpu``, ``cuda``, ``cuda:1``)."""
     num_envs: int = 16
@@ -257,6 +258,13 @@ class TrainConfig:
 
         return LOSS_PRESETS[self.loss_preset].with_(gamma=self.gamma,
                                                     entropy_coef=self.entropy_coef)
+
+    def learner_config(self) -> Any:
+        """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LearnerConfig` (optimizers):
+        the learner preset of ``loss_preset``'s name."""
+        from torchrl_dreamer.objectives import LEARNER_PRESETS
+
+        return LEARNER_PRESETS[self.loss_preset]
 
     @property
     def capacity_rows(self) -> int:
