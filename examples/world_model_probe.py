@@ -8,7 +8,7 @@ losses on held-out windows (the last two envs are never trained on) and the seco
 On the shipped games the reconstruction loss sits on a plateau until the model starts to draw
 the small sprites (the maze player, the catch block), then falls within a few hundred steps;
 the reward loss only falls after that. This is the measurement behind the ``tiny`` preset's
-CNN multiplier and the ``fast-pixels`` loss preset (``docs/learning_results.md``, session 3)::
+CNN multiplier and the ``fast-pixels`` loss preset (``docs/learning_results.md``, runs at d41da4e)::
 
     python examples/world_model_probe.py --task maze --cnn-mult 4 --lr 3e-4
     python examples/world_model_probe.py --task maze --cnn-mult 8 --lr 1e-3

@@ -382,3 +382,13 @@ def test_deferred_reset_gym_env():
     assert bool((reward[first] == 0).all()) and not bool(done[first].any())
     assert bool((reward[~first] == 1).all())
     assert env.success_rule == "truncated" and env.max_episode_steps == 500
+
+
+def test_shipped_maze_config_only_spells_out_the_defaults():
+    """examples/dreamer_v3/config.yaml documents what `--task maze` alone runs (measured best)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "dreamer_v3" / "config.yaml"
+    shipped = TrainConfig.from_file(path).to_dict()
+    bare = TrainConfig(task="maze", log_dir=shipped["log_dir"]).to_dict()
+    assert shipped == bare

@@ -108,11 +108,30 @@ class AsyncDreamerCollector(BaseCollector):
     ``policy_lag``, versions and counters.
 
     Example:
-        >>> collector = AsyncDreamerCollector(env, storage, sampler, player, learner,
-        ...                                   AsyncCollectorConfig(backend="threaded"),
-        ...                                   total_frames=50_000)
-        >>> for metrics in collector:
-        ...     print(metrics["replay_ratio_actual"], metrics["loss_world_model"])
+        The shipped maze; compiles the emulator kernel once.
+
+        >>> from torchrl_dreamer.data import ChronologicalSliceSampler, TimeMajorStorage
+        >>> from torchrl_dreamer.data import dreamer_schema
+        >>> from torchrl_dreamer.envs import GameBoyEnv
+        >>> from torchrl_dreamer.modules import DreamerPlayer, make_dreamer
+        >>> from torchrl_dreamer.objectives import DreamerV3Learner
+        >>> env = GameBoyEnv("maze", num_envs=4)
+        >>> storage = TimeMajorStorage(128, 4, spec=dreamer_schema(), safety_margin=8,
+        ...                            auto_commit=False)
+        >>> sampler = ChronologicalSliceSampler(slice_len=8, generator=torch.Generator().manual_seed(0))
+        >>> wm, actor, critic = make_dreamer("tiny", {"pixels": "packed2"}, env.action_spec.space.n)
+        >>> cfg = AsyncCollectorConfig(seq_len=8, batch_size=2, min_ready_steps=8, safety_margin=8,
+        ...                            commit_stride=4, learning_starts=32, replay_ratio=0.1)
+        >>> collector = AsyncDreamerCollector(
+        ...     env, storage, sampler, DreamerPlayer(wm, actor, num_envs=4),
+        ...     DreamerV3Learner(wm, actor, critic, "fast-pixels"), cfg, total_frames=64,
+        ...     bundle_dir=getfixture("tmp_path"))
+        >>> for metrics in collector:  # every log_every gradient steps
+        ...     assert "loss_world_model" in metrics.keys()
+        >>> summary = collector.summary()
+        >>> summary["policy_steps"], summary["updates"] > 0
+        (64.0, True)
+        >>> collector.shutdown()
     """
 
     def __init__(

@@ -93,8 +93,13 @@ class TimeMajorStorage(TensorStorage):
         debug_checks: run the invariant checks (:meth:`check_invariants`) on every write.
 
     Example:
+        >>> from torchrl_dreamer.data import dreamer_schema
+        >>> from torchrl_dreamer.data.synthetic import SyntheticSteps
         >>> storage = TimeMajorStorage(1000, 16, spec=dreamer_schema())
-        >>> t = storage.write(step)  # step: TensorDict [16] with every schema key
+        >>> steps = SyntheticSteps(16, torch.Generator().manual_seed(0))
+        >>> t = storage.write(steps.step())  # one row: every schema key for the 16 envs
+        >>> t, storage.total_steps
+        (0, 1)
         >>> storage.obs_slot(storage.total_steps).shape  # the next row's pixels, a view
         torch.Size([16, 1, 72, 20])
     """

@@ -38,9 +38,23 @@ class RayCollector:
         logger: a TorchRL logger (metrics every ``log_every`` updates).
         log_every: gradient steps between logged metrics (and progress yields).
 
-    Example (starts a local Ray cluster; ``test/test_ray_train.py`` runs it):
-        >>> from torchrl_dreamer.trainers import DreamerTrainer, TrainConfig
-        >>> trainer = DreamerTrainer(TrainConfig(backend="ray", num_envs=4))  # doctest: +SKIP
+    Example:
+        The shipped maze; ``use_ray=False`` runs it in this process, where
+        ``DreamerTrainer(TrainConfig(backend="ray"))`` starts a local Ray cluster.
+
+        >>> from torchrl_dreamer.distributed import ray_config
+        >>> from torchrl_dreamer.trainers import RunFactories, TrainConfig
+        >>> tc = TrainConfig(backend="ray", num_envs=2, total_steps=32, learning_starts=16,
+        ...                  seq_len=8, batch_size=2, replay_capacity=256)
+        >>> rc = ray_config(tc, use_ray=False)
+        >>> f = RunFactories(tc.with_(num_envs=rc.envs_per_runner))
+        >>> f = f.with_env(f.env())
+        >>> collector = RayCollector(rc, f.env, f.policy, f.learner(*f.networks()))
+        >>> for metrics in collector.iterator():
+        ...     pass
+        >>> collector.policy_steps >= 32, collector.updates > 0
+        (True, True)
+        >>> collector.shutdown()
     """
 
     def __init__(self, config: RayTrainingConfig, env_factory: Callable[[], Any],

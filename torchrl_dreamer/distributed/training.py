@@ -532,9 +532,15 @@ def run_ray_training(
     go to :class:`RayDreamerTrainer`.
 
     Example:
-        >>> cfg = RayTrainingConfig(num_runners=2, envs_per_runner=4, total_steps=20_000)
-        >>> summary = run_ray_training(cfg)  # doctest: +SKIP (starts a Ray cluster, minutes)
-        >>> summary["updates"], summary["max_lag_seen"] <= cfg.max_weight_lag  # doctest: +SKIP
+        The shipped maze; ``use_ray=False`` runs the same protocol in this process, without
+        starting a Ray cluster.
+
+        >>> cfg = RayTrainingConfig(num_runners=1, envs_per_runner=2, steps_per_rollout=8,
+        ...                         seq_len=8, batch_size=2, capacity=64, learning_starts=16,
+        ...                         replay_ratio=0.1, total_steps=64, use_ray=False)
+        >>> summary = run_ray_training(cfg)
+        >>> summary["policy_steps"] >= 64, summary["updates"] > 0
+        (True, True)
     """
     if not isinstance(config, RayTrainingConfig):
         raise TypeError(

@@ -23,9 +23,9 @@ aliases a buffer a later step overwrites (unless you ask for it with ``obs_out``
 
 Example:
     >>> from torchrl_dreamer.envs import GameBoyEnv
-    >>> env = GameBoyEnv("maze", num_envs=4)  # doctest: +SKIP
-    >>> td = env.rollout(10, break_when_any_done=False)  # doctest: +SKIP
-    >>> td["next", "pixels"].shape  # doctest: +SKIP
+    >>> env = GameBoyEnv("maze", num_envs=4)  # the shipped maze ROM
+    >>> td = env.rollout(10, break_when_any_done=False)
+    >>> td["next", "pixels"].shape
     torch.Size([4, 10, 1, 72, 20])
 """
 

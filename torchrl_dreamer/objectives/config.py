@@ -26,7 +26,7 @@ class DreamerV3LossConfig:
     posterior latents only; a rare event that the prior does not yet draw (a maze's win, ~0.3 %
     of the rows) then almost never appears in imagination, and shaped rewards paid on the
     way to it are all the critic sees. The gradient reaches the heads and ``h`` (the GRU), not
-    the sampled ``z``. On the maze it did not help (``docs/learning_results.md``, session 5:
+    the sampled ``z``. On the maze it did not help (``docs/learning_results.md``, runs at b4ac2a7:
     the critic's inflation came from the discount, not from the missing win).
 
     Example:

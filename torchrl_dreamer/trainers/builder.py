@@ -9,7 +9,9 @@ like a local one. ``examples/pipeline.py`` shows the same parts wired by hand. A
 TorchRL env that marks reset observations with ``is_first`` (deferred reset) can replace the
 Game Boy env: pass ``env=`` and ``obs=`` (see ``examples/cartpole.py``).
 
-Example (needs the shipped maze ROM and compiles the emulator kernel once):
+Example:
+    Needs the shipped maze ROM and compiles the emulator kernel once.
+
     >>> cfg = TrainConfig(num_envs=4, total_steps=64, learning_starts=32, seq_len=8,
     ...                   batch_size=2, replay_capacity=256, log_dir=getfixture(
     ...                   "tmp_path").as_posix())

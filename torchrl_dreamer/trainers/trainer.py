@@ -13,7 +13,9 @@ newly committed replay rows for episode returns and successes (:class:`EpisodeTr
 the tqdm bar (env steps/s, achieved replay ratio, recent return / success) and logs to CSV /
 TensorBoard through TorchRL's loggers.
 
-Example (needs the shipped maze ROM and compiles the emulator kernel once):
+Example:
+    Needs the shipped maze ROM and compiles the emulator kernel once.
+
     >>> cfg = TrainConfig(task="maze", num_envs=4, total_steps=64, learning_starts=32,
     ...                   seq_len=8, batch_size=2, replay_capacity=256, log_dir=getfixture(
     ...                   "tmp_path").as_posix(), progress=False, logger="none")
