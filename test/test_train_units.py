@@ -267,8 +267,8 @@ def test_check_compatible_compares_resolved_defaults():
 def test_task_training_defaults_apply_unless_given():
     # `--task maze` alone gives the measured best settings (the shipped config's)
     cfg = TrainConfig()
-    assert (cfg.batch_size, cfg.replay_ratio, cfg.learning_starts, cfg.gamma, cfg.entropy_coef,
-            cfg.threads) == (8, 0.18, 2048, 0.98, 5e-3, 2)
+    assert (cfg.batch_size, cfg.replay_ratio, cfg.learning_starts, cfg.gamma,
+            cfg.entropy_coef) == (8, 0.18, 2048, 0.98, 5e-3)
     # a setting given explicitly wins, even when it equals the generic default
     assert TrainConfig(batch_size=16).batch_size == 16
     assert TrainConfig(replay_ratio=None).replay_ratio == 0.18  # None = not given
@@ -355,9 +355,9 @@ def test_cli_config_precedence(tmp_path):
     args = build_parser("train").parse_args(["--config", str(f), "--seed", "9"])
     cfg = config_from_args(args)
     assert (cfg.num_envs, cfg.seq_len, cfg.seed, cfg.task) == (4, 16, 9, "maze")
-    assert cfg.threads == 2  # the maze's training default
-    args = build_parser("train").parse_args(["--config", str(f), "--threads", "1"])
-    assert config_from_args(args).threads == 1
+    assert cfg.threads == 1
+    args = build_parser("train").parse_args(["--config", str(f), "--threads", "2"])
+    assert config_from_args(args).threads == 2
     args = build_parser("train").parse_args(["--config", str(f), "--no-progress",
                                              "--no-checkpoint-replay"])
     cfg = config_from_args(args)
@@ -391,4 +391,6 @@ def test_shipped_maze_config_only_spells_out_the_defaults():
     path = Path(__file__).resolve().parent.parent / "examples" / "dreamer_v3" / "config.yaml"
     shipped = TrainConfig.from_file(path).to_dict()
     bare = TrainConfig(task="maze", log_dir=shipped["log_dir"]).to_dict()
+    # the one machine setting the file adds: 2 threads for an otherwise idle 2-core CPU
+    assert shipped.pop("threads") == 2 and bare.pop("threads") == 1
     assert shipped == bare

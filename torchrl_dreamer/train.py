@@ -9,7 +9,7 @@
 
 Examples::
 
-    python -m torchrl_dreamer.train --task maze --preset tiny --total-steps 2000
+    python -m torchrl_dreamer.train --task maze --preset tiny --total-steps 3000
     python -m torchrl_dreamer.train --log-dir runs/maze --resume --total-steps 50000
     python -m torchrl_dreamer.train eval --checkpoint runs/maze --episodes 32 --gif maze.gif
     python -m torchrl_dreamer.train bench --quick

@@ -49,6 +49,7 @@ from torchrl_dreamer.collectors.config import AsyncCollectorConfig
 from torchrl_dreamer.collectors.env_driver import EnvDriver
 from torchrl_dreamer.collectors.failfast import FailFast
 from torchrl_dreamer.collectors.metrics import MetricsAccumulator
+from torchrl_dreamer.collectors.protocols import Learner, ReplayStorage, SequenceSampler
 from torchrl_dreamer.collectors.rate_limiter import RateLimiter
 from torchrl_dreamer.collectors.ratio import UpdateSchedule
 from torchrl_dreamer.collectors.streams import make_sync
@@ -137,10 +138,10 @@ class AsyncDreamerCollector(BaseCollector):
     def __init__(
         self,
         env: Any,
-        storage: Any,
-        sampler: Any,
+        storage: ReplayStorage,
+        sampler: SequenceSampler,
         player: Any,
-        learner: Any,
+        learner: Learner,
         config: AsyncCollectorConfig | None = None,
         *,
         total_frames: int = -1,
@@ -157,7 +158,7 @@ class AsyncDreamerCollector(BaseCollector):
         self.config = cfg
         self._check_storage(storage, cfg)
         self._check_sampler(sampler, cfg)
-        if not hasattr(learner, "update"):
+        if not isinstance(learner, Learner):
             raise TypeError(
                 f"learner {type(learner).__name__} has no update(batch) method; pass a "
                 "DreamerV3Learner or an object with update(batch) -> metrics."
@@ -200,13 +201,15 @@ class AsyncDreamerCollector(BaseCollector):
     # ------------------------------------------------------------------ validation
     @staticmethod
     def _check_storage(storage: Any, cfg: AsyncCollectorConfig) -> None:
-        for attr in ("commit", "committed_t", "sampleable_range", "write", "capacity"):
-            if not hasattr(storage, attr):
-                raise TypeError(
-                    f"storage {type(storage).__name__} lacks {attr!r}; use "
-                    "torchrl_dreamer.data.TimeMajorStorage."
-                )
-        if getattr(storage, "auto_commit", False):
+        if not isinstance(storage, ReplayStorage):
+            missing = [a for a in ("write", "commit", "committed_t", "sampleable_range",
+                                   "capacity", "safety_margin", "auto_commit")
+                       if not hasattr(storage, a)]
+            raise TypeError(
+                f"storage {type(storage).__name__} is not a ReplayStorage (lacks {missing}); "
+                "use torchrl_dreamer.data.TimeMajorStorage."
+            )
+        if storage.auto_commit:
             raise ValueError(
                 "storage.auto_commit is True: the collector commits rows itself every "
                 "commit_stride steps; build TimeMajorStorage(..., auto_commit=False)."
@@ -227,7 +230,7 @@ class AsyncDreamerCollector(BaseCollector):
 
     @staticmethod
     def _check_sampler(sampler: Any, cfg: AsyncCollectorConfig) -> None:
-        if not hasattr(sampler, "sample") or not hasattr(sampler, "resolve"):
+        if not isinstance(sampler, SequenceSampler):
             raise TypeError(
                 f"sampler {type(sampler).__name__} lacks sample(storage, batch_size) / resolve(); "
                 "use torchrl_dreamer.data.ChronologicalSliceSampler."
@@ -615,7 +618,7 @@ class AsyncDreamerCollector(BaseCollector):
     # ------------------------------------------------------------------ BaseCollector API
     def iterator(self) -> Iterator[TensorDictBase]:
         """Runs the choreography; yields a metrics TensorDict every ``log_every`` updates."""
-        if self.driver._cur is None:
+        if not self.driver.started:
             self.driver.reset()
         self._stop = False
         self._actor_done = False

@@ -212,6 +212,11 @@ class EnvDriver:
         self.env_steps = int(state["env_steps"])
 
     @property
+    def started(self) -> bool:
+        """Whether :meth:`reset` (or :meth:`load_state_dict`) gave the driver an env output."""
+        return self._cur is not None
+
+    @property
     def current(self) -> TensorDictBase:
         """The latest env output (``o_t`` and its flags), read by the policy next."""
         if self._cur is None:

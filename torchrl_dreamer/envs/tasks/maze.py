@@ -117,11 +117,11 @@ class MazeTask(ShippedGameTask):
     num_seeds = 16
     default_shaping = 0.1
     default_shaping_kind = "potential"
-    # The measured best on a 2-core CPU (99-100 % training success in 50k steps; why each value:
+    # The measured best (99-100 % training success in 50k steps; why each value:
     # docs/learning_results.md, "Training defaults of the maze").
     train_defaults = MappingProxyType({
         "batch_size": 8, "replay_ratio": 0.18, "learning_starts": 2048, "gamma": 0.98,
-        "entropy_coef": 5e-3, "threads": 2,
+        "entropy_coef": 5e-3,
     })
 
     def __init__(self, rom: str | Path | None = None, seed_values: list[int] | None = None,
