@@ -80,10 +80,14 @@ class RayCollector:
 
     @property
     def policy_steps(self) -> int:
-        """Policy steps the replay service committed (all runners)."""
-        if self._ray._started:
-            self._steps = self._ray.policy_steps()
+        """Policy steps the replay service had committed (all runners) when :meth:`iterator`
+        last yielded or returned. The runners keep stepping between two calls (e.g. while the
+        trainer checkpoints), so a live count could pass ``total_steps`` before the run's end
+        is drained; the trainer goes by this one."""
         return self._steps
+
+    def _count(self) -> None:
+        self._steps = self._ray.policy_steps()
 
     @property
     def updates(self) -> int:
@@ -96,21 +100,22 @@ class RayCollector:
 
     # ------------------------------------------------------------------ running
     def iterator(self) -> Iterator[dict[str, float]]:
-        """Train until ``total_frames`` policy steps (the run's end: drain and stop the runners);
-        yields the latest metrics every ``log_every`` updates."""
+        """Train until ``total_frames`` policy steps (at the run's ``total_steps``, or once the
+        runners have passed it: drain the owed gradient steps and stop the runners); yields the
+        latest metrics every ``log_every`` updates."""
         last = self._ray.config.total_steps
         while True:
-            if self.total_frames >= last:
+            if self.total_frames >= last or self.policy_steps >= last:
                 before = self.updates
                 self._ray.run(max_updates=self.log_every)
+                self._count()
                 if self.updates == before:  # collection done and grants used up
-                    self._ray.run()
-                    self._steps = self._ray.policy_steps()
                     yield dict(self._ray.last_metrics)
                     return
             else:
                 self._ray.run(max_updates=self.log_every, until_steps=self.total_frames)
-                if self.policy_steps >= self.total_frames:
+                self._count()
+                if self.total_frames <= self.policy_steps < last:  # a pause (checkpoint)
                     yield dict(self._ray.last_metrics)
                     return
             yield dict(self._ray.last_metrics)
@@ -118,19 +123,21 @@ class RayCollector:
     def shutdown(self, close_env: bool = True) -> None:
         """Stop the runners and the actors (the learner stays usable)."""
         if self._ray._started:
-            self._steps = self._ray.policy_steps()
+            self._count()
         self._ray.shutdown()
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, int]:
-        """Counters: gradient steps and the published weight version."""
-        return {"updates": int(self._ray.updates), "version": int(self._ray.version)}
+        """Counters: gradient steps, the published weight version and the policy steps."""
+        return {"updates": int(self._ray.updates), "version": int(self._ray.version),
+                "policy_steps": int(self._steps)}
 
     def load_state_dict(self, state_dict: dict[str, int], keep_schedule: bool = False) -> None:
         """Restore :meth:`state_dict` (``keep_schedule`` is for the local collector's API; the
         replay service's grants come with its replay)."""
         self._ray.updates = int(state_dict["updates"])
         self._ray.version = int(state_dict["version"])
+        self._steps = int(state_dict["policy_steps"])
 
     def env_state(self) -> None:
         """Runners keep no env snapshot (a resumed Ray run starts new episodes)."""
