@@ -1,7 +1,9 @@
 """Configuration of the asynchronous Dreamer collector, validated on construction.
 
 A plain dataclass (CleanRL style: one place to read every knob) rather than a Hydra config, so it
-can be built from a CLI, a YAML file or a test with the same validation.
+can be built from a CLI, a YAML file or a test with the same validation. A training run derives
+it from its :class:`~torchrl_dreamer.trainers.TrainConfig` (``collector_config()``), whose
+defaults for the settings they share are the ones defined here.
 
 Units: ``steps_per_rollout``, ``commit_stride``, ``seq_len``, ``min_ready_steps`` and
 ``safety_margin`` count *env steps* (replay rows, one per vectorised step); ``learning_starts``
@@ -77,13 +79,13 @@ class AsyncCollectorConfig:
 
     steps_per_rollout: int = 16
     commit_stride: int = 8
-    seq_len: int = 64
+    seq_len: int = 32
     batch_size: int = 16
-    replay_ratio: float = 0.5
+    replay_ratio: float = 0.05
     learning_starts: int = 1024
     pretrain_steps: int = 0
-    min_ready_steps: int = 64
-    safety_margin: int = 64
+    min_ready_steps: int = 32
+    safety_margin: int = 32
     max_learner_steps_per_tick: int = 64
     off_policy_tolerance: float = 2.0
     log_every: int = 10

@@ -32,6 +32,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import torch
 
+from torchrl_dreamer.collectors.config import AsyncCollectorConfig as _COLLECTOR
 from torchrl_dreamer.collectors.config import Precision
 
 __all__ = [
@@ -91,7 +92,9 @@ class TrainConfig:
     The command line is generated from these fields (``--num-envs`` for ``num_envs``; see
     ``python -m torchrl_dreamer.train --help``), and YAML/JSON files use the same names. A
     setting that is not given takes the task's training default
-    (:attr:`torchrl_dreamer.envs.Task.train_defaults`), else the default below. After
+    (:attr:`torchrl_dreamer.envs.Task.train_defaults`), else the default below (for the
+    collector's settings, :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig`'s: each
+    default is defined once). After
     construction every field holds the value the run uses (``None`` defaults are resolved), so
     ``to_dict()`` is what a checkpoint records and compares on ``--resume``.
 
@@ -124,19 +127,19 @@ class TrainConfig:
     """Policy steps the replay holds (the oldest are overwritten first)."""
     replay_backing: ReplayBacking = "memory"
     """``memory`` (RAM of ``device``) or ``memmap`` (files under ``<log_dir>/replay_ring``)."""
-    backend: Backend = "reference"
+    backend: Backend = _COLLECTOR.backend
     """Collector backend: ``reference`` (sequential), ``threaded``, ``cuda`` or ``ray``."""
-    seed: int = 0
+    seed: int = _COLLECTOR.seed
     """Seeds torch, the env, the sampler and the random prefill."""
     log_dir: str = "runs/dreamer"
     """Run directory: logs, checkpoints, GIFs."""
-    replay_ratio: float = 0.05
+    replay_ratio: float = _COLLECTOR.replay_ratio
     """Gradient steps per policy step."""
-    learning_starts: int = 1024
+    learning_starts: int = _COLLECTOR.learning_starts
     """Policy steps of random actions before training starts."""
-    batch_size: int = 16
+    batch_size: int = _COLLECTOR.batch_size
     """Sequences per gradient step (``B`` of the ``B x T`` batch)."""
-    seq_len: int = 32
+    seq_len: int = _COLLECTOR.seq_len
     """Steps per sampled sequence (``T``)."""
     gamma: float | None = None
     """Discount of the imagined returns; unset: the loss preset's (DreamerV3's 1 - 1/333)."""
@@ -145,17 +148,17 @@ class TrainConfig:
     event_fraction: float = 0.0
     """Share of each batch's sequences drawn to contain a ``terminated`` row (0: uniform starts,
     the reference DreamerV3 replay)."""
-    steps_per_rollout: int = 16
+    steps_per_rollout: int = _COLLECTOR.steps_per_rollout
     """Env steps per actor window (weights change only between windows; Ray: per chunk)."""
-    commit_stride: int = 8
+    commit_stride: int = _COLLECTOR.commit_stride
     """Env steps between commits of new rows to the learner."""
     checkpoint_every: int = 10_000
     """Policy steps between checkpoints (0: only at the end)."""
     checkpoint_replay: bool = True
     """Store the replay in checkpoints (exact resume; costs disk)."""
-    log_every: int = 10
+    log_every: int = _COLLECTOR.log_every
     """Gradient steps between metric logs."""
-    precision: Precision = "fp32"
+    precision: Precision = _COLLECTOR.precision
     """Learner autocast: ``fp32`` (off), ``bf16`` or ``fp16``."""
     threads: int = 1
     """Torch intra-op threads of the training process on CPU."""
