@@ -167,3 +167,30 @@ def test_spec_rom_check():
     from torchrl_dreamer.envs.task import TaskMismatchError
     with pytest.raises(TaskMismatchError, match="task spec 'rom' section"):
         GameBoyEnv(load_task_spec(obj, rom=rom_path("catch")), num_envs=1)
+
+
+def test_train_config_with_task_spec(tmp_path):
+    """--task-spec builds the run's task from the file (defaults from its train section); a bad
+    spec, a missing --rom or a ROM the spec does not fit fail before any console is built."""
+    from torchrl_dreamer.trainers import TrainConfig
+    from torchrl_dreamer.trainers.builder import make_env
+    from torchrl_dreamer.trainers.config import ConfigError
+
+    spec = tmp_path / "c.yaml"
+    spec.write_text((EXAMPLES / "catch.yaml").read_text() + "train: {batch_size: 4}\n")
+    cfg = TrainConfig(task_spec=str(spec), rom=str(rom_path("catch")), total_steps=100)
+    assert cfg.task == "catch_spec" and cfg.batch_size == 4
+    env = make_env(cfg, num_envs=2)
+    assert env.task.name == "catch_spec" and env.action_set.names[1] == "UP"
+    with pytest.raises(ConfigError, match="needs --rom"):
+        TrainConfig(task_spec=str(spec))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("reward: [{kind: delta, address: 0x1C000}]\n")
+    with pytest.raises(ConfigError, match=r"reward\[0\].address"):
+        TrainConfig(task_spec=str(bad), rom=str(rom_path("catch")))
+    with pytest.raises(ConfigError, match="expects a ROM titled"):
+        TrainConfig(task_spec=str(spec), rom=str(rom_path("maze")))
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("reward: [{kind: delta, address: 0xC000}]\ntrain: {batch: 4}\n")
+    with pytest.raises(ConfigError, match="not TrainConfig settings"):
+        TrainConfig(task_spec=str(wrong), rom=str(rom_path("catch")))

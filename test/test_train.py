@@ -71,6 +71,34 @@ def test_eval_command_prints_success_rate_and_writes_gif(cli_run, capsys, tmp_pa
     assert len(frames) == out["lengths"][0] + 1
 
 
+def test_eval_writes_world_model_video_and_mp4_agent_video(cli_run, capsys, tmp_path):
+    """eval --video: the world model's open-loop report (3 panels per sequence) as MP4; an
+    .mp4 --gif path makes the agent's video an MP4 too."""
+    imageio = pytest.importorskip("imageio.v2")
+    video, agent = tmp_path / "wm.mp4", tmp_path / "agent.mp4"
+    assert main(["eval", "--checkpoint", str(cli_run), "--episodes", "2", "--gif", str(agent),
+                 "--video", str(video), "--video-context", "4"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["video"] == str(video) and out["gif"] == str(agent)
+    frames = [f for f in imageio.get_reader(video)]  # list() would ask for an infinite length
+    assert len(frames) == 48 and frames[0].shape[1] >= 3 * 80 * 2  # real | recon | imagined
+    assert len([f for f in imageio.get_reader(agent)]) >= 2
+
+
+def test_world_model_video_needs_a_world_model(cli_run, tmp_path):
+    from torchrl_dreamer.trainers.checkpoint import CheckpointError, resolve_checkpoint
+    from torchrl_dreamer.trainers.evaluate import world_model_video_checkpoint
+
+    state = load_checkpoint(resolve_checkpoint(cli_run))
+    state["learner"] = {k: v for k, v in state["learner"].items()
+                        if not k.startswith("world_model.")}
+    d = tmp_path / "ckpt"
+    d.mkdir()
+    torch.save(state, d / "state.pt")
+    with pytest.raises(CheckpointError, match="no world model"):
+        world_model_video_checkpoint(d, tmp_path / "v.mp4")
+
+
 def test_resume_with_another_config_is_refused(cli_run, capsys):
     rc = main(["--log-dir", str(cli_run), "--resume", "--num-envs", "2", "--no-progress"])
     err = capsys.readouterr().err

@@ -89,7 +89,11 @@ def build_parser(command: str, task: str | None = None) -> argparse.ArgumentPars
         p.add_argument("--checkpoint", required=True,
                        help="checkpoint directory, its state.pt, or a run directory (latest)")
         p.add_argument("--episodes", type=int, default=16)
-        p.add_argument("--gif", help="GIF path (default <checkpoint>/eval.gif)")
+        p.add_argument("--gif", help="agent video path: .gif, or .mp4 (default <checkpoint>/eval.gif)")
+        p.add_argument("--video", help="also write the world model's open-loop report here (.mp4; "
+                       "real | reconstruction | imagination, GIF if ffmpeg is missing)")
+        p.add_argument("--video-context", type=int, default=8,
+                       help="observed steps before the world model imagines (default 8)")
         p.add_argument("--device", default=None)
         p.add_argument("--sample", action="store_true", help="sample actions (default greedy)")
         p.add_argument("--seed", type=int, default=1234)
@@ -169,7 +173,13 @@ def _eval(argv: list[str]) -> int:
     gif = args.gif or str(ckpt / "eval.gif")
     res = evaluate_checkpoint(ckpt, args.episodes, gif=gif, device=args.device,
                               greedy=not args.sample, seed=args.seed)
-    print(json.dumps({"checkpoint": str(ckpt), **res.to_dict()}))
+    out = {"checkpoint": str(ckpt), **res.to_dict()}
+    if args.video:
+        from torchrl_dreamer.trainers.evaluate import world_model_video_checkpoint
+
+        out["video"] = str(world_model_video_checkpoint(ckpt, args.video, context=args.video_context,
+                                                        device=args.device, seed=args.seed))
+    print(json.dumps(out))
     return 0
 
 

@@ -9,6 +9,8 @@
 - :func:`evaluate` -- greedy/sampled episodes, success rate and a GIF of the agent playing.
 - :func:`save_checkpoint`, :func:`load_checkpoint` (``weights_only=True``), :class:`CheckpointError`.
 - :func:`write_gif` -- dependency-free animated GIF writer; :class:`EpisodeTracker`.
+- :func:`open_loop_frames`, :func:`write_video`, :func:`world_model_video_checkpoint` -- the
+  world model's open-loop report (real | reconstruction | imagination) as MP4.
 """
 
 from torchrl_dreamer.trainers.builder import (
@@ -26,10 +28,16 @@ from torchrl_dreamer.trainers.checkpoint import (
 )
 from torchrl_dreamer.trainers.config import ConfigError, TrainConfig, task_train_defaults
 from torchrl_dreamer.trainers.episodes import EpisodeTracker
-from torchrl_dreamer.trainers.evaluate import EvalResult, evaluate, evaluate_checkpoint
+from torchrl_dreamer.trainers.evaluate import (
+    EvalResult,
+    evaluate,
+    evaluate_checkpoint,
+    world_model_video_checkpoint,
+)
 from torchrl_dreamer.trainers.gif import write_gif
 from torchrl_dreamer.trainers.loggers import MultiLogger, make_logger
 from torchrl_dreamer.trainers.trainer import DreamerTrainer, RunCollector
+from torchrl_dreamer.trainers.video import open_loop_frames, write_video
 
 __all__ = [
     "CheckpointError",
@@ -52,5 +60,8 @@ __all__ = [
     "obs_spec_of",
     "save_checkpoint",
     "task_train_defaults",
+    "open_loop_frames",
+    "world_model_video_checkpoint",
     "write_gif",
+    "write_video",
 ]

@@ -66,9 +66,15 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
 
         return DeferredResetGymEnv(cfg.task[4:], num_envs=num_envs or cfg.num_envs, seed=cfg.seed)
 
+    task: Any = cfg.task
+    rom = cfg.rom
+    if cfg.task_spec is not None:
+        from torchrl_dreamer.envs import load_task_spec
+
+        task, rom = load_task_spec(cfg.task_spec, rom=cfg.rom), None
     try:
-        return GameBoyEnv(cfg.task, num_envs=num_envs or cfg.num_envs, device=cfg.device,
-                          rom=cfg.rom, frame_skip=cfg.frame_skip,
+        return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device,
+                          rom=rom, frame_skip=cfg.frame_skip,
                           press_frames=min(8, cfg.frame_skip), seed=cfg.seed, **kwargs)
     except FileNotFoundError as err:
         raise ConfigError(f"{err}. Pass --rom PATH to a ROM you own.") from err

@@ -111,6 +111,9 @@ class TrainConfig:
     env with vector observations (``gym:CartPole-v1``)."""
     rom: str | None = None
     """ROM path overriding the task's own (games other than the shipped ones are never bundled)."""
+    task_spec: str | None = None
+    """A YAML/JSON task spec file (``docs/writing_a_task.md``) to train on instead of a registered
+    task: needs ``--rom``; the run's task name becomes the spec's ``name``."""
     preset: str = "tiny"
     """Model size, a key of ``torchrl_dreamer.modules.PRESETS`` (``tiny`` is the CPU preset)."""
     loss_preset: str | None = None
@@ -182,8 +185,12 @@ class TrainConfig:
         from torchrl_dreamer.modules import PRESETS
         from torchrl_dreamer.objectives import LOSS_PRESETS
 
-        check_task(self.task)
-        for name, value in task_train_defaults(self.task).items():
+        spec_task = self._spec_task()
+        if spec_task is None:
+            check_task(self.task)
+        elif "task" not in self._given:
+            self.task = spec_task.name
+        for name, value in task_train_defaults(self.task, spec_task).items():
             if name not in self._given:
                 setattr(self, name, value)
         for f in dataclasses.fields(self):
@@ -207,6 +214,25 @@ class TrainConfig:
             self.entropy_coef = preset.entropy_coef
 
     # ------------------------------------------------------------------ validation
+    def _spec_task(self) -> Any:
+        """The task of ``task_spec`` (validated: a bad spec or a ROM it does not fit fails here,
+        before any console is built), or None."""
+        if self.task_spec is None:
+            return None
+        from torchrl_dreamer.emulator.cartridge import load_rom_bytes, parse_cartridge
+        from torchrl_dreamer.envs import TaskMismatchError, TaskSpecError, load_task_spec
+
+        if self.rom is None:
+            raise ConfigError("--task-spec needs --rom PATH: the game's ROM file.")
+        if not Path(self.rom).is_file():
+            raise ConfigError(f"ROM {self.rom} not found; pass --rom PATH to a .gb file you own.")
+        try:
+            task = load_task_spec(self.task_spec, rom=self.rom)
+            task.check_cartridge(parse_cartridge(load_rom_bytes(self.rom), check=False))
+        except (TaskSpecError, TaskMismatchError) as err:
+            raise ConfigError(str(err)) from None
+        return task
+
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first bad setting."""
         for f in dataclasses.fields(self):
@@ -346,21 +372,25 @@ def field_docs(cls: type = TrainConfig) -> dict[str, str]:
     return docs
 
 
-def task_train_defaults(task: str) -> dict[str, Any]:
-    """The training defaults of ``task`` (its ``train_defaults``), checked against the fields of
-    :class:`TrainConfig`.
+def task_train_defaults(task: str, task_obj: Any = None) -> dict[str, Any]:
+    """The training defaults of ``task`` (its ``train_defaults``; of ``task_obj`` when given, e.g.
+    a task built from a spec file), checked against the fields of :class:`TrainConfig`.
 
     Example:
         >>> task_train_defaults("catch")
         {'replay_ratio': 0.2}
     """
-    if task.startswith("gym:"):
+    if task_obj is not None:
+        source = type(task_obj)
+        defaults = dict(task_obj.train_defaults)
+    elif task.startswith("gym:"):
         from torchrl_dreamer.trainers.gym_env import DeferredResetGymEnv as source
     else:
         from torchrl_dreamer.envs import task_class
 
         source = task_class(task)
-    defaults = dict(source.train_defaults)
+    if task_obj is None:
+        defaults = dict(source.train_defaults)
     names = {f.name for f in dataclasses.fields(TrainConfig)} - {"task"}
     unknown = sorted(set(defaults) - names)
     if unknown:

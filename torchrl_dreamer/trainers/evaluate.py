@@ -29,7 +29,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["EvalResult", "evaluate", "evaluate_checkpoint", "modules_from_checkpoint"]
+__all__ = ["EvalResult", "evaluate", "evaluate_checkpoint", "modules_from_checkpoint",
+           "world_model_video_checkpoint"]
 
 
 @dataclass
@@ -125,7 +126,12 @@ def evaluate(
         from torchrl_dreamer.trainers.gif import write_gif
 
         shades = unpack_packed2(torch.stack(frames)).squeeze(1)
-        written = str(write_gif(gif, shades, fps=gif_fps, scale=2))
+        if str(gif).lower().endswith(".mp4"):
+            from torchrl_dreamer.trainers.video import write_video
+
+            written = str(write_video(gif, shades.to(torch.uint8), fps=gif_fps, scale=2))
+        else:
+            written = str(write_gif(gif, shades, fps=gif_fps, scale=2))
     k = max(1, int(done.sum()))
     fin = done
     return EvalResult(
@@ -177,3 +183,66 @@ def evaluate_checkpoint(
     env = make_env(cfg, num_envs=episodes)
     wm, actor = modules_from_checkpoint(state, env, cfg.device)
     return evaluate(env, wm, actor, greedy=greedy, gif=gif)
+
+
+def world_model_video_checkpoint(
+    checkpoint: str | Path,
+    path: str | Path,
+    *,
+    sequences: int = 4,
+    length: int = 48,
+    context: int = 8,
+    device: str | None = None,
+    seed: int = 1234,
+) -> Path:
+    """Write the world model's open-loop report of a checkpoint (see
+    :func:`~torchrl_dreamer.trainers.video.open_loop_frames`): ``sequences`` env runs of
+    ``length`` steps under uniformly random actions, stacked vertically, as MP4 (GIF fallback).
+
+    Raises:
+        CheckpointError: the checkpoint holds no world model (nothing to draw), or its task has
+            no packed2 image observation.
+    """
+    from torchrl_dreamer.trainers.builder import make_env
+    from torchrl_dreamer.trainers.checkpoint import (
+        CheckpointError,
+        load_checkpoint,
+        resolve_checkpoint,
+    )
+    from torchrl_dreamer.trainers.config import TrainConfig
+    from torchrl_dreamer.trainers.video import open_loop_frames, write_video
+
+    if length < 2 or not 1 <= context <= length or sequences < 1:
+        raise ValueError(f"need sequences >= 1, length >= 2 and 1 <= context <= length; got "
+                         f"{sequences}, {length}, {context}")
+    ckpt = resolve_checkpoint(checkpoint)
+    state = load_checkpoint(ckpt)
+    if not any(k.startswith("world_model.") for k in state.get("learner", {})):
+        raise CheckpointError(f"{ckpt} holds no world model weights: a world-model video needs a "
+                              "Dreamer checkpoint written by the trainer")
+    overrides = {"seed": seed, "progress": False}
+    if device is not None:
+        overrides["device"] = device
+    cfg = TrainConfig.from_dict({**state["config"], **overrides})
+    env = make_env(cfg, num_envs=sequences)
+    if getattr(env, "pixels_format", None) != "packed2":
+        raise CheckpointError(f"task {cfg.task!r} has no packed2 pixels: nothing to draw")
+    wm, _ = modules_from_checkpoint(state, env, cfg.device)
+    g = torch.Generator().manual_seed(seed)
+    n_act = int(env.action_spec.space.n)
+    td = env.reset()
+    pixels, firsts, actions = [td.get("pixels")], [td.get("is_first").reshape(-1)], []
+    prev = torch.zeros(sequences, n_act)
+    acts = [prev]
+    for _ in range(length - 1):
+        a = torch.randint(0, n_act, (sequences,), generator=g)
+        td = env.step(td.select("pixels").set("action", a.to(env.device))).get("next")
+        prev = torch.nn.functional.one_hot(a, n_act).float()
+        pixels.append(td.get("pixels"))
+        firsts.append(td.get("is_first").reshape(-1))
+        acts.append(prev)
+        actions.append(a)
+    dev = torch.device(cfg.device)
+    frames = open_loop_frames(wm, torch.stack(pixels).to(dev), torch.stack(acts).to(dev),
+                              torch.stack(firsts).bool().to(dev), context=context)
+    return write_video(path, torch.cat(list(frames), 1))  # sequences stacked vertically
