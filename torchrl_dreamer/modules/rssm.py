@@ -14,6 +14,8 @@ priors are computed for all steps after the scan.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -41,8 +43,11 @@ class _LatentHead(nn.Module):
         self.out = nn.Linear(hidden, stoch * classes)
         self.stoch, self.classes = stoch, classes
 
-    def tail(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.out(F.silu(self.norm(x)))
+    def tail(self, x: torch.Tensor, out_t: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits from the first layer's output ``x``; ``out_t``: ``self.out.weight.t()`` given
+        by a scan for 2-D ``x`` (one ``addmm`` per step instead of a transpose and an ``addmm``)."""
+        y = F.silu(self.norm(x))
+        y = self.out(y) if out_t is None else torch.addmm(self.out.bias, y, out_t)
         return y.reshape(*y.shape[:-1], self.stoch, self.classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -158,6 +163,27 @@ class RSSM(nn.Module):
         return h * keep + h0 * m, z * keep + z0 * m, action * keep.to(action.dtype)
 
     # ------------------------------------------------------------------ scan
+    def _scan_weights(self) -> _ScanWeights:
+        """Transposed / split weights a scan uses at every step, taken once per scan."""
+        w_in = self.input_mlp[0].weight
+        w_post = self.posterior.linear.weight
+        return _ScanWeights(
+            in_t=w_in.t(),
+            in_z_t=w_in[:, : self.stoch_flat].t(),
+            in_a=w_in[:, self.stoch_flat :],
+            gru_t=self.gru.linear.weight.t(),
+            post_h_t=w_post[:, : self.deter].t(),
+            post_e=w_post[:, self.deter :],
+            post_out_t=self.posterior.out.weight.t(),
+            prior_t=self.prior.linear.weight.t(),
+            prior_out_t=self.prior.out.weight.t(),
+        )
+
+    def _cell(self, x_pre: torch.Tensor, h: torch.Tensor, w: _ScanWeights) -> torch.Tensor:
+        """GRU step from the input MLP's pre-activation ``x_pre`` (its ``Linear`` already done)."""
+        x = F.silu(self.input_mlp[1](x_pre))
+        return self.gru.step(x, h, w.gru_t)
+
     def observe(
         self,
         embed: torch.Tensor,
@@ -177,6 +203,11 @@ class RSSM(nn.Module):
         Returns:
             dict with ``h``, ``z`` ``[T, B, ...]``, ``post_logits`` and ``prior_logits``
             ``[T, B, stoch, classes]`` (unimixed log-probs).
+
+        Everything that does not depend on the previous step runs once over the whole sequence
+        before the loop: the observation and action halves of the posterior's and the input
+        MLP's first layers, the reset masks and values, the weight transposes; the loop body
+        is one ``addmm`` per layer plus the norms, gates and the sample.
         """
         T, B = embed.shape[:2]
         if prev_action.shape[:2] != (T, B) or is_first.shape[:2] != (T, B):
@@ -186,30 +217,32 @@ class RSSM(nn.Module):
             )
         h, z = self.initial_state((B,)) if state is None else state
         h0, z0 = self.initial_state(())
-        w = self.posterior.linear.weight
-        e_proj = F.linear(embed, w[:, self.deter :])  # whole sequence at once
-        w_h = w[:, : self.deter]
+        w = self._scan_weights()
         mask = is_first.to(h.dtype).unsqueeze(-1)
         keep = 1.0 - mask
-        actions = prev_action.to(h.dtype) * keep
+        e_proj = F.linear(embed, w.post_e)  # whole sequence at once
+        a_proj = F.linear(prev_action.to(h.dtype) * keep, w.in_a)
         # reset values depend only on parameters: precompute the mixed-in part.
-        h_reset = h0 * mask
-        z_reset = z0 * mask
-        hs, zs, logits = [], [], []
-        for t in range(T):
-            h = h * keep[t] + h_reset[t]
-            z = z * keep[t] + z_reset[t]
-            h = self.recurrent(z, actions[t], h)
-            probs = unimix_probs(self.posterior.tail(F.linear(h, w_h) + e_proj[t]), self.unimix)
+        steps = zip(
+            keep.unbind(0), (h0 * mask).unbind(0), (z0 * mask).unbind(0),
+            a_proj.unbind(0), e_proj.unbind(0),
+        )
+        hs, zs, probs_all = [], [], []
+        for keep_t, h_reset, z_reset, a_t, e_t in steps:
+            h = torch.addcmul(h_reset, h, keep_t)  # h * keep + h0 * mask
+            z = torch.addcmul(z_reset, z, keep_t)
+            h = self._cell(torch.addmm(a_t, z, w.in_z_t), h, w)
+            logits = self.posterior.tail(torch.addmm(e_t, h, w.post_h_t), w.post_out_t)
+            probs = unimix_probs(logits, self.unimix)
             z = self.sample_probs(probs)
             hs.append(h)
             zs.append(z)
-            logits.append(probs)
+            probs_all.append(probs)
         h_all = torch.stack(hs, 0)
         return {
             "h": h_all,
             "z": torch.stack(zs, 0),
-            "post_logits": torch.stack(logits, 0).log(),
+            "post_logits": torch.stack(probs_all, 0).log(),
             "prior_logits": self.prior_logits(h_all),
         }
 
@@ -229,12 +262,30 @@ class RSSM(nn.Module):
             ``latents [H+1, N, latent_dim]`` and ``actions [H, N, A]`` (action ``t`` leads from
             state ``t`` to ``t + 1``).
         """
+        w = self._scan_weights()
         latent = torch.cat([z, h], -1)
         latents, actions = [latent], []
         for _ in range(horizon):
             a = policy(latent)
             actions.append(a)
-            h, z = self.img_step(h, z, a)
+            x_pre = torch.cat([z, a.to(z.dtype)], -1) @ w.in_t
+            h = self._cell(x_pre, h, w)
+            logits = self.prior.tail(h @ w.prior_t, w.prior_out_t)
+            z = straight_through_from_probs(unimix_probs(logits, self.unimix)).flatten(-2)
             latent = torch.cat([z, h], -1)
             latents.append(latent)
         return torch.stack(latents, 0), torch.stack(actions, 0)
+
+
+class _ScanWeights(NamedTuple):
+    """Per-scan views of the RSSM weights (see :meth:`RSSM._scan_weights`)."""
+
+    in_t: torch.Tensor
+    in_z_t: torch.Tensor
+    in_a: torch.Tensor
+    gru_t: torch.Tensor
+    post_h_t: torch.Tensor
+    post_e: torch.Tensor
+    post_out_t: torch.Tensor
+    prior_t: torch.Tensor
+    prior_out_t: torch.Tensor

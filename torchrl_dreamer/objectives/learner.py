@@ -13,6 +13,7 @@ import contextlib
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+from torch.profiler import record_function
 
 from torchrl_dreamer.modules.heads import DreamerV3Actor, DreamerV3Critic
 from torchrl_dreamer.modules.world_model import WorldModel
@@ -25,9 +26,10 @@ from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
 __all__ = ["DreamerV3Learner"]
 
 
-def _adam(params, lr: float, eps: float, device: torch.device) -> torch.optim.Adam:
-    kwargs = {"fused": True} if device.type == "cuda" else {"foreach": True}
-    return torch.optim.Adam(list(params), lr=lr, eps=eps, **kwargs)
+def _adam(params, lr: float, eps: float) -> torch.optim.Adam:
+    """Fused Adam (CPU and CUDA): one kernel per step for all parameters, and its step counts
+    stay tensors on the device (the ``foreach`` version reads each one back with ``.item()``)."""
+    return torch.optim.Adam(list(params), lr=lr, eps=eps, fused=True)
 
 
 class DreamerV3Learner(nn.Module):
@@ -55,6 +57,19 @@ class DreamerV3Learner(nn.Module):
         ['actor_entropy', 'advantage_mean', 'grad_norm_actor']
     """
 
+    #: ``record_function`` labels of :meth:`update`'s phases (``actor/forward`` includes the
+    #: imagination rollout; ``benchmarks/learner.py`` reports them apart).
+    PROFILE_PHASES: tuple[str, ...] = (
+        "world_model/forward",
+        "world_model/backward",
+        "world_model/optimizer",
+        "actor/imagination",
+        "actor/forward",
+        "critic/forward",
+        "actor_critic/backward",
+        "actor_critic/optimizer",
+    )
+
     def __init__(
         self,
         world_model: WorldModel,
@@ -80,10 +95,9 @@ class DreamerV3Learner(nn.Module):
         self.world_model_loss = world_model_loss_cls(world_model, config, batch_major=batch_major)
         self.actor_loss = actor_loss_cls(world_model, actor, critic, config)
         self.critic_loss = critic_loss_cls(critic, config)
-        dev = world_model.rssm.h0.device
-        self.wm_opt = _adam(world_model.parameters(), config.wm_lr, config.wm_eps, dev)
-        self.actor_opt = _adam(actor.parameters(), config.actor_lr, config.actor_eps, dev)
-        self.critic_opt = _adam(critic.parameters(), config.critic_lr, config.critic_eps, dev)
+        self.wm_opt = _adam(world_model.parameters(), config.wm_lr, config.wm_eps)
+        self.actor_opt = _adam(actor.parameters(), config.actor_lr, config.actor_eps)
+        self.critic_opt = _adam(critic.parameters(), config.critic_lr, config.critic_eps)
         self.autocast_dtype = autocast_dtype
         self.num_updates = 0
 
@@ -93,15 +107,21 @@ class DreamerV3Learner(nn.Module):
         return torch.autocast(self.world_model.rssm.h0.device.type, dtype=self.autocast_dtype)
 
     @staticmethod
-    def _step(loss: torch.Tensor, opt: torch.optim.Optimizer, module: nn.Module, clip: float):
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+    def _clip_and_step(opt: torch.optim.Optimizer, module: nn.Module, clip: float) -> torch.Tensor:
+        """Global-norm clip of ``module``'s gradients, then ``opt.step()``; returns the norm."""
         norm = torch.nn.utils.clip_grad_norm_(module.parameters(), clip, foreach=True)
         opt.step()
         return norm.detach()
 
     def update(self, batch: TensorDictBase) -> TensorDictBase:
         """One gradient step on each of world model, actor and critic; returns detached metrics.
+
+        Order (the reference's): the world model steps first, then the actor and critic losses
+        are computed on imagination from the *updated* world model. The actor and critic losses
+        share one backward pass (their graphs touch disjoint parameters: the actor's sees the
+        critic only through detached values, the critic's sees detached latents), then each is
+        clipped and stepped with its own optimizer. The phases are labelled with
+        ``torch.profiler.record_function`` (:attr:`PROFILE_PHASES`).
 
         During the first ``config.world_model_warmup`` updates only the world model steps (the
         metrics then hold no actor/critic entries).
@@ -110,23 +130,28 @@ class DreamerV3Learner(nn.Module):
         warmup = self.num_updates < cfg.world_model_warmup
         if not warmup:
             self.critic_loss.update_slow_critic()
-        with self._autocast():
+        with record_function("world_model/forward"), self._autocast():
             wm_out = self.world_model_loss(batch)
-        wm_loss = total_loss(wm_out)
-        g_wm = self._step(wm_loss, self.wm_opt, self.world_model, cfg.wm_clip)
+            wm_loss = total_loss(wm_out)
+        with record_function("world_model/backward"):
+            self.wm_opt.zero_grad(set_to_none=True)
+            wm_loss.backward()
+        with record_function("world_model/optimizer"):
+            g_wm = self._clip_and_step(self.wm_opt, self.world_model, cfg.wm_clip)
         if warmup:
             self.num_updates += 1
             return self._metrics((wm_out,), wm_loss, {"grad_norm_world_model": g_wm})
-        with self._autocast():
+        with record_function("actor/forward"), self._autocast():
             actor_out = self.actor_loss(wm_out.get("posterior"))
-        g_actor = self._step(
-            actor_out.get("loss_actor"), self.actor_opt, self.actor, cfg.actor_clip
-        )
-        with self._autocast():
+        with record_function("critic/forward"), self._autocast():
             critic_out = self.critic_loss(actor_out.get("imagination"))
-        g_critic = self._step(
-            critic_out.get("loss_critic"), self.critic_opt, self.critic, cfg.critic_clip
-        )
+        with record_function("actor_critic/backward"):
+            self.actor_opt.zero_grad(set_to_none=True)
+            self.critic_opt.zero_grad(set_to_none=True)
+            (actor_out.get("loss_actor") + critic_out.get("loss_critic")).backward()
+        with record_function("actor_critic/optimizer"):
+            g_actor = self._clip_and_step(self.actor_opt, self.actor, cfg.actor_clip)
+            g_critic = self._clip_and_step(self.critic_opt, self.critic, cfg.critic_clip)
         self.num_updates += 1
         return self._metrics(
             (wm_out, actor_out, critic_out),
