@@ -92,9 +92,16 @@ class RSSM(nn.Module):
         # posterior input is [h, embed]; its first weight is split by column in ``observe``.
         self.posterior = _LatentHead(deter + embed_dim, hidden, stoch, classes)
         self.h0 = nn.Parameter(torch.zeros(deter))
+        # compiled scan bodies (compile_steps); plain attributes, not part of the state dict
+        self._compiled_observe = self._compiled_imagine = None
         hafner_init_(self)
         uniform_init_(self.prior.out, 1.0)
         uniform_init_(self.posterior.out, 1.0)
+
+    def __getstate__(self) -> dict:
+        # copies (e.g. the player's) get eager bodies: a compiled body is bound to this module
+        state = super().__getstate__()
+        return {**state, "_compiled_observe": None, "_compiled_imagine": None}
 
     @property
     def latent_dim(self) -> int:
@@ -228,13 +235,9 @@ class RSSM(nn.Module):
             a_proj.unbind(0), e_proj.unbind(0),
         )
         hs, zs, probs_all = [], [], []
+        body = self._observe_body if self._compiled_observe is None else self._compiled_observe
         for keep_t, h_reset, z_reset, a_t, e_t in steps:
-            h = torch.addcmul(h_reset, h, keep_t)  # h * keep + h0 * mask
-            z = torch.addcmul(z_reset, z, keep_t)
-            h = self._cell(torch.addmm(a_t, z, w.in_z_t), h, w)
-            logits = self.posterior.tail(torch.addmm(e_t, h, w.post_h_t), w.post_out_t)
-            probs = unimix_probs(logits, self.unimix)
-            z = self.sample_probs(probs)
+            h, z, probs = body(h, z, keep_t, h_reset, z_reset, a_t, e_t, w)
             hs.append(h)
             zs.append(z)
             probs_all.append(probs)
@@ -263,18 +266,66 @@ class RSSM(nn.Module):
             state ``t`` to ``t + 1``).
         """
         w = self._scan_weights()
+        body = self._imagine_body if self._compiled_imagine is None else self._compiled_imagine
         latent = torch.cat([z, h], -1)
         latents, actions = [latent], []
         for _ in range(horizon):
             a = policy(latent)
             actions.append(a)
-            x_pre = torch.cat([z, a.to(z.dtype)], -1) @ w.in_t
-            h = self._cell(x_pre, h, w)
-            logits = self.prior.tail(h @ w.prior_t, w.prior_out_t)
-            z = straight_through_from_probs(unimix_probs(logits, self.unimix)).flatten(-2)
-            latent = torch.cat([z, h], -1)
+            h, z, latent = body(h, z, a, w)
             latents.append(latent)
         return torch.stack(latents, 0), torch.stack(actions, 0)
+
+    # ------------------------------------------------------------------ scan bodies
+    def _observe_body(
+        self,
+        h: torch.Tensor,
+        z: torch.Tensor,
+        keep: torch.Tensor,
+        h_reset: torch.Tensor,
+        z_reset: torch.Tensor,
+        a_proj: torch.Tensor,
+        e_proj: torch.Tensor,
+        w: _ScanWeights,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of :meth:`observe`: ``(h, z, unimixed posterior probs)``."""
+        h = torch.addcmul(h_reset, h, keep)  # h * keep + h0 * mask
+        z = torch.addcmul(z_reset, z, keep)
+        h = self._cell(torch.addmm(a_proj, z, w.in_z_t), h, w)
+        logits = self.posterior.tail(torch.addmm(e_proj, h, w.post_h_t), w.post_out_t)
+        probs = unimix_probs(logits, self.unimix)
+        return h, self.sample_probs(probs), probs
+
+    def _imagine_body(
+        self, h: torch.Tensor, z: torch.Tensor, action: torch.Tensor, w: _ScanWeights
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of :meth:`imagine`: ``(h, z, [z, h])`` with ``z`` sampled from the prior."""
+        x_pre = torch.cat([z, action.to(z.dtype)], -1) @ w.in_t
+        h = self._cell(x_pre, h, w)
+        logits = self.prior.tail(h @ w.prior_t, w.prior_out_t)
+        z = straight_through_from_probs(unimix_probs(logits, self.unimix)).flatten(-2)
+        return h, z, torch.cat([z, h], -1)
+
+    def compile_steps(self, mode: str | None = "default", **kwargs) -> RSSM:
+        """``torch.compile`` the per-step bodies of :meth:`observe` and :meth:`imagine`.
+
+        Shapes are static (``dynamic=False``): one graph per batch size, compiled at the first
+        scan. ``mode=None`` restores the eager bodies. Compiled bodies draw their latent
+        samples from the compiler's random stream, so samples differ from eager ones (same
+        distribution). Returns ``self``.
+
+        Example:
+            >>> rssm = RSSM(action_dim=4, embed_dim=16, deter=32, hidden=32, stoch=4, classes=4)
+            >>> rssm.compile_steps(None)._compiled_observe is None
+            True
+        """
+        if mode is None:
+            self._compiled_observe = self._compiled_imagine = None
+            return self
+        kwargs.setdefault("dynamic", False)
+        self._compiled_observe = torch.compile(self._observe_body, mode=mode, **kwargs)
+        self._compiled_imagine = torch.compile(self._imagine_body, mode=mode, **kwargs)
+        return self
 
 
 class _ScanWeights(NamedTuple):

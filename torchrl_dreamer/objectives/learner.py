@@ -9,12 +9,14 @@ scalar metrics back (no host sync inside).
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 from torch.profiler import record_function
 
+from torchrl_dreamer.modules.encoders import ImageDecoder, ImageEncoder
 from torchrl_dreamer.modules.heads import DreamerV3Actor, DreamerV3Critic
 from torchrl_dreamer.modules.world_model import WorldModel
 from torchrl_dreamer.objectives.actor import DreamerV3ActorLoss
@@ -23,13 +25,70 @@ from torchrl_dreamer.objectives.critic import DreamerV3CriticLoss
 from torchrl_dreamer.objectives.utils import total_loss
 from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
 
-__all__ = ["DreamerV3Learner"]
+__all__ = ["COMPILE_MODES", "DreamerV3Learner", "resolve_acceleration"]
 
 
 def _adam(params, lr: float, eps: float) -> torch.optim.Adam:
     """Fused Adam (CPU and CUDA): one kernel per step for all parameters, and its step counts
     stay tensors on the device (the ``foreach`` version reads each one back with ``.item()``)."""
     return torch.optim.Adam(list(params), lr=lr, eps=eps, fused=True)
+
+
+COMPILE_MODES: tuple[str, ...] = (
+    "default",
+    "reduce-overhead",
+    "max-autotune",
+    "max-autotune-no-cudagraphs",
+)
+"""``torch.compile`` modes :class:`DreamerV3Learner` accepts (``compile=``)."""
+
+_CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+def resolve_acceleration(
+    device: torch.device | str, compile: str | None, capture: bool, strict: bool = False
+) -> tuple[str | None, bool]:
+    """The ``(compile mode, capture)`` a learner on ``device`` will actually use.
+
+    Asking for what the device or build cannot do (CUDA graphs off CUDA, ``torch.compile``
+    where dynamo is unsupported) falls back with one ``RuntimeWarning`` that says what runs
+    instead, or raises ``RuntimeError`` when ``strict``. ``capture`` keeps its static-buffer
+    path on every device (the CPU twin); an unknown mode is always a ``ValueError``.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     resolve_acceleration("cpu", None, capture=True)
+        ('default', True)
+        >>> resolve_acceleration("cpu", None, capture=False)
+        (None, False)
+    """
+    device = torch.device(device)
+    if compile is not None and compile not in COMPILE_MODES:
+        raise ValueError(f"compile must be None or one of {COMPILE_MODES}, got {compile!r}")
+    mode = compile if compile is not None else ("reduce-overhead" if capture else None)
+    problems = []
+    if mode in _CUDA_GRAPH_MODES and device.type != "cuda":
+        what = "capture=True" if capture and compile is None else f"compile={mode!r}"
+        problems.append(
+            f"{what} uses CUDA graphs, which need a CUDA device (the learner is on "
+            f"{device.type}): compiling with mode='default' instead"
+            + (" and keeping the static-buffer capture path" if capture else "")
+        )
+        mode = "default"
+    if mode is not None and not torch._dynamo.is_dynamo_supported():
+        problems.append(
+            f"torch.compile is not supported by this build/Python: running eagerly instead of "
+            f"mode={mode!r}"
+        )
+        mode = None
+    if problems:
+        message = "DreamerV3Learner: " + "; ".join(problems) + "."
+        if strict:
+            raise RuntimeError(message + " (strict=True: not falling back)")
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    return mode, capture
 
 
 class DreamerV3Learner(nn.Module):
@@ -43,6 +102,21 @@ class DreamerV3Learner(nn.Module):
             GRU and latent distributions stay fp32).
         world_model_loss_cls, actor_loss_cls, critic_loss_cls: loss classes to use (research
             variants subclass the defaults and override their hooks).
+        compile: ``None`` (eager, the default) or a ``torch.compile`` mode (``"default"``,
+            ``"reduce-overhead"``, ``"max-autotune"``, ``"max-autotune-no-cudagraphs"``) for the
+            world model's image encoders/decoders and the RSSM's per-step scan bodies (static
+            shapes: each distinct batch shape compiles once). Off by default: on the 2-core CPU
+            the compile time is not won back within a 30-minute run
+            (``docs/concepts/running_on_gpu.md``). Compiled scan bodies draw latent samples
+            from the compiler's random stream (same distribution, different samples).
+        capture: the CUDA-graph path: every batch is copied into buffers allocated at the first
+            update (a batch of another shape or dtype raises ``ValueError``), and ``compile``
+            defaults to ``"reduce-overhead"``. On a CPU the same static-buffer path runs
+            without CUDA graphs (the tested twin).
+        strict: raise ``RuntimeError`` instead of warning when ``compile``/``capture`` cannot be
+            used as asked on this device or build (e.g. CUDA graphs on a CPU); without it the
+            learner falls back (CPU: ``mode="default"``; no compiler: eager) with exactly one
+            ``RuntimeWarning``.
 
     Example:
         >>> from torchrl_dreamer.modules import make_dreamer
@@ -82,6 +156,9 @@ class DreamerV3Learner(nn.Module):
         world_model_loss_cls: type[DreamerV3WorldModelLoss] = DreamerV3WorldModelLoss,
         actor_loss_cls: type[DreamerV3ActorLoss] = DreamerV3ActorLoss,
         critic_loss_cls: type[DreamerV3CriticLoss] = DreamerV3CriticLoss,
+        compile: str | None = None,
+        capture: bool = False,
+        strict: bool = False,
     ) -> None:
         super().__init__()
         if isinstance(config, str):
@@ -100,6 +177,14 @@ class DreamerV3Learner(nn.Module):
         self.critic_opt = _adam(critic.parameters(), config.critic_lr, config.critic_eps)
         self.autocast_dtype = autocast_dtype
         self.num_updates = 0
+        device = world_model.rssm.h0.device
+        self.compile_mode, self.capture = resolve_acceleration(device, compile, capture, strict)
+        self._static: TensorDictBase | None = None
+        if self.compile_mode is not None:
+            for module in [*world_model.encoders.values(), *world_model.decoders.values()]:
+                if isinstance(module, (ImageEncoder, ImageDecoder)):
+                    module.compile(mode=self.compile_mode, dynamic=False)
+            world_model.rssm.compile_steps(self.compile_mode)
 
     def _autocast(self):
         if self.autocast_dtype is None:
@@ -127,6 +212,8 @@ class DreamerV3Learner(nn.Module):
         metrics then hold no actor/critic entries).
         """
         cfg = self.config
+        if self.capture:
+            batch = self._stage(batch)
         warmup = self.num_updates < cfg.world_model_warmup
         if not warmup:
             self.critic_loss.update_slow_critic()
@@ -158,6 +245,23 @@ class DreamerV3Learner(nn.Module):
             wm_loss,
             {"grad_norm_world_model": g_wm, "grad_norm_actor": g_actor, "grad_norm_critic": g_critic},
         )
+
+    def _stage(self, batch: TensorDictBase) -> TensorDictBase:
+        """Copy ``batch`` into the static buffers of the capture path (allocated on first use)."""
+        if self._static is None:
+            self._static = batch.clone()
+            return self._static
+        got = {k: (tuple(v.shape), v.dtype) for k, v in batch.items(True, True)}
+        want = {k: (tuple(v.shape), v.dtype) for k, v in self._static.items(True, True)}
+        if got != want:
+            diff = sorted(str(k) for k in set(got) | set(want) if got.get(k) != want.get(k))
+            raise ValueError(
+                f"capture=True needs every batch to match the first one's keys, shapes and "
+                f"dtypes; these differ: {diff} (first batch {want}, this one {got}). Sample "
+                f"fixed-size batches, or build the learner with capture=False."
+            )
+        self._static.update_(batch)
+        return self._static
 
     @staticmethod
     def _metrics(outs, wm_loss: torch.Tensor, norms: dict[str, torch.Tensor]) -> TensorDictBase:
