@@ -310,7 +310,8 @@ class RSSM(nn.Module):
         """``torch.compile`` the per-step bodies of :meth:`observe` and :meth:`imagine`.
 
         Shapes are static (``dynamic=False``): one graph per batch size, compiled at the first
-        scan. ``mode=None`` restores the eager bodies. Compiled bodies draw their latent
+        scan. ``mode=None`` restores the eager bodies; ``kwargs`` go to ``torch.compile``
+        (e.g. ``backend="aot_eager"``, which takes no mode). Compiled bodies draw their latent
         samples from the compiler's random stream, so samples differ from eager ones (same
         distribution). Returns ``self``.
 
@@ -323,8 +324,10 @@ class RSSM(nn.Module):
             self._compiled_observe = self._compiled_imagine = None
             return self
         kwargs.setdefault("dynamic", False)
-        self._compiled_observe = torch.compile(self._observe_body, mode=mode, **kwargs)
-        self._compiled_imagine = torch.compile(self._imagine_body, mode=mode, **kwargs)
+        if kwargs.get("backend", "inductor") == "inductor":  # modes are inductor's
+            kwargs["mode"] = mode
+        self._compiled_observe = torch.compile(self._observe_body, **kwargs)
+        self._compiled_imagine = torch.compile(self._imagine_body, **kwargs)
         return self
 
 

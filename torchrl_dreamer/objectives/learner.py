@@ -60,7 +60,7 @@ def resolve_acceleration(
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")
         ...     resolve_acceleration("cpu", None, capture=True)
-        ('default', True)
+        (None, True)
         >>> resolve_acceleration("cpu", None, capture=False)
         (None, False)
     """
@@ -70,13 +70,18 @@ def resolve_acceleration(
     mode = compile if compile is not None else ("reduce-overhead" if capture else None)
     problems = []
     if mode in _CUDA_GRAPH_MODES and device.type != "cuda":
-        what = "capture=True" if capture and compile is None else f"compile={mode!r}"
-        problems.append(
-            f"{what} uses CUDA graphs, which need a CUDA device (the learner is on "
-            f"{device.type}): compiling with mode='default' instead"
-            + (" and keeping the static-buffer capture path" if capture else "")
-        )
-        mode = "default"
+        if compile is None:  # capture=True alone: the static-buffer path, eagerly
+            problems.append(
+                f"capture=True uses CUDA graphs, which need a CUDA device (the learner is on "
+                f"{device.type}): running the same static-buffer path eagerly instead"
+            )
+            mode = None
+        else:
+            problems.append(
+                f"compile={mode!r} uses CUDA graphs, which need a CUDA device (the learner is "
+                f"on {device.type}): compiling with mode='default' instead"
+            )
+            mode = "default"
     if mode is not None and not torch._dynamo.is_dynamo_supported():
         problems.append(
             f"torch.compile is not supported by this build/Python: running eagerly instead of "
@@ -112,11 +117,11 @@ class DreamerV3Learner(nn.Module):
         capture: the CUDA-graph path: every batch is copied into buffers allocated at the first
             update (a batch of another shape or dtype raises ``ValueError``), and ``compile``
             defaults to ``"reduce-overhead"``. On a CPU the same static-buffer path runs
-            without CUDA graphs (the tested twin).
+            eagerly (the tested twin), after one warning.
         strict: raise ``RuntimeError`` instead of warning when ``compile``/``capture`` cannot be
             used as asked on this device or build (e.g. CUDA graphs on a CPU); without it the
-            learner falls back (CPU: ``mode="default"``; no compiler: eager) with exactly one
-            ``RuntimeWarning``.
+            learner falls back (CUDA-graph modes on a CPU: ``mode="default"``, or eager for
+            ``capture`` alone; no compiler: eager) with exactly one ``RuntimeWarning``.
 
     Example:
         >>> from torchrl_dreamer.modules import make_dreamer
