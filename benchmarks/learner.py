@@ -333,7 +333,9 @@ def _emit(bench: str, case: str, ours: float | None, peer: float | None, unit: s
 MAZE_ACTIONS = 5  # the maze's "dpad" action set
 
 
-def _maze_learner(batch_size: int, seq_len: int, learner_kwargs: dict[str, Any]):
+def _maze_learner(
+    batch_size: int, seq_len: int, learner_kwargs: dict[str, Any], device: str = "cpu"
+):
     """The shipped maze learner (examples/dreamer_v3/config.yaml) and a replay-like batch."""
     from torchrl_dreamer.modules import make_dreamer as make
     from torchrl_dreamer.objectives import LOSS_PRESETS
@@ -341,6 +343,7 @@ def _maze_learner(batch_size: int, seq_len: int, learner_kwargs: dict[str, Any])
 
     torch.manual_seed(0)
     wm, actor, critic = make("tiny", {"pixels": "packed2"}, MAZE_ACTIONS)
+    wm, actor, critic = wm.to(device), actor.to(device), critic.to(device)
     cfg = LOSS_PRESETS["fast-pixels"].with_(gamma=0.98, entropy_coef=0.005)
     learner = Learner(wm, actor, critic, cfg, **learner_kwargs)
     T, B = seq_len, batch_size
@@ -355,8 +358,14 @@ def _maze_learner(batch_size: int, seq_len: int, learner_kwargs: dict[str, Any])
             "terminated": torch.zeros(T, B, dtype=torch.bool),
         },
         [T, B],
+        device=device,
     )
     return learner, batch
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
 
 
 _PHASE_PREFIX = ("world_model/", "actor/", "critic/", "actor_critic/")
@@ -426,16 +435,21 @@ def _profile(learner, batch, updates: int = 3) -> dict[str, float]:
 def _worker() -> None:
     """Line protocol on stdin/stdout: one JSON command in, one JSON answer out."""
     learner = batch = None
+    device = "cpu"
     for line in sys.stdin:
         cmd = json.loads(line)
         op = cmd["op"]
         if op == "build":
             torch.set_num_threads(cmd["threads"])
-            learner, batch = _maze_learner(cmd["batch"], cmd["seq"], cmd.get("kwargs", {}))
+            device = cmd.get("device", "cpu")
+            learner, batch = _maze_learner(
+                cmd["batch"], cmd["seq"], cmd.get("kwargs", {}), device
+            )
             times = []
             for _ in range(cmd.get("warmup", 2)):
                 t = time.perf_counter()
                 learner.update(batch)
+                _sync(device)
                 times.append(time.perf_counter() - t)
             ans: Any = times
         elif op == "threads":
@@ -443,8 +457,10 @@ def _worker() -> None:
             learner.update(batch)
             ans = None
         elif op == "time":
+            _sync(device)
             t, c = time.perf_counter(), time.process_time()
             learner.update(batch)
+            _sync(device)
             ans = [time.perf_counter() - t, time.process_time() - c]
         elif op == "ops":
             ans = count_ops(learner.update, batch)
@@ -500,14 +516,15 @@ def _alternate(workers: list[_Worker], repeats: int) -> tuple[list[float], list[
 
 def _maze_benches(args, benches: set[str]) -> None:
     root = os.path.dirname(_HERE)
-    case = f"maze_tiny_B{args.maze_batch}xT{args.maze_seq}"
+    case = f"maze_tiny_B{args.maze_batch}xT{args.maze_seq}_{args.device}"
     with tempfile.TemporaryDirectory() as tmp:
         trees = [root]
         if args.baseline != "none":
             trees.append(_extract(args.baseline, tmp))
         workers = [_Worker(t) for t in trees]
         threads = [int(t) for t in args.threads.split(",")]
-        build = dict(op="build", batch=args.maze_batch, seq=args.maze_seq, threads=threads[0])
+        build = dict(op="build", batch=args.maze_batch, seq=args.maze_seq, threads=threads[0],
+                     device=args.device)
         for w in workers:
             w(**build)
         peer_name = f"baseline:{args.baseline}"
@@ -536,9 +553,11 @@ def _maze_benches(args, benches: set[str]) -> None:
         if "compile" in benches and args.compile:
             compiled, plain = _Worker(root), _Worker(root)
             n = threads[-1]
+            kwargs = {"compile": args.compile, "capture": args.capture}
             warm = compiled(op="build", batch=args.maze_batch, seq=args.maze_seq, threads=n,
-                            kwargs={"compile": args.compile}, warmup=3)
-            plain(op="build", batch=args.maze_batch, seq=args.maze_seq, threads=n, warmup=3)
+                            kwargs=kwargs, warmup=3, device=args.device)
+            plain(op="build", batch=args.maze_batch, seq=args.maze_seq, threads=n, warmup=3,
+                  device=args.device)
             (ours, peer), _ = _alternate([compiled, plain], args.repeats)
             _emit("maze_compile", f"{case}_threads{n}_compile={args.compile}_vs_eager", ours,
                   peer, "s/update (wall, median)")
@@ -601,6 +620,8 @@ def main() -> None:
     parser.add_argument("--compile", default=None,
                         help="also time DreamerV3Learner(compile=MODE) against eager, e.g. "
                              "'default' or 'reduce-overhead'")
+    parser.add_argument("--capture", action="store_true",
+                        help="with --compile: also pass capture=True (the CUDA-graph path)")
     parser.add_argument("--peer-presets", default="tiny,S", help="presets of the TorchRL timing")
     parser.add_argument("--batch", type=int, default=16, help="batch of the TorchRL timing")
     parser.add_argument("--seq", type=int, default=64, help="sequence of the TorchRL timing")
