@@ -149,7 +149,7 @@ def straight_through_from_probs(probs: torch.Tensor, sample: bool = True) -> tor
     Without a graph (``probs`` does not require grad, e.g. imagination under ``no_grad``) the
     one-hot is returned as is: the straight-through terms would only add rounding noise.
     """
-    plain = probs.detach()
+    plain = probs.detach() if probs.requires_grad else probs
     idx = sample_categorical(plain) if sample else plain.argmax(-1)
     hard = one_hot(idx, probs.shape[-1], probs.dtype)
     if not probs.requires_grad:

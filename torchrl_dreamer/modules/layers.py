@@ -79,7 +79,8 @@ class LayerNormGRUCell(nn.Module):
         A scan takes the transpose once instead of once per step (``F.linear`` transposes on
         every call, one more dispatched op each time).
         """
-        dtype = torch.promote_types(h.dtype, torch.float32)
+        # at least fp32 (torch.promote_types would be one more dispatched op per step)
+        dtype = h.dtype if h.dtype in (torch.float32, torch.float64) else torch.float32
         with _no_autocast(h):
             h = h.to(dtype)
             xh = torch.cat([x.to(dtype), h], -1)
