@@ -541,13 +541,20 @@ def _maze_benches(args, benches: set[str]) -> None:
             _emit("aten_ops", f"{case}_vs_{peer_name}", ops[0], ops[1] if len(ops) > 1 else None,
                   "aten ops/update")
         if "profile" in benches:
+            n = args.profile_threads
             for w in workers:
-                w(op="threads", threads=threads[-1])
-            profs = [w(op="profile") for w in workers]
+                w(op="threads", threads=n)
+            profs: list[dict[str, float]] = [{} for _ in workers]
+            samples = [collections.defaultdict(list) for _ in workers]
+            for _ in range(args.profile_rounds):  # alternating, median per phase
+                for i, w in enumerate(workers):
+                    for key, value in w(op="profile").items():
+                        samples[i][key].append(value)
+            profs = [{k: statistics.median(v) for k, v in s.items()} for s in samples]
             peer_prof = profs[1] if len(profs) > 1 else {}
             for key in sorted(set(profs[0]) | set(peer_prof)):
-                _emit("learner_profile", f"{case}_threads{threads[-1]}_{key}_vs_{peer_name}",
-                      profs[0].get(key), peer_prof.get(key), "s/update (profiler)")
+                _emit("learner_profile", f"{case}_threads{n}_{key}_vs_{peer_name}",
+                      profs[0].get(key), peer_prof.get(key), "s/update (profiler, median)")
         for w in workers:
             w.close()
         if "compile" in benches and args.compile:
@@ -615,6 +622,10 @@ def main() -> None:
                         help="git revision to compare the maze learner with ('none': skip)")
     parser.add_argument("--threads", default="1,2", help="torch threads of the maze benches")
     parser.add_argument("--repeats", type=int, default=15, help="timed maze updates per learner")
+    parser.add_argument("--profile-threads", type=int, default=1,
+                        help="torch threads of the profile (1: least sensitive to other load)")
+    parser.add_argument("--profile-rounds", type=int, default=3,
+                        help="profiled rounds (3 updates each) per learner, alternating")
     parser.add_argument("--maze-batch", type=int, default=8)
     parser.add_argument("--maze-seq", type=int, default=32)
     parser.add_argument("--compile", default=None,

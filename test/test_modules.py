@@ -464,3 +464,13 @@ def test_rssm_compiled_scan_bodies_match_eager_fullgraph():
     # copies (e.g. a player's) get the eager bodies, never ones bound to this module
     assert copy.deepcopy(rssm)._compiled_observe is None
     assert rssm.compile_steps(None)._compiled_observe is None
+
+
+def test_sample_categorical_is_the_inverse_cdf_of_one_uniform_each():
+    probs = torch.randn(64, 16, 16).softmax(-1)
+    torch.manual_seed(3)
+    idx = sample_categorical(probs)
+    torch.manual_seed(3)
+    u = torch.rand(64, 16, 1)
+    # the index is the number of CDF entries below u (clamped for rounding at the top)
+    assert torch.equal(idx, (probs.cumsum(-1) < u).sum(-1).clamp(max=15))

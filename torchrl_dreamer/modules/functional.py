@@ -187,7 +187,9 @@ def sample_categorical(probs: torch.Tensor) -> torch.Tensor:
     Cheaper than ``torch.multinomial`` for many small categoricals, and free of host syncs.
     """
     u = torch.rand(probs.shape[:-1] + (1,), device=probs.device, dtype=probs.dtype)
-    idx = (probs.cumsum(-1) < u).sum(-1)
+    # first index whose CDF reaches u (= how many CDF entries are below u), without a bool
+    # comparison tensor and its conversion to int64 for the sum
+    idx = torch.searchsorted(probs.cumsum(-1), u).squeeze(-1)
     return idx.clamp_(max=probs.shape[-1] - 1)
 
 
