@@ -13,9 +13,12 @@ Prints one JSON line per result: ``{"bench", "case", "ours", "peer", "unit", "sp
   them, so both see the same background load of this shared machine.
 - ``maze_compile``: with ``--compile MODE``, the same learner built with ``compile=MODE`` (ours)
   against ours uncompiled; the compile time (first updates) is a separate line.
-- ``learner_profile``: per-phase wall time of one maze update (``torch.profiler`` over the
+- ``learner_profile``: per-phase wall time of a maze update (``torch.profiler`` over the
   learner's ``record_function`` phase labels -- world model, imagination, actor, critic; forward,
-  backward, optimiser) for ours and the baseline, plus totals per kind.
+  backward, optimiser) for ours and the baseline, plus totals per kind (``all/...``); one thread
+  by default (``--profile-threads``), median of alternating rounds (``--profile-rounds``).
+  Phases a revision does not have (e.g. separate actor and critic backward passes) show
+  ``null`` on the other side; compare the ``all/`` totals.
 - ``aten_ops``: dispatched aten ops per update (a ``TorchDispatchMode`` counter; our proxy for
   GPU kernel launches), ours vs the baseline on the maze configuration, and ours vs TorchRL's
   ``DreamerV3Loss`` at equal sizes (preset ``tiny``, B8xT32 64x64 grey images, 8 actions).
