@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -435,3 +436,41 @@ def test_space_to_depth_matches_pixel_shuffle_layout():
     y = SpaceToDepth()(x)
     assert torch.equal(y, torch.nn.functional.pixel_unshuffle(x, 2))
     assert torch.equal(DepthToSpace()(y), x)
+
+
+def test_rssm_compiled_scan_bodies_match_eager_fullgraph():
+    rssm = _small_rssm()
+    rssm.sample_probs = lambda p: straight_through_mode(p.log()).flatten(-2)  # deterministic
+    embed, act = torch.randn(5, 2, 6), torch.randn(5, 2, 3)
+    first = torch.zeros(5, 2, dtype=torch.bool)
+    first[0] = True
+    first[3, 1] = True
+    ref = rssm.observe(embed, act, first)
+    ref["h"].square().sum().backward()
+    ref_grads = [p.grad.clone() for p in rssm.parameters()]
+    rssm.zero_grad()
+    # fullgraph: the bodies have no graph break (what CUDA-graph capture needs)
+    rssm.compile_steps("default", backend="aot_eager", fullgraph=True)
+    out = rssm.observe(embed, act, first)
+    for key in ref:
+        torch.testing.assert_close(out[key], ref[key])
+    out["h"].square().sum().backward()
+    for p, g in zip(rssm.parameters(), ref_grads):
+        torch.testing.assert_close(p.grad, g)
+    h, z = rssm.initial_state((4,))
+    with torch.no_grad():
+        lat, actions = rssm.imagine(h, z, lambda latent: torch.zeros(4, 3), horizon=3)
+    assert lat.shape == (4, 4, rssm.latent_dim) and actions.shape == (3, 4, 3)
+    # copies (e.g. a player's) get the eager bodies, never ones bound to this module
+    assert copy.deepcopy(rssm)._compiled_observe is None
+    assert rssm.compile_steps(None)._compiled_observe is None
+
+
+def test_sample_categorical_is_the_inverse_cdf_of_one_uniform_each():
+    probs = torch.randn(64, 16, 16).softmax(-1)
+    torch.manual_seed(3)
+    idx = sample_categorical(probs)
+    torch.manual_seed(3)
+    u = torch.rand(64, 16, 1)
+    # the index is the number of CDF entries below u (clamped for rounding at the top)
+    assert torch.equal(idx, (probs.cumsum(-1) < u).sum(-1).clamp(max=15))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -26,6 +27,7 @@ from torchrl_dreamer.objectives import (
     make_return_norm,
     total_loss,
 )
+from torchrl_dreamer.objectives.learner import resolve_acceleration
 
 SMALL = PRESETS["tiny"].with_(deter=16, hidden=16, stoch=4, classes=4, cnn_mult=2, cnn_stages=2)
 LN255 = math.log(255.0)
@@ -543,3 +545,80 @@ def test_slow_critic_restored_from_state_dict_is_not_hard_copied_again():
         critic.out.weight.fill_(3.0)
     fresh.update()  # EMA, not a hard copy
     torch.testing.assert_close(fresh.module.out.weight, torch.full_like(critic.out.weight, 2.0))
+
+
+# ---------------------------------------------------------------- compile / capture
+def test_capture_on_cpu_warns_once_and_matches_the_eager_learner():
+    cfg = DreamerV3LossConfig().with_(horizon=3)
+    plain = DreamerV3Learner(*_agent(), cfg)
+    with pytest.warns(RuntimeWarning, match="capture=True uses CUDA graphs") as record:
+        captured = DreamerV3Learner(*_agent(), cfg, capture=True)
+    assert len([r for r in record if r.category is RuntimeWarning]) == 1
+    assert (captured.compile_mode, captured.capture) == (None, True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no further warning per update
+        for seed in range(3):
+            torch.manual_seed(seed)
+            m_plain = plain.update(_batch(seed=seed))
+            torch.manual_seed(seed)
+            m_cap = captured.update(_batch(seed=seed))
+            for key in m_plain.keys():
+                torch.testing.assert_close(m_cap[key], m_plain[key], rtol=0, atol=0)
+    for a, b in zip(plain.parameters(), captured.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    # the static buffers are reused: another batch shape is refused, naming the keys
+    with pytest.raises(ValueError, match="capture=True needs every batch"):
+        captured.update(_batch(T=4))
+
+
+def test_compile_and_capture_fallbacks_are_one_warning_or_strict_errors():
+    cfg = DreamerV3LossConfig().with_(horizon=3)
+    with pytest.raises(RuntimeError, match="strict=True"):
+        DreamerV3Learner(*_agent(), cfg, capture=True, strict=True)
+    with pytest.raises(RuntimeError, match="CUDA device"):
+        DreamerV3Learner(*_agent(), cfg, compile="reduce-overhead", strict=True)
+    with pytest.warns(RuntimeWarning, match="mode='default' instead") as record:
+        learner = DreamerV3Learner(*_agent(), cfg, compile="reduce-overhead")
+    # (torch's own import-time DeprecationWarnings of torch._dynamo are not ours)
+    assert len([r for r in record if r.category is RuntimeWarning]) == 1
+    assert learner.compile_mode == "default"
+    assert learner.world_model.rssm._compiled_observe is not None  # compiled lazily
+    with pytest.raises(ValueError, match="compile must be None or one of"):
+        DreamerV3Learner(*_agent(), cfg, compile="fast")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # usable requests: no warning at all
+        assert resolve_acceleration("cpu", "default", False, strict=True) == ("default", False)
+        assert resolve_acceleration("cpu", None, False, strict=True) == (None, False)
+
+
+def test_fused_adam_and_one_actor_critic_backward_keep_the_sequential_semantics():
+    """The update equals the reference order: world-model step, then actor and critic losses
+    on the updated world model, each clipped and stepped with its own Adam."""
+    cfg = DreamerV3LossConfig().with_(horizon=3)
+    wm, actor, critic = _agent()
+    learner = DreamerV3Learner(wm, actor, critic, cfg)
+    wm2, actor2, critic2 = _agent()
+    ref = DreamerV3Learner(wm2, actor2, critic2, cfg)
+    batch = _batch()
+    torch.manual_seed(5)
+    learner.update(batch)
+    torch.manual_seed(5)
+    ref.critic_loss.update_slow_critic()
+    wm_out = ref.world_model_loss(batch)
+    ref.wm_opt.zero_grad()
+    total_loss(wm_out).backward()
+    torch.nn.utils.clip_grad_norm_(wm2.parameters(), ref.optim.wm_clip)
+    ref.wm_opt.step()
+    actor_out = ref.actor_loss(wm_out["posterior"])
+    ref.actor_opt.zero_grad()
+    actor_out["loss_actor"].backward()
+    torch.nn.utils.clip_grad_norm_(actor2.parameters(), ref.optim.actor_clip)
+    ref.actor_opt.step()
+    critic_out = ref.critic_loss(actor_out["imagination"])
+    ref.critic_opt.zero_grad()
+    critic_out["loss_critic"].backward()
+    torch.nn.utils.clip_grad_norm_(critic2.parameters(), ref.optim.critic_clip)
+    ref.critic_opt.step()
+    for a, b in zip(learner.parameters(), ref.parameters()):
+        torch.testing.assert_close(a, b)
+    assert all(o.param_groups[0]["fused"] for o in learner.optimizers().values())

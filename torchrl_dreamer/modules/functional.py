@@ -144,9 +144,17 @@ def unimix_probs(logits: torch.Tensor, unimix: float) -> torch.Tensor:
 
 
 def straight_through_from_probs(probs: torch.Tensor, sample: bool = True) -> torch.Tensor:
-    """One-hot sample (or argmax when ``sample=False``) of ``probs`` with straight-through grads."""
-    idx = sample_categorical(probs.detach()) if sample else probs.detach().argmax(-1)
-    return one_hot(idx, probs.shape[-1], probs.dtype) + probs - probs.detach()
+    """One-hot sample (or argmax when ``sample=False``) of ``probs`` with straight-through grads.
+
+    Without a graph (``probs`` does not require grad, e.g. imagination under ``no_grad``) the
+    one-hot is returned as is: the straight-through terms would only add rounding noise.
+    """
+    plain = probs.detach() if probs.requires_grad else probs
+    idx = sample_categorical(plain) if sample else plain.argmax(-1)
+    hard = one_hot(idx, probs.shape[-1], probs.dtype)
+    if not probs.requires_grad:
+        return hard
+    return hard + probs - plain
 
 
 def unimix_logits(logits: torch.Tensor, unimix: float) -> torch.Tensor:
@@ -179,7 +187,9 @@ def sample_categorical(probs: torch.Tensor) -> torch.Tensor:
     Cheaper than ``torch.multinomial`` for many small categoricals, and free of host syncs.
     """
     u = torch.rand(probs.shape[:-1] + (1,), device=probs.device, dtype=probs.dtype)
-    idx = (probs.cumsum(-1) < u).sum(-1)
+    # first index whose CDF reaches u (= how many CDF entries are below u), without a bool
+    # comparison tensor and its conversion to int64 for the sum
+    idx = torch.searchsorted(probs.cumsum(-1), u).squeeze(-1)
     return idx.clamp_(max=probs.shape[-1] - 1)
 
 
@@ -238,11 +248,12 @@ def lambda_returns(
             f"rewards {tuple(rewards.shape)}, values {tuple(values.shape)} and continues "
             f"{tuple(continues.shape)} must have the same time-major shape"
         )
-    interm = rewards + continues * values * (1.0 - lmbda)
+    interm = (rewards + continues * values * (1.0 - lmbda)).unbind(0)
+    decay = (continues * lmbda).unbind(0)  # one op each instead of a select per step
     out = []
     last = values[-1]
     for t in range(rewards.shape[0] - 1, -1, -1):
-        last = interm[t] + continues[t] * lmbda * last
+        last = torch.addcmul(interm[t], decay[t], last)
         out.append(last)
     out.reverse()
     return torch.stack(out, 0)

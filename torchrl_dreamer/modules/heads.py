@@ -14,12 +14,14 @@ from torch.distributions import Independent, Normal
 from torchrl_dreamer.modules.functional import (
     at_least_fp32,
     one_hot,
+    sample_categorical,
     straight_through_mode,
     straight_through_sample,
     symlog_bins,
     two_hot_log_prob,
     two_hot_mean,
     unimix_logits,
+    unimix_probs,
 )
 from torchrl_dreamer.modules.init import hafner_init_, uniform_init_
 from torchrl_dreamer.modules.layers import MLP
@@ -136,6 +138,18 @@ class DreamerV3Actor(nn.Module):
         mean, std = params
         a = mean if greedy else mean + std * torch.randn_like(mean)
         return a / a.detach().abs().clamp_min(1.0)
+
+    @torch.no_grad()
+    def sample_action(self, latent: torch.Tensor) -> torch.Tensor:
+        """A sampled action for ``latent`` without a graph (rollouts whose loss re-runs the actor).
+
+        Discrete: a one-hot drawn from the unimixed probabilities directly (no log-probs, no
+        straight-through terms); continuous: :meth:`act`.
+        """
+        if not self.discrete:
+            return self.act(latent)
+        probs = unimix_probs(self.out(self.net(latent)), self.unimix)
+        return one_hot(sample_categorical(probs), self.action_dim, probs.dtype)
 
     def log_prob(self, params, action: torch.Tensor) -> torch.Tensor:
         """Log-probability ``[...]`` of ``action`` (one-hot for discrete)."""

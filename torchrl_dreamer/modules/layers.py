@@ -7,6 +7,8 @@ Written here (not ``torchrl.modules.MLP`` / ``DreamerV3MLP``) because the 2023 d
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -69,11 +71,29 @@ class LayerNormGRUCell(nn.Module):
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """Next hidden state ``[..., hidden]`` (fp32 or wider) from input ``x`` and state ``h``."""
-        dtype = torch.promote_types(h.dtype, torch.float32)
-        with torch.autocast(device_type=h.device.type, enabled=False):
+        return self.step(x, h, self.linear.weight.t())
+
+    def step(self, x: torch.Tensor, h: torch.Tensor, weight_t: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` with the transposed weight given (``self.linear.weight.t()``).
+
+        A scan takes the transpose once instead of once per step (``F.linear`` transposes on
+        every call, one more dispatched op each time).
+        """
+        # at least fp32 (torch.promote_types would be one more dispatched op per step)
+        dtype = h.dtype if h.dtype in (torch.float32, torch.float64) else torch.float32
+        with _no_autocast(h):
             h = h.to(dtype)
-            parts = self.norm(self.linear(torch.cat([x.to(dtype), h], -1)))
+            xh = torch.cat([x.to(dtype), h], -1)
+            parts = self.norm(xh @ weight_t.to(dtype))
             reset, cand, update = parts.chunk(3, -1)
             cand = torch.tanh(torch.sigmoid(reset) * cand)
             update = torch.sigmoid(update - 1.0)
-            return update * cand + (1.0 - update) * h
+            # u c + (1 - u) h as one op
+            return torch.lerp(h, cand, update)
+
+
+def _no_autocast(x: torch.Tensor) -> contextlib.AbstractContextManager:
+    """Disable autocast on ``x``'s device if it is on (entering the context costs a little)."""
+    if torch.is_autocast_enabled(x.device.type):
+        return torch.autocast(device_type=x.device.type, enabled=False)
+    return contextlib.nullcontext()

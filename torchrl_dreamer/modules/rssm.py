@@ -14,6 +14,8 @@ priors are computed for all steps after the scan.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -41,8 +43,11 @@ class _LatentHead(nn.Module):
         self.out = nn.Linear(hidden, stoch * classes)
         self.stoch, self.classes = stoch, classes
 
-    def tail(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.out(F.silu(self.norm(x)))
+    def tail(self, x: torch.Tensor, out_t: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits from the first layer's output ``x``; ``out_t``: ``self.out.weight.t()`` given
+        by a scan for 2-D ``x`` (one ``addmm`` per step instead of a transpose and an ``addmm``)."""
+        y = F.silu(self.norm(x))
+        y = self.out(y) if out_t is None else torch.addmm(self.out.bias, y, out_t)
         return y.reshape(*y.shape[:-1], self.stoch, self.classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -87,9 +92,16 @@ class RSSM(nn.Module):
         # posterior input is [h, embed]; its first weight is split by column in ``observe``.
         self.posterior = _LatentHead(deter + embed_dim, hidden, stoch, classes)
         self.h0 = nn.Parameter(torch.zeros(deter))
+        # compiled scan bodies (compile_steps); plain attributes, not part of the state dict
+        self._compiled_observe = self._compiled_imagine = None
         hafner_init_(self)
         uniform_init_(self.prior.out, 1.0)
         uniform_init_(self.posterior.out, 1.0)
+
+    def __getstate__(self) -> dict:
+        # copies (e.g. the player's) get eager bodies: a compiled body is bound to this module
+        state = super().__getstate__()
+        return {**state, "_compiled_observe": None, "_compiled_imagine": None}
 
     @property
     def latent_dim(self) -> int:
@@ -158,6 +170,27 @@ class RSSM(nn.Module):
         return h * keep + h0 * m, z * keep + z0 * m, action * keep.to(action.dtype)
 
     # ------------------------------------------------------------------ scan
+    def _scan_weights(self) -> _ScanWeights:
+        """Transposed / split weights a scan uses at every step, taken once per scan."""
+        w_in = self.input_mlp[0].weight
+        w_post = self.posterior.linear.weight
+        return _ScanWeights(
+            in_t=w_in.t(),
+            in_z_t=w_in[:, : self.stoch_flat].t(),
+            in_a=w_in[:, self.stoch_flat :],
+            gru_t=self.gru.linear.weight.t(),
+            post_h_t=w_post[:, : self.deter].t(),
+            post_e=w_post[:, self.deter :],
+            post_out_t=self.posterior.out.weight.t(),
+            prior_t=self.prior.linear.weight.t(),
+            prior_out_t=self.prior.out.weight.t(),
+        )
+
+    def _cell(self, x_pre: torch.Tensor, h: torch.Tensor, w: _ScanWeights) -> torch.Tensor:
+        """GRU step from the input MLP's pre-activation ``x_pre`` (its ``Linear`` already done)."""
+        x = F.silu(self.input_mlp[1](x_pre))
+        return self.gru.step(x, h, w.gru_t)
+
     def observe(
         self,
         embed: torch.Tensor,
@@ -177,6 +210,11 @@ class RSSM(nn.Module):
         Returns:
             dict with ``h``, ``z`` ``[T, B, ...]``, ``post_logits`` and ``prior_logits``
             ``[T, B, stoch, classes]`` (unimixed log-probs).
+
+        Everything that does not depend on the previous step runs once over the whole sequence
+        before the loop: the observation and action halves of the posterior's and the input
+        MLP's first layers, the reset masks and values, the weight transposes; the loop body
+        is one ``addmm`` per layer plus the norms, gates and the sample.
         """
         T, B = embed.shape[:2]
         if prev_action.shape[:2] != (T, B) or is_first.shape[:2] != (T, B):
@@ -186,30 +224,28 @@ class RSSM(nn.Module):
             )
         h, z = self.initial_state((B,)) if state is None else state
         h0, z0 = self.initial_state(())
-        w = self.posterior.linear.weight
-        e_proj = F.linear(embed, w[:, self.deter :])  # whole sequence at once
-        w_h = w[:, : self.deter]
+        w = self._scan_weights()
         mask = is_first.to(h.dtype).unsqueeze(-1)
         keep = 1.0 - mask
-        actions = prev_action.to(h.dtype) * keep
+        e_proj = F.linear(embed, w.post_e)  # whole sequence at once
+        a_proj = F.linear(prev_action.to(h.dtype) * keep, w.in_a)
         # reset values depend only on parameters: precompute the mixed-in part.
-        h_reset = h0 * mask
-        z_reset = z0 * mask
-        hs, zs, logits = [], [], []
-        for t in range(T):
-            h = h * keep[t] + h_reset[t]
-            z = z * keep[t] + z_reset[t]
-            h = self.recurrent(z, actions[t], h)
-            probs = unimix_probs(self.posterior.tail(F.linear(h, w_h) + e_proj[t]), self.unimix)
-            z = self.sample_probs(probs)
+        steps = zip(
+            keep.unbind(0), (h0 * mask).unbind(0), (z0 * mask).unbind(0),
+            a_proj.unbind(0), e_proj.unbind(0),
+        )
+        hs, zs, probs_all = [], [], []
+        body = self._observe_body if self._compiled_observe is None else self._compiled_observe
+        for keep_t, h_reset, z_reset, a_t, e_t in steps:
+            h, z, probs = body(h, z, keep_t, h_reset, z_reset, a_t, e_t, w)
             hs.append(h)
             zs.append(z)
-            logits.append(probs)
+            probs_all.append(probs)
         h_all = torch.stack(hs, 0)
         return {
             "h": h_all,
             "z": torch.stack(zs, 0),
-            "post_logits": torch.stack(logits, 0).log(),
+            "post_logits": torch.stack(probs_all, 0).log(),
             "prior_logits": self.prior_logits(h_all),
         }
 
@@ -229,12 +265,81 @@ class RSSM(nn.Module):
             ``latents [H+1, N, latent_dim]`` and ``actions [H, N, A]`` (action ``t`` leads from
             state ``t`` to ``t + 1``).
         """
+        w = self._scan_weights()
+        body = self._imagine_body if self._compiled_imagine is None else self._compiled_imagine
         latent = torch.cat([z, h], -1)
         latents, actions = [latent], []
         for _ in range(horizon):
             a = policy(latent)
             actions.append(a)
-            h, z = self.img_step(h, z, a)
-            latent = torch.cat([z, h], -1)
+            h, z, latent = body(h, z, a, w)
             latents.append(latent)
         return torch.stack(latents, 0), torch.stack(actions, 0)
+
+    # ------------------------------------------------------------------ scan bodies
+    def _observe_body(
+        self,
+        h: torch.Tensor,
+        z: torch.Tensor,
+        keep: torch.Tensor,
+        h_reset: torch.Tensor,
+        z_reset: torch.Tensor,
+        a_proj: torch.Tensor,
+        e_proj: torch.Tensor,
+        w: _ScanWeights,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of :meth:`observe`: ``(h, z, unimixed posterior probs)``."""
+        h = torch.addcmul(h_reset, h, keep)  # h * keep + h0 * mask
+        z = torch.addcmul(z_reset, z, keep)
+        h = self._cell(torch.addmm(a_proj, z, w.in_z_t), h, w)
+        logits = self.posterior.tail(torch.addmm(e_proj, h, w.post_h_t), w.post_out_t)
+        probs = unimix_probs(logits, self.unimix)
+        return h, self.sample_probs(probs), probs
+
+    def _imagine_body(
+        self, h: torch.Tensor, z: torch.Tensor, action: torch.Tensor, w: _ScanWeights
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of :meth:`imagine`: ``(h, z, [z, h])`` with ``z`` sampled from the prior."""
+        x_pre = torch.cat([z, action.to(z.dtype)], -1) @ w.in_t
+        h = self._cell(x_pre, h, w)
+        logits = self.prior.tail(h @ w.prior_t, w.prior_out_t)
+        z = straight_through_from_probs(unimix_probs(logits, self.unimix)).flatten(-2)
+        return h, z, torch.cat([z, h], -1)
+
+    def compile_steps(self, mode: str | None = "default", **kwargs) -> RSSM:
+        """``torch.compile`` the per-step bodies of :meth:`observe` and :meth:`imagine`.
+
+        Shapes are static (``dynamic=False``): one graph per batch size, compiled at the first
+        scan. ``mode=None`` restores the eager bodies; ``kwargs`` go to ``torch.compile``
+        (e.g. ``backend="aot_eager"``, which takes no mode). Compiled bodies draw their latent
+        samples from the compiler's random stream, so samples differ from eager ones (same
+        distribution). Returns ``self``.
+
+        Example:
+            >>> rssm = RSSM(action_dim=4, embed_dim=16, deter=32, hidden=32, stoch=4, classes=4)
+            >>> rssm.compile_steps(None)._compiled_observe is None
+            True
+        """
+        if mode is None:
+            self._compiled_observe = self._compiled_imagine = None
+            return self
+        kwargs.setdefault("dynamic", False)
+        if kwargs.get("backend", "inductor") == "inductor":  # modes are inductor's
+            kwargs["mode"] = mode
+        self._compiled_observe = torch.compile(self._observe_body, **kwargs)
+        self._compiled_imagine = torch.compile(self._imagine_body, **kwargs)
+        return self
+
+
+class _ScanWeights(NamedTuple):
+    """Per-scan views of the RSSM weights (see :meth:`RSSM._scan_weights`)."""
+
+    in_t: torch.Tensor
+    in_z_t: torch.Tensor
+    in_a: torch.Tensor
+    gru_t: torch.Tensor
+    post_h_t: torch.Tensor
+    post_e: torch.Tensor
+    post_out_t: torch.Tensor
+    prior_t: torch.Tensor
+    prior_out_t: torch.Tensor

@@ -17,9 +17,11 @@ gradients.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from torch.profiler import record_function
 from torchrl.modules.value_norm import PercentileValueNorm
 from torchrl.objectives import LossModule
 
@@ -104,23 +106,36 @@ class DreamerV3ActorLoss(LossModule):
         return [k.h, k.z, k.continue_]
 
     # ------------------------------------------------------------------ hooks
-    def imagine(self, h: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list]:
+    def imagine(self, h: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """Roll out the policy in the prior.
 
-        Returns ``latents [H+1, N, L]``, ``actions [H, N, A]`` and the actor outputs of states
-        ``0..H-1`` (computed with gradients, so :meth:`forward` needs no second actor pass).
+        Returns ``latents [H+1, N, L]``, ``actions [H, N, A]`` and the actor's outputs on states
+        ``0..H-1`` (log-probs ``[H, N, A]``, or ``(mean, std)`` for continuous actors), computed
+        with gradients so :meth:`forward` needs no second actor pass.
+
+        Discrete actors sample the rollout's actions without a graph (REINFORCE needs none) and
+        then run one batched actor pass over all ``H`` states for the loss, instead of ``H``
+        small passes with a graph each; continuous actors backpropagate through the dynamics,
+        so their per-step outputs keep the graph.
         """
+        horizon = self.config.horizon
+        if self.actor.discrete:
+            with torch.no_grad():
+                latents, actions = self.world_model.rssm.imagine(
+                    h, z, self.actor.sample_action, horizon
+                )
+            with torch.enable_grad():
+                params = self.actor(latents[:-1])
+            return latents, actions, params
         outputs = []
 
         def policy(latent):
-            with torch.enable_grad():
-                params = self.actor(latent.detach() if self.actor.discrete else latent)
+            params = self.actor(latent)
             outputs.append(params)
-            action = self.actor.sample(params)
-            return action.detach() if self.actor.discrete else action
+            return self.actor.sample(params)
 
-        latents, actions = self.world_model.rssm.imagine(h, z, policy, self.config.horizon)
-        return latents, actions, outputs
+        latents, actions = self.world_model.rssm.imagine(h, z, policy, horizon)
+        return latents, actions, tuple(torch.stack(p, 0) for p in zip(*outputs))
 
     def predict(
         self, latents: torch.Tensor, first_continue: torch.Tensor
@@ -173,22 +188,21 @@ class DreamerV3ActorLoss(LossModule):
         first_cont = tensordict.get(keys.continue_).reshape(-1).float()
         self._last_critic_logits = None
         if self.actor.discrete:
-            with torch.no_grad():
-                latents, actions, outputs = self.imagine(h, z)
+            with torch.no_grad(), record_function("actor/imagination"):
+                latents, actions, params = self.imagine(h, z)
                 rewards, values, cont = self.predict(latents, first_cont)
                 returns = self.return_estimate(rewards, values, cont)
         else:
             with hold_out_params(self.world_model, self.critic):
-                latents, actions, outputs = self.imagine(h, z)
+                with record_function("actor/imagination"):
+                    latents, actions, params = self.imagine(h, z)
                 rewards, values, cont = self.predict(latents, first_cont)
                 returns = self.return_estimate(rewards, values, cont)
         weight = discount_weights(cont, cfg.gamma).detach()
         adv = self.advantage(returns, values[:-1])
         if self.actor.discrete:
-            params = torch.stack(outputs, 0)
             objective = self.actor.log_prob(params, actions) * adv.detach()
         else:
-            params = tuple(torch.stack(p, 0) for p in zip(*outputs))
             objective = adv
         entropy = self.actor.entropy(params)
         loss = -(weight[:-1] * (objective + cfg.entropy_coef * entropy)).mean()

@@ -9,12 +9,15 @@ sample and gets a TensorDict of detached scalar metrics back (no host sync insid
 from __future__ import annotations
 
 import contextlib
+import warnings
 from dataclasses import dataclass, replace
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
+from torch.profiler import record_function
 
+from torchrl_dreamer.modules.encoders import ImageDecoder, ImageEncoder
 from torchrl_dreamer.modules.heads import DreamerV3Actor, DreamerV3Critic
 from torchrl_dreamer.modules.world_model import WorldModel
 from torchrl_dreamer.objectives.actor import DreamerV3ActorLoss
@@ -23,7 +26,8 @@ from torchrl_dreamer.objectives.critic import DreamerV3CriticLoss
 from torchrl_dreamer.objectives.utils import total_loss
 from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
 
-__all__ = ["DreamerV3Learner", "DreamerV3LearnerConfig", "LEARNER_PRESETS"]
+__all__ = ["COMPILE_MODES", "DreamerV3Learner", "DreamerV3LearnerConfig", "LEARNER_PRESETS",
+           "resolve_acceleration"]
 
 
 @dataclass(frozen=True)
@@ -76,9 +80,72 @@ LEARNER_PRESETS: dict[str, DreamerV3LearnerConfig] = {
 }
 
 
-def _adam(params, lr: float, eps: float, device: torch.device) -> torch.optim.Adam:
-    kwargs = {"fused": True} if device.type == "cuda" else {"foreach": True}
-    return torch.optim.Adam(list(params), lr=lr, eps=eps, **kwargs)
+def _adam(params, lr: float, eps: float) -> torch.optim.Adam:
+    """Fused Adam (CPU and CUDA): one kernel per step for all parameters, and its step counts
+    stay tensors on the device (the ``foreach`` version reads each one back with ``.item()``)."""
+    return torch.optim.Adam(list(params), lr=lr, eps=eps, fused=True)
+
+
+COMPILE_MODES: tuple[str, ...] = (
+    "default",
+    "reduce-overhead",
+    "max-autotune",
+    "max-autotune-no-cudagraphs",
+)
+"""``torch.compile`` modes :class:`DreamerV3Learner` accepts (``compile=``)."""
+
+_CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+def resolve_acceleration(
+    device: torch.device | str, compile: str | None, capture: bool, strict: bool = False
+) -> tuple[str | None, bool]:
+    """The ``(compile mode, capture)`` a learner on ``device`` will actually use.
+
+    Asking for what the device or build cannot do (CUDA graphs off CUDA, ``torch.compile``
+    where dynamo is unsupported) falls back with one ``RuntimeWarning`` that says what runs
+    instead, or raises ``RuntimeError`` when ``strict``. ``capture`` keeps its static-buffer
+    path on every device (the CPU twin); an unknown mode is always a ``ValueError``.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     resolve_acceleration("cpu", None, capture=True)
+        (None, True)
+        >>> resolve_acceleration("cpu", None, capture=False)
+        (None, False)
+    """
+    device = torch.device(device)
+    if compile is not None and compile not in COMPILE_MODES:
+        raise ValueError(f"compile must be None or one of {COMPILE_MODES}, got {compile!r}")
+    mode = compile if compile is not None else ("reduce-overhead" if capture else None)
+    problems = []
+    if mode in _CUDA_GRAPH_MODES and device.type != "cuda":
+        if compile is None:  # capture=True alone: the static-buffer path, eagerly
+            problems.append(
+                f"capture=True uses CUDA graphs, which need a CUDA device (the learner is on "
+                f"{device.type}): running the same static-buffer path eagerly instead"
+            )
+            mode = None
+        else:
+            problems.append(
+                f"compile={mode!r} uses CUDA graphs, which need a CUDA device (the learner is "
+                f"on {device.type}): compiling with mode='default' instead"
+            )
+            mode = "default"
+    if mode is not None and not torch._dynamo.is_dynamo_supported():
+        problems.append(
+            f"torch.compile is not supported by this build/Python: running eagerly instead of "
+            f"mode={mode!r}"
+        )
+        mode = None
+    if problems:
+        message = "DreamerV3Learner: " + "; ".join(problems) + "."
+        if strict:
+            raise RuntimeError(message + " (strict=True: not falling back)")
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    return mode, capture
 
 
 class DreamerV3Learner(nn.Module):
@@ -94,6 +161,21 @@ class DreamerV3Learner(nn.Module):
             GRU and latent distributions stay fp32).
         world_model_loss_cls, actor_loss_cls, critic_loss_cls: loss classes to use (research
             variants subclass the defaults and override their hooks).
+        compile: ``None`` (eager, the default) or a ``torch.compile`` mode (``"default"``,
+            ``"reduce-overhead"``, ``"max-autotune"``, ``"max-autotune-no-cudagraphs"``) for the
+            world model's image encoders/decoders and the RSSM's per-step scan bodies (static
+            shapes: each distinct batch shape compiles once). Off by default: on the 2-core CPU
+            the compile time is not won back within a 30-minute run
+            (``docs/concepts/running_on_gpu.md``). Compiled scan bodies draw latent samples
+            from the compiler's random stream (same distribution, different samples).
+        capture: the CUDA-graph path: every batch is copied into buffers allocated at the first
+            update (a batch of another shape or dtype raises ``ValueError``), and ``compile``
+            defaults to ``"reduce-overhead"``. On a CPU the same static-buffer path runs
+            eagerly (the tested twin), after one warning.
+        strict: raise ``RuntimeError`` instead of warning when ``compile``/``capture`` cannot be
+            used as asked on this device or build (e.g. CUDA graphs on a CPU); without it the
+            learner falls back (CUDA-graph modes on a CPU: ``mode="default"``, or eager for
+            ``capture`` alone; no compiler: eager) with exactly one ``RuntimeWarning``.
 
     Example:
         >>> from torchrl_dreamer.modules import make_dreamer
@@ -108,6 +190,19 @@ class DreamerV3Learner(nn.Module):
         ['actor_entropy', 'advantage_mean', 'grad_norm_actor']
     """
 
+    #: ``record_function`` labels of :meth:`update`'s phases (``actor/forward`` includes the
+    #: imagination rollout; ``benchmarks/learner.py`` reports them apart).
+    PROFILE_PHASES: tuple[str, ...] = (
+        "world_model/forward",
+        "world_model/backward",
+        "world_model/optimizer",
+        "actor/imagination",
+        "actor/forward",
+        "critic/forward",
+        "actor_critic/backward",
+        "actor_critic/optimizer",
+    )
+
     def __init__(
         self,
         world_model: WorldModel,
@@ -121,6 +216,9 @@ class DreamerV3Learner(nn.Module):
         world_model_loss_cls: type[DreamerV3WorldModelLoss] = DreamerV3WorldModelLoss,
         actor_loss_cls: type[DreamerV3ActorLoss] = DreamerV3ActorLoss,
         critic_loss_cls: type[DreamerV3CriticLoss] = DreamerV3CriticLoss,
+        compile: str | None = None,
+        capture: bool = False,
+        strict: bool = False,
     ) -> None:
         super().__init__()
         if optim is None:
@@ -142,12 +240,19 @@ class DreamerV3Learner(nn.Module):
         self.world_model_loss = world_model_loss_cls(world_model, config, batch_major=batch_major)
         self.actor_loss = actor_loss_cls(world_model, actor, critic, config)
         self.critic_loss = critic_loss_cls(critic, config)
-        dev = world_model.rssm.h0.device
-        self.wm_opt = _adam(world_model.parameters(), optim.wm_lr, optim.wm_eps, dev)
-        self.actor_opt = _adam(actor.parameters(), optim.actor_lr, optim.actor_eps, dev)
-        self.critic_opt = _adam(critic.parameters(), optim.critic_lr, optim.critic_eps, dev)
+        self.wm_opt = _adam(world_model.parameters(), optim.wm_lr, optim.wm_eps)
+        self.actor_opt = _adam(actor.parameters(), optim.actor_lr, optim.actor_eps)
+        self.critic_opt = _adam(critic.parameters(), optim.critic_lr, optim.critic_eps)
         self.autocast_dtype = autocast_dtype
         self.num_updates = 0
+        device = world_model.rssm.h0.device
+        self.compile_mode, self.capture = resolve_acceleration(device, compile, capture, strict)
+        self._static: TensorDictBase | None = None
+        if self.compile_mode is not None:
+            for module in [*world_model.encoders.values(), *world_model.decoders.values()]:
+                if isinstance(module, (ImageEncoder, ImageDecoder)):
+                    module.compile(mode=self.compile_mode, dynamic=False)
+            world_model.rssm.compile_steps(self.compile_mode)
 
     def _autocast(self):
         if self.autocast_dtype is None:
@@ -155,9 +260,8 @@ class DreamerV3Learner(nn.Module):
         return torch.autocast(self.world_model.rssm.h0.device.type, dtype=self.autocast_dtype)
 
     @staticmethod
-    def _step(loss: torch.Tensor, opt: torch.optim.Optimizer, module: nn.Module, clip: float):
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+    def _clip_and_step(opt: torch.optim.Optimizer, module: nn.Module, clip: float) -> torch.Tensor:
+        """Global-norm clip of ``module``'s gradients, then ``opt.step()``; returns the norm."""
         norm = torch.nn.utils.clip_grad_norm_(module.parameters(), clip, foreach=True)
         opt.step()
         return norm.detach()
@@ -165,36 +269,67 @@ class DreamerV3Learner(nn.Module):
     def update(self, batch: TensorDictBase) -> TensorDictBase:
         """One gradient step on each of world model, actor and critic; returns detached metrics.
 
+        Order (the reference's): the world model steps first, then the actor and critic losses
+        are computed on imagination from the *updated* world model. The actor and critic losses
+        share one backward pass (their graphs touch disjoint parameters: the actor's sees the
+        critic only through detached values, the critic's sees detached latents), then each is
+        clipped and stepped with its own optimizer. The phases are labelled with
+        ``torch.profiler.record_function`` (:attr:`PROFILE_PHASES`).
+
         During the first ``optim.world_model_warmup`` updates only the world model steps (the
         metrics then hold no actor/critic entries).
         """
         cfg = self.optim
+        if self.capture:
+            batch = self._stage(batch)
         warmup = self.num_updates < cfg.world_model_warmup
         if not warmup:
             self.critic_loss.update_slow_critic()
-        with self._autocast():
+        with record_function("world_model/forward"), self._autocast():
             wm_out = self.world_model_loss(batch)
-        wm_loss = total_loss(wm_out)
-        g_wm = self._step(wm_loss, self.wm_opt, self.world_model, cfg.wm_clip)
+            wm_loss = total_loss(wm_out)
+        with record_function("world_model/backward"):
+            self.wm_opt.zero_grad(set_to_none=True)
+            wm_loss.backward()
+        with record_function("world_model/optimizer"):
+            g_wm = self._clip_and_step(self.wm_opt, self.world_model, cfg.wm_clip)
         if warmup:
             self.num_updates += 1
             return self._metrics((wm_out,), wm_loss, {"grad_norm_world_model": g_wm})
-        with self._autocast():
+        with record_function("actor/forward"), self._autocast():
             actor_out = self.actor_loss(wm_out.get("posterior"))
-        g_actor = self._step(
-            actor_out.get("loss_actor"), self.actor_opt, self.actor, cfg.actor_clip
-        )
-        with self._autocast():
+        with record_function("critic/forward"), self._autocast():
             critic_out = self.critic_loss(actor_out.get("imagination"))
-        g_critic = self._step(
-            critic_out.get("loss_critic"), self.critic_opt, self.critic, cfg.critic_clip
-        )
+        with record_function("actor_critic/backward"):
+            self.actor_opt.zero_grad(set_to_none=True)
+            self.critic_opt.zero_grad(set_to_none=True)
+            (actor_out.get("loss_actor") + critic_out.get("loss_critic")).backward()
+        with record_function("actor_critic/optimizer"):
+            g_actor = self._clip_and_step(self.actor_opt, self.actor, cfg.actor_clip)
+            g_critic = self._clip_and_step(self.critic_opt, self.critic, cfg.critic_clip)
         self.num_updates += 1
         return self._metrics(
             (wm_out, actor_out, critic_out),
             wm_loss,
             {"grad_norm_world_model": g_wm, "grad_norm_actor": g_actor, "grad_norm_critic": g_critic},
         )
+
+    def _stage(self, batch: TensorDictBase) -> TensorDictBase:
+        """Copy ``batch`` into the static buffers of the capture path (allocated on first use)."""
+        if self._static is None:
+            self._static = batch.clone()
+            return self._static
+        got = {k: (tuple(v.shape), v.dtype) for k, v in batch.items(True, True)}
+        want = {k: (tuple(v.shape), v.dtype) for k, v in self._static.items(True, True)}
+        if got != want:
+            diff = sorted(str(k) for k in set(got) | set(want) if got.get(k) != want.get(k))
+            raise ValueError(
+                f"capture=True needs every batch to match the first one's keys, shapes and "
+                f"dtypes; these differ: {diff} (first batch {want}, this one {got}). Sample "
+                f"fixed-size batches, or build the learner with capture=False."
+            )
+        self._static.update_(batch)
+        return self._static
 
     @staticmethod
     def _metrics(outs, wm_loss: torch.Tensor, norms: dict[str, torch.Tensor]) -> TensorDictBase:
