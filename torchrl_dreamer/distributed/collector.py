@@ -122,7 +122,7 @@ class RayCollector:
 
     def shutdown(self, close_env: bool = True) -> None:
         """Stop the runners and the actors (the learner stays usable)."""
-        if self._ray._started:
+        if self._ray.started:
             self._count()
         self._ray.shutdown()
 

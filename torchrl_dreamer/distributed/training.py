@@ -296,6 +296,11 @@ class RayDreamerTrainer:
             self._pending = self._request_sample()  # prefetch the next batch
         return out
 
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` brought the services and runners up (and no shutdown since)."""
+        return self._started
+
     def policy_steps(self) -> int:
         """Policy steps committed to the replay service(s) so far (all runners)."""
         steps = call(self.service, "stats")["policy_steps"]
