@@ -3,7 +3,7 @@
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.bus import Mem, peek, poke
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_now, tick, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, sync
@@ -120,7 +120,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     if pack != 0 and n_frames == 1:
         m.st[i, S_PACK] = 1
     # IF, IE and the frame flag only change in out-of-line code (events, IO accesses): `dirty`
-    # says when to re-read them, so the common path reads no state per instruction.
+    # says when to re-read them, so the common path reads no state per instruction. (Every
+    # assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which the bus
+    # functions could not take by reference.)
     dirty = int(1)
     pend = int(0)
     while fidx < n_frames:
@@ -133,7 +135,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 if pack != 0 and fidx == n_frames - 1:
                     m.st[i, S_PACK] = 1
                 continue
-            dirty = 0
+            dirty = int(0)
             pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             # mapper banks / boot ROM only change through out-of-line writes (then dirty is set;
             # no instruction reads ROM after such a write before the next instruction starts)
@@ -157,26 +159,20 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     halt_advance(i, m)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                    dirty = int(1)
                 continue
             if pend == 0:
                 m.st[i, S_CLK] = clk
                 halt_advance(i, m)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
-                dirty = 1
+                dirty = int(1)
                 continue
             halted = 0  # the wake-up M-cycle is the opcode fetch below
         # The opcode fetch M-cycle. The interrupt check sees IF as of its end (an IRQ raised by
         # an event during the fetch is taken now); the fetched opcode is then dropped and the
         # fetch counts as the first of the dispatch's 5 M-cycles (see the note above _HEADER).
-        clk = clk + 4
-        if clk >= nxt:
-            m.st[i, S_CLK] = clk
-            sync(i, m)
-            clk = m.st[i, S_CLK]
-            nxt = m.st[i, S_NEXT]
-            dirty = 1
+        tick(i, m, clk, nxt, dirty)
         if dirty != 0:
             pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
         if ime != 0 and pend != 0:
@@ -186,82 +182,19 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             while ((pend >> bit) & 1) == 0:
                 bit = bit + 1
             ime = 0
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick(i, m, clk, nxt, dirty)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pc >> 8) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pc >> 8, clk, nxt, dirty)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pc & 0xFF) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pc & 0xFF, clk, nxt, dirty)
             m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
-            dirty = 1
+            dirty = int(1)
             pc = 0x40 + 8 * bit
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick(i, m, clk, nxt, dirty)
             continue
         if wp.static(STEP):
             steps_ = steps_ + 1
-        ad_ = pc
-        op = int(0)
-        if ad_ >= 0xC000 and ad_ < 0xE000:
-            op = int(m.wram[i, ad_ - 0xC000])
-        elif ad_ >= 0x4000 and ad_ < 0x8000:
-            op = int(m.rom[rom1 + ad_ - 0x4000])
-        elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-            op = int(m.rom[rom0 + ad_])
-        elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-            op = int(m.hram[i, ad_ - 0xFF00])
-        else:
-            m.st[i, S_CLK] = clk
-            op = peek(i, m, ad_)
-            clk = m.st[i, S_CLK]
-            nxt = m.st[i, S_NEXT]
-            dirty = 1
+        op = rd_now(i, m, pc, clk, nxt, dirty, rom0, rom1, boot)
         if halt_bug != 0:
             halt_bug = 0
         else:
@@ -279,55 +212,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         n_ = int(0)
         nn_ = int(0)
         if ln_ >= 2:
-            ad_ = pc
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            n_ = int(0)
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                n_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < 0x8000:
-                n_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                n_ = int(m.rom[rom0 + ad_])
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                n_ = int(m.hram[i, ad_ - 0xFF00])
-            else:
-                m.st[i, S_CLK] = clk
-                n_ = peek(i, m, ad_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             if ln_ == 3:
-                ad_ = pc
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    hi_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    hi_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
 
@@ -343,34 +232,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     c = v16_ & 0xFF
                     continue
                 if op == 0x02:  # LD (BC),A
-                    ad_ = ((b << 8) | c)
-                    wv_ = (a) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, ((b << 8) | c), a, clk, nxt, dirty)
                     continue
                 if op == 0x03:  # INC BC
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     v16_ = (((b << 8) | c) + 1) & 0xFFFF
                     b = v16_ >> 8
                     c = v16_ & 0xFF
@@ -397,53 +262,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
             if g_ == 1:
                 if op == 0x08:  # LD (a16),SP
-                    ad_ = nn_
-                    wv_ = (sp & 0xFF) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    ad_ = (nn_ + 1) & 0xFFFF
-                    wv_ = (sp >> 8) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty)
+                    wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8, clk, nxt, dirty)
                     continue
                 if op == 0x09:  # ADD HL,BC
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     r_ = add_hl((h << 8) | l, ((b << 8) | c), f)
                     f = r_ >> 16
                     v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -451,38 +274,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     l = v16_ & 0xFF
                     continue
                 if op == 0x0A:  # LD A,(BC)
-                    ad_ = ((b << 8) | c)
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    a = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
-                        a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                        a = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        a = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    a = rd(i, m, ((b << 8) | c), clk, nxt, dirty, rom0, rom1, boot)
                     continue
                 if op == 0x0B:  # DEC BC
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     v16_ = (((b << 8) | c) - 1) & 0xFFFF
                     b = v16_ >> 8
                     c = v16_ & 0xFF
@@ -514,7 +309,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     poke(i, m, 0xFF00 | R_DIV, 0)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                    dirty = int(1)
                     if m.st[i, S_JOY] == 0:
                         m.st[i, S_STOPPED] = 1
                         halted = 1
@@ -525,34 +320,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     e = v16_ & 0xFF
                     continue
                 if op == 0x12:  # LD (DE),A
-                    ad_ = ((d << 8) | e)
-                    wv_ = (a) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, ((d << 8) | e), a, clk, nxt, dirty)
                     continue
                 if op == 0x13:  # INC DE
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     v16_ = (((d << 8) | e) + 1) & 0xFFFF
                     d = v16_ >> 8
                     e = v16_ & 0xFF
@@ -579,23 +350,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
             if g_ == 3:
                 if op == 0x18:  # JR r8
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     continue
                 if op == 0x19:  # ADD HL,DE
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     r_ = add_hl((h << 8) | l, ((d << 8) | e), f)
                     f = r_ >> 16
                     v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -603,38 +362,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     l = v16_ & 0xFF
                     continue
                 if op == 0x1A:  # LD A,(DE)
-                    ad_ = ((d << 8) | e)
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    a = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
-                        a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                        a = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        a = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    a = rd(i, m, ((d << 8) | e), clk, nxt, dirty, rom0, rom1, boot)
                     continue
                 if op == 0x1B:  # DEC DE
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     v16_ = (((d << 8) | e) - 1) & 0xFFFF
                     d = v16_ >> 8
                     e = v16_ & 0xFF
@@ -662,13 +393,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if g_ == 4:
                 if op == 0x20:  # JR NZ,r8
                     if (f & 0x80) == 0:
-                        clk = clk + 4
-                        if clk >= nxt:
-                            m.st[i, S_CLK] = clk
-                            sync(i, m)
-                            clk = m.st[i, S_CLK]
-                            nxt = m.st[i, S_NEXT]
-                            dirty = 1
+                        tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x80) == 0:
@@ -780,37 +505,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x22:  # LD (HL+),A
                     hl_ = (h << 8) | l
-                    ad_ = hl_
-                    wv_ = (a) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, hl_, a, clk, nxt, dirty)
                     v16_ = (hl_ + 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x23:  # INC HL
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     v16_ = (((h << 8) | l) + 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
@@ -838,13 +539,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if g_ == 5:
                 if op == 0x28:  # JR Z,r8
                     if (f & 0x80) != 0:
-                        clk = clk + 4
-                        if clk >= nxt:
-                            m.st[i, S_CLK] = clk
-                            sync(i, m)
-                            clk = m.st[i, S_CLK]
-                            nxt = m.st[i, S_NEXT]
-                            dirty = 1
+                        tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x80) != 0:
@@ -950,13 +645,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                                     m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
                     continue
                 if op == 0x29:  # ADD HL,HL
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     r_ = add_hl((h << 8) | l, ((h << 8) | l), f)
                     f = r_ >> 16
                     v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -965,41 +654,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x2A:  # LD A,(HL+)
                     hl_ = (h << 8) | l
-                    ad_ = hl_
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    a = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
-                        a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                        a = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        a = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    a = rd(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot)
                     v16_ = (hl_ + 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x2B:  # DEC HL
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     v16_ = (((h << 8) | l) - 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
@@ -1026,13 +687,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if g_ == 6:
                 if op == 0x30:  # JR NC,r8
                     if (f & 0x10) == 0:
-                        clk = clk + 4
-                        if clk >= nxt:
-                            m.st[i, S_CLK] = clk
-                            sync(i, m)
-                            clk = m.st[i, S_CLK]
-                            nxt = m.st[i, S_NEXT]
-                            dirty = 1
+                        tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x10) == 0:
@@ -1142,151 +797,29 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x32:  # LD (HL-),A
                     hl_ = (h << 8) | l
-                    ad_ = hl_
-                    wv_ = (a) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, hl_, a, clk, nxt, dirty)
                     v16_ = (hl_ - 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x33:  # INC SP
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     sp = (sp + 1) & 0xFFFF
                     continue
                 if op == 0x34:  # INC (HL)
-                    ad_ = (h << 8) | l
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
-                        v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                        v_ = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        v_ = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot)
                     r_ = inc8(v_, f)
                     f = r_ >> 8
-                    ad_ = (h << 8) | l
-                    wv_ = (r_ & 0xFF) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty)
                     continue
                 if op == 0x35:  # DEC (HL)
-                    ad_ = (h << 8) | l
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
-                        v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                        v_ = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        v_ = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot)
                     r_ = dec8(v_, f)
                     f = r_ >> 8
-                    ad_ = (h << 8) | l
-                    wv_ = (r_ & 0xFF) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty)
                     continue
                 if op == 0x36:  # LD (HL),d8
-                    ad_ = (h << 8) | l
-                    wv_ = (n_) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, n_, clk, nxt, dirty)
                     continue
                 if op == 0x37:  # SCF
                     f = (f & 0x80) | 0x10
@@ -1294,13 +827,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if g_ == 7:
                 if op == 0x38:  # JR C,r8
                     if (f & 0x10) != 0:
-                        clk = clk + 4
-                        if clk >= nxt:
-                            m.st[i, S_CLK] = clk
-                            sync(i, m)
-                            clk = m.st[i, S_CLK]
-                            nxt = m.st[i, S_NEXT]
-                            dirty = 1
+                        tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x10) != 0:
@@ -1406,13 +933,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                                     m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
                     continue
                 if op == 0x39:  # ADD HL,SP
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     r_ = add_hl((h << 8) | l, sp, f)
                     f = r_ >> 16
                     v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -1421,41 +942,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x3A:  # LD A,(HL-)
                     hl_ = (h << 8) | l
-                    ad_ = hl_
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    a = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
-                        a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                        a = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        a = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        a = peek(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    a = rd(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot)
                     v16_ = (hl_ - 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x3B:  # DEC SP
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     sp = (sp - 1) & 0xFFFF
                     continue
                 if op == 0x3C:  # INC A
@@ -1491,29 +984,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 src_ = op & 7
                 v_ = int(0)
                 if src_ == 6:
-                    ad_ = (h << 8) | l
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
-                        v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                        v_ = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        v_ = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot)
                 else:
                     v_ = getr(src_, b, c, d, e, h, l, a)
                 dst_ = (op >> 3) & 7
@@ -1530,25 +1001,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 elif dst_ == 5:
                     l = v_
                 elif dst_ == 6:
-                    ad_ = (h << 8) | l
-                    wv_ = (v_) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, v_, clk, nxt, dirty)
                 else:
                     a = v_
                 continue
@@ -1556,29 +1009,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             src_ = op & 7
             v_ = int(0)
             if src_ == 6:
-                ad_ = (h << 8) | l
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                v_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    v_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    v_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    v_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    v_ = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot)
             else:
                 v_ = getr(src_, b, c, d, e, h, l, a)
             r_ = alu8((op >> 3) & 7, a, v_, f)
@@ -1587,156 +1018,28 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             continue
         if (op & 0xC7) == 0xC7:
             # RST n: decoded by vector bits
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick(i, m, clk, nxt, dirty)
             pv_ = pc
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pv_ >> 8) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pv_ >> 8, clk, nxt, dirty)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pv_ & 0xFF) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty)
             pc = op & 0x38
             continue
         if (op & 0xCF) == 0xC5:
             # PUSH rr (BC DE HL AF) by register-pair index
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick(i, m, clk, nxt, dirty)
             pv_ = pair16((op >> 4) & 3, b, c, d, e, h, l, a, f)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pv_ >> 8) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pv_ >> 8, clk, nxt, dirty)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pv_ & 0xFF) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                poke(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty)
             continue
         if (op & 0xCF) == 0xC1:
             # POP rr (BC DE HL AF)
-            ad_ = sp
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            lo_ = int(0)
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                lo_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < 0x8000:
-                lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                lo_ = int(m.rom[rom0 + ad_])
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                lo_ = int(m.hram[i, ad_ - 0xFF00])
-            else:
-                m.st[i, S_CLK] = clk
-                lo_ = peek(i, m, ad_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            lo_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
             sp = (sp + 1) & 0xFFFF
-            ad_ = sp
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            hi_ = int(0)
-            if ad_ >= 0xC000 and ad_ < 0xE000:
-                hi_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < 0x8000:
-                hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                hi_ = int(m.rom[rom0 + ad_])
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                hi_ = int(m.hram[i, ad_ - 0xFF00])
-            else:
-                m.st[i, S_CLK] = clk
-                hi_ = peek(i, m, ad_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
             sp = (sp + 1) & 0xFFFF
             k_ = (op >> 4) & 3
             if k_ == 0:
@@ -1755,143 +1058,33 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if (op & 0xE7) == 0xC4 or op == 0xCD:
             # CALL cc,nn / CALL nn
             if op == 0xCD or cond_ok((op >> 3) & 3, f):
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pv_ = pc
                 sp = (sp - 1) & 0xFFFF
-                ad_ = sp
-                wv_ = (pv_ >> 8) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, sp, pv_ >> 8, clk, nxt, dirty)
                 sp = (sp - 1) & 0xFFFF
-                ad_ = sp
-                wv_ = (pv_ & 0xFF) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty)
                 pc = nn_
             continue
         if (op & 0xE7) == 0xC0:
             # RET cc
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick(i, m, clk, nxt, dirty)
             if cond_ok((op >> 3) & 3, f):
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    lo_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    lo_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                lo_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    hi_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    hi_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pc = (hi_ << 8) | lo_
             continue
         if g_ == 24:
             if op == 0xC2:  # JP NZ,a16
                 if (f & 0x80) == 0:
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = nn_
                 continue
             if op == 0xC3:  # JP a16
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pc = nn_
                 continue
             if op == 0xC6:  # ADD A,d8
@@ -1901,73 +1094,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 25:
             if op == 0xC9:  # RET
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    lo_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    lo_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                lo_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    hi_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    hi_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | lo_
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pc = nn_
                 continue
             if op == 0xCA:  # JP Z,a16
                 if (f & 0x80) != 0:
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = nn_
                 continue
             if op == 0xCB:  # CB prefix
@@ -1978,29 +1115,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 k_ = (cb_ >> 3) & 7
                 v_ = int(0)
                 if reg_ == 6:
-                    ad_ = (h << 8) | l
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < 0x8000:
-                        v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                        v_ = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        v_ = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        v_ = peek(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot)
                 else:
                     v_ = getr(reg_, b, c, d, e, h, l, a)
                 if grp_ == 1:
@@ -2029,25 +1144,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 elif reg_ == 5:
                     l = v_
                 elif reg_ == 6:
-                    ad_ = (h << 8) | l
-                    wv_ = (v_) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < 0xE000:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        poke(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, v_, clk, nxt, dirty)
                 else:
                     a = v_
                 continue
@@ -2059,13 +1156,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if g_ == 26:
             if op == 0xD2:  # JP NC,a16
                 if (f & 0x10) == 0:
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = nn_
                 continue
             if op == 0xD6:  # SUB A,d8
@@ -2075,75 +1166,19 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 27:
             if op == 0xD9:  # RETI
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    lo_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    lo_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    lo_ = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                lo_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    hi_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    hi_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    hi_ = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | lo_
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pc = nn_
                 ime = 1
                 ei_ = 0
                 continue
             if op == 0xDA:  # JP C,a16
                 if (f & 0x10) != 0:
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = nn_
                 continue
             if op == 0xDE:  # SBC A,d8
@@ -2153,46 +1188,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 28:
             if op == 0xE0:  # LDH (a8),A
-                ad_ = 0xFF00 | n_
-                wv_ = (a) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty)
                 continue
             if op == 0xE2:  # LD (C),A
-                ad_ = 0xFF00 | c
-                wv_ = (a) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, 0xFF00 | c, a, clk, nxt, dirty)
                 continue
             if op == 0xE6:  # AND A,d8
                 r_ = alu8(4, a, n_, f)
@@ -2201,20 +1200,8 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 29:
             if op == 0xE8:  # ADD SP,r8
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
+                tick(i, m, clk, nxt, dirty)
                 r_ = add_sp(sp, n_)
                 f = r_ >> 16
                 sp = r_ & 0xFFFF
@@ -2223,25 +1210,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = (h << 8) | l
                 continue
             if op == 0xEA:  # LD (a16),A
-                ad_ = nn_
-                wv_ = (a) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    poke(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, nn_, a, clk, nxt, dirty)
                 continue
             if op == 0xEE:  # XOR A,d8
                 r_ = alu8(5, a, n_, f)
@@ -2250,54 +1219,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 30:
             if op == 0xF0:  # LDH A,(a8)
-                ad_ = 0xFF00 | n_
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                a = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    a = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    a = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, boot)
                 continue
             if op == 0xF2:  # LD A,(C)
-                ad_ = 0xFF00 | c
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                a = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    a = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    a = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                a = rd(i, m, 0xFF00 | c, clk, nxt, dirty, rom0, rom1, boot)
                 continue
             if op == 0xF3:  # DI
                 ime = 0
@@ -2310,13 +1235,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 31:
             if op == 0xF8:  # LD HL,SP+r8
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 r_ = add_sp(sp, n_)
                 f = r_ >> 16
                 v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -2324,39 +1243,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 l = v16_ & 0xFF
                 continue
             if op == 0xF9:  # LD SP,HL
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 sp = (h << 8) | l
                 continue
             if op == 0xFA:  # LD A,(a16)
-                ad_ = nn_
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                a = int(0)
-                if ad_ >= 0xC000 and ad_ < 0xE000:
-                    a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < 0x8000:
-                    a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):
-                    a = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    a = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    a = peek(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                a = rd(i, m, nn_, clk, nxt, dirty, rom0, rom1, boot)
                 continue
             if op == 0xFB:  # EI
                 if ime == 0:

@@ -1,8 +1,12 @@
 """The CPU's view of the 64 KiB address space: :func:`peek` / :func:`poke` route each address.
 
-Timing is not here: the generated CPU kernel (:mod:`~torchrl_dreamer.emulator.codegen`) advances
-the lazy clock by one M-cycle before each bus access and does the WRAM, HRAM and ROM accesses
-(most of them) in place; every other region goes through these two functions. The hardware
+The CPU kernel (:mod:`~torchrl_dreamer.emulator.codegen`) accesses the bus through :func:`tick`,
+:func:`rd` / :func:`rd_now` and :func:`wr`: each bus M-cycle advances the lazy clock by 4 T-cycles
+(syncing when the next event is due) and does WRAM, HRAM and ROM accesses (most of them) in
+place; every other region goes through :func:`peek` / :func:`poke`, out of line. The clock
+lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these functions take by
+reference (``wp.ref``), as they do the console's memory ``m`` (so no copy of the ``Mem`` struct
+is made per access). The hardware
 blocks behind them live in one module each: :mod:`.mappers` (cartridge), :mod:`.io` (FF00-FFFF,
 dispatching to :mod:`.timer`, :mod:`.ppu`, :mod:`.dma`, :mod:`.serial`, :mod:`.joypad`),
 :mod:`.scheduler` (the lazy clock) and :mod:`.interrupts`.
@@ -17,11 +21,12 @@ import warp as wp
 
 from torchrl_dreamer.emulator.dma import dma_active
 from torchrl_dreamer.emulator.io import io_read, io_write
-from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_ROM_OFF0, S_ROM_OFF1
+from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_NEXT, S_ROM_OFF0, S_ROM_OFF1
 from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.scheduler import sync
 
-__all__ = ["Mem", "peek", "poke"]
+__all__ = ["Mem", "peek", "poke", "tick", "rd", "rd_now", "wr"]
 
 
 @wp.func
@@ -63,3 +68,64 @@ def poke(i: int, m: Mem, addr: int, v: int):
         m.oam[i, addr - 0xFE00] = wp.uint8(v)
     elif addr >= 0xFF00:
         io_write(i, m, addr - 0xFF00, v)
+
+
+@wp.func(inline=True)
+def tick(i: int, m: wp.ref[Mem], clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.ref[int]):
+    """One M-cycle of the lazy clock: add 4 T-cycles; sync when the next event is due.
+
+    ``dirty`` is set whenever out-of-line code ran (IF, IE, banks may have changed)."""
+    clk = clk + 4
+    if clk >= nxt:
+        m.st[i, S_CLK] = clk
+        sync(i, m)
+        clk = m.st[i, S_CLK]
+        nxt = m.st[i, S_NEXT]
+        dirty = 1  # noqa: F841 (wp.ref: assigns the caller's local)
+
+
+@wp.func(inline=True)
+def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
+           dirty: wp.ref[int], rom0: int, rom1: int, boot: int) -> int:
+    """The read of an M-cycle already ticked (the opcode fetch): WRAM, ROM (``rom0`` / ``rom1``
+    bank offsets, boot ROM mapped while ``boot``) and HRAM in place, the rest through peek."""
+    if ad >= 0xC000 and ad < 0xE000:
+        return int(m.wram[i, ad - 0xC000])
+    if ad >= 0x4000 and ad < 0x8000:
+        return int(m.rom[rom1 + ad - 0x4000])
+    if ad < 0x4000 and (ad >= 0x100 or boot == 0):
+        return int(m.rom[rom0 + ad])
+    if ad >= 0xFF80 and ad < 0xFFFF:
+        return int(m.hram[i, ad - 0xFF00])
+    m.st[i, S_CLK] = clk
+    v = peek(i, m, ad)
+    clk = m.st[i, S_CLK]
+    nxt = m.st[i, S_NEXT]  # noqa: F841 (wp.ref: assigns the caller's local)
+    dirty = 1  # noqa: F841 (wp.ref: assigns the caller's local)
+    return v
+
+
+@wp.func(inline=True)
+def rd(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.ref[int],
+       rom0: int, rom1: int, boot: int) -> int:
+    """One read M-cycle: :func:`tick`, then :func:`rd_now`."""
+    tick(i, m, clk, nxt, dirty)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, boot)
+
+
+@wp.func(inline=True)
+def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[int],
+       dirty: wp.ref[int]):
+    """One write M-cycle: :func:`tick`, then write the byte ``v & 0xFF`` at ``ad`` (WRAM and
+    HRAM in place, the rest through poke)."""
+    tick(i, m, clk, nxt, dirty)
+    if ad >= 0xC000 and ad < 0xE000:
+        m.wram[i, ad - 0xC000] = wp.uint8(v & 0xFF)
+    elif ad >= 0xFF80 and ad < 0xFFFF:
+        m.hram[i, ad - 0xFF00] = wp.uint8(v & 0xFF)
+    else:
+        m.st[i, S_CLK] = clk
+        poke(i, m, ad, v & 0xFF)
+        clk = m.st[i, S_CLK]
+        nxt = m.st[i, S_NEXT]
+        dirty = 1
