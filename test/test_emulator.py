@@ -381,8 +381,10 @@ def test_address_major_layout_matches(roms):
 
 
 def test_oam_dma_copies_and_blocks_oam():
-    # fill C100.. with k; start DMA from C1; read OAM at once (blocked: FF); wait; read again
-    code = (b"\x21\x00\xc1\x7d\x22\x7d\xfe\xa0\x20\xf9"  # ld hl,C100; loop: ld a,l; ld (hl+),a; ld a,l; cp A0; jr nz
+    # fill C100.. with k; start DMA from C1; read OAM at once (blocked: FF); wait; read again.
+    # The LCD is switched off first: an OAM read in mode 2 would trigger the OAM bug.
+    code = (b"\xaf\xe0\x40"  # xor a; ldh (40),a
+            b"\x21\x00\xc1\x7d\x22\x7d\xfe\xa0\x20\xf9"  # ld hl,C100; loop: ld a,l; ld (hl+),a; ld a,l; cp A0; jr nz
             b"\x3e\xc1\xe0\x46"  # ld a,C1; ldh (46),a
             b"\xfa\x05\xfe\xea\x00\xc0"  # ld a,(FE05); ld (C000),a   (during DMA)
             b"\x06\x40\x05\x20\xfd"  # ld b,40; dec b; jr nz (wait > 160 M-cycles)

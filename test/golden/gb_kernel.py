@@ -3,7 +3,7 @@
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_now, tick, wr
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, sync
@@ -182,7 +182,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             while ((pend >> bit) & 1) == 0:
                 bit = bit + 1
             ime = 0
-            tick(i, m, clk, nxt, dirty)
+            tick_idu(i, m, sp, clk, nxt, dirty)
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pc >> 8, clk, nxt, dirty)
             sp = (sp - 1) & 0xFFFF
@@ -235,7 +235,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     wr(i, m, ((b << 8) | c), a, clk, nxt, dirty)
                     continue
                 if op == 0x03:  # INC BC
-                    tick(i, m, clk, nxt, dirty)
+                    tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
                     v16_ = (((b << 8) | c) + 1) & 0xFFFF
                     b = v16_ >> 8
                     c = v16_ & 0xFF
@@ -277,7 +277,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     a = rd(i, m, ((b << 8) | c), clk, nxt, dirty, rom0, rom1, boot)
                     continue
                 if op == 0x0B:  # DEC BC
-                    tick(i, m, clk, nxt, dirty)
+                    tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
                     v16_ = (((b << 8) | c) - 1) & 0xFFFF
                     b = v16_ >> 8
                     c = v16_ & 0xFF
@@ -323,7 +323,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     wr(i, m, ((d << 8) | e), a, clk, nxt, dirty)
                     continue
                 if op == 0x13:  # INC DE
-                    tick(i, m, clk, nxt, dirty)
+                    tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
                     v16_ = (((d << 8) | e) + 1) & 0xFFFF
                     d = v16_ >> 8
                     e = v16_ & 0xFF
@@ -365,7 +365,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     a = rd(i, m, ((d << 8) | e), clk, nxt, dirty, rom0, rom1, boot)
                     continue
                 if op == 0x1B:  # DEC DE
-                    tick(i, m, clk, nxt, dirty)
+                    tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
                     v16_ = (((d << 8) | e) - 1) & 0xFFFF
                     d = v16_ >> 8
                     e = v16_ & 0xFF
@@ -511,7 +511,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     l = v16_ & 0xFF
                     continue
                 if op == 0x23:  # INC HL
-                    tick(i, m, clk, nxt, dirty)
+                    tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
                     v16_ = (((h << 8) | l) + 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
@@ -654,13 +654,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x2A:  # LD A,(HL+)
                     hl_ = (h << 8) | l
-                    a = rd(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot)
+                    a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot)
                     v16_ = (hl_ + 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x2B:  # DEC HL
-                    tick(i, m, clk, nxt, dirty)
+                    tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
                     v16_ = (((h << 8) | l) - 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
@@ -803,7 +803,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     l = v16_ & 0xFF
                     continue
                 if op == 0x33:  # INC SP
-                    tick(i, m, clk, nxt, dirty)
+                    tick_idu(i, m, sp, clk, nxt, dirty)
                     sp = (sp + 1) & 0xFFFF
                     continue
                 if op == 0x34:  # INC (HL)
@@ -942,13 +942,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x3A:  # LD A,(HL-)
                     hl_ = (h << 8) | l
-                    a = rd(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot)
+                    a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot)
                     v16_ = (hl_ - 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x3B:  # DEC SP
-                    tick(i, m, clk, nxt, dirty)
+                    tick_idu(i, m, sp, clk, nxt, dirty)
                     sp = (sp - 1) & 0xFFFF
                     continue
                 if op == 0x3C:  # INC A
@@ -1018,7 +1018,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             continue
         if (op & 0xC7) == 0xC7:
             # RST n: decoded by vector bits
-            tick(i, m, clk, nxt, dirty)
+            tick_idu(i, m, sp, clk, nxt, dirty)
             pv_ = pc
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pv_ >> 8, clk, nxt, dirty)
@@ -1028,7 +1028,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             continue
         if (op & 0xCF) == 0xC5:
             # PUSH rr (BC DE HL AF) by register-pair index
-            tick(i, m, clk, nxt, dirty)
+            tick_idu(i, m, sp, clk, nxt, dirty)
             pv_ = pair16((op >> 4) & 3, b, c, d, e, h, l, a, f)
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pv_ >> 8, clk, nxt, dirty)
@@ -1037,7 +1037,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             continue
         if (op & 0xCF) == 0xC1:
             # POP rr (BC DE HL AF)
-            lo_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
+            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
             sp = (sp + 1) & 0xFFFF
             hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
             sp = (sp + 1) & 0xFFFF
@@ -1058,7 +1058,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if (op & 0xE7) == 0xC4 or op == 0xCD:
             # CALL cc,nn / CALL nn
             if op == 0xCD or cond_ok((op >> 3) & 3, f):
-                tick(i, m, clk, nxt, dirty)
+                tick_idu(i, m, sp, clk, nxt, dirty)
                 pv_ = pc
                 sp = (sp - 1) & 0xFFFF
                 wr(i, m, sp, pv_ >> 8, clk, nxt, dirty)
@@ -1070,7 +1070,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             # RET cc
             tick(i, m, clk, nxt, dirty)
             if cond_ok((op >> 3) & 3, f):
-                lo_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
+                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
                 hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
@@ -1094,7 +1094,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 25:
             if op == 0xC9:  # RET
-                lo_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
+                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
                 hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
@@ -1166,7 +1166,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 27:
             if op == 0xD9:  # RETI
-                lo_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
+                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF
                 hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot)
                 sp = (sp + 1) & 0xFFFF

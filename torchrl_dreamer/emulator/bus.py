@@ -6,7 +6,9 @@ The CPU kernel (:mod:`~torchrl_dreamer.emulator.codegen`) accesses the bus throu
 place; every other region goes through :func:`peek` / :func:`poke`, out of line. The clock
 lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these functions take by
 reference (``wp.ref``), as they do the console's memory ``m`` (so no copy of the ``Mem`` struct
-is made per access). The hardware
+is made per access). Accesses to FE00-FEFF, and the IDU steps of :func:`tick_idu` /
+:func:`rd_idu` on such an address, trigger the DMG OAM bug (:mod:`.oam_bug`); the check costs
+one comparison on paths that already leave the in-place fast path. The hardware
 blocks behind them live in one module each: :mod:`.mappers` (cartridge), :mod:`.io` (FF00-FFFF,
 dispatching to :mod:`.timer`, :mod:`.ppu`, :mod:`.dma`, :mod:`.serial`, :mod:`.joypad`),
 :mod:`.scheduler` (the lazy clock) and :mod:`.interrupts`.
@@ -24,9 +26,10 @@ from torchrl_dreamer.emulator.io import io_read, io_write
 from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_NEXT, S_ROM_OFF0, S_ROM_OFF1
 from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.scheduler import sync
 
-__all__ = ["Mem", "peek", "poke", "tick", "rd", "rd_now", "wr"]
+__all__ = ["Mem", "peek", "poke", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "wr"]
 
 
 @wp.func
@@ -85,6 +88,17 @@ def tick(i: int, m: wp.ref[Mem], clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.r
 
 
 @wp.func(inline=True)
+def tick_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
+             dirty: wp.ref[int]):
+    """An M-cycle in which the IDU increments or decrements the register pair holding ``ad``
+    with no memory access (``INC rr``, ``DEC rr``, the first ``SP`` decrement of a push): an
+    FE00-FEFF value is a write for the OAM bug."""
+    tick(i, m, clk, nxt, dirty)
+    if ad >= 0xFE00 and ad < 0xFF00:
+        oam_bug(i, m, clk, OAM_BUG_WRITE)
+
+
+@wp.func(inline=True)
 def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
            dirty: wp.ref[int], rom0: int, rom1: int, boot: int) -> int:
     """The read of an M-cycle already ticked (the opcode fetch): WRAM, ROM (``rom0`` / ``rom1``
@@ -98,6 +112,8 @@ def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
     if ad >= 0xFF80 and ad < 0xFFFF:
         return int(m.hram[i, ad - 0xFF00])
     m.st[i, S_CLK] = clk
+    if ad >= 0xFE00 and ad < 0xFF00:
+        oam_bug(i, m, clk, OAM_BUG_READ)
     v = peek(i, m, ad)
     clk = m.st[i, S_CLK]
     nxt = m.st[i, S_NEXT]  # noqa: F841 (wp.ref: assigns the caller's local)
@@ -125,7 +141,20 @@ def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[in
         m.hram[i, ad - 0xFF00] = wp.uint8(v & 0xFF)
     else:
         m.st[i, S_CLK] = clk
+        if ad >= 0xFE00 and ad < 0xFF00:
+            oam_bug(i, m, clk, OAM_BUG_WRITE)
         poke(i, m, ad, v & 0xFF)
         clk = m.st[i, S_CLK]
         nxt = m.st[i, S_NEXT]
         dirty = 1
+
+
+@wp.func(inline=True)
+def rd_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
+           dirty: wp.ref[int], rom0: int, rom1: int, boot: int) -> int:
+    """A read M-cycle in which the IDU also steps the register holding ``ad`` (``POP``, ``RET``,
+    ``LD A,(HL+/-)``): the OAM bug's "read during increase" pattern on FE00-FEFF."""
+    tick(i, m, clk, nxt, dirty)
+    if ad >= 0xFE00 and ad < 0xFF00:
+        oam_bug_read_idu(i, m, clk)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, boot)

@@ -28,6 +28,8 @@ same, not inlined         9 s         2,430       69,800  13,200   155,000  2,15
 rows.) Passing ``m`` by value costs a copy of the whole ``Mem`` struct per access (3x slower);
 by reference the function form is as fast as the text expansion within the noise of this
 machine (+11 % cpu_instrs, +8 % tobu, -4 % maze, -5 % postbot), so the readable form was kept.
+Its CUDA module compiles ahead of time for sm_90 through NVRTC (no GPU: the slow test in
+test_codegen.py) in 286 s wall / 93 s CPU on the loaded 2-core machine, 2,423,224 bytes.
 The generator still writes ``tick(i, m)`` / ``rd(i, m, addr)`` / ``wr(i, m, addr, v)`` in its
 templates; :func:`_bind_bus_locals` appends the locals to those calls.
 
@@ -137,7 +139,7 @@ def _expand_push(template: str) -> list[str]:
 
 def _pop(var: str) -> list[str]:
     return [
-        "lo_ = rd(i, m, sp)",
+        "lo_ = rd_idu(i, m, sp)",
         "sp = (sp + 1) & 0xFFFF",
         "hi_ = rd(i, m, sp)",
         "sp = (sp + 1) & 0xFFFF",
@@ -176,7 +178,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
             return ["hl_ = (h << 8) | l", "wr(i, m, hl_, a)", *_set16("HL", f"hl_ {step}")]
         if src in ("(HL+)", "(HL-)"):
             step = "+ 1" if src == "(HL+)" else "- 1"
-            return ["hl_ = (h << 8) | l", "a = rd(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
+            return ["hl_ = (h << 8) | l", "a = rd_idu(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
         if src == "d8":
             return _write8(dst, "n_")
         if dst == "(a16)" and src == "SP":
@@ -200,7 +202,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
         return ["a = rd(i, m, 0xFF00 | n_)"]
     if mn in ("INC", "DEC") and ops[0] in ("BC", "DE", "HL", "SP"):
         step = "+ 1" if mn == "INC" else "- 1"
-        return ["tick(i, m)", *_set16(ops[0], f"{_get16(ops[0])} {step}")]
+        return [f"tick_idu(i, m, {_get16(ops[0])})", *_set16(ops[0], f"{_get16(ops[0])} {step}")]
     if mn in ("INC", "DEC"):
         fn = "inc8" if mn == "INC" else "dec8"
         return [*_read8(ops[0], "v_"), f"r_ = {fn}(v_, f)", "f = r_ >> 8",
@@ -355,18 +357,18 @@ continue"""
 _STACK = """\
 if (op & 0xC7) == 0xC7:
     # RST n: decoded by vector bits
-    tick(i, m)
+    tick_idu(i, m, sp)
     PUSH(pc)
     pc = op & 0x38
     continue
 if (op & 0xCF) == 0xC5:
     # PUSH rr (BC DE HL AF) by register-pair index
-    tick(i, m)
+    tick_idu(i, m, sp)
     PUSH(pair16((op >> 4) & 3, b, c, d, e, h, l, a, f))
     continue
 if (op & 0xCF) == 0xC1:
     # POP rr (BC DE HL AF)
-    lo_ = rd(i, m, sp)
+    lo_ = rd_idu(i, m, sp)
     sp = (sp + 1) & 0xFFFF
     hi_ = rd(i, m, sp)
     sp = (sp + 1) & 0xFFFF
@@ -387,7 +389,7 @@ if (op & 0xCF) == 0xC1:
 if (op & 0xE7) == 0xC4 or op == 0xCD:
     # CALL cc,nn / CALL nn
     if op == 0xCD or cond_ok((op >> 3) & 3, f):
-        tick(i, m)
+        tick_idu(i, m, sp)
         PUSH(pc)
         pc = nn_
     continue
@@ -395,7 +397,7 @@ if (op & 0xE7) == 0xC0:
     # RET cc
     tick(i, m)
     if cond_ok((op >> 3) & 3, f):
-        lo_ = rd(i, m, sp)
+        lo_ = rd_idu(i, m, sp)
         sp = (sp + 1) & 0xFFFF
         hi_ = rd(i, m, sp)
         sp = (sp + 1) & 0xFFFF
@@ -422,7 +424,7 @@ _HEADER = '''\
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_now, tick, wr
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, sync
@@ -601,7 +603,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             while ((pend >> bit) & 1) == 0:
                 bit = bit + 1
             ime = 0
-            tick(i, m)
+            tick_idu(i, m, sp)
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pc >> 8)
             sp = (sp - 1) & 0xFFFF
@@ -798,21 +800,28 @@ def _indent(lines: list[str], n: int) -> list[str]:
     return [pad + s if s else s for s in lines]
 
 
+_BUS_LOCALS = {
+    "tick": "clk, nxt, dirty",
+    "tick_idu": "clk, nxt, dirty",
+    "wr": "clk, nxt, dirty",
+    "rd": "clk, nxt, dirty, rom0, rom1, boot",
+    "rd_now": "clk, nxt, dirty, rom0, rom1, boot",
+    "rd_idu": "clk, nxt, dirty, rom0, rom1, boot",
+}
+
+
 def _bind_bus_locals(lines: list[str]) -> list[str]:
     """Complete the generator's bus shorthand in the kernel body: ``tick(i, m)``,
-    ``x = rd(i, m, addr)``, ``x = rd_now(i, m, addr)`` and ``wr(i, m, addr, v)`` become calls of
-    the :mod:`~torchrl_dreamer.emulator.bus` functions with the kernel's clock locals (and ROM
-    mapping, for reads) appended; those are taken by reference (see the module docstring)."""
-    clk, rom = "clk, nxt, dirty", "rom0, rom1, boot"
+    ``tick_idu(i, m, addr)``, ``x = rd|rd_now|rd_idu(i, m, addr)`` and ``wr(i, m, addr, v)``
+    become calls of the :mod:`~torchrl_dreamer.emulator.bus` functions with the kernel's clock
+    locals (and ROM mapping, for reads) appended (``_BUS_LOCALS``); those are taken by reference
+    (see the module docstring)."""
     out: list[str] = []
     for line in lines:
-        body = line.lstrip()
-        if body == "tick(i, m)":
-            line = line[:-1] + f", {clk})"
-        elif (" = rd(i, m, " in body or " = rd_now(i, m, " in body) and body.endswith(")"):
-            line = line[:-1] + f", {clk}, {rom})"
-        elif body.startswith("wr(i, m, ") and body.endswith(")"):
-            line = line[:-1] + f", {clk})"
+        call = line.lstrip().split(" = ", 1)[-1]
+        name = call.split("(", 1)[0]
+        if name in _BUS_LOCALS and call.startswith(name + "(i, m") and call.endswith(")"):
+            line = line[:-1] + f", {_BUS_LOCALS[name]})"
         out.append(line)
     return out
 
