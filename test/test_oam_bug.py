@@ -23,11 +23,12 @@ ROMS = ["1-lcd_sync", "2-causes", "3-non_causes", "4-scanline_timing", "5-timing
 KNOWN_FAILURES: dict[str, str] = {
     "1-lcd_sync": "LY still reads 0 in the 113th M-cycle after the LCD-on write (hardware: 1): "
                   "LCD switch-on / LY timing, not the OAM bug (the PPU timing rework)",
-    "7-timing_effect": "it prints an OAM dump for each of the 19 corrupting delays (rows 1-19 of "
-                       "line 1, as 4-scanline_timing and 8-instr_effect require); the ~9.5 KB of "
-                       "text overflows its 8 KB cartridge-RAM buffer at BFFF into the WRAM copy "
-                       "of the test's code, which crashes and restarts before the final CRC",
 }
+# 7-timing_effect never completes on a real DMG either (SameBoy issue #510: a DMG-B and a Game Boy
+# Light hang; DocBoy issue #33: a DMG hangs; it is left out of the GB Emulator Shootout): it prints
+# an OAM dump for each of the 19 corrupting delays, and that ~9.5 KB of text overflows its 8 KB
+# cartridge-RAM buffer at BFFF into the WRAM copy of the test's code. We do the same.
+HARDWARE_NEVER_PASSES = {"7-timing_effect"}
 
 
 @pytest.mark.parametrize("name", ROMS)
@@ -36,6 +37,9 @@ def test_blargg_oam_bug(roms, name, request):
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[name]))
     gb = GameBoy(rom_path(roms, f"blargg/oam_bug/rom_singles/{name}.gb"), check_header=False)
     v = run_until_verdict(gb, 1500)
+    if name in HARDWARE_NEVER_PASSES:
+        assert v is None or "Passed" not in v, v
+        return
     assert v is not None, f"{name}: no verdict"
     assert "Passed" in v and "Failed" not in v, f"{name} failed:\n{v}"
 
