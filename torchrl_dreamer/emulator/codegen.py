@@ -29,7 +29,8 @@ rows.) Passing ``m`` by value costs a copy of the whole ``Mem`` struct per acces
 by reference the function form is as fast as the text expansion within the noise of this
 machine (+11 % cpu_instrs, +8 % tobu, -4 % maze, -5 % postbot), so the readable form was kept.
 Its CUDA module compiles ahead of time for sm_90 through NVRTC (no GPU: the slow test in
-test_codegen.py) in 286 s wall / 93 s CPU on the loaded 2-core machine, 2,423,224 bytes.
+test_codegen.py) in 286 s wall / 93 s CPU on the loaded 2-core machine, 2,423,224 bytes (with
+the OAM bug hooks added since: 440 s wall / 95 s CPU under a heavier load, 2,562,104 bytes).
 The generator still writes ``tick(i, m)`` / ``rd(i, m, addr)`` / ``wr(i, m, addr, v)`` in its
 templates; :func:`_bind_bus_locals` appends the locals to those calls.
 
