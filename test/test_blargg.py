@@ -49,7 +49,7 @@ def verdict(gb: GameBoy, env: int = 0) -> str | None:
     serial = gb.serial_output(env).decode(errors="replace")
     if "Passed" in serial or "Failed" in serial:
         return serial
-    a0 = gb.read_memory(0xA000, 0x200)[env].tolist()
+    a0 = gb.read_memory(0xA000, 0x2000)[env].tolist()  # the text can be long (oam_bug)
     if a0[1:4] == [0xDE, 0xB0, 0x61] and a0[0] != 0x80:
         return bytes(a0[4:]).split(b"\0")[0].decode(errors="replace")
     text = screen_text(gb, env)

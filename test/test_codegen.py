@@ -52,7 +52,11 @@ def test_no_dead_bus_helpers_or_text_markers():
     kernel = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "gb_run")
     body = ast.unparse(kernel)
     assert "# TRACE" not in src
-    assert "rd(i, m" not in body and "wr(i, m" not in body and "tick(i, m" not in body
+    # every bus call has the clock locals bound (no generator shorthand left)
+    assert "rd(i, m" in body and "wr(i, m" in body and "tick(i, m)" not in body
+    for call in ("tick(i, m", "tick_idu(i, m", "rd(i, m", "rd_now(i, m", "rd_idu(i, m", "wr(i, m"):
+        for part in body.split(call)[1:]:
+            assert part.split(")\n")[0].count("clk, nxt, dirty") == 1, (call, part[:80])
 
 
 @pytest.mark.slow

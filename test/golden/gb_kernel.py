@@ -4,7 +4,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
-from torchrl_dreamer.emulator.bus import Mem, cpu_read, cpu_write, peek, poke
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.ppu import ppu_poll
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
@@ -130,7 +130,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     if pack != 0 and n_frames == 1:
         m.st[i, S_PACK] = 1
     # IF, IE and the frame flag only change in out-of-line code (events, IO accesses): `dirty`
-    # says when to re-read them, so the common path reads no state per instruction.
+    # says when to re-read them, so the common path reads no state per instruction. (Every
+    # assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which the bus
+    # functions could not take by reference.)
     dirty = int(1)
     pend = int(0)
     while fidx < n_frames:
@@ -143,7 +145,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 if pack != 0 and fidx == n_frames - 1:
                     m.st[i, S_PACK] = 1
                 continue
-            dirty = 0
+            dirty = int(0)
             pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             # mapper banks / boot ROM only change through out-of-line writes (then dirty is set;
             # no instruction reads ROM after such a write before the next instruction starts)
@@ -175,83 +177,35 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     stop_advance(i, m)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                    dirty = int(1)
                 continue
             if pend == 0:
                 m.st[i, S_CLK] = clk
                 halt_advance(i, m)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
-                dirty = 1
+                dirty = int(1)
                 continue
             halted = 0  # the wake-up M-cycle is the opcode fetch below
         # The opcode fetch M-cycle. The interrupt check sees IF as of its end (an IRQ raised by
         # an event during the fetch is taken now); the fetched opcode is then dropped and the
         # fetch counts as the first of the dispatch's 5 M-cycles (see the note above _HEADER).
-        clk = clk + 4
-        if clk >= nxt:
-            m.st[i, S_CLK] = clk
-            sync(i, m)
-            clk = m.st[i, S_CLK]
-            nxt = m.st[i, S_NEXT]
-            dirty = 1
+        tick(i, m, clk, nxt, dirty)
         if dirty != 0:
             pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
         if ime != 0 and pend != 0:
             if wp.static(STEP):
                 steps_ = steps_ + 1
             ime = 0
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick_idu(i, m, sp, clk, nxt, dirty)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pc >> 8) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                cpu_write(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end)
             # The vector is chosen now, after the PC high byte push: if that push overwrote IE
             # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
             # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
             pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pc & 0xFF) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                cpu_write(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pc & 0xFF, clk, nxt, dirty, wram_end)
             pc = 0
             if pend != 0:
                 bit = int(0)
@@ -259,33 +213,12 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     bit = bit + 1
                 m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
                 pc = 0x40 + 8 * bit
-            dirty = 1
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            dirty = int(1)
+            tick(i, m, clk, nxt, dirty)
             continue
         if wp.static(STEP):
             steps_ = steps_ + 1
-        ad_ = pc
-        op = int(0)
-        if ad_ >= 0xC000 and ad_ < wram_end:
-            op = int(m.wram[i, ad_ - 0xC000])
-        elif ad_ >= 0x4000 and ad_ < rom_end:
-            op = int(m.rom[rom1 + ad_ - 0x4000])
-        elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-            op = int(m.rom[rom0 + ad_])
-        elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-            op = int(m.hram[i, ad_ - 0xFF00])
-        else:
-            m.st[i, S_CLK] = clk
-            op = cpu_read(i, m, ad_)
-            clk = m.st[i, S_CLK]
-            nxt = m.st[i, S_NEXT]
-            dirty = 1
+        op = rd_now(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
         if halt_bug != 0:
             halt_bug = 0
         else:
@@ -303,55 +236,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         n_ = int(0)
         nn_ = int(0)
         if ln_ >= 2:
-            ad_ = pc
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            n_ = int(0)
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                n_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < rom_end:
-                n_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                n_ = int(m.rom[rom0 + ad_])
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                n_ = int(m.hram[i, ad_ - 0xFF00])
-            else:
-                m.st[i, S_CLK] = clk
-                n_ = cpu_read(i, m, ad_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             if ln_ == 3:
-                ad_ = pc
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    hi_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    hi_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    hi_ = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
 
@@ -367,34 +256,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     c = v16_ & 0xFF
                     continue
                 if op == 0x02:  # LD (BC),A
-                    ad_ = ((b << 8) | c)
-                    wv_ = (a) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, ((b << 8) | c), a, clk, nxt, dirty, wram_end)
                     continue
                 if op == 0x03:  # INC BC
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
                     v16_ = (((b << 8) | c) + 1) & 0xFFFF
                     b = v16_ >> 8
                     c = v16_ & 0xFF
@@ -421,53 +286,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
             if g_ == 1:
                 if op == 0x08:  # LD (a16),SP
-                    ad_ = nn_
-                    wv_ = (sp & 0xFF) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    ad_ = (nn_ + 1) & 0xFFFF
-                    wv_ = (sp >> 8) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty, wram_end)
+                    wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8, clk, nxt, dirty, wram_end)
                     continue
                 if op == 0x09:  # ADD HL,BC
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     r_ = add_hl((h << 8) | l, ((b << 8) | c), f)
                     f = r_ >> 16
                     v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -475,38 +298,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     l = v16_ & 0xFF
                     continue
                 if op == 0x0A:  # LD A,(BC)
-                    ad_ = ((b << 8) | c)
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    a = int(0)
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < rom_end:
-                        a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                        a = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        a = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        a = cpu_read(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    a = rd(i, m, ((b << 8) | c), clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                     continue
                 if op == 0x0B:  # DEC BC
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
                     v16_ = (((b << 8) | c) - 1) & 0xFFFF
                     b = v16_ >> 8
                     c = v16_ & 0xFF
@@ -538,7 +333,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     poke(i, m, 0xFF00 | R_DIV, 0)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                    dirty = int(1)
                     if m.st[i, S_JOY] == 0:
                         m.st[i, S_STOPPED] = 1
                         halted = 1
@@ -549,34 +344,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     e = v16_ & 0xFF
                     continue
                 if op == 0x12:  # LD (DE),A
-                    ad_ = ((d << 8) | e)
-                    wv_ = (a) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, ((d << 8) | e), a, clk, nxt, dirty, wram_end)
                     continue
                 if op == 0x13:  # INC DE
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
                     v16_ = (((d << 8) | e) + 1) & 0xFFFF
                     d = v16_ >> 8
                     e = v16_ & 0xFF
@@ -603,23 +374,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
             if g_ == 3:
                 if op == 0x18:  # JR r8
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     continue
                 if op == 0x19:  # ADD HL,DE
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     r_ = add_hl((h << 8) | l, ((d << 8) | e), f)
                     f = r_ >> 16
                     v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -627,38 +386,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     l = v16_ & 0xFF
                     continue
                 if op == 0x1A:  # LD A,(DE)
-                    ad_ = ((d << 8) | e)
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    a = int(0)
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < rom_end:
-                        a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                        a = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        a = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        a = cpu_read(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    a = rd(i, m, ((d << 8) | e), clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                     continue
                 if op == 0x1B:  # DEC DE
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
                     v16_ = (((d << 8) | e) - 1) & 0xFFFF
                     d = v16_ >> 8
                     e = v16_ & 0xFF
@@ -686,13 +417,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if g_ == 4:
                 if op == 0x20:  # JR NZ,r8
                     if (f & 0x80) == 0:
-                        clk = clk + 4
-                        if clk >= nxt:
-                            m.st[i, S_CLK] = clk
-                            sync(i, m)
-                            clk = m.st[i, S_CLK]
-                            nxt = m.st[i, S_NEXT]
-                            dirty = 1
+                        tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x80) == 0:
@@ -780,37 +505,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x22:  # LD (HL+),A
                     hl_ = (h << 8) | l
-                    ad_ = hl_
-                    wv_ = (a) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, hl_, a, clk, nxt, dirty, wram_end)
                     v16_ = (hl_ + 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x23:  # INC HL
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
                     v16_ = (((h << 8) | l) + 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
@@ -838,13 +539,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if g_ == 5:
                 if op == 0x28:  # JR Z,r8
                     if (f & 0x80) != 0:
-                        clk = clk + 4
-                        if clk >= nxt:
-                            m.st[i, S_CLK] = clk
-                            sync(i, m)
-                            clk = m.st[i, S_CLK]
-                            nxt = m.st[i, S_NEXT]
-                            dirty = 1
+                        tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x80) != 0:
@@ -926,13 +621,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                                     m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
                     continue
                 if op == 0x29:  # ADD HL,HL
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     r_ = add_hl((h << 8) | l, ((h << 8) | l), f)
                     f = r_ >> 16
                     v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -941,41 +630,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x2A:  # LD A,(HL+)
                     hl_ = (h << 8) | l
-                    ad_ = hl_
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    a = int(0)
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < rom_end:
-                        a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                        a = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        a = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        a = cpu_read(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                     v16_ = (hl_ + 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x2B:  # DEC HL
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
                     v16_ = (((h << 8) | l) - 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
@@ -1002,13 +663,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if g_ == 6:
                 if op == 0x30:  # JR NC,r8
                     if (f & 0x10) == 0:
-                        clk = clk + 4
-                        if clk >= nxt:
-                            m.st[i, S_CLK] = clk
-                            sync(i, m)
-                            clk = m.st[i, S_CLK]
-                            nxt = m.st[i, S_NEXT]
-                            dirty = 1
+                        tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x10) == 0:
@@ -1094,151 +749,29 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x32:  # LD (HL-),A
                     hl_ = (h << 8) | l
-                    ad_ = hl_
-                    wv_ = (a) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, hl_, a, clk, nxt, dirty, wram_end)
                     v16_ = (hl_ - 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x33:  # INC SP
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick_idu(i, m, sp, clk, nxt, dirty)
                     sp = (sp + 1) & 0xFFFF
                     continue
                 if op == 0x34:  # INC (HL)
-                    ad_ = (h << 8) | l
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < rom_end:
-                        v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                        v_ = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        v_ = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        v_ = cpu_read(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                     r_ = inc8(v_, f)
                     f = r_ >> 8
-                    ad_ = (h << 8) | l
-                    wv_ = (r_ & 0xFF) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
                     continue
                 if op == 0x35:  # DEC (HL)
-                    ad_ = (h << 8) | l
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < rom_end:
-                        v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                        v_ = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        v_ = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        v_ = cpu_read(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                     r_ = dec8(v_, f)
                     f = r_ >> 8
-                    ad_ = (h << 8) | l
-                    wv_ = (r_ & 0xFF) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
                     continue
                 if op == 0x36:  # LD (HL),d8
-                    ad_ = (h << 8) | l
-                    wv_ = (n_) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end)
                     continue
                 if op == 0x37:  # SCF
                     f = (f & 0x80) | 0x10
@@ -1246,13 +779,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if g_ == 7:
                 if op == 0x38:  # JR C,r8
                     if (f & 0x10) != 0:
-                        clk = clk + 4
-                        if clk >= nxt:
-                            m.st[i, S_CLK] = clk
-                            sync(i, m)
-                            clk = m.st[i, S_CLK]
-                            nxt = m.st[i, S_NEXT]
-                            dirty = 1
+                        tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
                         if n_ == 0xFA and (f & 0x10) != 0:
@@ -1334,13 +861,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                                     m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
                     continue
                 if op == 0x39:  # ADD HL,SP
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     r_ = add_hl((h << 8) | l, sp, f)
                     f = r_ >> 16
                     v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -1349,41 +870,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     continue
                 if op == 0x3A:  # LD A,(HL-)
                     hl_ = (h << 8) | l
-                    ad_ = hl_
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    a = int(0)
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        a = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < rom_end:
-                        a = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                        a = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        a = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        a = cpu_read(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                     v16_ = (hl_ - 1) & 0xFFFF
                     h = v16_ >> 8
                     l = v16_ & 0xFF
                     continue
                 if op == 0x3B:  # DEC SP
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick_idu(i, m, sp, clk, nxt, dirty)
                     sp = (sp - 1) & 0xFFFF
                     continue
                 if op == 0x3C:  # INC A
@@ -1419,29 +912,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 src_ = op & 7
                 v_ = int(0)
                 if src_ == 6:
-                    ad_ = (h << 8) | l
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < rom_end:
-                        v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                        v_ = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        v_ = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        v_ = cpu_read(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 else:
                     v_ = getr(src_, b, c, d, e, h, l, a)
                 dst_ = (op >> 3) & 7
@@ -1458,25 +929,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 elif dst_ == 5:
                     l = v_
                 elif dst_ == 6:
-                    ad_ = (h << 8) | l
-                    wv_ = (v_) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end)
                 else:
                     a = v_
                 continue
@@ -1484,29 +937,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             src_ = op & 7
             v_ = int(0)
             if src_ == 6:
-                ad_ = (h << 8) | l
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                v_ = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    v_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    v_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    v_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    v_ = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
             else:
                 v_ = getr(src_, b, c, d, e, h, l, a)
             r_ = alu8((op >> 3) & 7, a, v_, f)
@@ -1515,156 +946,28 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             continue
         if (op & 0xC7) == 0xC7:
             # RST n: decoded by vector bits
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick_idu(i, m, sp, clk, nxt, dirty)
             pv_ = pc
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pv_ >> 8) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                cpu_write(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pv_ & 0xFF) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                cpu_write(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end)
             pc = op & 0x38
             continue
         if (op & 0xCF) == 0xC5:
             # PUSH rr (BC DE HL AF) by register-pair index
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick_idu(i, m, sp, clk, nxt, dirty)
             pv_ = pair16((op >> 4) & 3, b, c, d, e, h, l, a, f)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pv_ >> 8) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                cpu_write(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end)
             sp = (sp - 1) & 0xFFFF
-            ad_ = sp
-            wv_ = (pv_ & 0xFF) & 0xFF
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-            else:
-                m.st[i, S_CLK] = clk
-                cpu_write(i, m, ad_, wv_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end)
             continue
         if (op & 0xCF) == 0xC1:
             # POP rr (BC DE HL AF)
-            ad_ = sp
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            lo_ = int(0)
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                lo_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < rom_end:
-                lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                lo_ = int(m.rom[rom0 + ad_])
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                lo_ = int(m.hram[i, ad_ - 0xFF00])
-            else:
-                m.st[i, S_CLK] = clk
-                lo_ = cpu_read(i, m, ad_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
             sp = (sp + 1) & 0xFFFF
-            ad_ = sp
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
-            hi_ = int(0)
-            if ad_ >= 0xC000 and ad_ < wram_end:
-                hi_ = int(m.wram[i, ad_ - 0xC000])
-            elif ad_ >= 0x4000 and ad_ < rom_end:
-                hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-            elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                hi_ = int(m.rom[rom0 + ad_])
-            elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                hi_ = int(m.hram[i, ad_ - 0xFF00])
-            else:
-                m.st[i, S_CLK] = clk
-                hi_ = cpu_read(i, m, ad_)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
             sp = (sp + 1) & 0xFFFF
             k_ = (op >> 4) & 3
             if k_ == 0:
@@ -1683,143 +986,33 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if (op & 0xE7) == 0xC4 or op == 0xCD:
             # CALL cc,nn / CALL nn
             if op == 0xCD or cond_ok((op >> 3) & 3, f):
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick_idu(i, m, sp, clk, nxt, dirty)
                 pv_ = pc
                 sp = (sp - 1) & 0xFFFF
-                ad_ = sp
-                wv_ = (pv_ >> 8) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    cpu_write(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end)
                 sp = (sp - 1) & 0xFFFF
-                ad_ = sp
-                wv_ = (pv_ & 0xFF) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    cpu_write(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end)
                 pc = nn_
             continue
         if (op & 0xE7) == 0xC0:
             # RET cc
-            clk = clk + 4
-            if clk >= nxt:
-                m.st[i, S_CLK] = clk
-                sync(i, m)
-                clk = m.st[i, S_CLK]
-                nxt = m.st[i, S_NEXT]
-                dirty = 1
+            tick(i, m, clk, nxt, dirty)
             if cond_ok((op >> 3) & 3, f):
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    lo_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    lo_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    lo_ = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 sp = (sp + 1) & 0xFFFF
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    hi_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    hi_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    hi_ = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 sp = (sp + 1) & 0xFFFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pc = (hi_ << 8) | lo_
             continue
         if g_ == 24:
             if op == 0xC2:  # JP NZ,a16
                 if (f & 0x80) == 0:
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = nn_
                 continue
             if op == 0xC3:  # JP a16
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pc = nn_
                 continue
             if op == 0xC6:  # ADD A,d8
@@ -1829,73 +1022,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 25:
             if op == 0xC9:  # RET
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    lo_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    lo_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    lo_ = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 sp = (sp + 1) & 0xFFFF
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    hi_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    hi_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    hi_ = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 sp = (sp + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | lo_
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pc = nn_
                 continue
             if op == 0xCA:  # JP Z,a16
                 if (f & 0x80) != 0:
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = nn_
                 continue
             if op == 0xCB:  # CB prefix
@@ -1906,29 +1043,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 k_ = (cb_ >> 3) & 7
                 v_ = int(0)
                 if reg_ == 6:
-                    ad_ = (h << 8) | l
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    v_ = int(0)
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        v_ = int(m.wram[i, ad_ - 0xC000])
-                    elif ad_ >= 0x4000 and ad_ < rom_end:
-                        v_ = int(m.rom[rom1 + ad_ - 0x4000])
-                    elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                        v_ = int(m.rom[rom0 + ad_])
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        v_ = int(m.hram[i, ad_ - 0xFF00])
-                    else:
-                        m.st[i, S_CLK] = clk
-                        v_ = cpu_read(i, m, ad_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 else:
                     v_ = getr(reg_, b, c, d, e, h, l, a)
                 if grp_ == 1:
@@ -1957,25 +1072,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 elif reg_ == 5:
                     l = v_
                 elif reg_ == 6:
-                    ad_ = (h << 8) | l
-                    wv_ = (v_) & 0xFF
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
-                    if ad_ >= 0xC000 and ad_ < wram_end:
-                        m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                    elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                        m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                    else:
-                        m.st[i, S_CLK] = clk
-                        cpu_write(i, m, ad_, wv_)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end)
                 else:
                     a = v_
                 continue
@@ -1987,13 +1084,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if g_ == 26:
             if op == 0xD2:  # JP NC,a16
                 if (f & 0x10) == 0:
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = nn_
                 continue
             if op == 0xD6:  # SUB A,d8
@@ -2003,75 +1094,19 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 27:
             if op == 0xD9:  # RETI
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                lo_ = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    lo_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    lo_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    lo_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    lo_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    lo_ = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 sp = (sp + 1) & 0xFFFF
-                ad_ = sp
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                hi_ = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    hi_ = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    hi_ = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    hi_ = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    hi_ = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    hi_ = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 sp = (sp + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | lo_
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 pc = nn_
                 ime = 1
                 ei_ = 0
                 continue
             if op == 0xDA:  # JP C,a16
                 if (f & 0x10) != 0:
-                    clk = clk + 4
-                    if clk >= nxt:
-                        m.st[i, S_CLK] = clk
-                        sync(i, m)
-                        clk = m.st[i, S_CLK]
-                        nxt = m.st[i, S_NEXT]
-                        dirty = 1
+                    tick(i, m, clk, nxt, dirty)
                     pc = nn_
                 continue
             if op == 0xDE:  # SBC A,d8
@@ -2081,46 +1116,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 28:
             if op == 0xE0:  # LDH (a8),A
-                ad_ = 0xFF00 | n_
-                wv_ = (a) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    cpu_write(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end)
                 continue
             if op == 0xE2:  # LD (C),A
-                ad_ = 0xFF00 | c
-                wv_ = (a) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    cpu_write(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end)
                 continue
             if op == 0xE6:  # AND A,d8
                 r_ = alu8(4, a, n_, f)
@@ -2129,20 +1128,8 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 29:
             if op == 0xE8:  # ADD SP,r8
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
+                tick(i, m, clk, nxt, dirty)
                 r_ = add_sp(sp, n_)
                 f = r_ >> 16
                 sp = r_ & 0xFFFF
@@ -2151,25 +1138,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = (h << 8) | l
                 continue
             if op == 0xEA:  # LD (a16),A
-                ad_ = nn_
-                wv_ = (a) & 0xFF
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)
-                else:
-                    m.st[i, S_CLK] = clk
-                    cpu_write(i, m, ad_, wv_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                wr(i, m, nn_, a, clk, nxt, dirty, wram_end)
                 continue
             if op == 0xEE:  # XOR A,d8
                 r_ = alu8(5, a, n_, f)
@@ -2178,54 +1147,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 30:
             if op == 0xF0:  # LDH A,(a8)
-                ad_ = 0xFF00 | n_
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                a = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    a = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    a = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    a = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 continue
             if op == 0xF2:  # LD A,(C)
-                ad_ = 0xFF00 | c
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                a = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    a = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    a = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    a = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                a = rd(i, m, 0xFF00 | c, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 continue
             if op == 0xF3:  # DI
                 ime = 0
@@ -2238,13 +1163,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 31:
             if op == 0xF8:  # LD HL,SP+r8
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 r_ = add_sp(sp, n_)
                 f = r_ >> 16
                 v16_ = (r_ & 0xFFFF) & 0xFFFF
@@ -2252,39 +1171,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 l = v16_ & 0xFF
                 continue
             if op == 0xF9:  # LD SP,HL
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                tick(i, m, clk, nxt, dirty)
                 sp = (h << 8) | l
                 continue
             if op == 0xFA:  # LD A,(a16)
-                ad_ = nn_
-                clk = clk + 4
-                if clk >= nxt:
-                    m.st[i, S_CLK] = clk
-                    sync(i, m)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
-                a = int(0)
-                if ad_ >= 0xC000 and ad_ < wram_end:
-                    a = int(m.wram[i, ad_ - 0xC000])
-                elif ad_ >= 0x4000 and ad_ < rom_end:
-                    a = int(m.rom[rom1 + ad_ - 0x4000])
-                elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):
-                    a = int(m.rom[rom0 + ad_])
-                elif ad_ >= 0xFF80 and ad_ < 0xFFFF:
-                    a = int(m.hram[i, ad_ - 0xFF00])
-                else:
-                    m.st[i, S_CLK] = clk
-                    a = cpu_read(i, m, ad_)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                a = rd(i, m, nn_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
                 continue
             if op == 0xFB:  # EI
                 if ime == 0 and ei_ == 0:

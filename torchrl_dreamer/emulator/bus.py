@@ -1,11 +1,19 @@
 """The 64 KiB address space: :func:`peek` / :func:`poke` route each address.
 
-Timing is not here: the generated CPU kernel (:mod:`~torchrl_dreamer.emulator.codegen`) advances
-the lazy clock by one M-cycle before each bus access and does the WRAM, HRAM and ROM accesses
-(most of them) in place; every other access goes through :func:`cpu_read` / :func:`cpu_write`,
-which apply what an OAM DMA in progress does to the CPU's accesses (:mod:`.dma`: OAM unavailable,
-bus conflicts) and then call :func:`peek` / :func:`poke`, the plain memory map (also the host's
-``read_memory`` / ``write_memory`` view, which sees OAM as it is). The hardware
+The CPU kernel (:mod:`~torchrl_dreamer.emulator.codegen`) accesses the bus through :func:`tick`,
+:func:`rd` / :func:`rd_now` and :func:`wr`: each bus M-cycle advances the lazy clock by 4 T-cycles
+(syncing when the next event is due) and does WRAM, HRAM and ROM accesses (most of them) in
+place. The clock lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these
+functions take by reference (``wp.ref``), as they do the console's memory ``m`` (so no copy of
+the ``Mem`` struct is made per access). While an OAM DMA runs the in-place WRAM and ROM ranges
+are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_end``), so every access but HRAM's
+goes out of line. Every other access goes through :func:`cpu_read` / :func:`cpu_write`, which
+apply what an OAM DMA in progress does to the CPU's accesses (:mod:`.dma`: OAM unavailable, bus
+conflicts) and the PPU's VRAM/OAM blocking, and then call :func:`peek` / :func:`poke`, the plain
+memory map (also the host's ``read_memory`` / ``write_memory`` view, which sees OAM as it is).
+Accesses to FE00-FEFF, and the IDU steps of :func:`tick_idu` / :func:`rd_idu` on such an address,
+trigger the DMG OAM bug (:mod:`.oam_bug`); the check costs one comparison on paths that already
+leave the in-place fast path (and on POP / RET / ``LD A,(HL+/-)``). The hardware
 blocks behind them live in one module each: :mod:`.mappers` (cartridge), :mod:`.io` (FF00-FFFF,
 dispatching to :mod:`.timer`, :mod:`.ppu`, :mod:`.dma`, :mod:`.serial`, :mod:`.joypad`),
 :mod:`.scheduler` (the lazy clock) and :mod:`.interrupts`.
@@ -20,13 +28,15 @@ import warp as wp
 
 from torchrl_dreamer.emulator.dma import dma_conflict, dma_copy_due, dma_read
 from torchrl_dreamer.emulator.io import io_read, io_write
-from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_ROM_OFF0, S_ROM_OFF1
+from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_NEXT, S_ROM_OFF0, S_ROM_OFF1
 from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write, rtc_needs_sync
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.ppu import oam_read_blocked, oam_write_blocked, vram_blocked
 from torchrl_dreamer.emulator.scheduler import sync
 
-__all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write"]
+__all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now",
+           "wr"]
 
 
 @wp.func
@@ -110,3 +120,93 @@ def cpu_write(i: int, m: Mem, addr: int, v: int):
         if oam_write_blocked(i, m, t):
             return
     poke(i, m, addr, v)
+
+
+@wp.func(inline=True)
+def tick(i: int, m: wp.ref[Mem], clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.ref[int]):
+    """One M-cycle of the lazy clock: add 4 T-cycles; sync when the next event is due.
+
+    ``dirty`` is set whenever out-of-line code ran (IF, IE, banks, a DMA may have changed)."""
+    clk = clk + 4
+    if clk >= nxt:
+        m.st[i, S_CLK] = clk
+        sync(i, m)
+        clk = m.st[i, S_CLK]
+        nxt = m.st[i, S_NEXT]
+        dirty = 1  # noqa: F841 (wp.ref: assigns the caller's local)
+
+
+@wp.func(inline=True)
+def tick_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
+             dirty: wp.ref[int]):
+    """An M-cycle in which the IDU increments or decrements the register pair holding ``ad``
+    with no memory access (``INC rr``, ``DEC rr``, the first ``SP`` decrement of a push): an
+    FE00-FEFF value is a write for the OAM bug."""
+    tick(i, m, clk, nxt, dirty)
+    if ad >= 0xFE00 and ad < 0xFF00:
+        oam_bug(i, m, clk, OAM_BUG_WRITE)
+
+
+@wp.func(inline=True)
+def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
+           dirty: wp.ref[int], rom0: int, rom1: int, boot: int, wram_end: int, rom_end: int,
+           rom0_end: int) -> int:
+    """The read of an M-cycle already ticked (the opcode fetch): WRAM below ``wram_end``, ROM
+    below ``rom_end`` / ``rom0_end`` (``rom0`` / ``rom1`` bank offsets, boot ROM mapped while
+    ``boot``) and HRAM in place, the rest through :func:`cpu_read` at the current cycle."""
+    if ad >= 0xC000 and ad < wram_end:
+        return int(m.wram[i, ad - 0xC000])
+    if ad >= 0x4000 and ad < rom_end:
+        return int(m.rom[rom1 + ad - 0x4000])
+    if ad < rom0_end and (ad >= 0x100 or boot == 0):
+        return int(m.rom[rom0 + ad])
+    if ad >= 0xFF80 and ad < 0xFFFF:
+        return int(m.hram[i, ad - 0xFF00])
+    m.st[i, S_CLK] = clk
+    if ad >= 0xFE00 and ad < 0xFF00:
+        oam_bug(i, m, clk, OAM_BUG_READ)
+    v = cpu_read(i, m, ad)
+    clk = m.st[i, S_CLK]
+    nxt = m.st[i, S_NEXT]  # noqa: F841 (wp.ref: assigns the caller's local)
+    dirty = 1  # noqa: F841 (wp.ref: assigns the caller's local)
+    return v
+
+
+@wp.func(inline=True)
+def rd(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.ref[int],
+       rom0: int, rom1: int, boot: int, wram_end: int, rom_end: int, rom0_end: int) -> int:
+    """One read M-cycle: :func:`tick`, then :func:`rd_now`."""
+    tick(i, m, clk, nxt, dirty)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+
+
+@wp.func(inline=True)
+def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[int],
+       dirty: wp.ref[int], wram_end: int):
+    """One write M-cycle: :func:`tick`, then write the byte ``v & 0xFF`` at ``ad`` (WRAM below
+    ``wram_end`` and HRAM in place, the rest through :func:`cpu_write` at the current cycle)."""
+    tick(i, m, clk, nxt, dirty)
+    if ad >= 0xC000 and ad < wram_end:
+        m.wram[i, ad - 0xC000] = wp.uint8(v & 0xFF)
+    elif ad >= 0xFF80 and ad < 0xFFFF:
+        m.hram[i, ad - 0xFF00] = wp.uint8(v & 0xFF)
+    else:
+        m.st[i, S_CLK] = clk
+        if ad >= 0xFE00 and ad < 0xFF00:
+            oam_bug(i, m, clk, OAM_BUG_WRITE)
+        cpu_write(i, m, ad, v & 0xFF)
+        clk = m.st[i, S_CLK]
+        nxt = m.st[i, S_NEXT]
+        dirty = 1
+
+
+@wp.func(inline=True)
+def rd_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
+           dirty: wp.ref[int], rom0: int, rom1: int, boot: int, wram_end: int, rom_end: int,
+           rom0_end: int) -> int:
+    """A read M-cycle in which the IDU also steps the register holding ``ad`` (``POP``, ``RET``,
+    ``LD A,(HL+/-)``): the OAM bug's "read during increase" pattern on FE00-FEFF."""
+    tick(i, m, clk, nxt, dirty)
+    if ad >= 0xFE00 and ad < 0xFF00:
+        oam_bug_read_idu(i, m, clk)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)

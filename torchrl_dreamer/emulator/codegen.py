@@ -7,6 +7,42 @@ for lengths, timings and flags. The kernel is one ``while`` loop with *flat* dis
 if/elif chain). Regular families (``LD r,r'``, ``ALU A,r`` and the whole CB page) are decoded
 structurally by register index, which keeps the kernel (and its compile time) small.
 
+Bus accesses: the kernel calls :func:`~torchrl_dreamer.emulator.bus.tick`, ``rd``, ``rd_now``
+and ``wr``, Warp functions that take the clock locals (``clk``, ``nxt``, ``dirty``) and the
+console memory ``m`` by reference (``wp.ref``, Warp >= 1.19) and are force-inlined. This
+replaced a textual expansion of the same code into the kernel body (Warp functions could not
+assign the caller's locals before ``wp.ref``), after measuring both on CPU (2 shared cores,
+process CPU time, A/B runs alternated; frames/s medians of 5 runs of 1000 frames, maze and
+postbot also 3 runs of 3000 frames; same final state bit for bit):
+
+=======================  ==========  ==========  =======  =======  =======  ======
+variant                  cold comp.  cpu_instrs  2048     tobu     maze     postbot
+=======================  ==========  ==========  =======  =======  =======  ======
+text expansion           21-36 s     10,900      184,000  37,000   521,000  5,210
+wp.ref funcs, ``m`` ref  18-23 s     12,100      185,600  39,900   499,000  4,950
+wp.ref funcs, ``m`` val  20 s         3,480       91,900  18,600   200,000  2,610
+same, not inlined         9 s         2,430       69,800  13,200   155,000  2,150
+=======================  ==========  ==========  =======  =======  =======  ======
+
+(cold compile: process CPU seconds at -O1 with a fresh Warp cache, 3 runs for the first two
+rows.) Passing ``m`` by value costs a copy of the whole ``Mem`` struct per access (3x slower);
+by reference the function form is as fast as the text expansion within the noise of this
+machine (+11 % cpu_instrs, +8 % tobu, -4 % maze, -5 % postbot), so the readable form was kept.
+Its CUDA module compiles ahead of time for sm_90 through NVRTC (no GPU: the slow test in
+test_codegen.py) in 286 s wall / 93 s CPU on the loaded 2-core machine, 2,423,224 bytes (with
+the OAM bug hooks added since: 440 s wall / 95 s CPU under a heavier load, 2,562,104 bytes).
+When OAM DMA bus conflicts and the PPU's VRAM/OAM blocking came to the text expansion (the
+in-place ranges bounded by the kernel locals ``wram_end`` / ``rom_end`` / ``rom0_end``, empty while
+a DMA runs; ``bus.cpu_read`` / ``cpu_write`` as the slow paths), the functions were given the
+same semantics (those bounds are passed by value) and measured again against it, with the OAM bug
+hooks included (frames/s, process CPU time, 1000 frames of scripted input after 300, medians of 5
+alternated runs on the loaded 2-core machine; same VRAM/WRAM/OAM/IO bytes on 7 games after 1,600
+frames): text expansion 20,632 / 17,368 / 69,702 / 28,965, functions 21,485 / 18,036 / 68,752 /
+30,957 (2048 / tobu / maze / postbot), so the function form stays.
+The generator still writes ``tick(i, m)`` / ``rd(i, m, addr)`` / ``wr(i, m, addr, v)`` in its
+templates; :func:`_bind_bus_locals` appends the locals (and, for reads and writes, the in-place
+range bounds) to those calls.
+
 The source is written to ``$TORCHRL_DREAMER_CACHE`` (default ``~/.cache/torchrl_dreamer``) under
 a file name keyed by a hash of the ISA table, this generator, the bus / ALU / renderer sources and
 the Warp version, so edits invalidate the cache and unchanged trees reuse Warp's compiled binary.
@@ -113,7 +149,7 @@ def _expand_push(template: str) -> list[str]:
 
 def _pop(var: str) -> list[str]:
     return [
-        "lo_ = rd(i, m, sp)",
+        "lo_ = rd_idu(i, m, sp)",
         "sp = (sp + 1) & 0xFFFF",
         "hi_ = rd(i, m, sp)",
         "sp = (sp + 1) & 0xFFFF",
@@ -152,7 +188,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
             return ["hl_ = (h << 8) | l", "wr(i, m, hl_, a)", *_set16("HL", f"hl_ {step}")]
         if src in ("(HL+)", "(HL-)"):
             step = "+ 1" if src == "(HL+)" else "- 1"
-            return ["hl_ = (h << 8) | l", "a = rd(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
+            return ["hl_ = (h << 8) | l", "a = rd_idu(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
         if src == "d8":
             return _write8(dst, "n_")
         if dst == "(a16)" and src == "SP":
@@ -176,7 +212,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
         return ["a = rd(i, m, 0xFF00 | n_)"]
     if mn in ("INC", "DEC") and ops[0] in ("BC", "DE", "HL", "SP"):
         step = "+ 1" if mn == "INC" else "- 1"
-        return ["tick(i, m)", *_set16(ops[0], f"{_get16(ops[0])} {step}")]
+        return [f"tick_idu(i, m, {_get16(ops[0])})", *_set16(ops[0], f"{_get16(ops[0])} {step}")]
     if mn in ("INC", "DEC"):
         fn = "inc8" if mn == "INC" else "dec8"
         return [*_read8(ops[0], "v_"), f"r_ = {fn}(v_, f)", "f = r_ >> 8",
@@ -239,7 +275,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
             "poke(i, m, 0xFF00 | R_DIV, 0)",
             "clk = m.st[i, S_CLK]",
             "nxt = m.st[i, S_NEXT]",
-            "dirty = 1",
+            "dirty = int(1)",
             "if m.st[i, S_JOY] == 0:",
             "    m.st[i, S_STOPPED] = 1",
             "    halted = 1",
@@ -333,18 +369,18 @@ continue"""
 _STACK = """\
 if (op & 0xC7) == 0xC7:
     # RST n: decoded by vector bits
-    tick(i, m)
+    tick_idu(i, m, sp)
     PUSH(pc)
     pc = op & 0x38
     continue
 if (op & 0xCF) == 0xC5:
     # PUSH rr (BC DE HL AF) by register-pair index
-    tick(i, m)
+    tick_idu(i, m, sp)
     PUSH(pair16((op >> 4) & 3, b, c, d, e, h, l, a, f))
     continue
 if (op & 0xCF) == 0xC1:
     # POP rr (BC DE HL AF)
-    lo_ = rd(i, m, sp)
+    lo_ = rd_idu(i, m, sp)
     sp = (sp + 1) & 0xFFFF
     hi_ = rd(i, m, sp)
     sp = (sp + 1) & 0xFFFF
@@ -365,7 +401,7 @@ if (op & 0xCF) == 0xC1:
 if (op & 0xE7) == 0xC4 or op == 0xCD:
     # CALL cc,nn / CALL nn
     if op == 0xCD or cond_ok((op >> 3) & 3, f):
-        tick(i, m)
+        tick_idu(i, m, sp)
         PUSH(pc)
         pc = nn_
     continue
@@ -373,7 +409,7 @@ if (op & 0xE7) == 0xC0:
     # RET cc
     tick(i, m)
     if cond_ok((op >> 3) & 3, f):
-        lo_ = rd(i, m, sp)
+        lo_ = rd_idu(i, m, sp)
         sp = (sp + 1) & 0xFFFF
         hi_ = rd(i, m, sp)
         sp = (sp + 1) & 0xFFFF
@@ -401,7 +437,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
-from torchrl_dreamer.emulator.bus import Mem, cpu_read, cpu_write, peek, poke
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.ppu import ppu_poll
 from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
@@ -527,7 +563,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     if pack != 0 and n_frames == 1:
         m.st[i, S_PACK] = 1
     # IF, IE and the frame flag only change in out-of-line code (events, IO accesses): `dirty`
-    # says when to re-read them, so the common path reads no state per instruction.
+    # says when to re-read them, so the common path reads no state per instruction. (Every
+    # assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which the bus
+    # functions could not take by reference.)
     dirty = int(1)
     pend = int(0)
     while fidx < n_frames:
@@ -540,7 +578,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 if pack != 0 and fidx == n_frames - 1:
                     m.st[i, S_PACK] = 1
                 continue
-            dirty = 0
+            dirty = int(0)
             pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             # mapper banks / boot ROM only change through out-of-line writes (then dirty is set;
             # no instruction reads ROM after such a write before the next instruction starts)
@@ -572,14 +610,14 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     stop_advance(i, m)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
-                    dirty = 1
+                    dirty = int(1)
                 continue
             if pend == 0:
                 m.st[i, S_CLK] = clk
                 halt_advance(i, m)
                 clk = m.st[i, S_CLK]
                 nxt = m.st[i, S_NEXT]
-                dirty = 1
+                dirty = int(1)
                 continue
             halted = 0  # the wake-up M-cycle is the opcode fetch below
         # The opcode fetch M-cycle. The interrupt check sees IF as of its end (an IRQ raised by
@@ -592,7 +630,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             if wp.static(STEP):
                 steps_ = steps_ + 1
             ime = 0
-            tick(i, m)
+            tick_idu(i, m, sp)
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pc >> 8)
             # The vector is chosen now, after the PC high byte push: if that push overwrote IE
@@ -608,7 +646,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     bit = bit + 1
                 m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
                 pc = 0x40 + 8 * bit
-            dirty = 1
+            dirty = int(1)
             tick(i, m)
             continue
         if wp.static(STEP):
@@ -776,92 +814,30 @@ def _indent(lines: list[str], n: int) -> list[str]:
     return [pad + s if s else s for s in lines]
 
 
-def _split_args(text: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur.strip())
-    return out
+_BUS_LOCALS = {
+    "tick": "clk, nxt, dirty",
+    "tick_idu": "clk, nxt, dirty",
+    "wr": "clk, nxt, dirty, wram_end",
+    "rd": "clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end",
+    "rd_now": "clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end",
+    "rd_idu": "clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end",
+}
 
 
-_TICK = [
-    "clk = clk + 4",
-    "if clk >= nxt:",
-    "    m.st[i, S_CLK] = clk",
-    "    sync(i, m)",
-    "    clk = m.st[i, S_CLK]",
-    "    nxt = m.st[i, S_NEXT]",
-    "    dirty = 1",
-]
-_SLOW_BEFORE = "m.st[i, S_CLK] = clk"
-_SLOW_AFTER = ["clk = m.st[i, S_CLK]", "nxt = m.st[i, S_NEXT]", "dirty = 1"]
-
-
-def _expand_bus(lines: list[str]) -> list[str]:
-    """Expand ``tick`` / ``rd`` / ``wr`` calls inline in the kernel body.
-
-    The console clock lives in kernel locals (``clk``, ``nxt``) and WRAM, HRAM and ROM accesses
-    are done in place; only IO, VRAM, OAM, cartridge RAM and events call out-of-line functions
-    (which see the clock through the state table). While an OAM DMA runs, the WRAM and ROM
-    ranges done in place (``wram_end``, ``rom_end``, ``rom0_end``, set when ``dirty`` is
-    re-read) are empty, so those accesses see the DMA's bus conflicts in ``cpu_read``. Warp functions cannot assign the caller's
-    locals, so this is done textually.
-    """
+def _bind_bus_locals(lines: list[str]) -> list[str]:
+    """Complete the generator's bus shorthand in the kernel body: ``tick(i, m)``,
+    ``tick_idu(i, m, addr)``, ``x = rd|rd_now|rd_idu(i, m, addr)`` and ``wr(i, m, addr, v)``
+    become calls of the :mod:`~torchrl_dreamer.emulator.bus` functions with the kernel's clock
+    locals appended (``_BUS_LOCALS``), taken by reference, and for reads and writes the ROM
+    mapping and the in-place range bounds (``wram_end`` / ``rom_end`` / ``rom0_end``), by value
+    (see the module docstring)."""
     out: list[str] = []
     for line in lines:
-        body = line.lstrip()
-        pad = line[: len(line) - len(body)]
-        if body == "tick(i, m)":
-            out += [pad + s for s in _TICK]
-        elif (" = rd(i, m, " in body or " = rd_now(i, m, " in body) and body.endswith(")"):
-            now = " = rd_now(i, m, " in body  # the read of an M-cycle already ticked
-            dst, call = body.split(" = rd_now(i, m, " if now else " = rd(i, m, ", 1)
-            addr = call[:-1]
-            block = [
-                f"ad_ = {addr}",
-                *([] if now else _TICK),
-                f"{dst} = int(0)",
-                "if ad_ >= 0xC000 and ad_ < wram_end:",
-                f"    {dst} = int(m.wram[i, ad_ - 0xC000])",
-                "elif ad_ >= 0x4000 and ad_ < rom_end:",
-                f"    {dst} = int(m.rom[rom1 + ad_ - 0x4000])",
-                "elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):",
-                f"    {dst} = int(m.rom[rom0 + ad_])",
-                "elif ad_ >= 0xFF80 and ad_ < 0xFFFF:",
-                f"    {dst} = int(m.hram[i, ad_ - 0xFF00])",
-                "else:",
-                f"    {_SLOW_BEFORE}",
-                f"    {dst} = cpu_read(i, m, ad_)",
-                *["    " + s for s in _SLOW_AFTER],
-            ]
-            out += [pad + s for s in block]
-        elif body.startswith("wr(i, m, ") and body.endswith(")"):
-            addr, val = _split_args(body[len("wr(i, m, "):-1])
-            block = [
-                f"ad_ = {addr}",
-                f"wv_ = ({val}) & 0xFF",
-                *_TICK,
-                "if ad_ >= 0xC000 and ad_ < wram_end:",
-                "    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)",
-                "elif ad_ >= 0xFF80 and ad_ < 0xFFFF:",
-                "    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)",
-                "else:",
-                f"    {_SLOW_BEFORE}",
-                "    cpu_write(i, m, ad_, wv_)",
-                *["    " + s for s in _SLOW_AFTER],
-            ]
-            out += [pad + s for s in block]
-        else:
-            assert "rd(i, m" not in body and "wr(i, m" not in body and "tick(i, m" not in body, body
-            out.append(line)
+        call = line.lstrip().split(" = ", 1)[-1]
+        name = call.split("(", 1)[0]
+        if name in _BUS_LOCALS and call.startswith(name + "(i, m") and call.endswith(")"):
+            line = line[:-1] + f", {_BUS_LOCALS[name]})"
+        out.append(line)
     return out
 
 
@@ -927,9 +903,9 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
     body += ["# illegal opcode: the DMG locks up", "m.st[i, S_LOCKED] = 1", "break"]
     out += _indent(body, 8)
     out.append(_FOOTER)
-    # expand the bus helpers inside gb_run only
+    # complete the bus calls inside gb_run only
     head, kern = "\n".join(out).split("def gb_run(", 1)
-    kern = "\n".join(_expand_bus(kern.split("\n")))
+    kern = "\n".join(_bind_bus_locals(kern.split("\n")))
     # sanity: structural groups cover exactly their rows
     for code in range(0x40, 0xC0):
         row = isa.OPCODES[code]
