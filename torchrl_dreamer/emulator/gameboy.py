@@ -5,11 +5,13 @@ state lives in torch tensors shared zero-copy with Warp (``wp.from_torch``), so 
 registers and memory reads stay on the device with no host round trip.
 
 Example:
-    >>> from torchrl_dreamer.emulator import GameBoy, BUTTON_A            # doctest: +SKIP
-    >>> gb = GameBoy("tetris.gb", num_envs=4)                             # doctest: +SKIP
-    >>> gb.run_frames(60)                                                 # doctest: +SKIP
-    >>> obs = gb.step(torch.full((4,), BUTTON_A, dtype=torch.uint8))      # doctest: +SKIP
-    >>> obs.shape                                                         # doctest: +SKIP
+    >>> import torch
+    >>> from torchrl_dreamer.emulator import GameBoy, BUTTON_A
+    >>> from torchrl_dreamer.roms import rom_path                # the maze we ship (no logo)
+    >>> gb = GameBoy(rom_path("maze"), num_envs=4, check_header=False)
+    >>> gb.run_frames(60)
+    >>> obs = gb.step(torch.full((4,), BUTTON_A, dtype=torch.uint8))
+    >>> obs.shape
     torch.Size([4, 1, 72, 20])
 """
 

@@ -7,11 +7,20 @@ an all-false mask costs a launch and no copying, with no host round trip (the ma
 device). Why our own: TorchRL's reset path works on TensorDicts, not on emulator memory.
 
 Example:
-    >>> cache = ResetCache(gb)                       # doctest: +SKIP
-    >>> cache.restore(done_mask)                     # doctest: +SKIP
+    >>> import torch
+    >>> from torchrl_dreamer.emulator import GameBoy
+    >>> from torchrl_dreamer.roms import rom_path
+    >>> gb = GameBoy(rom_path("maze"), num_envs=3, check_header=False)
+    >>> cache = ResetCache(gb)                 # snapshot of the power-on state
+    >>> gb.run_frames(30)
+    >>> cache.restore(torch.tensor([True, False, True]))
+    >>> gb.frame_count.tolist()                # envs 0 and 2 are back at frame 0
+    [0, 30, 0]
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 import warp as wp
@@ -20,8 +29,10 @@ __all__ = ["ResetCache"]
 
 
 @wp.kernel
-def _restore_i32(src: wp.array2d(dtype=wp.int32), dst: wp.array2d(dtype=wp.int32),
-                 mask: wp.array(dtype=wp.bool), broadcast: int):
+def _restore(src: wp.array2d(dtype=Any), dst: wp.array2d(dtype=Any),
+             mask: wp.array(dtype=wp.bool), broadcast: int):
+    """Copy row ``i`` (or row 0 when ``broadcast``) of ``src`` into ``dst`` where ``mask[i]``;
+    one generic kernel, overloaded for the state arrays' dtypes (int32 and uint8)."""
     i = wp.tid()
     if not mask[i]:
         return
@@ -32,17 +43,8 @@ def _restore_i32(src: wp.array2d(dtype=wp.int32), dst: wp.array2d(dtype=wp.int32
         dst[i, k] = src[s, k]
 
 
-@wp.kernel
-def _restore_u8(src: wp.array2d(dtype=wp.uint8), dst: wp.array2d(dtype=wp.uint8),
-                mask: wp.array(dtype=wp.bool), broadcast: int):
-    i = wp.tid()
-    if not mask[i]:
-        return
-    s = i
-    if broadcast != 0:
-        s = 0
-    for k in range(dst.shape[1]):
-        dst[i, k] = src[s, k]
+for _dtype in (wp.int32, wp.uint8):
+    wp.overload(_restore, {"src": wp.array2d(dtype=_dtype), "dst": wp.array2d(dtype=_dtype)})
 
 
 class ResetCache:
@@ -71,5 +73,4 @@ class ResetCache:
         mask = mask.to(gb.device).contiguous()
         wmask = wp.from_torch(mask, dtype=wp.bool)
         for name, dst in gb.state_tensors().items():
-            kernel = _restore_i32 if dst.dtype == torch.int32 else _restore_u8
-            gb._launch(kernel, [self._wsnap[name], wp.from_torch(dst), wmask, int(self.broadcast)])
+            gb._launch(_restore, [self._wsnap[name], wp.from_torch(dst), wmask, int(self.broadcast)])

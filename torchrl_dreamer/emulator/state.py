@@ -10,9 +10,16 @@ version, a uint32 JSON header length, the UTF-8 JSON header (ROM hash, env count
 dtypes and shapes), then the raw arrays in header order.
 
 Example:
-    >>> s = gb.save_state()                     # doctest: +SKIP
-    >>> gb.run_frames(10); gb.load_state(s)     # doctest: +SKIP
-    >>> s.save("game.trdstate")                 # doctest: +SKIP
+    >>> import tempfile, torch
+    >>> from torchrl_dreamer.emulator import GameBoy
+    >>> from torchrl_dreamer.roms import rom_path
+    >>> gb = GameBoy(rom_path("maze"), num_envs=2, check_header=False)
+    >>> s = gb.save_state()
+    >>> gb.run_frames(10); gb.load_state(s)
+    >>> gb.frame_count.tolist()
+    [0, 0]
+    >>> path = tempfile.mkdtemp() + "/maze.trdstate"
+    >>> s.save(path)
 """
 
 from __future__ import annotations
