@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import IN_CI
+
 from torchrl_dreamer._roms import roms_dir
 from torchrl_dreamer.emulator import GameBoy
 

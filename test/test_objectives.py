@@ -7,9 +7,9 @@ import warnings
 
 import pytest
 import torch
+from conftest import requires_cuda
 from tensordict import TensorDict
 
-from conftest import requires_cuda
 from torchrl_dreamer.data import shift_actions
 from torchrl_dreamer.modules import PRESETS, DreamerPlayer, make_dreamer
 from torchrl_dreamer.modules.functional import discount_weights, unimix_logits

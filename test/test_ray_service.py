@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import requires_cuda
 from tensordict import TensorDict
 from test_ray_toys import OBS_DIM, TickFactory
 
-from conftest import requires_cuda
 from torchrl_dreamer.collectors import RateLimiterTimeout
 from torchrl_dreamer.distributed import (
     AGENT,
