@@ -110,20 +110,20 @@ def apu_read_mask(r: int) -> int:
 
 
 @wp.func
-def wave_period(i: int, m: Mem) -> int:
+def wave_period(i: int, m: wp.ref[Mem]) -> int:
     """T-cycles between two wave sample fetches: ``(2048 - frequency) * 2``."""
     f = int(m.hram[i, R_NR33]) | ((int(m.hram[i, R_NR34]) & 7) << 8)
     return (2048 - f) * 2
 
 
 @wp.func
-def wave_hit(i: int, m: Mem) -> bool:
+def wave_hit(i: int, m: wp.ref[Mem]) -> bool:
     """True when the playing wave channel fetched its sample in this very cycle."""
     return m.st[i, S_APU_WAVE_CNT] == m.st[i, S_APU_WAVE_PER]
 
 
 @wp.func
-def dac_on(i: int, m: Mem, ch: int) -> bool:
+def dac_on(i: int, m: wp.ref[Mem], ch: int) -> bool:
     """Whether channel ``ch``'s DAC is powered (NRx2 bits 3-7; NR30 bit 7 for the wave channel)."""
     if ch == 2:
         return (int(m.hram[i, R_NR30]) & 0x80) != 0
@@ -131,14 +131,14 @@ def dac_on(i: int, m: Mem, ch: int) -> bool:
 
 
 @wp.func
-def disable(i: int, m: Mem, ch: int):
+def disable(i: int, m: wp.ref[Mem], ch: int):
     """Clear channel ``ch``'s NR52 status bit."""
     m.st[i, S_APU_ACT] = m.st[i, S_APU_ACT] & (0xF ^ (1 << ch))
 
 
 # ----------------------------------------------------------------------------- frame sequencer
 @wp.func(inline=False)
-def length_clock(i: int, m: Mem):
+def length_clock(i: int, m: wp.ref[Mem]):
     """Frame-sequencer length step: enabled non-zero counters count down; 0 disables the channel."""
     en = m.st[i, S_APU_LEN_EN]
     for ch in range(4):
@@ -151,7 +151,7 @@ def length_clock(i: int, m: Mem):
 
 
 @wp.func
-def sweep_calc(i: int, m: Mem) -> int:
+def sweep_calc(i: int, m: wp.ref[Mem]) -> int:
     """New sweep frequency from the shadow frequency; above 2047 disables channel 1."""
     nr10 = int(m.hram[i, R_NR10])
     f = m.st[i, S_APU_SW_FREQ]
@@ -165,7 +165,7 @@ def sweep_calc(i: int, m: Mem) -> int:
 
 
 @wp.func(inline=False)
-def sweep_clock(i: int, m: Mem):
+def sweep_clock(i: int, m: wp.ref[Mem]):
     """Frame-sequencer sweep step (128 Hz)."""
     t = m.st[i, S_APU_SW_TIMER] - 1
     if t <= 0:
@@ -185,7 +185,7 @@ def sweep_clock(i: int, m: Mem):
 
 
 @wp.func(inline=False)
-def envelope_clock(i: int, m: Mem):
+def envelope_clock(i: int, m: wp.ref[Mem]):
     """Frame-sequencer envelope step (64 Hz) of channels 1, 2 and 4 (the playing ones; a trigger
     reloads the envelope): volume +-1 every period."""
     act = m.st[i, S_APU_ACT]
@@ -209,7 +209,7 @@ def envelope_clock(i: int, m: Mem):
 
 
 @wp.func(inline=False)
-def frame_steps(i: int, m: Mem, n: int):
+def frame_steps(i: int, m: wp.ref[Mem], n: int):
     """Run ``n`` frame-sequencer steps (none while the APU is off).
 
     ``S_APU_FS`` counts steps since power-on modulo 8: after step k (0-based) it holds k + 1, so
@@ -234,7 +234,7 @@ def frame_steps(i: int, m: Mem, n: int):
 
 
 @wp.func(inline=False)
-def wave_fetches(i: int, m: Mem, w: int):
+def wave_fetches(i: int, m: wp.ref[Mem], w: int):
     """The wave channel's countdown reached ``w <= 0``: account for every fetch up to now."""
     p = wave_period(i, m)
     n = 1 + (-w) // p
@@ -244,7 +244,7 @@ def wave_fetches(i: int, m: Mem, w: int):
 
 
 @wp.func(inline=True)
-def apu_advance(i: int, m: Mem, div_before: int, cycles: int):
+def apu_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int):
     """Catch the APU up by ``cycles`` T-cycles; ``div_before`` is the 16-bit divider before them.
 
     Frame-sequencer steps are the falling edges of divider bit 12 in the span; the wave channel
@@ -269,7 +269,7 @@ def apu_advance(i: int, m: Mem, div_before: int, cycles: int):
 
 
 @wp.func
-def apu_div_write(i: int, m: Mem):
+def apu_div_write(i: int, m: wp.ref[Mem]):
     """A DIV write resets the divider: with bit 12 set that is a falling edge (one step)."""
     if (m.st[i, S_DIV16] & 0x1000) != 0:
         frame_steps(i, m, 1)
@@ -277,7 +277,7 @@ def apu_div_write(i: int, m: Mem):
 
 # ------------------------------------------------------------------------------- registers
 @wp.func(inline=False)
-def apu_read(i: int, m: Mem, r: int) -> int:
+def apu_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read FF10-FF3F (the caller has caught the clock up)."""
     if r >= R_WAVE:
         if (m.st[i, S_APU_ACT] & CH3) != 0:
@@ -291,7 +291,7 @@ def apu_read(i: int, m: Mem, r: int) -> int:
 
 
 @wp.func(inline=False)
-def power(i: int, m: Mem, v: int):
+def power(i: int, m: wp.ref[Mem], v: int):
     """NR52 write: bit 7 powers the APU on or off."""
     was_on = (int(m.hram[i, R_NR52]) & 0x80) != 0
     if (v & 0x80) != 0 and not was_on:
@@ -314,7 +314,7 @@ def power(i: int, m: Mem, v: int):
 
 
 @wp.func(inline=False)
-def wave_trigger(i: int, m: Mem):
+def wave_trigger(i: int, m: wp.ref[Mem]):
     """Restart the wave channel's position; retriggering just before a fetch corrupts wave RAM."""
     if (m.st[i, S_APU_ACT] & CH3) != 0 and m.st[i, S_APU_WAVE_CNT] == WAVE_CORRUPT_CNT:
         b = ((m.st[i, S_APU_WAVE_POS] + 1) >> 1) & 15  # the byte the fetch would have read
@@ -330,7 +330,7 @@ def wave_trigger(i: int, m: Mem):
 
 
 @wp.func(inline=False)
-def nrx4_write(i: int, m: Mem, ch: int, v: int):
+def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
     """NR14/NR24/NR34/NR44: frequency high bits, length enable, trigger."""
     r = R_NR14 + 5 * ch
     bit = 1 << ch
@@ -382,7 +382,7 @@ def nrx4_write(i: int, m: Mem, ch: int, v: int):
 
 
 @wp.func(inline=False)
-def apu_write(i: int, m: Mem, r: int, v: int):
+def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write FF10-FF3F (the caller has caught the clock up)."""
     if r >= R_WAVE:
         if (m.st[i, S_APU_ACT] & CH3) != 0:

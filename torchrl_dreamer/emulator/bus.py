@@ -40,7 +40,7 @@ __all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "
 
 
 @wp.func
-def peek(i: int, m: Mem, addr: int) -> int:
+def peek(i: int, m: wp.ref[Mem], addr: int) -> int:
     """Read a byte through the memory map without advancing time (no DMA effects)."""
     if addr < 0x8000:
         if addr < 0x4000:
@@ -62,7 +62,7 @@ def peek(i: int, m: Mem, addr: int) -> int:
 
 
 @wp.func
-def poke(i: int, m: Mem, addr: int, v: int):
+def poke(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write a byte through the memory map without advancing time (no DMA effects; a write
     that latches or sets the MBC3 clock first brings the console up to the current cycle)."""
     if rtc_needs_sync(i, m, addr):
@@ -82,7 +82,7 @@ def poke(i: int, m: Mem, addr: int, v: int):
 
 
 @wp.func(inline=False)
-def cpu_read(i: int, m: Mem, addr: int) -> int:
+def cpu_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """A CPU read at the current cycle (``CLK``: the console has not caught up, so DMA and PPU
     state are computed for that cycle). During an OAM DMA, OAM reads 0xFF and a read of the
     DMA's bus sees the byte the DMA reads (bus conflict, see :mod:`.dma`); VRAM in mode 3 and
@@ -105,7 +105,7 @@ def cpu_read(i: int, m: Mem, addr: int) -> int:
 
 
 @wp.func(inline=False)
-def cpu_write(i: int, m: Mem, addr: int, v: int):
+def cpu_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """A CPU write at the current cycle (``CLK``): lost if it collides with an OAM DMA (OAM, or
     the bus the DMA reads from, see :mod:`.dma`), or if it targets VRAM in mode 3 or OAM while
     the PPU scans or draws (:func:`.ppu.oam_write_blocked`)."""

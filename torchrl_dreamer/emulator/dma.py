@@ -60,7 +60,7 @@ BUS_OAM = wp.constant(3)  # the DMA's destination: unavailable to the CPU during
 
 
 @wp.func
-def dma_read(i: int, m: Mem, addr: int) -> int:
+def dma_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """A byte as the DMA unit reads it from ``addr`` (no IO registers, no OAM: WRAM echo)."""
     if addr < 0x8000:
         if addr < 0x4000:
@@ -96,7 +96,7 @@ def dma_bus(src: int) -> int:
 
 
 @wp.func(inline=False)
-def oam_dma(i: int, m: Mem, src: int):
+def oam_dma(i: int, m: wp.ref[Mem], src: int):
     """FF46 written with ``src`` at the current cycle (the console has caught up: ``CLK`` = 0).
 
     A transfer still running becomes the previous one, which runs on until the new first byte.
@@ -110,7 +110,7 @@ def oam_dma(i: int, m: Mem, src: int):
 
 
 @wp.func(inline=False)
-def dma_copy(i: int, m: Mem):
+def dma_copy(i: int, m: wp.ref[Mem]):
     """Copy the current transfer's 160 source bytes into OAM."""
     m.st[i, S_DMA_COPY] = 0
     base = m.st[i, S_DMA_SRC]
@@ -119,14 +119,14 @@ def dma_copy(i: int, m: Mem):
 
 
 @wp.func
-def dma_copy_due(i: int, m: Mem, t: int):
+def dma_copy_due(i: int, m: wp.ref[Mem], t: int):
     """Do the pending copy if lazy time ``t`` has reached the transfer's first byte."""
     if m.st[i, S_DMA_COPY] != 0 and t >= m.st[i, S_DMA_END] - DMA_SPAN:
         dma_copy(i, m)
 
 
 @wp.func
-def dma_source_at(i: int, m: Mem, t: int) -> int:
+def dma_source_at(i: int, m: wp.ref[Mem], t: int) -> int:
     """Address the DMA unit reads in the M-cycle of an access at lazy time ``t`` (``CLK``), or
     -1 if no transfer runs then (idle, or the start-up M-cycle of a fresh one)."""
     end = m.st[i, S_DMA_END]
@@ -142,7 +142,7 @@ def dma_source_at(i: int, m: Mem, t: int) -> int:
 
 
 @wp.func
-def dma_conflict(i: int, m: Mem, addr: int, t: int) -> int:
+def dma_conflict(i: int, m: wp.ref[Mem], addr: int, t: int) -> int:
     """Source address the DMA reads if a CPU access to ``addr`` at lazy time ``t`` collides with
     it (same bus, or OAM), else -1."""
     bus = cpu_bus(addr)
@@ -157,13 +157,13 @@ def dma_conflict(i: int, m: Mem, addr: int, t: int) -> int:
 
 
 @wp.func
-def dma_busy(i: int, m: Mem, t: int) -> bool:
+def dma_busy(i: int, m: wp.ref[Mem], t: int) -> bool:
     """Whether a transfer (or its start-up delay) is still ahead of lazy time ``t``."""
     return m.st[i, S_DMA_END] > t
 
 
 @wp.func(inline=True)
-def dma_advance(i: int, m: Mem, c: int):
+def dma_advance(i: int, m: wp.ref[Mem], c: int):
     """Move the transfer times ``c`` T-cycles closer (the lazy origin moves by ``c``)."""
     dma_copy_due(i, m, c)
     e = m.st[i, S_DMA_END] - c

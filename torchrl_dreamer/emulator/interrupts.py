@@ -15,12 +15,12 @@ __all__ = ["raise_irq", "pending_irqs"]
 
 
 @wp.func
-def raise_irq(i: int, m: Mem, bit: int):
+def raise_irq(i: int, m: wp.ref[Mem], bit: int):
     """Request interrupt ``bit`` (an ``IRQ_*`` value): set it in IF."""
     m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) | bit)
 
 
 @wp.func
-def pending_irqs(i: int, m: Mem) -> int:
+def pending_irqs(i: int, m: wp.ref[Mem]) -> int:
     """Requested and enabled interrupts (IF & IE, 5 bits)."""
     return int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK

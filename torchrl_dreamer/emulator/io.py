@@ -48,7 +48,7 @@ def io_unused_bits(r: int) -> int:
 
 
 @wp.func(inline=False)
-def io_read(i: int, m: Mem, r: int) -> int:
+def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read FF00-FFFF (``r`` = offset from FF00)."""
     if r >= R_HRAM:
         return int(m.hram[i, r])
@@ -69,7 +69,7 @@ def io_read(i: int, m: Mem, r: int) -> int:
 
 
 @wp.func(inline=False)
-def io_write_reg(i: int, m: Mem, r: int, v: int):
+def io_write_reg(i: int, m: wp.ref[Mem], r: int, v: int):
     """The register side effects of :func:`io_write` (the console already caught up)."""
     if r == R_JOYP:
         joyp_write(i, m, v)
@@ -97,7 +97,7 @@ def io_write_reg(i: int, m: Mem, r: int, v: int):
 
 
 @wp.func(inline=False)
-def io_write(i: int, m: Mem, r: int, v: int):
+def io_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write FF00-FFFF, with each register's side effects, then reschedule the next event."""
     if r >= R_HRAM:
         m.hram[i, r] = wp.uint8(v)

@@ -18,7 +18,7 @@ __all__ = ["joyp_value", "set_joypad", "joyp_write"]
 
 
 @wp.func
-def joyp_value(i: int, m: Mem) -> int:
+def joyp_value(i: int, m: wp.ref[Mem]) -> int:
     """FF00 as read: selected button groups pulled low by the pressed buttons."""
     sel = int(m.hram[i, R_JOYP]) & 0x30
     joy = m.st[i, S_JOY]
@@ -31,7 +31,7 @@ def joyp_value(i: int, m: Mem) -> int:
 
 
 @wp.func(inline=False)
-def set_joypad(i: int, m: Mem, buttons: int):
+def set_joypad(i: int, m: wp.ref[Mem], buttons: int):
     """Set the held buttons; a newly pulled-low selected line raises the joypad interrupt."""
     before = joyp_value(i, m) & 0x0F
     m.st[i, S_JOY] = buttons
@@ -41,7 +41,7 @@ def set_joypad(i: int, m: Mem, buttons: int):
 
 
 @wp.func(inline=False)
-def joyp_write(i: int, m: Mem, v: int):
+def joyp_write(i: int, m: wp.ref[Mem], v: int):
     """FF00: select groups; a newly selected pressed button raises the joypad interrupt."""
     before = joyp_value(i, m) & 0x0F
     m.hram[i, R_JOYP] = wp.uint8(v & 0x30)

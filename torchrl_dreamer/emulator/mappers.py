@@ -69,7 +69,7 @@ assert S_RTC_DH - S_RTC_S == 4 and S_RTC_LDH - S_RTC_LS == 4
 
 
 @wp.func(inline=False)
-def mbc_update(i: int, m: Mem):
+def mbc_update(i: int, m: wp.ref[Mem]):
     """Recompute ROM/RAM bank offsets from the raw mapper registers."""
     mbc = m.st[i, S_MBC]
     mask = m.st[i, S_ROM_MASK]
@@ -95,13 +95,13 @@ def mbc_update(i: int, m: Mem):
 
 
 @wp.func
-def ram_enable_write(i: int, m: Mem, v: int):
+def ram_enable_write(i: int, m: wp.ref[Mem], v: int):
     """0000-1FFF on MBC1/3/5: 0x0A in the low nibble enables cartridge RAM."""
     m.st[i, S_RAM_EN] = int((v & 0x0F) == 0x0A)
 
 
 @wp.func(inline=False)
-def mbc1_write(i: int, m: Mem, addr: int, v: int):
+def mbc1_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """MBC1 (and its multicart wiring): RAM enable, 5-bit ROM bank (0 reads as 1, the zero test
     sees all 5 bits), 2-bit upper bank, banking mode."""
     if addr < 0x2000:
@@ -120,7 +120,7 @@ def mbc1_write(i: int, m: Mem, addr: int, v: int):
 
 
 @wp.func(inline=False)
-def mbc2_write(i: int, m: Mem, addr: int, v: int):
+def mbc2_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """MBC2: address bit 8 picks RAM enable (0) or the 4-bit ROM bank (1), below 0x4000 only."""
     if addr >= 0x4000:
         return
@@ -135,7 +135,7 @@ def mbc2_write(i: int, m: Mem, addr: int, v: int):
 
 
 @wp.func(inline=False)
-def mbc3_write(i: int, m: Mem, addr: int, v: int):
+def mbc3_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """MBC3: RAM/RTC enable, 7-bit ROM bank, RAM bank or RTC register select, RTC latch (bit 0
     rising)."""
     if addr < 0x2000:
@@ -155,7 +155,7 @@ def mbc3_write(i: int, m: Mem, addr: int, v: int):
 
 
 @wp.func(inline=False)
-def mbc5_write(i: int, m: Mem, addr: int, v: int):
+def mbc5_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """MBC5: RAM enable, 9-bit ROM bank (bank 0 selectable), 4-bit RAM bank."""
     if addr < 0x2000:
         ram_enable_write(i, m, v)
@@ -170,7 +170,7 @@ def mbc5_write(i: int, m: Mem, addr: int, v: int):
 
 
 @wp.func(inline=False)
-def cart_write(i: int, m: Mem, addr: int, v: int):
+def cart_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write to 0000-7FFF: the mapper's control registers (dispatch on the mapper id)."""
     mbc = m.st[i, S_MBC]
     if mbc == MBC_NONE:
@@ -186,7 +186,7 @@ def cart_write(i: int, m: Mem, addr: int, v: int):
 
 
 @wp.func(inline=False)
-def cram_read(i: int, m: Mem, addr: int) -> int:
+def cram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """Read A000-BFFF: cartridge RAM (banked), MBC2 nibble RAM or the MBC3 RTC registers."""
     if m.st[i, S_RAM_EN] == 0:
         return 0xFF
@@ -206,7 +206,7 @@ def cram_read(i: int, m: Mem, addr: int) -> int:
 
 
 @wp.func(inline=False)
-def cram_write(i: int, m: Mem, addr: int, v: int):
+def cram_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write A000-BFFF (see :func:`cram_read`)."""
     if m.st[i, S_RAM_EN] == 0:
         return
@@ -241,7 +241,7 @@ def rtc_reg_mask(bank: int) -> int:
 
 
 @wp.func(inline=False)
-def rtc_latch(i: int, m: Mem):
+def rtc_latch(i: int, m: wp.ref[Mem]):
     """Copy the live counters to the latched registers that A000-BFFF reads."""
     for k in range(5):
         m.st[i, S_RTC_LS + k] = m.st[i, S_RTC_S + k]
@@ -258,7 +258,7 @@ def rtc_count(v: int, last: int, mask: int) -> int:
 
 
 @wp.func(inline=False)
-def rtc_second(i: int, m: Mem):
+def rtc_second(i: int, m: wp.ref[Mem]):
     """One second of the MBC3 clock: seconds, and the carries into minutes, hours and days."""
     s = rtc_count(m.st[i, S_RTC_S], 59, 0x3F)
     if s >= 0:
@@ -285,7 +285,7 @@ def rtc_second(i: int, m: Mem):
 
 
 @wp.func(inline=True)
-def rtc_advance(i: int, m: Mem, tcycles: int):
+def rtc_advance(i: int, m: wp.ref[Mem], tcycles: int):
     """Advance a ticking MBC3 clock by ``tcycles`` emulated T-cycles (one check when it has none,
     or is halted: then the current second's fraction is kept)."""
     if m.st[i, S_RTC_ON] != 0:
@@ -298,7 +298,7 @@ def rtc_advance(i: int, m: Mem, tcycles: int):
 
 
 @wp.func
-def rtc_needs_sync(i: int, m: Mem, addr: int) -> bool:
+def rtc_needs_sync(i: int, m: wp.ref[Mem], addr: int) -> bool:
     """Whether a write to ``addr`` reads or sets the clock (a latch, an RTC register write), so
     the console must first catch up with the CPU's cycle."""
     if m.st[i, S_RTC_ON] == 0:

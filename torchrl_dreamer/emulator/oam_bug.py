@@ -47,7 +47,7 @@ OAM_ROWS = wp.constant(20)  # 8-byte rows, one scanned per M-cycle of mode 2
 
 
 @wp.func
-def oam_scan_row(i: int, m: Mem, clk: int) -> int:
+def oam_scan_row(i: int, m: wp.ref[Mem], clk: int) -> int:
     """OAM row (1-19) the PPU scans in the CPU M-cycle that ends at lazy clock ``clk``, or -1
     when that M-cycle cannot corrupt OAM (LCD off, VBlank, outside mode 2, row 0, the first line
     after LCD on)."""
@@ -64,7 +64,7 @@ def oam_scan_row(i: int, m: Mem, clk: int) -> int:
 
 
 @wp.func
-def corrupt_row(i: int, m: Mem, row: int, write: int):
+def corrupt_row(i: int, m: wp.ref[Mem], row: int, write: int):
     """Read (``write`` 0) or write (1) corruption of ``row`` (>= 1) from the preceding row."""
     r = row * 8
     p = r - 8
@@ -81,7 +81,7 @@ def corrupt_row(i: int, m: Mem, row: int, write: int):
 
 
 @wp.func(inline=False)
-def oam_bug(i: int, m: Mem, clk: int, write: int):
+def oam_bug(i: int, m: wp.ref[Mem], clk: int, write: int):
     """A CPU read (``OAM_BUG_READ``) or write / IDU step (``OAM_BUG_WRITE``) of an FE00-FEFF
     address in the M-cycle ending at ``clk``: corrupt the row being scanned, if any."""
     row = oam_scan_row(i, m, clk)
@@ -90,7 +90,7 @@ def oam_bug(i: int, m: Mem, clk: int, write: int):
 
 
 @wp.func(inline=False)
-def oam_bug_read_idu(i: int, m: Mem, clk: int):
+def oam_bug_read_idu(i: int, m: wp.ref[Mem], clk: int):
     """The IDU half of a read during an increase/decrease of its FE00-FEFF address (``POP``,
     ``RET``, ``LD A,(HL+/-)``) in the M-cycle ending at ``clk``: for rows 4-18, the preceding row
     is mixed and copied over this row and the one two back. The read itself then applies the

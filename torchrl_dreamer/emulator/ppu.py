@@ -110,19 +110,19 @@ PH_LCDON = wp.constant(6)  # line 0 after LCD on, until mode 3: STAT mode 0, no 
 
 
 @wp.func
-def lcd_on(i: int, m: Mem) -> bool:
+def lcd_on(i: int, m: wp.ref[Mem]) -> bool:
     """LCDC bit 7, and the console not in STOP mode (STOP leaves the DMG's LCD dark)."""
     return (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0 and m.st[i, S_STOPPED] == 0
 
 
 @wp.func
-def pyboy(i: int, m: Mem) -> bool:
+def pyboy(i: int, m: wp.ref[Mem]) -> bool:
     """Whether this console follows PyBoy's PPU timing (``PYBOY_TIMING``) instead of hardware's."""
     return m.st[i, S_PYBOY_TIMING] != 0
 
 
 @wp.func
-def obj_penalty(i: int, m: Mem, line: int, scx: int) -> int:
+def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     """Dots objects add to mode 3 on ``line`` (Pan Docs "Mode 3 length").
 
     The OAM scan picks the first 10 objects covering the line; each one with X < 168 costs 6 dots,
@@ -177,7 +177,7 @@ def obj_penalty(i: int, m: Mem, line: int, scx: int) -> int:
 
 
 @wp.func
-def mode3_end(i: int, m: Mem, line: int) -> int:
+def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot at which mode 3 ends (STAT reads mode 0) on visible ``line`` (hardware timing).
 
     Mode 3 is 172 dots plus the SCX fine scroll (dots spent discarding pixels), 6 dots when the
@@ -200,7 +200,7 @@ def mode3_end(i: int, m: Mem, line: int) -> int:
 
 
 @wp.func
-def stat_mode_at(i: int, m: Mem, line: int, dot: int) -> int:
+def stat_mode_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     """STAT mode bits at (``line``, ``dot``) of the current frame (LCD on)."""
     if pyboy(i, m):
         if line >= VBLANK_LINE:
@@ -226,7 +226,7 @@ def stat_mode_at(i: int, m: Mem, line: int, dot: int) -> int:
 
 
 @wp.func
-def ly_at(i: int, m: Mem, line: int, dot: int) -> int:
+def ly_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     """LY at (``line``, ``dot``): line 153 reads 0 from dot 1 (a read in its first M-cycle still
     sees 153; PyBoy: LY counts up 4 dots before a visible line ends)."""
     if pyboy(i, m):
@@ -239,7 +239,7 @@ def ly_at(i: int, m: Mem, line: int, dot: int) -> int:
 
 
 @wp.func
-def lyc_cmp_at(i: int, m: Mem, line: int, dot: int) -> int:
+def lyc_cmp_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     """The LY value the LY=LYC flag compares at (``line``, ``dot``); -1: no match possible.
 
     The comparison uses the new LY only from dot 1 of a line (line 0: at once), so a read in a
@@ -262,7 +262,7 @@ def lyc_cmp_at(i: int, m: Mem, line: int, dot: int) -> int:
 
 
 @wp.func
-def stable_dots(i: int, m: Mem, line: int, dot: int) -> int:
+def stable_dots(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     """Dots from (``line``, ``dot``) until LY or STAT may next change (at least 1)."""
     end = LINE_DOTS
     if pyboy(i, m):
@@ -291,7 +291,7 @@ def stable_dots(i: int, m: Mem, line: int, dot: int) -> int:
 
 
 @wp.func
-def stat_off_value(i: int, m: Mem) -> int:
+def stat_off_value(i: int, m: wp.ref[Mem]) -> int:
     """STAT with the LCD off: mode 0 and the LY=LYC flag as it was when the LCD went off."""
     v = 0x80 | m.st[i, S_STAT_EN]
     if pyboy(i, m):
@@ -300,7 +300,7 @@ def stat_off_value(i: int, m: Mem) -> int:
 
 
 @wp.func
-def ppu_value_at(i: int, m: Mem, r: int, line: int, dot: int) -> int:
+def ppu_value_at(i: int, m: wp.ref[Mem], r: int, line: int, dot: int) -> int:
     """LY or STAT (``r``) at (``line``, ``dot``) with the LCD on."""
     if r == R_LY:
         return ly_at(i, m, line, dot)
@@ -311,7 +311,7 @@ def ppu_value_at(i: int, m: Mem, r: int, line: int, dot: int) -> int:
 
 
 @wp.func
-def ppu_poll(i: int, m: Mem, r: int, ahead: int) -> int:
+def ppu_poll(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
     """LY or STAT (``r``) as read ``ahead`` dots from now, and for how long it keeps that value:
     ``value | dots << 8``. Used by the idle-loop fast-forward, so that a skipped poll loop reads
     exactly what running it would (no PPU event may fall within ``ahead``, except whole lines
@@ -328,7 +328,7 @@ def ppu_poll(i: int, m: Mem, r: int, ahead: int) -> int:
 
 
 @wp.func
-def visible_at(i: int, m: Mem, ahead: int) -> int:
+def visible_at(i: int, m: wp.ref[Mem], ahead: int) -> int:
     """Dot within the line ``ahead`` dots from now if that is a visible line with the LCD on and
     hardware timing (where VRAM/OAM access is restricted), else -1."""
     if not lcd_on(i, m) or pyboy(i, m):
@@ -341,7 +341,7 @@ def visible_at(i: int, m: Mem, ahead: int) -> int:
 
 
 @wp.func
-def vram_blocked(i: int, m: Mem, ahead: int, read: bool) -> bool:
+def vram_blocked(i: int, m: wp.ref[Mem], ahead: int, read: bool) -> bool:
     """The CPU cannot access VRAM ``ahead`` dots from now (reads give FF, writes are dropped):
     mode 3, and for reads already the last M-cycle of mode 2 (lcdon_timing); on the line the LCD
     was switched on, mode 3 only."""
@@ -355,7 +355,7 @@ def vram_blocked(i: int, m: Mem, ahead: int, read: bool) -> bool:
 
 
 @wp.func
-def oam_read_blocked(i: int, m: Mem, ahead: int) -> bool:
+def oam_read_blocked(i: int, m: wp.ref[Mem], ahead: int) -> bool:
     """OAM reads give FF from the start of a line (mode 2, and its first M-cycle, where STAT
     still shows mode 0) to the end of mode 3; on the line the LCD was switched on, in mode 3 only."""
     dot = visible_at(i, m, ahead)
@@ -368,7 +368,7 @@ def oam_read_blocked(i: int, m: Mem, ahead: int) -> bool:
 
 
 @wp.func
-def oam_write_blocked(i: int, m: Mem, ahead: int) -> bool:
+def oam_write_blocked(i: int, m: wp.ref[Mem], ahead: int) -> bool:
     """OAM writes are dropped in mode 2 and mode 3, but pass in the first M-cycle of a line and
     in the last M-cycle before mode 3 (lcdon_write_timing); on the line the LCD was switched on, in mode 3 only."""
     dot = visible_at(i, m, ahead)
@@ -383,7 +383,7 @@ def oam_write_blocked(i: int, m: Mem, ahead: int) -> bool:
 
 
 @wp.func
-def irq_mode(i: int, m: Mem) -> int:
+def irq_mode(i: int, m: wp.ref[Mem]) -> int:
     """The mode the STAT interrupt sources see in the current phase (-1: none, after LCD on)."""
     ph = m.st[i, S_MODE]
     line = m.st[i, S_LINE]
@@ -399,7 +399,7 @@ def irq_mode(i: int, m: Mem) -> int:
 
 
 @wp.func
-def irq_lyc(i: int, m: Mem) -> int:
+def irq_lyc(i: int, m: wp.ref[Mem]) -> int:
     """The LY value the LY=LYC interrupt source compares now (-1: none), IRQ_LAG behind
     :func:`lyc_cmp_at`."""
     line = m.st[i, S_LINE]
@@ -413,7 +413,7 @@ def irq_lyc(i: int, m: Mem) -> int:
 
 
 @wp.func(inline=False)
-def stat_update(i: int, m: Mem, oam_quirk: int):
+def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
     """Recompute the STAT interrupt line; its rising edge requests the LCD STAT interrupt.
 
     The line is the OR of the enabled sources, so a source rising while another holds the line
@@ -439,7 +439,7 @@ def stat_update(i: int, m: Mem, oam_quirk: int):
 
 
 @wp.func(inline=False)
-def clear_obs(i: int, m: Mem):
+def clear_obs(i: int, m: wp.ref[Mem]):
     """Blank the env's packed2 observation and framebuffer (LCD off shows shade 0).
 
     With ``PYBOY_TIMING`` the blank is BGP colour 0, as PyBoy paints it (not hardware).
@@ -456,7 +456,7 @@ def clear_obs(i: int, m: Mem):
 
 
 @wp.func
-def next_ppu_line(i: int, m: Mem, line: int, limit: int) -> int:
+def next_ppu_line(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
     """Next line (<= ``limit``) whose start must be an event: ``limit`` or the LYC line (and the
     line after it, where the LY=LYC signal drops) when the LYC STAT interrupt is enabled."""
     target = limit
@@ -470,14 +470,14 @@ def next_ppu_line(i: int, m: Mem, line: int, limit: int) -> int:
 
 
 @wp.func
-def observed(i: int, m: Mem) -> bool:
+def observed(i: int, m: wp.ref[Mem]) -> bool:
     """Whether anything watches the modes of visible lines (a packed frame is drawn, or an
     HBlank / OAM STAT source is on): if not, they are skipped a run of lines at a time."""
     return m.st[i, S_PACK] != 0 or (m.st[i, S_STAT_EN] & (STAT_HBLANK | STAT_OAM)) != 0
 
 
 @wp.func
-def mode0_irq_dot(i: int, m: Mem, line: int) -> int:
+def mode0_irq_dot(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot of the mode 0 interrupt (and of drawing the line): IRQ_LAG after mode 0 shows.
 
     PyBoy: 252, or 256 with a fine scroll (mid-line SCX writes then land as in PyBoy).
@@ -490,7 +490,7 @@ def mode0_irq_dot(i: int, m: Mem, line: int) -> int:
 
 
 @wp.func
-def vblank_next(i: int, m: Mem, line: int) -> int:
+def vblank_next(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot of the next event on VBlank ``line``: line 153's second LY=LYC compare point when
     it matters, else the end of the line (or of a run of lines up to the next LYC line)."""
     if (not pyboy(i, m) and line == LAST_LINE and m.st[i, S_PPU_DOT] < LYC0_IRQ_DOT
@@ -500,7 +500,7 @@ def vblank_next(i: int, m: Mem, line: int) -> int:
 
 
 @wp.func(inline=False)
-def ppu_refine(i: int, m: Mem):
+def ppu_refine(i: int, m: wp.ref[Mem]):
     """Switch a coarse run of lines to per-mode events at the current dot (after a STAT or LYC
     write, which may make the modes or the LYC line observable)."""
     line = m.st[i, S_LINE]
@@ -541,7 +541,7 @@ def ppu_refine(i: int, m: Mem):
 
 
 @wp.func
-def quiet_line_start(i: int, m: Mem, line: int) -> bool:
+def quiet_line_start(i: int, m: wp.ref[Mem], line: int) -> bool:
     """No STAT interrupt source can change at the line-start point (dot 3) of ``line``: no mode
     source is on, and the LY=LYC source is off or LYC is neither this line nor the one before.
     The point is then handled at once at dot 0, saving an event (a STAT or LYC write before dot
@@ -556,7 +556,7 @@ def quiet_line_start(i: int, m: Mem, line: int) -> bool:
 
 
 @wp.func(inline=False)
-def end_of_mode3(i: int, m: Mem, line: int):
+def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
     """Mode 3 -> 0: render the line (if this frame is packed) and pack it into the observation."""
     m.st[i, S_MODE] = PH_HBLANK
     m.st[i, S_PPU_NEXT] = LINE_DOTS
@@ -579,7 +579,7 @@ def end_of_mode3(i: int, m: Mem, line: int):
 
 
 @wp.func(inline=False)
-def line_irq_point(i: int, m: Mem, line: int):
+def line_irq_point(i: int, m: wp.ref[Mem], line: int):
     """Dot 3 of a line (hardware timing): the mode 2 (or 1) and LY=LYC interrupt sources switch
     to the new line; then schedule the rest of the line, or a coarse run of lines."""
     if line < VBLANK_LINE:
@@ -598,7 +598,7 @@ def line_irq_point(i: int, m: Mem, line: int):
 
 
 @wp.func(inline=False)
-def ppu_event(i: int, m: Mem):
+def ppu_event(i: int, m: wp.ref[Mem]):
     """Advance the PPU state machine to its next phase (see the ``PH_*`` phases).
 
     Hardware timing, visible line: dot 0 LY changes (PH_START), dot 3 mode 2 / LY=LYC
@@ -676,7 +676,7 @@ def ppu_event(i: int, m: Mem):
 
 
 @wp.func
-def ppu_normalize(i: int, m: Mem):
+def ppu_normalize(i: int, m: wp.ref[Mem]):
     """Fold whole lines of a coarse skip into LINE so LINE / PPU_DOT are the current LY / dot."""
     k = m.st[i, S_PPU_DOT] // LINE_DOTS
     if k > 0:
@@ -686,7 +686,7 @@ def ppu_normalize(i: int, m: Mem):
 
 
 @wp.func(inline=True)
-def ppu_advance(i: int, m: Mem, c: int):
+def ppu_advance(i: int, m: wp.ref[Mem], c: int):
     """Advance the dot counter by ``c`` T-cycles, handling every PPU event due."""
     m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] + c
     while m.st[i, S_PPU_DOT] >= m.st[i, S_PPU_NEXT]:
@@ -695,13 +695,13 @@ def ppu_advance(i: int, m: Mem, c: int):
 
 
 @wp.func
-def ppu_next_event(i: int, m: Mem) -> int:
+def ppu_next_event(i: int, m: wp.ref[Mem]) -> int:
     """T-cycles to the next PPU event."""
     return m.st[i, S_PPU_NEXT] - m.st[i, S_PPU_DOT]
 
 
 @wp.func
-def ppu_read(i: int, m: Mem, r: int) -> int:
+def ppu_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read STAT or LY (``r`` = offset from FF00; the PPU already caught up)."""
     if not lcd_on(i, m):
         if r == R_STAT:
@@ -711,7 +711,7 @@ def ppu_read(i: int, m: Mem, r: int) -> int:
 
 
 @wp.func(inline=False)
-def lcdc_write(i: int, m: Mem, v: int):
+def lcdc_write(i: int, m: wp.ref[Mem], v: int):
     """LCDC: switching the LCD on starts line 0 (4 dots short, no mode 2: PH_LCDON); switching it
     off freezes the LY=LYC flag and the STAT interrupt line as they are."""
     old = int(m.hram[i, R_LCDC])
@@ -757,7 +757,7 @@ def lcdc_write(i: int, m: Mem, v: int):
 
 
 @wp.func(inline=False)
-def ppu_write(i: int, m: Mem, r: int, v: int):
+def ppu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write LCDC, STAT or LYC (LY is read-only); other PPU registers are plain ``hram`` bytes."""
     if r == R_LCDC:
         lcdc_write(i, m, v)

@@ -28,7 +28,7 @@ __all__ = ["catch_up", "schedule", "sync", "halt_advance", "stop_advance", "fram
 
 
 @wp.func(inline=True)
-def catch_up(i: int, m: Mem):
+def catch_up(i: int, m: wp.ref[Mem]):
     """Advance timer, APU, PPU, serial, DMA and the MBC3 clock by the CLK cycles elapsed; handle due
     events."""
     c = m.st[i, S_CLK]
@@ -46,7 +46,7 @@ def catch_up(i: int, m: Mem):
 
 
 @wp.func(inline=True)
-def schedule(i: int, m: Mem):
+def schedule(i: int, m: wp.ref[Mem]):
     """Set NEXT: T-cycles (from now, CLK = 0) to the earliest upcoming event."""
     n = ppu_next_event(i, m)
     n = timer_next_event(i, m, n)
@@ -55,14 +55,14 @@ def schedule(i: int, m: Mem):
 
 
 @wp.func(inline=False)
-def sync(i: int, m: Mem):
+def sync(i: int, m: wp.ref[Mem]):
     """Bring the console up to the current cycle and reschedule the next event."""
     catch_up(i, m)
     schedule(i, m)
 
 
 @wp.func(inline=True)
-def halt_advance(i: int, m: Mem):
+def halt_advance(i: int, m: wp.ref[Mem]):
     """While halted: jump straight to the M-cycle of the next event (no per-M-cycle spinning).
 
     The CPU wakes at M-cycle granularity. An event on an M-cycle boundary (timer, VBlank) is
@@ -97,7 +97,7 @@ def halt_wake_in_event_cycle(pending: int, mid_cycle: bool) -> bool:
 
 
 @wp.func(inline=False)
-def stop_advance(i: int, m: Mem):
+def stop_advance(i: int, m: wp.ref[Mem]):
     """In STOP mode: the system clock is stopped, so DIV, TIMA, the serial clock and OAM DMA
     stand still, and the LCD is dark (:func:`~.ppu.lcd_on` is false while ``STOPPED``: no
     pixels, no PPU interrupts, the observation goes blank). The PPU's line counter alone keeps
@@ -111,7 +111,7 @@ def stop_advance(i: int, m: Mem):
 
 
 @wp.func(inline=False)
-def frame_end(i: int, m: Mem):
+def frame_end(i: int, m: wp.ref[Mem]):
     """Book-keeping at the end of every emulated frame (the frame counter)."""
     m.st[i, S_FRAME_DONE] = 0
     m.st[i, S_FRAMES] = m.st[i, S_FRAMES] + 1

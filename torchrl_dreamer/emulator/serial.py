@@ -31,7 +31,7 @@ SER_CLOCK_BIT = wp.constant(256)  # DIV16 bit 8
 
 
 @wp.func
-def serial_edges(i: int, m: Mem, n: int):
+def serial_edges(i: int, m: wp.ref[Mem], n: int):
     """Count ``n`` shift-clock edges of the transfer in progress; complete it at the last one."""
     sc = m.st[i, S_SER_CNT] - n
     if sc <= 0:
@@ -43,7 +43,7 @@ def serial_edges(i: int, m: Mem, n: int):
 
 
 @wp.func(inline=True)
-def serial_advance(i: int, m: Mem, d: int, c: int):
+def serial_advance(i: int, m: wp.ref[Mem], d: int, c: int):
     """Advance a transfer by ``c`` T-cycles from system counter value ``d`` (before them)."""
     if m.st[i, S_SER_CNT] > 0:
         n = ((d + c) >> SER_CLOCK_SHIFT) - (d >> SER_CLOCK_SHIFT)
@@ -52,7 +52,7 @@ def serial_advance(i: int, m: Mem, d: int, c: int):
 
 
 @wp.func
-def serial_next_event(i: int, m: Mem, n: int) -> int:
+def serial_next_event(i: int, m: wp.ref[Mem], n: int) -> int:
     """``min(n, T-cycles to the end of the transfer in progress)``."""
     sc = m.st[i, S_SER_CNT]
     if sc > 0:
@@ -64,14 +64,14 @@ def serial_next_event(i: int, m: Mem, n: int) -> int:
 
 
 @wp.func
-def serial_div_reset(i: int, m: Mem):
+def serial_div_reset(i: int, m: wp.ref[Mem]):
     """A DIV write resets the system counter: with bit 8 set that is a shift-clock edge."""
     if m.st[i, S_SER_CNT] > 0 and (m.st[i, S_DIV16] & SER_CLOCK_BIT) != 0:
         serial_edges(i, m, 1)
 
 
 @wp.func(inline=False)
-def serial_write_sc(i: int, m: Mem, v: int):
+def serial_write_sc(i: int, m: wp.ref[Mem], v: int):
     """SC: an internal-clock start logs SB and arms a transfer of 8 shift-clock edges."""
     m.hram[i, R_SC] = wp.uint8(v | 0x7E)
     if (v & 0x81) == 0x81:

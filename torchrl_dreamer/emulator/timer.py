@@ -55,7 +55,7 @@ def timer_shift(tac: int) -> int:
 
 
 @wp.func(inline=False)
-def tima_inc(i: int, m: Mem):
+def tima_inc(i: int, m: wp.ref[Mem]):
     """Increment TIMA; on overflow it reads 0 for one M-cycle, then reloads TMA and raises IRQ 2."""
     t = m.st[i, S_TIMA] + 1
     if t > 255:
@@ -66,7 +66,7 @@ def tima_inc(i: int, m: Mem):
 
 
 @wp.func(inline=True)
-def timer_advance(i: int, m: Mem, c: int):
+def timer_advance(i: int, m: wp.ref[Mem], c: int):
     """Advance the system counter and TIMA by ``c`` T-cycles (a pending reload happens first).
 
     The scheduler syncs exactly one M-cycle after an overflow (:func:`timer_next_event`), so a
@@ -95,7 +95,7 @@ def timer_advance(i: int, m: Mem, c: int):
 
 
 @wp.func(inline=True)
-def timer_next_event(i: int, m: Mem, n: int) -> int:
+def timer_next_event(i: int, m: wp.ref[Mem], n: int) -> int:
     """``min(n, T-cycles to the next TIMA overflow or reload)``."""
     if m.st[i, S_TIMA_OVF] == TIMA_OVERFLOWED:
         if n > 4:
@@ -112,7 +112,7 @@ def timer_next_event(i: int, m: Mem, n: int) -> int:
 
 
 @wp.func
-def timer_read(i: int, m: Mem, r: int) -> int:
+def timer_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read DIV, TIMA, TMA or TAC (``r`` = offset from FF00; counters already caught up)."""
     if r == R_DIV:
         return m.st[i, S_DIV16] >> 8
@@ -124,7 +124,7 @@ def timer_read(i: int, m: Mem, r: int) -> int:
 
 
 @wp.func(inline=False)
-def timer_write(i: int, m: Mem, r: int, v: int):
+def timer_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write DIV (resets the counter: a falling edge may tick TIMA), TIMA, TMA or TAC.
 
     Around a TIMA overflow: a TIMA write in the overflow M-cycle cancels the reload and its
