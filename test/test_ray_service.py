@@ -253,14 +253,14 @@ def test_config_validation_messages():
     with pytest.raises(ValueError, match="runner_groups"):
         RayTrainingConfig(num_runners=2, runner_groups=["a"])
     with pytest.raises(ValueError, match="checkpoint_dir"):
-        RayTrainingConfig(checkpoint_every=5)
-    cfg = RayTrainingConfig(num_runners=2, envs_per_runner=4, chunk_len=16, replay_ratio=0.5)
+        RayTrainingConfig(checkpoint_every_updates=5)
+    cfg = RayTrainingConfig(num_runners=2, envs_per_runner=4, steps_per_rollout=16, replay_ratio=0.5)
     assert cfg.max_queued == 2.0 * 0.5 * 16 * 8
 
 
 def _small_cfg(**kw):
-    base = dict(num_runners=2, envs_per_runner=2, chunk_len=8, capacity=256, seq_len=8,
-                batch_size=4, replay_ratio=0.05, learning_starts=32, total_frames=320,
+    base = dict(num_runners=2, envs_per_runner=2, steps_per_rollout=8, capacity=256, seq_len=8,
+                batch_size=4, replay_ratio=0.05, learning_starts=32, total_steps=320,
                 max_weight_lag=2, use_ray=False, timeout_s=60.0)
     base.update(kw)
     return RayTrainingConfig(**base)
@@ -268,7 +268,7 @@ def _small_cfg(**kw):
 
 def test_in_process_training_with_human_runner(tmp_path):
     f = TickFactory(num_envs=2)
-    cfg = _small_cfg(human_runners=1, checkpoint_dir=str(tmp_path / "ck"), checkpoint_every=5)
+    cfg = _small_cfg(human_runners=1, checkpoint_dir=str(tmp_path / "ck"), checkpoint_every_updates=5)
     out = run_ray_training(cfg, f.env, f.policy, f.learner)
     svc = out["service"]
     assert out["updates"] >= 5 and out["updates"] == svc["samples"]
@@ -297,21 +297,32 @@ def test_sample_numpy_round_trip():
     assert batch_from_numpy(None) is None
 
 
-def test_cli_train_config_maps_to_a_gameboy_run(tmp_path):
-    from torchrl_dreamer.distributed import RayDreamerTrainer, from_train_config
-    from torchrl_dreamer.trainers import TrainConfig
+def test_train_config_maps_to_a_gameboy_ray_run(tmp_path):
+    """ray_config: the same names and units as the TrainConfig; the runners build their envs and
+    players with the run's factories, the learner is the run's."""
+    from dataclasses import replace
+
+    from torchrl_dreamer.distributed import RayDreamerTrainer, ray_config
+    from torchrl_dreamer.trainers import RunFactories, TrainConfig
 
     tc = TrainConfig(task="maze", num_envs=4, total_steps=96, replay_capacity=400,
                      seq_len=8, batch_size=2, replay_ratio=0.05, learning_starts=16,
                      steps_per_rollout=8, replay_backing="memmap", checkpoint_every=0,
                      log_dir=str(tmp_path / "run"), backend="ray")
-    cfg, f = from_train_config(tc, use_ray=False)
-    assert (cfg.num_runners, cfg.envs_per_runner, cfg.chunk_len) == (2, 2, 8)
-    assert cfg.capacity == 100 + 8 + 8 and cfg.total_frames == 96
+    cfg = ray_config(tc, use_ray=False)
+    assert (cfg.num_runners, cfg.envs_per_runner, cfg.steps_per_rollout) == (2, 2, 8)
+    assert cfg.capacity == 100 + 8 + 8 and cfg.total_steps == 96
+    assert (cfg.replay_ratio, cfg.learning_starts, cfg.checkpoint_every_updates) == (0.05, 16, 0)
     assert cfg.replay_dir == str(tmp_path / "run" / "replay") and cfg.runner_gpus == 0.0
-    assert f.learner().config.gamma == tc.effective_gamma
-    assert f.learner().config.entropy_coef == tc.effective_entropy_coef
-    trainer = RayDreamerTrainer(cfg, f.env, f.policy, f.learner)
+    with pytest.raises(ValueError, match="num_envs=4 cannot be split evenly over 3 Ray runners"):
+        ray_config(tc, num_runners=3)
+    f = RunFactories(tc)
+    probe = f.env(num_envs=1)
+    f = f.with_env(probe)
+    learner = f.learner(*f.networks())
+    assert learner.config.gamma == tc.gamma and learner.config.entropy_coef == tc.entropy_coef
+    per_runner = replace(f, config=tc.with_(num_envs=cfg.envs_per_runner))
+    trainer = RayDreamerTrainer(cfg, per_runner.env, per_runner.policy, lambda: learner)
     try:
         out = trainer.run()
     finally:
@@ -327,7 +338,7 @@ def test_cuda_runners_and_learner_in_process():
     from torchrl_dreamer.distributed import GameBoyDreamer, RayDreamerTrainer
 
     f = GameBoyDreamer("maze", num_envs=2, device="cuda")
-    cfg = _small_cfg(num_runners=1, total_frames=128, learning_starts=16, seq_len=8)
+    cfg = _small_cfg(num_runners=1, total_steps=128, learning_starts=16, seq_len=8)
     trainer = RayDreamerTrainer(cfg, f.env, f.policy, f.learner)
     try:
         out = trainer.run()
@@ -394,7 +405,7 @@ def test_resume_from_checkpoint_continues_the_run(tmp_path):
         weights = {k: v.clone() for k, v in first.learner.state_dict().items()}
     finally:
         first.shutdown()
-    cfg = _small_cfg(resume_from=ck, total_frames=640)
+    cfg = _small_cfg(resume_from=ck, total_steps=640)
     second = RayDreamerTrainer(cfg, f.env, f.policy, f.learner)
     try:
         second.start()

@@ -18,11 +18,12 @@ from torchrl_dreamer.trainers.checkpoint import load_checkpoint
 SMALL = dict(task="maze", preset="tiny", num_envs=4, batch_size=4, seq_len=8,
              steps_per_rollout=8, commit_stride=4, replay_capacity=512, learning_starts=32,
              replay_ratio=0.1, frame_skip=6, log_every=2, eval_episodes=0, progress=False,
-             backend="reference", seed=3)
+             backend="reference", seed=3, threads=1)
 SMALL_ARGS = ["--task", "maze", "--preset", "tiny", "--num-envs", "4", "--batch-size", "4",
               "--seq-len", "8", "--steps-per-rollout", "8", "--commit-stride", "4",
               "--replay-capacity", "512", "--learning-starts", "32", "--replay-ratio", "0.1",
-              "--frame-skip", "6", "--log-every", "2", "--no-progress", "--seed", "3"]
+              "--frame-skip", "6", "--log-every", "2", "--no-progress", "--seed", "3",
+              "--threads", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +43,11 @@ def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
     for c in ckpts:
         assert (cli_run / "checkpoints" / c / "state.pt").is_file()
         assert (cli_run / "checkpoints" / c / "replay" / "meta.json").is_file()
-    # the defaults the run resolved (gamma: the maze's task default) are stored for --resume
+    # the values the run used (gamma: the maze's task default) are stored for --resume
     state = load_checkpoint(cli_run / "checkpoints" / "step_128")
-    assert state["config"]["gamma"] is None
-    assert state["resolved"] == {"gamma": 0.98, "entropy_coef": 5e-3, "replay_ratio": 0.1,
-                                 "learning_starts": 32}
+    assert {k: state["config"][k] for k in ("gamma", "entropy_coef", "replay_ratio",
+                                            "learning_starts")} == {
+        "gamma": 0.98, "entropy_coef": 5e-3, "replay_ratio": 0.1, "learning_starts": 32}
     rows = (cli_run / "logs" / "scalars" / "loss_world_model.csv").read_text().splitlines()
     assert len(rows) >= 2  # logged every 2 gradient steps
     progress = json.loads((cli_run / "progress.json").read_text())
@@ -123,39 +124,39 @@ def test_event_fraction_reaches_the_run_sampler(tmp_path):
 
 def test_gamma_reaches_the_run_learner(tmp_path, monkeypatch):
     """--gamma / TrainConfig.gamma, else the task default, else the loss preset's discount."""
+    from torchrl_dreamer.envs.tasks.maze import MazeTask
     from torchrl_dreamer.objectives import LOSS_PRESETS
     from torchrl_dreamer.train import build_parser
-    from torchrl_dreamer.trainers import config as config_mod
     from torchrl_dreamer.trainers.builder import build_run
 
     parts = build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "gamma": 0.9}))
     assert parts.learner.config.gamma == 0.9
     assert parts.learner.actor_loss.config.gamma == 0.9
-    monkeypatch.setitem(config_mod.TASK_DEFAULTS, SMALL["task"], {"gamma": 0.8})
+    monkeypatch.setattr(MazeTask, "train_defaults", {"gamma": 0.8})
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "b")})
-    assert cfg.effective_gamma == 0.8 and cfg.loss_config().gamma == 0.8
-    monkeypatch.setitem(config_mod.TASK_DEFAULTS, SMALL["task"], {})
+    assert cfg.gamma == 0.8 and cfg.loss_config().gamma == 0.8
+    monkeypatch.setattr(MazeTask, "train_defaults", {})
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c")})
-    assert cfg.effective_gamma == LOSS_PRESETS[cfg.loss_preset].gamma
+    assert cfg.gamma == LOSS_PRESETS[cfg.loss_preset].gamma
     assert cfg.loss_config() == LOSS_PRESETS[cfg.loss_preset]
     assert build_parser("train").parse_args(["--gamma", "0.95"]).gamma == 0.95
 
 
 def test_entropy_coef_reaches_the_run_learner(tmp_path, monkeypatch):
     """--entropy-coef / TrainConfig.entropy_coef, else the task default, else the preset's."""
+    from torchrl_dreamer.envs.tasks.maze import MazeTask
     from torchrl_dreamer.objectives import LOSS_PRESETS
     from torchrl_dreamer.train import build_parser
-    from torchrl_dreamer.trainers import config as config_mod
     from torchrl_dreamer.trainers.builder import build_run
 
     parts = build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "entropy_coef": 0.02}))
     assert parts.learner.actor_loss.config.entropy_coef == 0.02
-    monkeypatch.setitem(config_mod.TASK_DEFAULTS, SMALL["task"], {"entropy_coef": 0.007})
+    monkeypatch.setattr(MazeTask, "train_defaults", {"entropy_coef": 0.007})
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "b")})
-    assert cfg.effective_entropy_coef == 0.007 and cfg.loss_config().entropy_coef == 0.007
-    assert cfg.resolved()["entropy_coef"] == 0.007
-    monkeypatch.setitem(config_mod.TASK_DEFAULTS, SMALL["task"], {})
+    assert cfg.entropy_coef == 0.007 and cfg.loss_config().entropy_coef == 0.007
+    assert cfg.to_dict()["entropy_coef"] == 0.007
+    monkeypatch.setattr(MazeTask, "train_defaults", {})
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c")})
-    assert cfg.effective_entropy_coef == LOSS_PRESETS[cfg.loss_preset].entropy_coef
+    assert cfg.entropy_coef == LOSS_PRESETS[cfg.loss_preset].entropy_coef
     args = build_parser("train").parse_args(["--entropy-coef", "0.004"])
     assert args.entropy_coef == 0.004

@@ -245,21 +245,83 @@ def test_check_compatible_names_the_differences():
 
 
 def test_check_compatible_compares_resolved_defaults():
-    # gamma=None means "the task default": a checkpoint records what that resolved to, and a
-    # resume is compared on it, not on the None.
+    # A config holds the values its defaults resolved to (gamma: the maze's 0.98); a checkpoint
+    # records them, and a resume is compared on them.
     saved = TrainConfig().to_dict()
-    assert saved["gamma"] is None and TrainConfig().resolved()["gamma"] == 0.98
-    old = {**TrainConfig().resolved(), "gamma": 1.0 - 1.0 / 333.0}
+    assert saved["gamma"] == 0.98 and saved["replay_ratio"] == 0.18
     with pytest.raises(CheckpointError, match=r"gamma: checkpoint 0\.99699.* vs now 0\.98"):
-        check_compatible(saved, TrainConfig(), old)
+        check_compatible({**saved, "gamma": 1.0 - 1.0 / 333.0}, TrainConfig())
     # an explicit value equal to what the default resolved to resumes
-    check_compatible(saved, TrainConfig(gamma=0.98, replay_ratio=0.08, learning_starts=1024),
-                     TrainConfig().resolved())
-    with pytest.raises(CheckpointError, match="replay_ratio: checkpoint 0.08 vs now 0.1"):
-        check_compatible(saved, TrainConfig(replay_ratio=0.1), TrainConfig().resolved())
-    # checkpoints without the entry resolve the saved config with today's defaults
-    check_compatible(saved, TrainConfig(gamma=0.98))
-    assert TrainConfig(task="catch").resolved()["gamma"] == pytest.approx(1.0 - 1.0 / 333.0)
+    check_compatible(saved, TrainConfig(gamma=0.98, replay_ratio=0.18, learning_starts=2048))
+    with pytest.raises(CheckpointError, match="replay_ratio: checkpoint 0.18 vs now 0.1"):
+        check_compatible(saved, TrainConfig(replay_ratio=0.1))
+    # checkpoints written before defaults were resolved into the config (None + "resolved")
+    old = {**saved, "gamma": None, "replay_ratio": None}
+    check_compatible(old, TrainConfig(), {"gamma": 0.98, "replay_ratio": 0.18})
+    with pytest.raises(CheckpointError, match=r"replay_ratio: checkpoint 0.08 vs now 0.18"):
+        check_compatible(old, TrainConfig(), {"gamma": 0.98, "replay_ratio": 0.08})
+    check_compatible(old, TrainConfig())  # no entry: today's defaults
+    assert TrainConfig(task="catch").gamma == pytest.approx(1.0 - 1.0 / 333.0)
+
+
+def test_task_training_defaults_apply_unless_given():
+    # `--task maze` alone gives the measured best settings (the shipped config's)
+    cfg = TrainConfig()
+    assert (cfg.batch_size, cfg.replay_ratio, cfg.learning_starts, cfg.gamma,
+            cfg.entropy_coef) == (8, 0.18, 2048, 0.98, 5e-3)
+    # a setting given explicitly wins, even when it equals the generic default
+    assert TrainConfig(batch_size=16).batch_size == 16
+    assert TrainConfig(replay_ratio=None).replay_ratio == 0.18  # None = not given
+    # another task: its own defaults, the field defaults elsewhere
+    catch = TrainConfig(task="catch")
+    assert (catch.batch_size, catch.replay_ratio, catch.learning_starts) == (16, 0.2, 1024)
+    # with_() re-derives what was not given for the new task, keeps what was
+    assert cfg.with_(task="catch").batch_size == 16
+    assert TrainConfig(batch_size=4).with_(task="catch").batch_size == 4
+
+
+def test_task_registered_outside_the_package_sets_its_defaults():
+    from torchrl_dreamer.envs import Task, register_task
+    from torchrl_dreamer.envs.registry import _TASKS
+
+    class Outside(Task):
+        name = "outside-defaults-test"
+        train_defaults = {"seq_len": 16, "replay_ratio": 0.3}
+
+    class Typo(Task):
+        name = "outside-typo-test"
+        train_defaults = {"batchsize": 8}
+
+    register_task(Outside)
+    register_task(Typo)
+    try:
+        cfg = TrainConfig(task="outside-defaults-test")
+        assert (cfg.seq_len, cfg.replay_ratio, cfg.batch_size) == (16, 0.3, 16)
+        with pytest.raises(ConfigError, match=r"Typo.train_defaults sets \['batchsize'\].*batch_size"):
+            TrainConfig(task="outside-typo-test")
+    finally:
+        _TASKS.pop("outside-defaults-test")
+        _TASKS.pop("outside-typo-test")
+
+
+def test_cli_help_shows_every_field_with_default_and_doc(capsys):
+    import dataclasses
+
+    from torchrl_dreamer.trainers.config import field_docs
+
+    docs = field_docs(TrainConfig)
+    assert set(docs) == {f.name for f in dataclasses.fields(TrainConfig)}
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for f in dataclasses.fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        assert flag in out, flag
+        assert " ".join(docs[f.name].replace("``", "").split()[:4]) in out, f.name
+    assert "(default: 16; task maze: 8)" in out and "(default: 0.05; task maze: 0.18)" in out
+    with pytest.raises(SystemExit):
+        main(["--task", "catch", "--help"])
+    assert "(default: 0.05; task catch: 0.2)" in " ".join(capsys.readouterr().out.split())
 
 
 def test_loss_preset_default_follows_model_preset():
@@ -296,6 +358,10 @@ def test_cli_config_precedence(tmp_path):
     assert cfg.threads == 1
     args = build_parser("train").parse_args(["--config", str(f), "--threads", "2"])
     assert config_from_args(args).threads == 2
+    args = build_parser("train").parse_args(["--config", str(f), "--no-progress",
+                                             "--no-checkpoint-replay"])
+    cfg = config_from_args(args)
+    assert (cfg.progress, cfg.checkpoint_replay) == (False, False)
 
 
 def test_deferred_reset_gym_env():
@@ -316,3 +382,15 @@ def test_deferred_reset_gym_env():
     assert bool((reward[first] == 0).all()) and not bool(done[first].any())
     assert bool((reward[~first] == 1).all())
     assert env.success_rule == "truncated" and env.max_episode_steps == 500
+
+
+def test_shipped_maze_config_only_spells_out_the_defaults():
+    """examples/dreamer_v3/config.yaml documents what `--task maze` alone runs (measured best)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "dreamer_v3" / "config.yaml"
+    shipped = TrainConfig.from_file(path).to_dict()
+    bare = TrainConfig(task="maze", log_dir=shipped["log_dir"]).to_dict()
+    # the one machine setting the file adds: 2 threads for an otherwise idle 2-core CPU
+    assert shipped.pop("threads") == 2 and bare.pop("threads") == 1
+    assert shipped == bare

@@ -9,7 +9,7 @@
 
 Examples::
 
-    python -m torchrl_dreamer.train --task maze --preset tiny --total-steps 2000
+    python -m torchrl_dreamer.train --task maze --preset tiny --total-steps 3000
     python -m torchrl_dreamer.train --log-dir runs/maze --resume --total-steps 50000
     python -m torchrl_dreamer.train eval --checkpoint runs/maze --episodes 32 --gif maze.gif
     python -m torchrl_dreamer.train bench --quick
@@ -18,9 +18,11 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -28,67 +30,59 @@ __all__ = ["main", "build_parser", "config_from_args"]
 
 _COMMANDS = ("train", "eval", "bench")
 
-# CLI flag -> TrainConfig field (flags left out keep the config file's / checkpoint's value).
-_FIELDS = ("task", "rom", "preset", "loss_preset", "device", "num_envs", "total_steps",
-           "replay_capacity", "replay_backing", "backend", "seed", "log_dir", "replay_ratio",
-           "learning_starts", "batch_size", "seq_len", "gamma", "entropy_coef", "event_fraction",
-           "steps_per_rollout", "commit_stride", "checkpoint_every", "log_every", "precision", "threads",
-           "frame_skip", "eval_episodes", "logger")
+
+def _flag_type(hint: Any) -> tuple[Any, tuple[Any, ...] | None]:
+    """``(type, choices)`` of a field's flag from its type hint (``X | None`` -> ``X``)."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is typing.Literal:
+        return type(args[0]), tuple(args)
+    if args:  # a union such as ``float | None``
+        return _flag_type(args[0])
+    return hint, None
 
 
-def _add_train_args(p: argparse.ArgumentParser) -> None:
-    from torchrl_dreamer.trainers.config import BACKENDS, REPLAY_BACKINGS
+def _add_train_args(p: argparse.ArgumentParser, task: str | None = None) -> None:
+    """One flag per :class:`~torchrl_dreamer.trainers.TrainConfig` field, its help the field's
+    docstring and default; where ``task`` (default: the default task) sets its own training
+    default, the help says so. Flags left out are not set (the config file, the resumed
+    checkpoint, the task and the field defaults then apply, in that order)."""
+    from torchrl_dreamer.trainers import TrainConfig
+    from torchrl_dreamer.trainers.config import ConfigError, field_docs, task_train_defaults
 
-    a = p.add_argument
-    a("--config", help="YAML/JSON file of settings (CLI flags override it)")
-    a("--task", help="registered task (default maze; see torchrl_dreamer.envs.list_tasks())")
-    a("--rom", help="ROM path overriding the task's (user-supplied games)")
-    a("--preset", help="model size: tiny (CPU, default), XS, S, M, L, XL")
-    a("--loss-preset", help="loss settings preset (default for tiny: fast-pixels on Game Boy tasks, "
-      "fast on gym: tasks; sheeprl for XS..XL)")
-    a("--device", help="cpu (default) or cuda[:k]")
-    a("--num-envs", type=int, help="consoles stepped together (default 16)")
-    a("--total-steps", type=int, help="policy steps to collect (default 50000)")
-    a("--replay-capacity", type=int, help="policy steps the replay holds (default 100000)")
-    a("--replay-backing", choices=REPLAY_BACKINGS, help="memory (default) or memmap files")
-    a("--backend", choices=BACKENDS, help="collector backend (default reference)")
-    a("--seed", type=int, help="random seed (default 0)")
-    a("--log-dir", help="run directory: logs, checkpoints, GIFs (default runs/dreamer)")
-    a("--replay-ratio", type=float, help="gradient steps per policy step (task default)")
-    a("--learning-starts", type=int, help="random-action policy steps before training")
-    a("--batch-size", type=int, help="sequences per gradient step (default 16)")
-    a("--seq-len", type=int, help="sequence length (default 32)")
-    a("--gamma", type=float,
-      help="discount of imagined returns (default: the task's, else DreamerV3's 1 - 1/333)")
-    a("--entropy-coef", type=float,
-      help="actor entropy bonus (default: the task's, else the loss preset's)")
-    a("--event-fraction", type=float,
-      help="share of sequences drawn to contain an episode end (default 0: uniform)")
-    a("--steps-per-rollout", type=int, help="env steps per actor window (default 16)")
-    a("--commit-stride", type=int, help="env steps between commits to the learner (default 8)")
-    a("--checkpoint-every", type=int, help="policy steps between checkpoints (0: at the end)")
-    a("--no-checkpoint-replay", action="store_true",
-      help="leave the replay out of checkpoints (smaller; resume restarts the replay)")
-    a("--log-every", type=int, help="gradient steps between metric logs (default 10)")
-    a("--precision", choices=("fp32", "bf16", "fp16"), help="learner autocast (default fp32)")
-    a("--threads", type=int, help="torch threads on CPU (default 1)")
-    a("--frame-skip", type=int, help="emulated frames per env step (default 24)")
-    a("--eval-episodes", type=int, help="episodes of the final evaluation (0: none; default 32)")
-    a("--logger", choices=("csv", "tensorboard", "both", "none"), help="default csv")
-    a("--no-progress", action="store_true", help="no progress bar")
-    a("--resume", nargs="?", const="", default=None, metavar="RUN_OR_CHECKPOINT",
-      help="continue a run (default: the latest checkpoint under --log-dir)")
+    task = task or TrainConfig.task
+    try:
+        by_task = task_train_defaults(task)
+    except (ConfigError, ValueError):
+        by_task = {}  # an unknown --task fails with its message once the config is built
+    docs = field_docs(TrainConfig)
+    hints = typing.get_type_hints(TrainConfig)
+    p.add_argument("--config", metavar="FILE", help="YAML/JSON file of settings (flags override it)")
+    for f in dataclasses.fields(TrainConfig):
+        kind, choices = _flag_type(hints[f.name])
+        default = "unset" if f.default is None else f.default
+        note = f"; task {task}: {by_task[f.name]}" if f.name in by_task else ""
+        text = f"{docs[f.name]} (default: {default}{note})".replace("``", "").replace("%", "%%")
+        flag = "--" + f.name.replace("_", "-")
+        if kind is bool:
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                           help=text)
+        else:
+            p.add_argument(flag, type=kind, choices=choices, default=argparse.SUPPRESS,
+                           metavar=None if choices else kind.__name__.upper(), help=text)
+    p.add_argument("--resume", nargs="?", const="", default=None, metavar="RUN_OR_CHECKPOINT",
+                   help="continue a run (default: the latest checkpoint under --log-dir)")
 
 
-def build_parser(command: str) -> argparse.ArgumentParser:
-    """The argument parser of one sub-command."""
+def build_parser(command: str, task: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of one sub-command (``task``: whose training defaults the ``train``
+    help shows; default the default task)."""
     prog = "python -m torchrl_dreamer.train"
     if command == "train":
         p = argparse.ArgumentParser(
             prog=prog, description="Train DreamerV3 (default: the shipped maze, tiny preset).",
             epilog="Other sub-commands: 'eval' (success rate + GIF of a checkpoint) and 'bench' "
                    f"(run the benchmarks); see {prog} eval --help / {prog} bench --help.")
-        _add_train_args(p)
+        _add_train_args(p, task)
     elif command == "eval":
         p = argparse.ArgumentParser(prog=f"{prog} eval",
                                     description="Evaluate a checkpoint: success rate + GIF.")
@@ -117,11 +111,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
     from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
     from torchrl_dreamer.trainers.config import read_config_file
 
-    flags = {f: getattr(args, f) for f in _FIELDS if getattr(args, f) is not None}
-    if args.no_checkpoint_replay:
-        flags["checkpoint_replay"] = False
-    if args.no_progress:
-        flags["progress"] = False
+    flags = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
+             if hasattr(args, f.name)}
     base: dict[str, Any] = {}
     if args.resume is not None:
         where = args.resume or flags.get("log_dir") or TrainConfig.log_dir
@@ -133,27 +124,25 @@ def config_from_args(args: argparse.Namespace) -> Any:
     return TrainConfig.from_dict({**base, **file, **flags})
 
 
+def _task_in(argv: list[str]) -> str | None:
+    """The ``--task`` given in ``argv`` (so ``--task catch --help`` shows catch's defaults)."""
+    for i, a in enumerate(argv):
+        if a == "--task" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--task="):
+            return a.split("=", 1)[1]
+    return None
+
+
 def _train(argv: list[str]) -> int:
     import torch
 
     from torchrl_dreamer.trainers import DreamerTrainer, evaluate, make_env
 
-    args = build_parser("train").parse_args(argv)
+    args = build_parser("train", _task_in(argv)).parse_args(argv)
     cfg = config_from_args(args)
     on_cpu = cfg.device == "cpu"
     torch.set_num_threads(cfg.threads if on_cpu else max(1, min(torch.get_num_threads(), 4)))
-    if cfg.backend == "ray":
-        try:
-            from torchrl_dreamer.distributed import run_ray_training
-        except ImportError as err:
-            from torchrl_dreamer.trainers import ConfigError
-
-            raise ConfigError(
-                f"--backend ray needs torchrl_dreamer.distributed and ray ({err}); install ray "
-                "or use --backend reference/threaded/cuda."
-            ) from err
-        print(json.dumps(run_ray_training(cfg), default=str))
-        return 0
     trainer = DreamerTrainer(cfg, resume=args.resume or None)
     if trainer.resumed_from is not None:
         print(f"resumed from {trainer.resumed_from} at {trainer.policy_steps} policy steps",

@@ -42,10 +42,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--config-name", default="config", help="YAML file name in this folder")
     parser.add_argument("overrides", nargs="*", help="key=value settings")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
     overrides = parse_overrides(args.overrides)
     resume = bool(overrides.pop("resume", False))
     cfg = TrainConfig.from_file(HERE / f"{args.config_name}.yaml", **overrides)
+    torch.set_num_threads(cfg.threads)
     trainer = DreamerTrainer(cfg, resume=cfg.log_dir if resume else None)
     summary = dict(trainer.train())
     if cfg.eval_episodes:

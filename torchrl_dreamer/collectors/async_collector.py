@@ -49,6 +49,7 @@ from torchrl_dreamer.collectors.config import AsyncCollectorConfig
 from torchrl_dreamer.collectors.env_driver import EnvDriver
 from torchrl_dreamer.collectors.failfast import FailFast
 from torchrl_dreamer.collectors.metrics import MetricsAccumulator
+from torchrl_dreamer.collectors.protocols import Learner, ReplayStorage, SequenceSampler
 from torchrl_dreamer.collectors.rate_limiter import RateLimiter
 from torchrl_dreamer.collectors.ratio import UpdateSchedule
 from torchrl_dreamer.collectors.streams import make_sync
@@ -108,20 +109,39 @@ class AsyncDreamerCollector(BaseCollector):
     ``policy_lag``, versions and counters.
 
     Example:
-        >>> collector = AsyncDreamerCollector(env, storage, sampler, player, learner,
-        ...                                   AsyncCollectorConfig(backend="threaded"),
-        ...                                   total_frames=50_000)
-        >>> for metrics in collector:
-        ...     print(metrics["replay_ratio_actual"], metrics["loss_world_model"])
+        The shipped maze; compiles the emulator kernel once.
+
+        >>> from torchrl_dreamer.data import ChronologicalSliceSampler, TimeMajorStorage
+        >>> from torchrl_dreamer.data import dreamer_schema
+        >>> from torchrl_dreamer.envs import GameBoyEnv
+        >>> from torchrl_dreamer.modules import DreamerPlayer, make_dreamer
+        >>> from torchrl_dreamer.objectives import DreamerV3Learner
+        >>> env = GameBoyEnv("maze", num_envs=4)
+        >>> storage = TimeMajorStorage(128, 4, spec=dreamer_schema(), safety_margin=8,
+        ...                            auto_commit=False)
+        >>> sampler = ChronologicalSliceSampler(slice_len=8, generator=torch.Generator().manual_seed(0))
+        >>> wm, actor, critic = make_dreamer("tiny", {"pixels": "packed2"}, env.action_spec.space.n)
+        >>> cfg = AsyncCollectorConfig(seq_len=8, batch_size=2, min_ready_steps=8, safety_margin=8,
+        ...                            commit_stride=4, learning_starts=32, replay_ratio=0.1)
+        >>> collector = AsyncDreamerCollector(
+        ...     env, storage, sampler, DreamerPlayer(wm, actor, num_envs=4),
+        ...     DreamerV3Learner(wm, actor, critic, "fast-pixels"), cfg, total_frames=64,
+        ...     bundle_dir=getfixture("tmp_path"))
+        >>> for metrics in collector:  # every log_every gradient steps
+        ...     assert "loss_world_model" in metrics.keys()
+        >>> summary = collector.summary()
+        >>> summary["policy_steps"], summary["updates"] > 0
+        (64.0, True)
+        >>> collector.shutdown()
     """
 
     def __init__(
         self,
         env: Any,
-        storage: Any,
-        sampler: Any,
+        storage: ReplayStorage,
+        sampler: SequenceSampler,
         player: Any,
-        learner: Any,
+        learner: Learner,
         config: AsyncCollectorConfig | None = None,
         *,
         total_frames: int = -1,
@@ -138,7 +158,7 @@ class AsyncDreamerCollector(BaseCollector):
         self.config = cfg
         self._check_storage(storage, cfg)
         self._check_sampler(sampler, cfg)
-        if not hasattr(learner, "update"):
+        if not isinstance(learner, Learner):
             raise TypeError(
                 f"learner {type(learner).__name__} has no update(batch) method; pass a "
                 "DreamerV3Learner or an object with update(batch) -> metrics."
@@ -181,13 +201,15 @@ class AsyncDreamerCollector(BaseCollector):
     # ------------------------------------------------------------------ validation
     @staticmethod
     def _check_storage(storage: Any, cfg: AsyncCollectorConfig) -> None:
-        for attr in ("commit", "committed_t", "sampleable_range", "write", "capacity"):
-            if not hasattr(storage, attr):
-                raise TypeError(
-                    f"storage {type(storage).__name__} lacks {attr!r}; use "
-                    "torchrl_dreamer.data.TimeMajorStorage."
-                )
-        if getattr(storage, "auto_commit", False):
+        if not isinstance(storage, ReplayStorage):
+            missing = [a for a in ("write", "commit", "committed_t", "sampleable_range",
+                                   "capacity", "safety_margin", "auto_commit")
+                       if not hasattr(storage, a)]
+            raise TypeError(
+                f"storage {type(storage).__name__} is not a ReplayStorage (lacks {missing}); "
+                "use torchrl_dreamer.data.TimeMajorStorage."
+            )
+        if storage.auto_commit:
             raise ValueError(
                 "storage.auto_commit is True: the collector commits rows itself every "
                 "commit_stride steps; build TimeMajorStorage(..., auto_commit=False)."
@@ -208,7 +230,7 @@ class AsyncDreamerCollector(BaseCollector):
 
     @staticmethod
     def _check_sampler(sampler: Any, cfg: AsyncCollectorConfig) -> None:
-        if not hasattr(sampler, "sample") or not hasattr(sampler, "resolve"):
+        if not isinstance(sampler, SequenceSampler):
             raise TypeError(
                 f"sampler {type(sampler).__name__} lacks sample(storage, batch_size) / resolve(); "
                 "use torchrl_dreamer.data.ChronologicalSliceSampler."
@@ -596,7 +618,7 @@ class AsyncDreamerCollector(BaseCollector):
     # ------------------------------------------------------------------ BaseCollector API
     def iterator(self) -> Iterator[TensorDictBase]:
         """Runs the choreography; yields a metrics TensorDict every ``log_every`` updates."""
-        if self.driver._cur is None:
+        if not self.driver.started:
             self.driver.reset()
         self._stop = False
         self._actor_done = False
@@ -731,10 +753,13 @@ class AsyncDreamerCollector(BaseCollector):
             sd["sampler"] = self.sampler.state_dict()
         return sd
 
-    def load_state_dict(self, state_dict: OrderedDict) -> None:
-        """Restores what :meth:`state_dict` returned (the env restarts from a reset)."""
-        self.schedule.load_state_dict(state_dict["schedule"])
-        self.limiter.load_state_dict(state_dict["limiter"])
+    def load_state_dict(self, state_dict: OrderedDict, keep_schedule: bool = False) -> None:
+        """Restores what :meth:`state_dict` returned (the env restarts from a reset; see
+        :meth:`load_env_state`). ``keep_schedule``: leave the update schedule and rate limiter
+        as they are (a run resumed without its replay waits for a new prefill)."""
+        if not keep_schedule:
+            self.schedule.load_state_dict(state_dict["schedule"])
+            self.limiter.load_state_dict(state_dict["limiter"])
         c = state_dict["counters"]
         self.updates = int(c["updates"])
         self.learner_version = int(c["learner_version"])
@@ -748,6 +773,32 @@ class AsyncDreamerCollector(BaseCollector):
             self.player.load_state_dict(state_dict["player"])
         if "sampler" in state_dict and hasattr(self.sampler, "load_state_dict"):
             self.sampler.load_state_dict(state_dict["sampler"])
+
+    def env_state(self) -> dict[str, Any]:
+        """The env mid-run (``GameBoyEnv.state_dict()``; ``None`` for envs without a snapshot)
+        and the driver's pending output, for checkpoints."""
+        from torchrl_dreamer.envs import GameBoyEnv
+
+        env = self.env.state_dict() if isinstance(self.env, GameBoyEnv) else None
+        return {"env": env, "driver": self.driver.state_dict()}
+
+    def load_env_state(self, state: dict[str, Any] | None) -> bool:
+        """Restore :meth:`env_state` (load the replay first); without an env snapshot the envs
+        reset. Returns whether the env continues where it was."""
+        if state is None or state.get("env") is None:
+            self.driver.reset()
+            return False
+        self.env.load_state_dict(state["env"])
+        self.driver.load_state_dict(state["driver"])
+        return True
+
+    def save_replay(self, path: Path) -> None:
+        """Write the replay ring under ``path`` (checkpoints)."""
+        self.storage.dumps(path)
+
+    def load_replay(self, path: Path) -> None:
+        """Read a replay ring written by :meth:`save_replay` (``ValueError`` if it does not fit)."""
+        self.storage.loads(path)
 
     def __repr__(self) -> str:
         return (

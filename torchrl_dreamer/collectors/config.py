@@ -1,7 +1,9 @@
 """Configuration of the asynchronous Dreamer collector, validated on construction.
 
 A plain dataclass (CleanRL style: one place to read every knob) rather than a Hydra config, so it
-can be built from a CLI, a YAML file or a test with the same validation.
+can be built from a CLI, a YAML file or a test with the same validation. A training run derives
+it from its :class:`~torchrl_dreamer.trainers.TrainConfig` (``collector_config()``), whose
+defaults for the settings they share are the ones defined here.
 
 Units: ``steps_per_rollout``, ``commit_stride``, ``seq_len``, ``min_ready_steps`` and
 ``safety_margin`` count *env steps* (replay rows, one per vectorised step); ``learning_starts``
@@ -19,12 +21,22 @@ from typing import Any, Literal
 
 import torch
 
-__all__ = ["AsyncCollectorConfig", "Backend", "Precision"]
+__all__ = ["AsyncCollectorConfig", "Backend", "Precision", "precision_dtype"]
 
 Backend = Literal["reference", "threaded", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
 
 _PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def precision_dtype(precision: Precision) -> torch.dtype | None:
+    """The learner's autocast dtype of a ``precision`` (``None`` for ``"fp32"``: no autocast).
+
+    Example:
+        >>> precision_dtype("bf16"), precision_dtype("fp32")
+        (torch.bfloat16, None)
+    """
+    return None if precision == "fp32" else _PRECISION_DTYPES[precision]
 
 
 @dataclasses.dataclass
@@ -67,13 +79,13 @@ class AsyncCollectorConfig:
 
     steps_per_rollout: int = 16
     commit_stride: int = 8
-    seq_len: int = 64
+    seq_len: int = 32
     batch_size: int = 16
-    replay_ratio: float = 0.5
+    replay_ratio: float = 0.05
     learning_starts: int = 1024
     pretrain_steps: int = 0
-    min_ready_steps: int = 64
-    safety_margin: int = 64
+    min_ready_steps: int = 32
+    safety_margin: int = 32
     max_learner_steps_per_tick: int = 64
     off_policy_tolerance: float = 2.0
     log_every: int = 10

@@ -45,9 +45,18 @@ class EnvDriver:
         zero_copy: render packed2 pixels straight into the next replay row when possible.
 
     Example:
-        >>> driver = EnvDriver(env, storage, player, torch.Generator().manual_seed(0))
-        >>> driver.reset()
-        >>> t = driver.step(random=True)  # row t written; env advanced one step
+        The shipped maze; compiles the emulator kernel once.
+
+        >>> from torchrl_dreamer.data import TimeMajorStorage, dreamer_schema
+        >>> from torchrl_dreamer.envs import GameBoyEnv
+        >>> env = GameBoyEnv("maze", num_envs=2)
+        >>> storage = TimeMajorStorage(16, 2, spec=dreamer_schema())
+        >>> driver = EnvDriver(env, storage, policy=None, generator=torch.Generator().manual_seed(0))
+        >>> _ = driver.reset()
+        >>> driver.step(random=True)  # row 0 written (random actions); env advanced one step
+        0
+        >>> bool(storage.fields["is_first"][0].all())  # every episode starts at row 0
+        True
     """
 
     def __init__(
@@ -201,6 +210,11 @@ class EnvDriver:
         self._cur = TensorDict(cur, batch_size=[self.num_envs], device=dev)
         self._episode_id = state["episode_id"].to(dev)
         self.env_steps = int(state["env_steps"])
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`reset` (or :meth:`load_state_dict`) gave the driver an env output."""
+        return self._cur is not None
 
     @property
     def current(self) -> TensorDictBase:

@@ -70,11 +70,12 @@ class FailFast:
             collector uses ``log_every`` on CUDA so the hot loop never syncs).
 
     Examples:
-        >>> ff = FailFast("/tmp/bundles")
+        >>> ff = FailFast(getfixture("tmp_path"))
         >>> ff.watch(0, {"loss": torch.tensor(1.0)})
-        >>> ff.watch(1, {"loss": torch.tensor(float("nan"))})  # doctest: +SKIP
+        >>> ff.watch(1, {"loss": torch.tensor(float("nan"))})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        NonFiniteError: non-finite values at update 1 in: loss (1 NaN) ...
+        ...
+        torchrl_dreamer.collectors.failfast.NonFiniteError: non-finite values at update 1 in: loss (1 NaN, ...
     """
 
     def __init__(

@@ -14,7 +14,7 @@ See ``docs/row_alignment.md`` for what row t holds.
 from torchrl_dreamer.data.dreamer_inputs import dreamer_inputs, shift_actions
 from torchrl_dreamer.data.sampler import ChronologicalSliceSampler
 from torchrl_dreamer.data.schema import PACKED2_PIXEL_SHAPE, FieldSpec, dreamer_schema
-from torchrl_dreamer.data.storage import ReplayInvariantError, TimeMajorStorage
+from torchrl_dreamer.data.storage import ReplayInvariantError, TimeMajorStorage, ring_rows
 from torchrl_dreamer.data.writer import TimeMajorWriter
 
 __all__ = [
@@ -26,5 +26,6 @@ __all__ = [
     "TimeMajorWriter",
     "dreamer_inputs",
     "dreamer_schema",
+    "ring_rows",
     "shift_actions",
 ]

@@ -65,6 +65,12 @@ class ChronologicalSliceSampler(Sampler):
             always full length).
 
     Example:
+        >>> from torchrl_dreamer.data import TimeMajorStorage, dreamer_schema
+        >>> from torchrl_dreamer.data.synthetic import SyntheticSteps
+        >>> storage = TimeMajorStorage(1000, 16, spec=dreamer_schema())
+        >>> steps = SyntheticSteps(16, torch.Generator().manual_seed(0))
+        >>> for _ in range(100):
+        ...     _ = storage.write(steps.step())
         >>> sampler = ChronologicalSliceSampler(slice_len=64, generator=torch.Generator().manual_seed(0))
         >>> data, info = sampler.sample_sequences(storage, 16 * 64)
         >>> data.shape, info["env_idx"][0].shape

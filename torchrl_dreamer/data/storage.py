@@ -48,6 +48,20 @@ class ReplayInvariantError(ValueError):
     """
 
 
+def ring_rows(capacity_steps: int, num_envs: int, seq_len: int, write_ahead: int) -> int:
+    """Rows of a ring that keeps ``capacity_steps`` policy steps of ``num_envs`` envs sampleable.
+
+    ``ceil(capacity_steps / num_envs)`` rows of data, plus ``seq_len`` rows (the safety margin
+    keeps that many of the oldest rows out of sampling) and ``write_ahead`` rows (written past
+    the last commit: a collector's commit stride, a Ray runner's chunk).
+
+    Example:
+        >>> ring_rows(100_000, 16, seq_len=32, write_ahead=8)
+        6290
+    """
+    return -(-int(capacity_steps) // int(num_envs)) + int(seq_len) + int(write_ahead)
+
+
 def _key_name(key: Key) -> str:
     return key if isinstance(key, str) else ".".join(key)
 
@@ -79,8 +93,13 @@ class TimeMajorStorage(TensorStorage):
         debug_checks: run the invariant checks (:meth:`check_invariants`) on every write.
 
     Example:
+        >>> from torchrl_dreamer.data import dreamer_schema
+        >>> from torchrl_dreamer.data.synthetic import SyntheticSteps
         >>> storage = TimeMajorStorage(1000, 16, spec=dreamer_schema())
-        >>> t = storage.write(step)  # step: TensorDict [16] with every schema key
+        >>> steps = SyntheticSteps(16, torch.Generator().manual_seed(0))
+        >>> t = storage.write(steps.step())  # one row: every schema key for the 16 envs
+        >>> t, storage.total_steps
+        (0, 1)
         >>> storage.obs_slot(storage.total_steps).shape  # the next row's pixels, a view
         torch.Size([16, 1, 72, 20])
     """

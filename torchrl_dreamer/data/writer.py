@@ -29,8 +29,19 @@ class TimeMajorWriter(Writer):
     ``[k * num_envs, 2]`` (ring row, env).
 
     Example:
-        >>> rb = TensorDictReplayBuffer(storage=TimeMajorStorage(1000, 16), writer=TimeMajorWriter(),
+        >>> import torch
+        >>> from torchrl.data import TensorDictReplayBuffer
+        >>> from torchrl_dreamer.data import ChronologicalSliceSampler, dreamer_schema
+        >>> from torchrl_dreamer.data.synthetic import SyntheticSteps
+        >>> g = torch.Generator().manual_seed(0)
+        >>> rb = TensorDictReplayBuffer(
+        ...     storage=TimeMajorStorage(1000, 16, spec=dreamer_schema()), writer=TimeMajorWriter(),
         ...     sampler=ChronologicalSliceSampler(slice_len=64, generator=g), batch_size=16 * 64)
+        >>> steps = SyntheticSteps(16, torch.Generator().manual_seed(1))
+        >>> for _ in range(100):
+        ...     _ = rb.add(steps.step())
+        >>> rb.sample().shape  # 16 sequences of 64 steps, time-major
+        torch.Size([64, 16])
     """
 
     def register_storage(self, storage: TimeMajorStorage) -> None:

@@ -7,6 +7,8 @@
 - :class:`ControlModeRouter` -- agent vs human-in-the-loop data in two services, mixed sampling.
 - :class:`RunnerPool` -- starts runners, restarts dead ones.
 - :func:`run_ray_training`, :class:`RayDreamerTrainer`, :class:`RayTrainingConfig` -- the job.
+- :class:`RayCollector`, :func:`ray_config` -- a ``TrainConfig`` run on Ray through
+  :class:`~torchrl_dreamer.trainers.DreamerTrainer` (``--backend ray``).
 - :func:`init_ray` -- a local cluster bound to 127.0.0.1 (addresses are opt-in).
 
 Everything but :func:`init_ray` also works in-process without Ray installed (``use_ray=False``).
@@ -14,6 +16,7 @@ See ``docs/ray.md``.
 """
 
 from torchrl_dreamer.distributed.cluster import call, init_ray, ray_available, remote_class
+from torchrl_dreamer.distributed.collector import RayCollector
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.pool import RunnerPool, RunnerRestartLimit
 from torchrl_dreamer.distributed.replay_service import ReplayService, SlotInfo, batch_from_numpy
@@ -23,7 +26,7 @@ from torchrl_dreamer.distributed.training import (
     GameBoyDreamer,
     RayDreamerTrainer,
     TrainingTimeout,
-    from_train_config,
+    ray_config,
     run_ray_training,
 )
 from torchrl_dreamer.distributed.weights import (
@@ -41,6 +44,7 @@ __all__ = [
     "ControlModeRouter",
     "EnvRunner",
     "GameBoyDreamer",
+    "RayCollector",
     "RayDreamerTrainer",
     "RayTrainingConfig",
     "ReplayService",
@@ -54,10 +58,10 @@ __all__ = [
     "batch_from_numpy",
     "call",
     "extract_weights",
-    "from_train_config",
     "init_ray",
     "pack_weights",
     "ray_available",
+    "ray_config",
     "remote_class",
     "run_ray_training",
     "unpack_weights",

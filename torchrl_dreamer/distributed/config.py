@@ -2,8 +2,9 @@
 
 A plain dataclass like :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig` so the training
 CLI (``--backend ray``), a YAML file or a test build it with the same checks. Units follow the
-local collector: ``chunk_len``, ``seq_len`` and ``capacity`` count env steps (rows);
-``total_frames`` and ``learning_starts`` count policy steps (one action of one env);
+local collector and use its names (:class:`~torchrl_dreamer.trainers.TrainConfig`):
+``steps_per_rollout``, ``seq_len`` and ``capacity`` count env steps (rows); ``total_steps`` and
+``learning_starts`` count policy steps (one action of one env);
 ``replay_ratio`` is gradient steps per policy step.
 """
 
@@ -26,7 +27,7 @@ class RayTrainingConfig:
             ``> 0`` routes them into a second replay service mixed in by ``human_proportion``.
         human_proportion: share of each batch drawn from the human service (``0..1``).
         envs_per_runner: envs in each runner's batched env (passed to the env factory).
-        chunk_len: env steps per chunk a runner commits to the replay service.
+        steps_per_rollout: env steps per chunk a runner commits to the replay service.
         capacity: rows kept per runner slot in the replay service.
         seq_len, batch_size: sampled batches are ``[seq_len, batch_size]``.
         replay_ratio: gradient steps per policy step.
@@ -36,12 +37,14 @@ class RayTrainingConfig:
         publish_every: gradient steps between weight publications.
         max_weight_lag: the learner waits before publishing while a runner is more than this
             many versions behind (bounded staleness).
-        total_frames: policy steps to collect (all runners), then the run drains and stops.
+        total_steps: policy steps to collect (all runners), then the run drains and stops.
         max_updates: stop after this many gradient steps (``None``: no cap).
         runner_groups: group name of each agent runner (default all ``"default"``).
         group_weights: sampling weight of each group (default 1 each).
         max_restarts: restarts allowed per runner after a crash before the run fails.
-        checkpoint_dir, checkpoint_every: replay-service checkpoints every that many updates.
+        checkpoint_dir, checkpoint_every_updates: replay-service and learner checkpoints every
+            that many gradient steps (0: none; a ``DreamerTrainer`` run checkpoints itself, every
+            ``TrainConfig.checkpoint_every`` policy steps, and leaves this 0).
         resume_from: a ``checkpoint_dir`` to restore the replay service(s) and the learner from
             before starting (runners re-register by name and continue their slots).
         replay_dir: memmap directory of the replay (``None``: RAM).
@@ -59,7 +62,7 @@ class RayTrainingConfig:
     human_runners: int = 0
     human_proportion: float = 0.5
     envs_per_runner: int = 4
-    chunk_len: int = 16
+    steps_per_rollout: int = 16
     capacity: int = 100_000
     seq_len: int = 64
     batch_size: int = 16
@@ -68,13 +71,13 @@ class RayTrainingConfig:
     off_policy_tolerance: float = 2.0
     publish_every: int = 1
     max_weight_lag: int = 8
-    total_frames: int = 100_000
+    total_steps: int = 100_000
     max_updates: int | None = None
     runner_groups: list[str] | None = None
     group_weights: dict[str, float] | None = None
     max_restarts: int = 3
     checkpoint_dir: str | None = None
-    checkpoint_every: int = 0
+    checkpoint_every_updates: int = 0
     resume_from: str | None = None
     replay_dir: str | None = None
     runner_gpus: float = 0.0
@@ -95,10 +98,11 @@ class RayTrainingConfig:
         need(self.human_runners >= 0, "human_runners", "must be >= 0.")
         need(0.0 <= self.human_proportion <= 1.0, "human_proportion", "must lie in [0, 1].")
         need(self.envs_per_runner >= 1, "envs_per_runner", "must be >= 1.")
-        need(self.chunk_len >= 1, "chunk_len", "must be >= 1 env step.")
+        need(self.steps_per_rollout >= 1, "steps_per_rollout", "must be >= 1 env step.")
         need(self.seq_len >= 2, "seq_len", "sequences need >= 2 steps.")
-        need(self.capacity >= self.seq_len + self.chunk_len, "capacity",
-             f"each slot must hold seq_len + chunk_len = {self.seq_len + self.chunk_len} rows.")
+        need(self.capacity >= self.seq_len + self.steps_per_rollout, "capacity",
+             "each slot must hold seq_len + steps_per_rollout = "
+             f"{self.seq_len + self.steps_per_rollout} rows.")
         need(self.batch_size >= 1, "batch_size", "must be >= 1.")
         need(math.isfinite(self.replay_ratio) and self.replay_ratio > 0, "replay_ratio",
              "must be a finite number > 0 (gradient steps per policy step).")
@@ -108,13 +112,14 @@ class RayTrainingConfig:
         need(self.publish_every >= 1, "publish_every", "must be >= 1 gradient step.")
         need(self.max_weight_lag >= 1, "max_weight_lag",
              "must be >= 1 (runners fetch between chunks, so they always trail by some).")
-        need(self.total_frames >= 1, "total_frames", "must be >= 1 policy step.")
+        need(self.total_steps >= 1, "total_steps", "must be >= 1 policy step.")
         need(self.max_updates is None or self.max_updates >= 0, "max_updates", "must be >= 0.")
         need(self.runner_groups is None or len(self.runner_groups) == self.num_runners,
              "runner_groups", f"needs one group name per agent runner ({self.num_runners}).")
         need(self.max_restarts >= 0, "max_restarts", "must be >= 0.")
-        need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0 (0: never).")
-        need(self.checkpoint_every == 0 or self.checkpoint_dir is not None, "checkpoint_every",
+        need(self.checkpoint_every_updates >= 0, "checkpoint_every_updates", "must be >= 0 (0: never).")
+        need(self.checkpoint_every_updates == 0 or self.checkpoint_dir is not None,
+             "checkpoint_every_updates",
              "needs checkpoint_dir.")
         need(self.timeout_s > 0, "timeout_s", "must be > 0 seconds.")
         need(self.runner_gpus >= 0, "runner_gpus", "must be >= 0.")
@@ -127,7 +132,7 @@ class RayTrainingConfig:
     @property
     def max_queued(self) -> float:
         """Granted-but-untaken gradient steps beyond which runners pause."""
-        per_round = self.replay_ratio * self.chunk_len * self.total_envs
+        per_round = self.replay_ratio * self.steps_per_rollout * self.total_envs
         return float(max(2, math.ceil(self.off_policy_tolerance * per_round)))
 
     def to_dict(self) -> dict[str, Any]:

@@ -37,10 +37,21 @@ class RunnerPool:
         weights: the weight store (restarted runners are forgotten in its lag accounting).
 
     Example:
-        >>> pool = RunnerPool(["r0", "r1"], make_runner, use_ray=True, max_restarts=3)
+        In-process runners on the shipped maze; with ``use_ray=True`` ``make`` returns actor
+        handles and :meth:`poll` supervises them.
+
+        >>> from torchrl_dreamer.distributed import EnvRunner, ReplayService, WeightStore
+        >>> from torchrl_dreamer.envs import GameBoyEnv
+        >>> svc, store = ReplayService(256, seq_len=8, max_queued=64), WeightStore()
+        >>> def make_runner(i):
+        ...     return EnvRunner(f"r{i}", lambda: GameBoyEnv("maze", num_envs=2), None, svc, store,
+        ...                      chunk_len=8, seed=i)
+        >>> pool = RunnerPool(["r0", "r1"], make_runner, use_ray=False, max_restarts=3)
         >>> pool.start()
-        >>> pool.poll()  # restarts dead runners; returns the number still running
+        >>> pool.step()  # one chunk per runner; returns the number still running
         2
+        >>> svc.stats()["policy_steps"]  # 2 runners x 8 steps x 2 envs
+        32
     """
 
     def __init__(

@@ -105,10 +105,18 @@ class ReplayService:
         name: shown in messages and stats (e.g. ``"agent"``, ``"human"``).
 
     Example:
-        >>> svc = ReplayService(1000, seq_len=8, replay_ratio=0.5, max_queued=64)
-        >>> reply = svc.register("runner-0", num_envs=4)
-        >>> reply = svc.add_chunk(reply["runner_id"], chunk)  # TensorDict [L, 4]
-        >>> batch, info = svc.sample(16)  # [8, 16], or None while starved
+        An in-process runner on the shipped maze commits the chunks.
+
+        >>> from torchrl_dreamer.distributed import EnvRunner, WeightStore
+        >>> from torchrl_dreamer.envs import GameBoyEnv
+        >>> svc = ReplayService(1000, seq_len=8, replay_ratio=0.5, learning_starts=0, max_queued=64)
+        >>> runner = EnvRunner("runner-0", lambda: GameBoyEnv("maze", num_envs=4), None, svc,
+        ...                    WeightStore(), chunk_len=16)
+        >>> runner.run(max_chunks=2)["chunks"]  # registers, then commits 2 chunks of [16, 4] rows
+        2
+        >>> batch, info = svc.sample(4)  # or None while starved / not granted
+        >>> batch.batch_size
+        torch.Size([8, 4])
     """
 
     def __init__(

@@ -47,9 +47,19 @@ class ControlModeRouter:
     the batch is drawn from those.
 
     Example:
-        >>> router = ControlModeRouter({AGENT: agent_svc, HUMAN: human_svc})
-        >>> runner = EnvRunner("human-0", env_fn, policy_fn, router, store, control_mode=HUMAN)
+        In-process runners on the shipped maze; the human one acts randomly here.
+
+        >>> from torchrl_dreamer.distributed import EnvRunner, ReplayService, WeightStore
+        >>> from torchrl_dreamer.envs import GameBoyEnv
+        >>> services = {m: ReplayService(256, seq_len=8, learning_starts=0, max_queued=64,
+        ...                              rate_limited=m == AGENT) for m in (AGENT, HUMAN)}
+        >>> router = ControlModeRouter(services)
+        >>> for name, mode in (("agent-0", AGENT), ("human-0", HUMAN)):
+        ...     _ = EnvRunner(name, lambda: GameBoyEnv("maze", num_envs=2), None, router,
+        ...                   WeightStore(), chunk_len=16, control_mode=mode).run(max_chunks=1)
         >>> batch, info = router.sample(16)  # ~8 agent + ~8 human sequences
+        >>> batch.batch_size
+        torch.Size([8, 16])
     """
 
     def __init__(

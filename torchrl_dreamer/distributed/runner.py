@@ -57,9 +57,15 @@ class EnvRunner:
         torch_threads: ``torch.set_num_threads`` in this process (Ray workers share cores).
 
     Example:
-        >>> runner = EnvRunner("r0", lambda: MyEnv(4), None, service, store, chunk_len=16)
-        >>> runner.run(max_chunks=10)["chunks"]
-        10
+        The shipped maze, in-process; on Ray the runner is an actor.
+
+        >>> from torchrl_dreamer.distributed import ReplayService, WeightStore
+        >>> from torchrl_dreamer.envs import GameBoyEnv
+        >>> service, store = ReplayService(256, seq_len=8, max_queued=64), WeightStore()
+        >>> runner = EnvRunner("r0", lambda: GameBoyEnv("maze", num_envs=4), None, service, store,
+        ...                    chunk_len=16)
+        >>> runner.run(max_chunks=3)["chunks"]
+        3
     """
 
     def __init__(

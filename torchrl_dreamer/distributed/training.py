@@ -30,7 +30,7 @@ from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
 from torchrl_dreamer.distributed.runner import EnvRunner
 from torchrl_dreamer.distributed.weights import WeightStore, extract_weights, pack_weights
 
-__all__ = ["GameBoyDreamer", "RayDreamerTrainer", "TrainingTimeout", "from_train_config",
+__all__ = ["GameBoyDreamer", "RayDreamerTrainer", "TrainingTimeout", "ray_config",
            "run_ray_training"]
 
 
@@ -43,13 +43,13 @@ class GameBoyDreamer:
     """Default factories: ``GameBoyEnv(task)`` runners, ``DreamerPlayer`` policies, a
     ``DreamerV3Learner``; picklable, so Ray ships them to the runner actors. ``device`` places
     the envs, players and learner (e.g. ``"cuda"``; runners then need a GPU each).
-    ``loss_preset`` is a preset name or a resolved ``DreamerV3LossConfig`` (what
-    :func:`from_train_config` passes: ``TrainConfig.loss_config()``, the preset with the run's
-    discount).
+    ``loss_preset`` is a preset name or a ``DreamerV3LossConfig``. (A ``TrainConfig`` run on Ray
+    uses :class:`~torchrl_dreamer.trainers.RunFactories` instead.)
 
     Example:
         >>> f = GameBoyDreamer("maze", num_envs=4, preset="tiny")
-        >>> run_ray_training(cfg, f.env, f.policy, f.learner)
+        >>> f.action_dim()  # the maze's d-pad: no-op + 4 directions
+        5
     """
 
     task: str = "maze"
@@ -213,7 +213,7 @@ class RayDreamerTrainer:
         human = i >= cfg.num_runners
         groups = cfg.runner_groups or ["default"] * cfg.num_runners
         kwargs = dict(
-            chunk_len=cfg.chunk_len,
+            chunk_len=cfg.steps_per_rollout,
             group="human" if human else groups[i],
             weight=1.0 if human else float((cfg.group_weights or {}).get(groups[i], 1.0)),
             learning_starts=cfg.learning_starts,
@@ -296,14 +296,21 @@ class RayDreamerTrainer:
             self._pending = self._request_sample()  # prefetch the next batch
         return out
 
-    def _collecting_done(self) -> bool:
+    def policy_steps(self) -> int:
+        """Policy steps committed to the replay service(s) so far (all runners)."""
         steps = call(self.service, "stats")["policy_steps"]
         if self.human_service is not None:
             steps += call(self.human_service, "stats")["policy_steps"]
-        return steps >= self.config.total_frames
+        return int(steps)
 
-    def run(self, max_updates: int | None = None) -> dict[str, Any]:
-        """Trains until collection is done and grants are used up, or ``max_updates`` more steps.
+    def _collecting_done(self) -> bool:
+        return self.policy_steps() >= self.config.total_steps
+
+    def run(self, max_updates: int | None = None,
+            until_steps: int | None = None) -> dict[str, Any]:
+        """Trains until collection is done and grants are used up, or ``max_updates`` more steps,
+        or (``until_steps`` below ``total_steps``) until that many policy steps are collected,
+        leaving the runners running (a pause, e.g. to checkpoint).
 
         Returns :meth:`summary`.
         """
@@ -311,9 +318,12 @@ class RayDreamerTrainer:
             self.start()
         cfg = self.config
         goal = None if max_updates is None else self.updates + int(max_updates)
+        pause = until_steps is not None and until_steps < cfg.total_steps
         stopping = False
         while True:
             if goal is not None and self.updates >= goal:
+                break
+            if pause and self.policy_steps() >= until_steps:
                 break
             if cfg.max_updates is not None and self.updates >= cfg.max_updates:
                 stopping = True
@@ -361,7 +371,7 @@ class RayDreamerTrainer:
             if self.logger is not None:
                 for k, v in self.last_metrics.items():
                     self.logger.log_scalar(k, v, step=self.updates)
-        ce = self.config.checkpoint_every
+        ce = self.config.checkpoint_every_updates
         if ce and self.updates % ce == 0:
             self.checkpoint()
 
@@ -462,49 +472,48 @@ class RayDreamerTrainer:
         self._started = False
 
 
-def from_train_config(
-    train_config: Any, **overrides: Any
-) -> tuple[RayTrainingConfig, GameBoyDreamer]:
-    """Maps the training CLI's ``TrainConfig`` onto a Ray run: ``(RayTrainingConfig, factories)``.
+def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
+    """The :class:`RayTrainingConfig` of a run's ``TrainConfig``: the same names and units.
 
-    ``num_envs`` is split over ``num_runners`` runners (default ``min(2, num_envs)``),
-    ``replay_capacity`` (policy steps) over their slots, ``steps_per_rollout`` becomes the chunk
-    length, ``checkpoint_every`` (policy steps) becomes gradient steps through the replay
-    ratio; memmap replay and checkpoints go under ``log_dir``. ``overrides`` set any
-    :class:`RayTrainingConfig` field.
+    ``num_envs`` is split evenly over ``num_runners`` runners (default ``min(2, num_envs)``); each
+    runner slot of the replay service holds
+    :func:`~torchrl_dreamer.data.ring_rows` of its share of ``replay_capacity`` (one chunk of
+    ``steps_per_rollout`` rows written ahead); memmap replay goes under ``log_dir``. Checkpoints
+    are the trainer's (every ``checkpoint_every`` policy steps), so the service's own
+    update-count checkpoints stay off. ``overrides`` set any :class:`RayTrainingConfig` field.
+
+    Example:
+        >>> from torchrl_dreamer.trainers import TrainConfig
+        >>> rc = ray_config(TrainConfig(num_envs=4, replay_capacity=400, seq_len=8))
+        >>> rc.num_runners, rc.envs_per_runner, rc.capacity, rc.steps_per_rollout
+        (2, 2, 124, 16)
     """
+    from torchrl_dreamer.data import ring_rows
+
     tc = train_config
     runners = int(overrides.pop("num_runners", min(2, tc.num_envs)))
-    per_runner = max(1, tc.num_envs // runners)
-    ratio = float(tc.effective_replay_ratio)
-    chunk = int(tc.steps_per_rollout)
-    log_dir = Path(tc.log_dir)
-    every = int(tc.checkpoint_every)
+    if runners < 1 or tc.num_envs % runners:
+        raise ValueError(
+            f"num_envs={tc.num_envs} cannot be split evenly over {runners} Ray runners; pass a "
+            "num_envs that is a multiple of the runner count (2 by default)."
+        )
     fields = dict(
         num_runners=runners,
-        envs_per_runner=per_runner,
-        chunk_len=chunk,
-        capacity=-(-int(tc.replay_capacity) // (runners * per_runner)) + tc.seq_len + chunk,
+        envs_per_runner=tc.num_envs // runners,
+        steps_per_rollout=int(tc.steps_per_rollout),
+        capacity=ring_rows(tc.replay_capacity, tc.num_envs, tc.seq_len, tc.steps_per_rollout),
         seq_len=int(tc.seq_len),
         batch_size=int(tc.batch_size),
-        replay_ratio=ratio if ratio > 0 else 1e-9,
-        learning_starts=int(tc.effective_learning_starts),
-        total_frames=int(tc.total_steps),
-        replay_dir=str(log_dir / "replay") if tc.replay_backing == "memmap" else None,
-        checkpoint_dir=str(log_dir / "checkpoints"),
-        checkpoint_every=max(1, int(every * ratio)) if every > 0 and ratio > 0 else 0,
+        replay_ratio=float(tc.replay_ratio),
+        learning_starts=int(tc.learning_starts),
+        total_steps=int(tc.total_steps),
+        replay_dir=str(Path(tc.log_dir) / "replay") if tc.replay_backing == "memmap" else None,
         seed=int(tc.seed),
         # CUDA envs: the runners share the GPU (Ray hides it from actors reserving none).
         runner_gpus=1.0 / runners if str(tc.device).startswith("cuda") else 0.0,
     )
     fields.update(overrides)
-    frame_skip = int(tc.frame_skip)
-    factories = GameBoyDreamer(
-        tc.task, num_envs=per_runner, preset=tc.preset, device=str(tc.device),
-        loss_preset=tc.loss_config(),
-        env_kwargs={"rom": tc.rom, "frame_skip": frame_skip, "press_frames": min(8, frame_skip)},
-    )
-    return RayTrainingConfig(**fields), factories
+    return RayTrainingConfig(**fields)
 
 
 def run_ray_training(
@@ -516,26 +525,29 @@ def run_ray_training(
 ) -> dict[str, Any]:
     """Runs a whole Dreamer training job on Ray and returns its summary.
 
-    What the training CLI's ``--backend ray`` calls: ``config`` is a :class:`RayTrainingConfig`
-    or the CLI's ``TrainConfig`` (mapped by :func:`from_train_config`, which also gives the
-    GameBoy factories). Without factories it trains on ``GameBoyEnv("maze")`` with the
-    ``tiny`` preset (:class:`GameBoyDreamer`). Keyword arguments go to
-    :class:`RayDreamerTrainer`.
+    The library entry point for custom Ray jobs (the training CLI's ``--backend ray`` goes
+    through :class:`~torchrl_dreamer.trainers.DreamerTrainer` and
+    :class:`~torchrl_dreamer.distributed.RayCollector` instead). Without factories it trains on
+    ``GameBoyEnv("maze")`` with the ``tiny`` preset (:class:`GameBoyDreamer`). Keyword arguments
+    go to :class:`RayDreamerTrainer`.
 
     Example:
-        >>> cfg = RayTrainingConfig(num_runners=2, envs_per_runner=4, total_frames=20_000)
+        The shipped maze; ``use_ray=False`` runs the same protocol in this process, without
+        starting a Ray cluster.
+
+        >>> cfg = RayTrainingConfig(num_runners=1, envs_per_runner=2, steps_per_rollout=8,
+        ...                         seq_len=8, batch_size=2, capacity=64, learning_starts=16,
+        ...                         replay_ratio=0.1, total_steps=64, use_ray=False)
         >>> summary = run_ray_training(cfg)
-        >>> summary["updates"], summary["max_lag_seen"] <= cfg.max_weight_lag
+        >>> summary["policy_steps"] >= 64, summary["updates"] > 0
+        (True, True)
     """
     if not isinstance(config, RayTrainingConfig):
-        if not hasattr(config, "effective_replay_ratio"):
-            raise TypeError(
-                f"config must be a RayTrainingConfig or the CLI's TrainConfig, got "
-                f"{type(config).__name__}."
-            )
-        config, f = from_train_config(config)
-    else:
-        f = GameBoyDreamer(num_envs=config.envs_per_runner)
+        raise TypeError(
+            f"config must be a RayTrainingConfig, got {type(config).__name__}; train a "
+            "TrainConfig with DreamerTrainer (backend='ray')."
+        )
+    f = GameBoyDreamer(num_envs=config.envs_per_runner)
     if env_factory is None or learner_factory is None:
         env_factory = env_factory or f.env
         policy_factory = policy_factory or f.policy

@@ -21,39 +21,62 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Cartridge", "CartridgeError", "CARTRIDGE_TYPES", "parse_cartridge", "load_rom_bytes"]
+from torchrl_dreamer.emulator.registers import MBC_1, MBC_1M, MBC_2, MBC_3, MBC_5, MBC_NONE
+
+__all__ = ["Cartridge", "CartridgeError", "CARTRIDGE_TYPES", "parse_cartridge", "load_rom_bytes",
+           "is_mbc1_multicart"]
 
 
 class CartridgeError(ValueError):
     """The ROM image is not a usable Game Boy cartridge (the message says why)."""
 
 
-# type byte -> (mapper id, has RAM, has battery, has RTC, name); mapper ids match bus.MBC_*
+# type byte -> (mapper id, has RAM, has battery, has RTC, name); mapper ids are registers.MBC_*
 CARTRIDGE_TYPES: dict[int, tuple[int, bool, bool, bool, str]] = {
-    0x00: (0, False, False, False, "ROM ONLY"),
-    0x08: (0, True, False, False, "ROM+RAM"),
-    0x09: (0, True, True, False, "ROM+RAM+BATTERY"),
-    0x01: (1, False, False, False, "MBC1"),
-    0x02: (1, True, False, False, "MBC1+RAM"),
-    0x03: (1, True, True, False, "MBC1+RAM+BATTERY"),
-    0x05: (2, True, False, False, "MBC2"),
-    0x06: (2, True, True, False, "MBC2+BATTERY"),
-    0x0F: (3, False, True, True, "MBC3+TIMER+BATTERY"),
-    0x10: (3, True, True, True, "MBC3+TIMER+RAM+BATTERY"),
-    0x11: (3, False, False, False, "MBC3"),
-    0x12: (3, True, False, False, "MBC3+RAM"),
-    0x13: (3, True, True, False, "MBC3+RAM+BATTERY"),
-    0x19: (5, False, False, False, "MBC5"),
-    0x1A: (5, True, False, False, "MBC5+RAM"),
-    0x1B: (5, True, True, False, "MBC5+RAM+BATTERY"),
-    0x1C: (5, False, False, False, "MBC5+RUMBLE"),
-    0x1D: (5, True, False, False, "MBC5+RUMBLE+RAM"),
-    0x1E: (5, True, True, False, "MBC5+RUMBLE+RAM+BATTERY"),
+    0x00: (MBC_NONE, False, False, False, "ROM ONLY"),
+    0x08: (MBC_NONE, True, False, False, "ROM+RAM"),
+    0x09: (MBC_NONE, True, True, False, "ROM+RAM+BATTERY"),
+    0x01: (MBC_1, False, False, False, "MBC1"),
+    0x02: (MBC_1, True, False, False, "MBC1+RAM"),
+    0x03: (MBC_1, True, True, False, "MBC1+RAM+BATTERY"),
+    0x05: (MBC_2, True, False, False, "MBC2"),
+    0x06: (MBC_2, True, True, False, "MBC2+BATTERY"),
+    0x0F: (MBC_3, False, True, True, "MBC3+TIMER+BATTERY"),
+    0x10: (MBC_3, True, True, True, "MBC3+TIMER+RAM+BATTERY"),
+    0x11: (MBC_3, False, False, False, "MBC3"),
+    0x12: (MBC_3, True, False, False, "MBC3+RAM"),
+    0x13: (MBC_3, True, True, False, "MBC3+RAM+BATTERY"),
+    0x19: (MBC_5, False, False, False, "MBC5"),
+    0x1A: (MBC_5, True, False, False, "MBC5+RAM"),
+    0x1B: (MBC_5, True, True, False, "MBC5+RAM+BATTERY"),
+    0x1C: (MBC_5, False, False, False, "MBC5+RUMBLE"),
+    0x1D: (MBC_5, True, False, False, "MBC5+RUMBLE+RAM"),
+    0x1E: (MBC_5, True, True, False, "MBC5+RUMBLE+RAM+BATTERY"),
 }
 """Supported cartridge type bytes (0x147)."""
 
 _RAM_SIZES = {0x00: 0, 0x01: 0x800, 0x02: 0x2000, 0x03: 0x8000, 0x04: 0x20000, 0x05: 0x10000}
 _LOGO_HEAD = bytes.fromhex("CEED6666CC0D000B")
+NINTENDO_LOGO = bytes.fromhex(
+    "CEED6666CC0D000B03730083000C000D0008111F8889000EDCCC6EE6DDDDD999BBBB67636E0EECCCDDDC999FBBB9333E"
+)
+"""The 48 logo bytes at 0x104-0x133 of every licensed cartridge (the boot ROM checks them)."""
+_MULTICART_BANKS = 64  # MBC1 multicarts are 8 Mbit: four 2 Mbit games of 16 banks
+_MULTICART_PROBE_BANK = 0x10  # the second game's bank 0
+
+
+def is_mbc1_multicart(data: bytes) -> bool:
+    """Whether an MBC1 image is a multicart (e.g. Bomberman Collection, Mortal Kombat I & II).
+
+    The header cannot tell: multicarts declare a plain 8 Mbit MBC1. On the board, BANK2 drives
+    ROM address lines A18-A19 instead of A19-A20 and BANK1 bit 4 is not connected, so each 2 Mbit
+    game sits in 16 banks. Like hardware-aware emulators we detect one by its layout: 64 banks
+    with a second game header (the Nintendo logo) at the start of bank 0x10.
+    """
+    if len(data) != _MULTICART_BANKS * 0x4000:
+        return False
+    base = _MULTICART_PROBE_BANK * 0x4000
+    return data[base + 0x104 : base + 0x134] == NINTENDO_LOGO
 
 
 @dataclass(frozen=True)
@@ -63,7 +86,8 @@ class Cartridge:
     Attributes:
         title: ASCII title (0x134-0x143, trailing NULs stripped).
         type_code: raw cartridge type byte (0x147); ``type_name`` its name.
-        mbc: mapper id (0 none, 1 MBC1, 2 MBC2, 3 MBC3, 5 MBC5).
+        mbc: mapper id, a ``registers.MBC_*`` (0 none, 1 MBC1, 2 MBC2, 3 MBC3, 5 MBC5, 6 MBC1
+            multicart wiring).
         rom_banks: number of 16 KiB ROM banks the header declares.
         ram_size: bytes of cartridge RAM (512 for MBC2's built-in nibble RAM).
         battery / rtc: battery-backed RAM, MBC3 real-time clock.
@@ -121,6 +145,8 @@ def parse_cartridge(data: bytes, check: bool = True) -> Cartridge:
             "MBC2, MBC3, MBC5 (codes " + ", ".join(f"0x{k:02X}" for k in sorted(CARTRIDGE_TYPES)) + ")"
         )
     mbc, has_ram, battery, rtc, name = CARTRIDGE_TYPES[type_code]
+    if mbc == MBC_1 and is_mbc1_multicart(data):
+        mbc, name = MBC_1M, name + " (multicart)"
     size_code = data[0x148]
     if size_code > 0x08:
         raise CartridgeError(f"unknown ROM size code 0x{size_code:02X} at 0x148 (valid: 0x00-0x08)")
@@ -135,7 +161,7 @@ def parse_cartridge(data: bytes, check: bool = True) -> Cartridge:
     if ram_code not in _RAM_SIZES:
         raise CartridgeError(f"unknown RAM size code 0x{ram_code:02X} at 0x149 (valid: 0x00-0x05)")
     ram_size = _RAM_SIZES[ram_code] if has_ram else 0
-    if mbc == 2:
+    if mbc == MBC_2:
         ram_size = 512
     title = data[0x134:0x144].split(b"\x00")[0].decode("ascii", errors="replace").strip()
     hsum = 0

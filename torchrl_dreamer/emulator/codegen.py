@@ -51,17 +51,8 @@ def cache_dir() -> Path:
 
 
 # ------------------------------------------------------------------------------ code fragments
-def _imm8(var: str) -> list[str]:
-    # immediates are fetched once, right after the opcode (M-cycles 2 and 3), into n_ / nn_
-    assert var == "n_"
-    return []
-
-
-def _imm16(var: str) -> list[str]:
-    assert var == "nn_"
-    return []
-
-
+# Immediates are fetched once, right after the opcode (M-cycles 2 and 3), into ``n_`` / ``nn_``
+# by the kernel's shared fetch (see ``operand_lengths``), so opcode bodies only use them.
 def operand_lengths() -> list[int]:
     """Bytes fetched per opcode by the kernel's shared immediate fetch (CB counts its 2nd byte).
 
@@ -143,14 +134,15 @@ def _write8(name: str, expr: str) -> list[str]:
 
 
 def _emit(op: isa.OpInfo) -> list[str]:
-    """Kernel lines for one non-structural unprefixed opcode."""
+    """Kernel lines for one unprefixed opcode outside the structural groups (``LD r,r'``,
+    ``ALU A,r``, the CB page) and the stack template (``_STACK``: RST, PUSH, POP, CALL, RET cc)."""
     mn, ops = op.mnemonic, op.operands
     if mn == "NOP":
         return ["pass"]
     if mn == "LD":
         dst, src = ops
         if src == "d16":
-            return [*_imm16("nn_"), *_set16(dst, "nn_")]
+            return [*_set16(dst, "nn_")]
         if dst in ("(BC)", "(DE)"):
             return [f"wr(i, m, {_get16(dst[1:3])}, a)"]
         if src in ("(BC)", "(DE)"):
@@ -162,26 +154,26 @@ def _emit(op: isa.OpInfo) -> list[str]:
             step = "+ 1" if src == "(HL+)" else "- 1"
             return ["hl_ = (h << 8) | l", "a = rd(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
         if src == "d8":
-            return [*_imm8("n_"), *_write8(dst, "n_")]
+            return _write8(dst, "n_")
         if dst == "(a16)" and src == "SP":
-            return [*_imm16("nn_"), "wr(i, m, nn_, sp & 0xFF)", "wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8)"]
+            return ["wr(i, m, nn_, sp & 0xFF)", "wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8)"]
         if dst == "(a16)":
-            return [*_imm16("nn_"), "wr(i, m, nn_, a)"]
+            return ["wr(i, m, nn_, a)"]
         if src == "(a16)":
-            return [*_imm16("nn_"), "a = rd(i, m, nn_)"]
+            return ["a = rd(i, m, nn_)"]
         if dst == "(C)":
             return ["wr(i, m, 0xFF00 | c, a)"]
         if src == "(C)":
             return ["a = rd(i, m, 0xFF00 | c)"]
         if dst == "HL" and src == "SP+r8":
-            return [*_imm8("n_"), "tick(i, m)", "r_ = add_sp(sp, n_)", "f = r_ >> 16",
+            return ["tick(i, m)", "r_ = add_sp(sp, n_)", "f = r_ >> 16",
                     *_set16("HL", "r_ & 0xFFFF")]
         if dst == "SP" and src == "HL":
             return ["tick(i, m)", "sp = (h << 8) | l"]
     if mn == "LDH":
         if ops[0] == "(a8)":
-            return [*_imm8("n_"), "wr(i, m, 0xFF00 | n_, a)"]
-        return [*_imm8("n_"), "a = rd(i, m, 0xFF00 | n_)"]
+            return ["wr(i, m, 0xFF00 | n_, a)"]
+        return ["a = rd(i, m, 0xFF00 | n_)"]
     if mn in ("INC", "DEC") and ops[0] in ("BC", "DE", "HL", "SP"):
         step = "+ 1" if mn == "INC" else "- 1"
         return ["tick(i, m)", *_set16(ops[0], f"{_get16(ops[0])} {step}")]
@@ -193,10 +185,10 @@ def _emit(op: isa.OpInfo) -> list[str]:
         return ["tick(i, m)", f"r_ = add_hl((h << 8) | l, {_get16(ops[1])}, f)", "f = r_ >> 16",
                 *_set16("HL", "r_ & 0xFFFF")]
     if mn == "ADD" and ops[0] == "SP":
-        return [*_imm8("n_"), "tick(i, m)", "tick(i, m)", "r_ = add_sp(sp, n_)", "f = r_ >> 16",
+        return ["tick(i, m)", "tick(i, m)", "r_ = add_sp(sp, n_)", "f = r_ >> 16",
                 "sp = r_ & 0xFFFF"]
     if mn in _ALU and ops[1] == "d8":
-        return [*_imm8("n_"), f"r_ = alu8({_ALU.index(mn)}, a, n_, f)", "a = r_ & 0xFF",
+        return [f"r_ = alu8({_ALU.index(mn)}, a, n_, f)", "a = r_ & 0xFF",
                 "f = r_ >> 8"]
     if mn in ("RLCA", "RRCA", "RLA", "RRA"):
         k = ("RLCA", "RRCA", "RLA", "RRA").index(mn)
@@ -212,39 +204,27 @@ def _emit(op: isa.OpInfo) -> list[str]:
     if mn == "JR":
         body = ["tick(i, m)", "pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF"]
         if len(ops) == 1:
-            return [*_imm8("n_"), *body]
-        return [*_imm8("n_"), f"if {_COND[ops[0]]}:", *["    " + s for s in body]]
+            return body
+        return [f"if {_COND[ops[0]]}:", *["    " + s for s in body]]
     if mn == "JP":
         if ops == ("HL",):
             return ["pc = (h << 8) | l"]
         if len(ops) == 1:
-            return [*_imm16("nn_"), "tick(i, m)", "pc = nn_"]
-        return [*_imm16("nn_"), f"if {_COND[ops[0]]}:", "    tick(i, m)", "    pc = nn_"]
-    if mn == "CALL":
-        body = ["tick(i, m)", *_push("pc"), "pc = nn_"]
-        if len(ops) == 1:
-            return [*_imm16("nn_"), *body]
-        return [*_imm16("nn_"), f"if {_COND[ops[0]]}:", *["    " + s for s in body]]
-    if mn == "RET":
-        body = [*_pop("nn_"), "tick(i, m)", "pc = nn_"]
-        if not ops:
-            return body
-        return ["tick(i, m)", f"if {_COND[ops[0]]}:", *["    " + s for s in body]]
+            return ["tick(i, m)", "pc = nn_"]
+        return [f"if {_COND[ops[0]]}:", "    tick(i, m)", "    pc = nn_"]
+    if mn == "RET" and not ops:
+        return [*_pop("nn_"), "tick(i, m)", "pc = nn_"]
     if mn == "RETI":
         return [*_pop("nn_"), "tick(i, m)", "pc = nn_", "ime = 1", "ei_ = 0"]
-    if mn == "RST":
-        return ["tick(i, m)", *_push("pc"), f"pc = 0x{int(ops[0][:2], 16):02X}"]
-    if mn == "PUSH":
-        return ["tick(i, m)", *_push(_get16(ops[0]))]
-    if mn == "POP":
-        return [*_pop("nn_"), *_set16(ops[0], "nn_")]
     if mn == "DI":
         return ["ime = 0", "ei_ = 0"]
     if mn == "EI":
-        return ["if ime == 0:", "    ei_ = 2"]
+        # IME is set after the next instruction; an EI while one is pending does not push that
+        # back (EI; EI takes an interrupt after the second EI: mooneye ei_sequence)
+        return ["if ime == 0 and ei_ == 0:", "    ei_ = 2"]
     if mn == "HALT":
         return [
-            "pend_ = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F",
+            "pend_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK",
             "if pend_ != 0 and ime == 0 and ei_ != 0:",
             "    pc = (pc - 1) & 0xFFFF  # EI; HALT with an IRQ pending: the handler returns to HALT",
             "elif pend_ != 0 and ime == 0:",
@@ -256,7 +236,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
         return [
             "pc = (pc + 1) & 0xFFFF",
             "m.st[i, S_CLK] = clk",
-            "poke(i, m, 0xFF04, 0)",
+            "poke(i, m, 0xFF00 | R_DIV, 0)",
             "clk = m.st[i, S_CLK]",
             "nxt = m.st[i, S_NEXT]",
             "dirty = 1",
@@ -420,16 +400,24 @@ _HEADER = '''\
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.bus import (
-    Mem, frame_end, halt_advance, peek, poke, set_joypad, sync,
-)
+from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
+from torchrl_dreamer.emulator.bus import Mem, cpu_read, cpu_write, peek, poke
+from torchrl_dreamer.emulator.joypad import set_joypad
+from torchrl_dreamer.emulator.ppu import ppu_poll
+from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
+from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_advance, sync
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
     S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED, S_CLK, S_NEXT,
-    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES, S_LINE, S_PPU_DOT, S_STAT_EN,
+    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES,
 )
 
 wp.set_module_options({{"enable_backward": False, "optimization_level": {opt}}})
+
+# Compile-time variants (``if wp.static(...)``: the other branches are not compiled at all)
+STEP = {step}  # stop after ``max_steps`` instructions (lockstep oracle tests)
+TRACE = {trace}  # log pc, opcode and ROM bank of every instruction into the framebuffer
+IDLE_SKIP = {idle_skip}  # fast-forward side-effect-free polling loops
 
 
 @wp.func
@@ -476,8 +464,10 @@ def getr(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int) -> int:
 
 @wp.kernel
 def gb_peek(m: Mem, addr: int, out: wp.array2d(dtype=wp.uint8)):
-    """Read ``out.shape[1]`` bytes from ``addr`` through every console's bus (no side effects)."""
+    """Read ``out.shape[1]`` bytes from ``addr`` through every console's memory map (no side
+    effects but an OAM DMA copy already due, so OAM reads as of the console's cycle)."""
     i = wp.tid()
+    dma_copy_due(i, m, m.st[i, S_CLK])
     for k in range(out.shape[1]):
         out[i, k] = wp.uint8(peek(i, m, (addr + k) & 0xFFFF))
 
@@ -488,14 +478,18 @@ def gb_poke(m: Mem, addr: int, values: wp.array2d(dtype=wp.uint8), mask: wp.arra
     i = wp.tid()
     if mask[i] == wp.uint8(0):
         return
+    dma_copy_due(i, m, m.st[i, S_CLK])
     for k in range(values.shape[1]):
         poke(i, m, (addr + k) & 0xFFFF, int(values[i, k]))
 
 
 @wp.kernel
 def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=wp.uint8),
-           n_frames: int, press_frames: int, pack: int):
-    """Run ``n_frames`` frames on every console; buttons held for the first ``press_frames``."""
+           n_frames: int, press_frames: int, pack: int, max_steps: int):
+    """Run ``n_frames`` frames on every console; buttons held for the first ``press_frames``.
+
+    ``max_steps`` is read by the ``STEP`` variant only (instructions before returning).
+    """
     i = wp.tid()
     if m.st[i, S_LOCKED] != 0:
         return
@@ -518,7 +512,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     rom0 = int(m.st[i, S_ROM_OFF0])
     rom1 = int(m.st[i, S_ROM_OFF1])
     boot = int(m.st[i, S_BOOT_ON])
+    # Ends of the in-place (fast) WRAM and ROM ranges: while an OAM DMA runs they shrink to
+    # nothing, so every access but HRAM's goes through cpu_read / cpu_write (bus conflicts).
+    wram_end = int(0xE000)
+    rom_end = int(0x8000)
+    rom0_end = int(0x4000)
     fidx = int(0)
+    steps_ = int(0)
     held = int(buttons[i, 0])
     if press_frames <= 0:
         held = 0
@@ -541,12 +541,23 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     m.st[i, S_PACK] = 1
                 continue
             dirty = 0
-            pend = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
+            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             # mapper banks / boot ROM only change through out-of-line writes (then dirty is set;
             # no instruction reads ROM after such a write before the next instruction starts)
             rom0 = m.st[i, S_ROM_OFF0]
             rom1 = m.st[i, S_ROM_OFF1]
             boot = m.st[i, S_BOOT_ON]
+            if dma_busy(i, m, clk):
+                wram_end = 0xC000
+                rom_end = 0x4000
+                rom0_end = 0
+            else:
+                wram_end = 0xE000
+                rom_end = 0x8000
+                rom0_end = 0x4000
+        if wp.static(STEP):
+            if steps_ >= max_steps:
+                break
         if ei_ != 0:
             ei_ = ei_ - 1
             if ei_ == 0:
@@ -558,7 +569,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     halted = 0
                 else:
                     m.st[i, S_CLK] = clk
-                    halt_advance(i, m)
+                    stop_advance(i, m)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = 1
@@ -576,29 +587,47 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         # fetch counts as the first of the dispatch's 5 M-cycles (see the note above _HEADER).
         tick(i, m)
         if dirty != 0:
-            pend = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
+            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
         if ime != 0 and pend != 0:
-            bit = int(0)
-            while ((pend >> bit) & 1) == 0:
-                bit = bit + 1
+            if wp.static(STEP):
+                steps_ = steps_ + 1
             ime = 0
             tick(i, m)
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pc >> 8)
+            # The vector is chosen now, after the PC high byte push: if that push overwrote IE
+            # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
+            # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
+            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pc & 0xFF)
-            m.hram[i, 0x0F] = wp.uint8(int(m.hram[i, 0x0F]) & ((1 << bit) ^ 0xFF))
+            pc = 0
+            if pend != 0:
+                bit = int(0)
+                while ((pend >> bit) & 1) == 0:
+                    bit = bit + 1
+                m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
+                pc = 0x40 + 8 * bit
             dirty = 1
-            pc = 0x40 + 8 * bit
             tick(i, m)
             continue
+        if wp.static(STEP):
+            steps_ = steps_ + 1
         op = rd_now(i, m, pc)
         if halt_bug != 0:
             halt_bug = 0
         else:
             pc = (pc + 1) & 0xFFFF
         ln_ = int(oplen[0, op])
-        # TRACE
+        if wp.static(TRACE):
+            tp_ = m.st[i, S_CYCLES]
+            m.st[i, S_CYCLES] = tp_ + 1
+            tk_ = tp_ % 5760
+            tpc_ = (pc - 1) & 0xFFFF
+            m.fb[i, tk_ // 40, (tk_ % 40) * 4] = wp.uint8(tpc_ & 0xFF)
+            m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 1] = wp.uint8(tpc_ >> 8)
+            m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 2] = wp.uint8(op)
+            m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 3] = wp.uint8(m.st[i, S_ROM_OFF1] >> 14)
         n_ = int(0)
         nn_ = int(0)
         if ln_ >= 2:
@@ -610,17 +639,6 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
 '''
-
-_TRACE = """\
-        tp_ = m.st[i, S_CYCLES]
-        m.st[i, S_CYCLES] = tp_ + 1
-        tk_ = tp_ % 5760
-        tpc_ = (pc - 1) & 0xFFFF
-        m.fb[i, tk_ // 40, (tk_ % 40) * 4] = wp.uint8(tpc_ & 0xFF)
-        m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 1] = wp.uint8(tpc_ >> 8)
-        m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 2] = wp.uint8(op)
-        m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 3] = wp.uint8(m.st[i, S_ROM_OFF1] >> 14)
-"""
 
 _FOOTER = '''\
     m.st[i, S_CLK] = clk
@@ -643,7 +661,8 @@ _FOOTER = '''\
 
 # Idle-loop fast-forward, emitted after a taken ``JR cc,-6`` (see :func:`generate_source`). The
 # loop ``LDH A,(44|41); CP|AND d8; JR cc,-6`` (8 M-cycles = 32 T-cycles an iteration) reads LY
-# or STAT, whose value is a function of (line, dot) between events. The next iteration's read
+# or STAT, whose value is a function of (line, dot) between events (:func:`.ppu.ppu_poll` gives
+# it, and how long it lasts). The next iteration's read
 # happens 12 T-cycles from now; every iteration whose read sees the same value and which ends
 # before the next scheduled event (so no sync, no IRQ, no line/mode change) is identical to it,
 # so whole iterations are skipped by adding 32 T-cycles each to the lazy clock (counters are
@@ -651,43 +670,19 @@ _FOOTER = '''\
 # in ``S_CYCLES``.
 _IDLE_SKIP = """\
 ip_ = pc
-if ip_ < 0x7FFC and ei_ == 0:
+if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
     if peek(i, m, ip_) == 0xF0:
         rg_ = peek(i, m, ip_ + 1)
         ak_ = peek(i, m, ip_ + 2)
-        if (rg_ == 0x44 or rg_ == 0x41) and (ak_ == 0xFE or ak_ == 0xE6):
-            pn_ = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
+        if (rg_ == R_LY or rg_ == R_STAT) and (ak_ == 0xFE or ak_ == 0xE6):
+            pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             kk_ = (nxt - clk - 1) // 32
             if (ime == 0 or pn_ == 0) and kk_ > 0:
-                dt_ = m.st[i, S_PPU_DOT] + clk + 12
-                lx_ = m.st[i, S_LINE] + dt_ // 456
-                dx_ = dt_ % 456
-                lcd_ = int(m.hram[i, 0x40]) & 0x80
-                lyc_ = int(m.hram[i, 0x45])
-                v_ = int(0)
-                end_ = int(456)
-                if rg_ == 0x44:
-                    if lcd_ != 0:
-                        v_ = lx_
-                else:
-                    v_ = 0x80 | m.st[i, S_STAT_EN]
-                    if lcd_ != 0:
-                        if lx_ >= 144:
-                            v_ = v_ | 1
-                        elif dx_ < 80:
-                            v_ = v_ | 2
-                            end_ = 80
-                        elif dx_ < 252:
-                            v_ = v_ | 3
-                            end_ = 252
-                        if lx_ == lyc_:
-                            v_ = v_ | 4
-                    elif lyc_ == 0:
-                        v_ = v_ | 4
-                if lcd_ != 0:
-                    kl_ = (end_ - dx_ - 1) // 32 + 1
-                    if kl_ < kk_:
-                        kk_ = kl_
+                pv_ = ppu_poll(i, m, rg_, clk + 12)
+                v_ = pv_ & 0xFF
+                kl_ = ((pv_ >> 8) - 1) // 32 + 1
+                if kl_ < kk_:
+                    kk_ = kl_
                 ko_ = 7
                 if ak_ == 0xE6:
                     ko_ = 4
@@ -708,11 +703,12 @@ if ip_ < 0x7FFC and ei_ == 0:
 # leaves the same A and F: iterations that end before the next scheduled event (so no sync and
 # no new IRQ) are skipped by adding their T-cycles to the lazy clock, exactly as running them
 # would (an IRQ already pending with IME=1, or an EI in flight, disables the skip). The loop code
-# must be in ROM (below 0x8000) so it cannot change. Skipped iterations are counted in
-# ``S_CYCLES``.
+# must be in ROM (below 0x8000) so it cannot change. Neither fast-forward runs while an OAM DMA
+# is in progress (its bus conflicts change what the loop reads). Skipped iterations are counted
+# in ``S_CYCLES``.
 _RAM_SKIP = """\
 ip_ = pc
-if ip_ < 0x7FF9 and ei_ == 0:
+if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
     o0_ = peek(i, m, ip_)
     ra_ = int(-1)
     ll_ = int(1)
@@ -749,7 +745,7 @@ if ip_ < 0x7FF9 and ei_ == 0:
             tl_ = 2
             kv_ = peek(i, m, ip_ + ll_ + 1)
         if tl_ > 0 and n_ == 0xFE - ll_ - tl_ and peek(i, m, ip_ + ll_ + tl_) == op:
-            pn_ = int(m.hram[i, 0x0F]) & int(m.hram[i, 0xFF]) & 0x1F
+            pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             if ime == 0 or pn_ == 0:
                 v_ = peek(i, m, ra_)
                 if kv_ < 0:
@@ -770,8 +766,9 @@ def _idle_skip_lines(code: int) -> list[str]:
     """Taken ``JR cc`` tail: try the LY/STAT (``_IDLE_SKIP``) and RAM-poll (``_RAM_SKIP``)
     fast-forwards. The two loop shapes exclude each other (IO vs WRAM/HRAM read)."""
     cond = _COND[isa.OPCODES[code].operands[0]]
-    return [f"if n_ == 0xFA and {cond}:", *_indent(_IDLE_SKIP.splitlines(), 4),
-            f"if n_ >= 0xF9 and n_ <= 0xFC and {cond}:", *_indent(_RAM_SKIP.splitlines(), 4)]
+    return ["if wp.static(IDLE_SKIP):", *_indent([
+        f"if n_ == 0xFA and {cond}:", *_indent(_IDLE_SKIP.splitlines(), 4),
+        f"if n_ >= 0xF9 and n_ <= 0xFC and {cond}:", *_indent(_RAM_SKIP.splitlines(), 4)], 4)]
 
 
 def _indent(lines: list[str], n: int) -> list[str]:
@@ -813,7 +810,9 @@ def _expand_bus(lines: list[str]) -> list[str]:
 
     The console clock lives in kernel locals (``clk``, ``nxt``) and WRAM, HRAM and ROM accesses
     are done in place; only IO, VRAM, OAM, cartridge RAM and events call out-of-line functions
-    (which see the clock through the state table). Warp functions cannot assign the caller's
+    (which see the clock through the state table). While an OAM DMA runs, the WRAM and ROM
+    ranges done in place (``wram_end``, ``rom_end``, ``rom0_end``, set when ``dirty`` is
+    re-read) are empty, so those accesses see the DMA's bus conflicts in ``cpu_read``. Warp functions cannot assign the caller's
     locals, so this is done textually.
     """
     out: list[str] = []
@@ -830,17 +829,17 @@ def _expand_bus(lines: list[str]) -> list[str]:
                 f"ad_ = {addr}",
                 *([] if now else _TICK),
                 f"{dst} = int(0)",
-                "if ad_ >= 0xC000 and ad_ < 0xE000:",
+                "if ad_ >= 0xC000 and ad_ < wram_end:",
                 f"    {dst} = int(m.wram[i, ad_ - 0xC000])",
-                "elif ad_ >= 0x4000 and ad_ < 0x8000:",
+                "elif ad_ >= 0x4000 and ad_ < rom_end:",
                 f"    {dst} = int(m.rom[rom1 + ad_ - 0x4000])",
-                "elif ad_ < 0x4000 and (ad_ >= 0x100 or boot == 0):",
+                "elif ad_ < rom0_end and (ad_ >= 0x100 or boot == 0):",
                 f"    {dst} = int(m.rom[rom0 + ad_])",
                 "elif ad_ >= 0xFF80 and ad_ < 0xFFFF:",
                 f"    {dst} = int(m.hram[i, ad_ - 0xFF00])",
                 "else:",
                 f"    {_SLOW_BEFORE}",
-                f"    {dst} = peek(i, m, ad_)",
+                f"    {dst} = cpu_read(i, m, ad_)",
                 *["    " + s for s in _SLOW_AFTER],
             ]
             out += [pad + s for s in block]
@@ -850,13 +849,13 @@ def _expand_bus(lines: list[str]) -> list[str]:
                 f"ad_ = {addr}",
                 f"wv_ = ({val}) & 0xFF",
                 *_TICK,
-                "if ad_ >= 0xC000 and ad_ < 0xE000:",
+                "if ad_ >= 0xC000 and ad_ < wram_end:",
                 "    m.wram[i, ad_ - 0xC000] = wp.uint8(wv_)",
                 "elif ad_ >= 0xFF80 and ad_ < 0xFFFF:",
                 "    m.hram[i, ad_ - 0xFF00] = wp.uint8(wv_)",
                 "else:",
                 f"    {_SLOW_BEFORE}",
-                "    poke(i, m, ad_, wv_)",
+                "    cpu_write(i, m, ad_, wv_)",
                 *["    " + s for s in _SLOW_AFTER],
             ]
             out += [pad + s for s in block]
@@ -874,21 +873,29 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
     """Python source of the kernel module, generated from :mod:`~torchrl_dreamer.emulator.isa`.
 
     ``opt_level`` is the C++/CUDA optimisation level of the module (``None``: Warp's default).
-    ``trace=True`` (debugging only) logs ``pc, op, rom bank`` of every instruction into a
-    5760-entry ring in the framebuffer (launch with ``pack=0`` so nothing overwrites it).
-    ``step=True`` emits the instruction-stepping variant used by the lockstep oracle tests: the
-    same kernel with one more argument, ``max_steps``, after which it returns (an instruction or
-    an interrupt dispatch is one step; halted time is not). The default source is unchanged, so
-    the production kernel pays nothing for it.
-    ``idle_skip`` (default on; always off in the step and trace variants, whose per-instruction
-    counts it would change) fast-forwards ``LDH A,(LY|STAT); CP|AND d8; JR cc,-6`` poll loops
-    by whole iterations up to the next change of the polled value or event, and loops polling a
-    WRAM/HRAM byte (``LD A,(a16)|(HL)|(DE)|(BC)`` or ``LDH A,(a8)``; ``AND A|OR A|CP d8|AND d8``;
-    ``JR cc`` back) up to the next event: registers, memory, timers, PPU and frames are
-    bit-identical to running the loop (``S_CYCLES`` counts skips).
+    The three variants are compile-time flags of the module (``STEP``, ``TRACE``, ``IDLE_SKIP``)
+    read with ``if wp.static(...)``, so a variant's code is not even compiled into the others:
+
+    - ``step=True``: the instruction-stepping variant used by the lockstep oracle tests: the
+      kernel returns after ``max_steps`` (its last argument) instructions (an interrupt
+      dispatch is one step; halted time is not).
+    - ``trace=True`` (debugging only) logs ``pc, op, rom bank`` of every instruction into a
+      5760-entry ring in the framebuffer (launch with ``pack=0`` so nothing overwrites it).
+    - ``idle_skip`` (default on; always off in the step and trace variants, whose
+      per-instruction counts it would change) fast-forwards ``LDH A,(LY|STAT); CP|AND d8;
+      JR cc,-6`` poll loops by whole iterations up to the next change of the polled value or
+      event, and loops polling a WRAM/HRAM byte (``LD A,(a16)|(HL)|(DE)|(BC)`` or
+      ``LDH A,(a8)``; ``AND A|OR A|CP d8|AND d8``; ``JR cc`` back) up to the next event:
+      registers, memory, timers, PPU and frames are bit-identical to running the loop
+      (``S_CYCLES`` counts skips).
+
+    Example:
+        >>> src = generate_source()
+        >>> "def gb_run(" in src and "STEP = False" in src
+        True
     """
     idle_skip = idle_skip and not step and not trace
-    out = [_HEADER.format(key=key, opt=opt_level)]
+    out = [_HEADER.format(key=key, opt=opt_level, step=step, trace=trace, idle_skip=idle_skip)]
     body: list[str] = []
     groups = {"ld_r_r": _LD_R_R, "alu_r": _ALU_R}
     # quarter 0 (0x00-0x3F) and 3 (0xC0-0xFF) are emitted opcode by opcode; 1 and 2 structurally
@@ -898,7 +905,7 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
         body += _indent([f"if g_ == {g}:"], 4)
         for code in range(8 * g, 8 * g + 8):
             body += _indent([f"if op == 0x{code:02X}:  # {isa.OPCODES[code].text}"], 8)
-            tail = _idle_skip_lines(code) if idle_skip and code in _JR_CC else []
+            tail = _idle_skip_lines(code) if code in _JR_CC else []
             body += _indent([*_emit(isa.OPCODES[code]), *tail, "continue"], 12)
     body.append("if op < 0xC0:")
     body += _indent(["if op == 0x76:  # HALT", *_indent([*_emit(isa.OPCODES[0x76]), "continue"], 4)], 4)
@@ -921,54 +928,29 @@ def generate_source(key: str = "", opt_level: int | None = 1, trace: bool = Fals
     out += _indent(body, 8)
     out.append(_FOOTER)
     # expand the bus helpers inside gb_run only
-    text = "\n".join(out)
-    if step:
-        text = _step_variant(text)
-    head, kern = text.split("def gb_run(", 1)
+    head, kern = "\n".join(out).split("def gb_run(", 1)
     kern = "\n".join(_expand_bus(kern.split("\n")))
-    out = [head + "def gb_run(" + kern]
-    if trace:
-        out = [out[0].replace("        # TRACE\n", _TRACE)]
     # sanity: structural groups cover exactly their rows
     for code in range(0x40, 0xC0):
         row = isa.OPCODES[code]
         assert row is not None and (row.group in groups or code == 0x76)
-    return "\n".join(out) + "\n"
+    return head + "def gb_run(" + kern + "\n"
 
 
-_STEP_EDITS = (
-    ("n_frames: int, press_frames: int, pack: int):",
-     "n_frames: int, press_frames: int, pack: int, max_steps: int):"),
-    ("    fidx = int(0)\n", "    fidx = int(0)\n    steps_ = int(0)\n"),
-    ("        if ei_ != 0:\n            ei_ = ei_ - 1\n",
-     "        if steps_ >= max_steps:\n            break\n"
-     "        if ei_ != 0:\n            ei_ = ei_ - 1\n"),
-    ("        if ime != 0 and pend != 0:\n", "        if ime != 0 and pend != 0:\n"
-     "            steps_ = steps_ + 1\n"),
-    ("        op = rd_now(i, m, pc)\n", "        steps_ = steps_ + 1\n        op = rd_now(i, m, pc)\n"),
-)
-
-
-def _step_variant(text: str) -> str:
-    """Add the ``max_steps`` budget to the kernel text (see :func:`generate_source`)."""
-    for old, new in _STEP_EDITS:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    return text
+# Host-side modules the kernel never imports: editing them must not invalidate compiled kernels.
+_HOST_ONLY = {"__init__.py", "codegen.py", "gameboy.py", "state.py", "pyboy_state.py", "reset.py",
+              "cartridge.py", "packed2.py", "isa.py"}
 
 
 def _dep_sources() -> str:
+    """Sources of every emulator module a kernel may import (all but the host-side ones)."""
     here = Path(__file__).resolve().parent
-    parts = []
-    for name in ("bus.py", "alu.py", "layout.py", "render.py"):
-        p = here / name
-        parts.append(p.read_text() if p.exists() else "")
-    return "\n".join(parts)
+    return "\n".join(p.read_text() for p in sorted(here.glob("*.py")) if p.name not in _HOST_ONLY)
 
 
 def kernel_hash(opt_level: int | None = 1, step: bool = False, idle_skip: bool = True) -> str:
     """Cache key: hash of the generated source (so of the ISA table and this generator), the
-    bus / ALU / renderer sources it imports, the optimisation level and the Warp version.
+    hardware-block sources it imports, the optimisation level and the Warp version.
 
     Hashing the *generated* text (not this file on disk) keeps key and content consistent even
     in a long-lived process whose imported generator differs from the file on disk.
@@ -1019,3 +1001,41 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
     spec.loader.exec_module(mod)
     _LOADED[key] = mod
     return mod
+
+
+GOLDEN_PATH = Path(__file__).resolve().parents[2] / "test" / "golden" / "gb_kernel.py"
+"""The committed copy of the default generated kernel (``generate_source()``), checked by the
+tests so that every generator change shows up in review as a change of this file."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m torchrl_dreamer.emulator.codegen [--write | --check] [PATH]``.
+
+    Prints the default kernel source, or writes it to ``PATH`` (default :data:`GOLDEN_PATH`),
+    or checks that ``PATH`` holds exactly the current source (exit status 1 if not).
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m torchrl_dreamer.emulator.codegen",
+                                 description=main.__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="write the source to PATH")
+    mode.add_argument("--check", action="store_true", help="exit 1 unless PATH is up to date")
+    ap.add_argument("path", nargs="?", type=Path, default=GOLDEN_PATH)
+    args = ap.parse_args(argv)
+    src = generate_source()
+    if args.write:
+        args.path.parent.mkdir(parents=True, exist_ok=True)
+        args.path.write_text(src)
+        print(f"wrote {args.path}")
+        return 0
+    if args.check:
+        ok = args.path.is_file() and args.path.read_text() == src
+        print(f"{args.path}: {'up to date' if ok else 'STALE: run with --write'}")
+        return 0 if ok else 1
+    sys.stdout.write(src)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

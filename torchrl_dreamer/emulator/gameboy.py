@@ -31,9 +31,10 @@ from torchrl_dreamer.emulator import (  # button bits live in the light package 
     BUTTON_UP,
     layout,
 )
-from torchrl_dreamer.emulator.bus import Mem
+from torchrl_dreamer.emulator.battery import RTC_TRAILER_SIZES, pack_rtc, unpack_rtc
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module, operand_lengths
+from torchrl_dreamer.emulator.memory import Mem
 
 __all__ = [
     "GameBoy",
@@ -47,15 +48,18 @@ __all__ = [
     "BUTTON_DOWN",
 ]
 
-# IO registers as left by the DMG boot ROM (FF00-FF4B); unlisted ones are 0.
+# IO registers as left by the DMG-ABC boot ROM (FF00-FF4B), as stored in ``hram`` (reads add
+# the unused bits); unlisted ones are 0. P1's select bits are both 0: FF00 reads CF.
 _POST_BOOT_IO = {
-    0x00: 0x30, 0x02: 0x7E, 0x0F: 0x01, 0x10: 0x80, 0x11: 0xBF, 0x12: 0xF3, 0x13: 0xFF,
+    0x00: 0x00, 0x02: 0x7E, 0x0F: 0x01, 0x10: 0x80, 0x11: 0xBF, 0x12: 0xF3, 0x13: 0xFF,
     0x14: 0xBF, 0x16: 0x3F, 0x18: 0xFF, 0x19: 0xBF, 0x1A: 0x7F, 0x1B: 0xFF, 0x1C: 0x9F,
     0x1D: 0xFF, 0x1E: 0xBF, 0x20: 0xFF, 0x23: 0xBF, 0x24: 0x77, 0x25: 0xF3, 0x26: 0xF1,
     0x40: 0x91, 0x46: 0xFF, 0x47: 0xFC, 0x48: 0xFF, 0x49: 0xFF,
 }
 _POST_BOOT_REGS = {"A": 0x01, "F": 0xB0, "B": 0x00, "C": 0x13, "D": 0x00, "E": 0xD8, "H": 0x01,
                    "L": 0x4D, "SP": 0xFFFE, "PC": 0x0100}
+
+_POST_BOOT_DIV16 = 0xABC8
 
 _STATE_ARRAYS = ("st", "vram", "oam", "wram", "hram", "cram", "ser")
 
@@ -191,6 +195,7 @@ class GameBoy:
         st[:, f["MBC"]] = cart.mbc
         st[:, f["ROM_MASK"]] = cart.rom_banks - 1
         st[:, f["RAM_SIZE"]] = cart.ram_size
+        st[:, f["RTC_ON"]] = int(cart.rtc)
         st[:, f["BANK1"]] = 1
         st[:, f["ROM_OFF1"]] = 0x4000
         st[:, f["MODE"]] = 2
@@ -198,9 +203,14 @@ class GameBoy:
         if self._boot_bytes is None:
             for k, v in _POST_BOOT_REGS.items():
                 st[:, f[k]] = v
-            st[:, f["DIV16"]] = 0xABCC
+            # system counter at PC = 0100 on DMG-ABC: DIV becomes AC 14 M-cycles later (mooneye
+            # boot_div); the serial clock, a bit of it, keeps that phase (boot_sclk_align)
+            st[:, f["DIV16"]] = _POST_BOOT_DIV16
             for r, v in _POST_BOOT_IO.items():
                 self._hram[:, r] = v
+            # the boot ROM's chime still plays on channel 1 (NR52 reads F1; NR11 was 80, length 64)
+            st[:, f["APU_ACT"]] = 1
+            st[:, f["APU_LEN1"]] = 64
         else:
             st[:, f["BOOT_ON"]] = 1
         self._wram.zero_()
@@ -214,7 +224,7 @@ class GameBoy:
             return
         b = self._buttons(buttons)
         self._mem.obs = wp.from_torch(self.packed2)
-        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(n), int(n), 1])
+        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(n), int(n), 1, 0])
 
     def step(
         self,
@@ -239,7 +249,7 @@ class GameBoy:
         if out.device != self.device:
             raise ValueError(f"obs_out is on {out.device}, the emulator on {self.device}")
         self._mem.obs = wp.from_torch(out)
-        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1])
+        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1, 0])
         self._mem.obs = wp.from_torch(self.packed2)
         return out
 
@@ -341,17 +351,37 @@ class GameBoy:
         """Restore ``state`` into the envs selected by ``mask`` (all if None); a 1-env state broadcasts."""
         state.restore_into(self, mask)
 
-    def battery_ram(self, env: int = 0) -> bytes:
-        """The cartridge RAM of ``env`` (what a battery would keep), for ``.sav`` files."""
-        return bytes(self._cram[env, : self.cartridge.ram_size].cpu().tolist())
+    def battery_ram(self, env: int = 0, rtc_timestamp: int = 0) -> bytes:
+        """What a battery keeps for ``env``, as a ``.sav`` file: the cartridge RAM, then for an
+        MBC3 clock the 48-byte BGB/VBA-M trailer (format: :mod:`~.battery`; ``rtc_timestamp``
+        is written in its time stamp field)."""
+        data = bytes(self._cram[env, : self.cartridge.ram_size].cpu().tolist())
+        if self.cartridge.rtc:
+            f = layout.FIELDS
+            row = self._st[env].cpu().tolist()
+            live = [row[f["RTC_S"] + k] for k in range(5)]
+            latched = [row[f["RTC_LS"] + k] for k in range(5)]
+            data += pack_rtc(live, latched, rtc_timestamp)
+        return data
 
     def load_battery_ram(self, data: bytes, mask: torch.Tensor | None = None) -> None:
-        """Load a ``.sav`` image into the cartridge RAM of the masked envs (all if None)."""
+        """Load a ``.sav`` image into the masked envs (all if None): cartridge RAM, and for an
+        MBC3 clock the optional 48/44-byte trailer (see :mod:`~.battery`; without it the clock
+        is left as it is; with it the clock starts a fresh second)."""
         size = self.cartridge.ram_size
-        if len(data) != size:
-            raise ValueError(f"battery RAM must be {size} bytes for this cartridge, got {len(data)}")
-        if size == 0:
-            return
-        src = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(self.device)
+        sizes = [size] + ([size + n for n in RTC_TRAILER_SIZES] if self.cartridge.rtc else [])
+        if len(data) not in sizes:
+            raise ValueError(f"battery RAM must be {' or '.join(map(str, sizes))} bytes for this "
+                             f"cartridge, got {len(data)}")
         rows = slice(None) if mask is None else mask.to(self.device)
-        self._cram[rows, :size] = src
+        if size:
+            src = torch.frombuffer(bytearray(data[:size]), dtype=torch.uint8).to(self.device)
+            self._cram[rows, :size] = src
+        if len(data) > size:
+            live, latched, _stamp = unpack_rtc(data[size:])
+            f = layout.FIELDS
+            cols = [f["RTC_S"] + k for k in range(5)] + [f["RTC_LS"] + k for k in range(5)]
+            vals = torch.tensor(live + latched, dtype=torch.int32, device=self.device)
+            self._st[rows, cols[0]:cols[0] + 5] = vals[:5]
+            self._st[rows, cols[5]:cols[5] + 5] = vals[5:]
+            self._st[rows, f["RTC_SUB"]] = 0

@@ -18,17 +18,25 @@ _NAMES = [
     "DIV16", "TIMA", "TMA", "TAC", "TIMA_OVF",
     # PPU
     "PPU_DOT", "PPU_NEXT", "LINE", "MODE", "STAT_EN", "STAT_LINE", "WIN_LINE", "FRAME_DONE", "PACK",
+    "PPU_M0",  # (line + 1) * 512 + the dot mode 0 starts on that line (0: not computed yet)
     # serial, DMA, joypad
-    "SER_CNT", "SER_N", "DMA_CNT", "JOY",
+    "SER_CNT", "SER_N", "DMA_END", "DMA_SRC", "DMA_PREV_END", "DMA_PREV_SRC", "DMA_COPY", "JOY",
     # cartridge mapper
     "MBC", "ROM_MASK", "RAM_SIZE", "ROM_OFF0", "ROM_OFF1", "RAM_BANK", "RAM_EN", "BANK1", "BANK2",
     "MBC_MODE", "RTC_S", "RTC_M", "RTC_H", "RTC_DL", "RTC_DH", "RTC_LS", "RTC_LM", "RTC_LH",
-    "RTC_LDL", "RTC_LDH", "RTC_SUB", "RTC_LATCH",
+    "RTC_LDL", "RTC_LDH", "RTC_SUB", "RTC_LATCH", "RTC_ON",
     # misc
     "BOOT_ON", "FRAMES", "CYCLES", "CLK", "NEXT",
     # 0 (default): hardware timing, a frame ends when VBlank starts (LY 144). 1: PyBoy's frame
-    # protocol and PPU timing details, for frame-exact comparison with PyBoy (see bus.py)
+    # protocol and PPU timing details, for frame-exact comparison with PyBoy (see ppu.py)
     "PYBOY_TIMING",
+    # APU (see apu.py): frame-sequencer step count, first-step skip, NR52 channel status bits,
+    # length-enable bits (NRx4 bit 6 of channels 1-4), length counters 1-4, sweep shadow frequency / timer / flags (1 enabled, 2 negate used),
+    # envelopes of channels 1, 2, 4 (volume | timer << 4), wave sample position, T-cycles to
+    # the next wave fetch, and the period that fetch reloaded (0: none since the trigger)
+    "APU_FS", "APU_SKIP", "APU_ACT", "APU_LEN_EN", "APU_LEN1", "APU_LEN2", "APU_LEN3", "APU_LEN4",
+    "APU_SW_FREQ", "APU_SW_TIMER", "APU_SW_FLAGS", "APU_ENV1", "APU_ENV2", "APU_ENV4",
+    "APU_WAVE_POS", "APU_WAVE_CNT", "APU_WAVE_PER",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -67,9 +75,14 @@ S_STAT_LINE = wp.constant(FIELDS["STAT_LINE"])
 S_WIN_LINE = wp.constant(FIELDS["WIN_LINE"])
 S_FRAME_DONE = wp.constant(FIELDS["FRAME_DONE"])
 S_PACK = wp.constant(FIELDS["PACK"])
+S_PPU_M0 = wp.constant(FIELDS["PPU_M0"])
 S_SER_CNT = wp.constant(FIELDS["SER_CNT"])
 S_SER_N = wp.constant(FIELDS["SER_N"])
-S_DMA_CNT = wp.constant(FIELDS["DMA_CNT"])
+S_DMA_END = wp.constant(FIELDS["DMA_END"])
+S_DMA_SRC = wp.constant(FIELDS["DMA_SRC"])
+S_DMA_PREV_END = wp.constant(FIELDS["DMA_PREV_END"])
+S_DMA_PREV_SRC = wp.constant(FIELDS["DMA_PREV_SRC"])
+S_DMA_COPY = wp.constant(FIELDS["DMA_COPY"])
 S_JOY = wp.constant(FIELDS["JOY"])
 S_MBC = wp.constant(FIELDS["MBC"])
 S_ROM_MASK = wp.constant(FIELDS["ROM_MASK"])
@@ -93,12 +106,30 @@ S_RTC_LDL = wp.constant(FIELDS["RTC_LDL"])
 S_RTC_LDH = wp.constant(FIELDS["RTC_LDH"])
 S_RTC_SUB = wp.constant(FIELDS["RTC_SUB"])
 S_RTC_LATCH = wp.constant(FIELDS["RTC_LATCH"])
+S_RTC_ON = wp.constant(FIELDS["RTC_ON"])
 S_BOOT_ON = wp.constant(FIELDS["BOOT_ON"])
 S_FRAMES = wp.constant(FIELDS["FRAMES"])
 S_CYCLES = wp.constant(FIELDS["CYCLES"])
 S_CLK = wp.constant(FIELDS["CLK"])
 S_NEXT = wp.constant(FIELDS["NEXT"])
 S_PYBOY_TIMING = wp.constant(FIELDS["PYBOY_TIMING"])
+S_APU_FS = wp.constant(FIELDS["APU_FS"])
+S_APU_SKIP = wp.constant(FIELDS["APU_SKIP"])
+S_APU_ACT = wp.constant(FIELDS["APU_ACT"])
+S_APU_LEN_EN = wp.constant(FIELDS["APU_LEN_EN"])
+S_APU_LEN1 = wp.constant(FIELDS["APU_LEN1"])
+S_APU_LEN2 = wp.constant(FIELDS["APU_LEN2"])
+S_APU_LEN3 = wp.constant(FIELDS["APU_LEN3"])
+S_APU_LEN4 = wp.constant(FIELDS["APU_LEN4"])
+S_APU_SW_FREQ = wp.constant(FIELDS["APU_SW_FREQ"])
+S_APU_SW_TIMER = wp.constant(FIELDS["APU_SW_TIMER"])
+S_APU_SW_FLAGS = wp.constant(FIELDS["APU_SW_FLAGS"])
+S_APU_ENV1 = wp.constant(FIELDS["APU_ENV1"])
+S_APU_ENV2 = wp.constant(FIELDS["APU_ENV2"])
+S_APU_ENV4 = wp.constant(FIELDS["APU_ENV4"])
+S_APU_WAVE_POS = wp.constant(FIELDS["APU_WAVE_POS"])
+S_APU_WAVE_CNT = wp.constant(FIELDS["APU_WAVE_CNT"])
+S_APU_WAVE_PER = wp.constant(FIELDS["APU_WAVE_PER"])
 
 SERIAL_CAPACITY: int = 8192
 """Bytes of serial output kept per console (later bytes are dropped)."""

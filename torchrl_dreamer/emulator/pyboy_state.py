@@ -17,9 +17,10 @@ progress, VRAM, OAM, WRAM, HRAM, the IO registers (LCD, palettes, scroll, window
 full 16-bit divider, serial, joypad selection, sound registers as PyBoy last stored them), the
 PPU position (line and dot from PyBoy's LCD clock), the window WY latch, the first-frame-blank flag
 after LCD on, the mapper registers, cartridge RAM and the MBC3 real-time clock, held buttons.
-Not carried over: sound generator internals (we do not emulate sound), SGB data, and PyBoy's
-window line counter (not in its state: rebuilt from the lines drawn so far in the frame, exact
-when the state was saved at a frame boundary, as ``PyBoy.save_state`` after ``tick()`` is).
+Not carried over: the APU's internal state (channel status bits, length counters, sweep,
+envelopes, wave position: PyBoy's sound section is skipped, so they start cleared), SGB data, and
+PyBoy's window line counter (not in its state: rebuilt from the lines drawn so far in the frame,
+exact when the state was saved at a frame boundary, as ``PyBoy.save_state`` after ``tick()`` is).
 
 A PyBoy state holds no ROM identity (no title, no hash). A state from another ROM is recognised
 when its cartridge section does not fit this ROM's header (mapper, RAM banks, RTC, rumble) or
@@ -46,6 +47,7 @@ import torch
 
 from torchrl_dreamer.emulator import layout
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
+from torchrl_dreamer.emulator.registers import MBC_1, MBC_1M
 from torchrl_dreamer.emulator.state import STATE_VERSION, EmulatorState, SavestateError
 
 __all__ = [
@@ -212,7 +214,7 @@ def parse_pyboy_state(data: bytes, rom: str | os.PathLike | bytes) -> PyBoyState
                  tma=r.u8("TMA"), tac=r.u8("TAC"), reload_state=r.u8("TIMA reload"),
                  last_cycles=r.u64("timer last cycles"), to_irq=r.u64("timer next IRQ"))
     banks = _PYBOY_RAM_BANKS.get(rom_bytes[0x149], 1)
-    need = 4 + banks * 0x2000 + (33 if cart.rtc else 0) + (2 if cart.mbc == 1 else 0)
+    need = 4 + banks * 0x2000 + (33 if cart.rtc else 0) + (2 if cart.mbc in (MBC_1, MBC_1M) else 0)
     need += (1 + (cart.type_code in _RUMBLE_TYPES)) if cart.mbc == 5 else 0
     need += 2 + 36 + _SGB_BYTES
     if len(r.data) - r.pos != need:
@@ -232,7 +234,7 @@ def parse_pyboy_state(data: bytes, rom: str | os.PathLike | bytes) -> PyBoyState
                         cycles=r.u64("RTC cycles"))
         r.skip(8, "RTC save time")
     c["reg1"], c["reg2"] = c["rombank"], 0
-    if cart.mbc == 1:
+    if cart.mbc in (MBC_1, MBC_1M):
         c["reg1"], c["reg2"] = r.u8("MBC1 bank register 1"), r.u8("MBC1 bank register 2")
     elif cart.mbc == 5:
         rumble = r.u8("MBC5 rumble flag")
@@ -265,10 +267,11 @@ def _other_rom(cart: Cartridge, why: str) -> PyBoyStateError:
 def _mbc_offsets(cart: Cartridge, b1: int, b2: int, mode: int) -> tuple[int, int, int]:
     """ROM_OFF0, ROM_OFF1 and the MBC1 RAM bank implied by the raw mapper registers."""
     mask = cart.rom_banks - 1
-    if cart.mbc == 1:
-        off1 = (((b2 << 5) | b1) & mask) * 0x4000
+    if cart.mbc in (MBC_1, MBC_1M):
+        hi, lo = (b2 << 4, b1 & 0x0F) if cart.mbc == MBC_1M else (b2 << 5, b1)
+        off1 = ((hi | lo) & mask) * 0x4000
         if mode:
-            return ((b2 << 5) & mask) * 0x4000, off1, b2
+            return (hi & mask) * 0x4000, off1, b2
         return 0, off1, 0
     if cart.mbc == 5:
         return 0, (((b2 << 8) | b1) & mask) * 0x4000, -1
@@ -354,7 +357,7 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
     put("STAT_EN", lcd["stat"] & 0x78)
     win = _window_count(p, line) | (0x100 if lcd["wy_latch"] else 0)
     if lcd["first_frame"] and (lcd["lcdc"] & 0x80):
-        win |= 0x10000  # the first frame after LCD on is blank (bus.WIN_BLANK)
+        win |= 0x10000  # the first frame after LCD on is blank (ppu.WIN_BLANK)
     put("WIN_LINE", win)
     lcd_on = (lcd["lcdc"] & 0x80) != 0
     stat_line = 0
@@ -366,10 +369,11 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
         )
     put("STAT_LINE", stat_line)
 
-    # serial: an internally clocked transfer in progress finishes after the remaining cycles
+    # serial: an internally clocked transfer in progress: the shift-clock edges (512 T-cycles
+    # apart) still to come in PyBoy's remaining cycles
     s = p.serial
     if s["transfer"] and s["internal_clock"] and s["clock_target"] > s["clock"]:
-        put("SER_CNT", min(s["clock_target"] - s["clock"], 4096))
+        put("SER_CNT", min(-(-(s["clock_target"] - s["clock"]) // 512), 8))
 
     # OAM DMA in progress: copy the rest now (the source is in the state), block OAM reads
     oam = bytearray(p.oam)
@@ -377,7 +381,9 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
         base = p.dma["source"] << 8
         for k in range(p.dma["index"], 0xA0):
             oam[k] = _peek_state(p, rom_bytes, cart, base + k)
-        put("DMA_CNT", 4 * (0xA0 - p.dma["index"]) + 4)
+        # the remaining bytes, one per M-cycle from the next one (DMA_END: see dma.py)
+        put("DMA_END", 4 * (0xA0 - p.dma["index"]) + 4)
+        put("DMA_SRC", base)
 
     joy = ((~p.joypad["standard"]) & 0xF) | (((~p.joypad["directional"]) & 0xF) << 4)
     put("JOY", joy)
@@ -388,7 +394,8 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
     put("ROM_MASK", cart.rom_banks - 1)
     put("RAM_SIZE", cart.ram_size)
     put("RAM_EN", c["ram_enabled"])
-    if cart.mbc == 1:
+    put("RTC_ON", int(cart.rtc))
+    if cart.mbc in (MBC_1, MBC_1M):
         b1, b2, mode_ = c["reg1"] or 1, c["reg2"] & 3, c["mode"] & 1
     elif cart.mbc == 5:
         b1, b2, mode_ = c["rombank"] & 0xFF, (c["rombank"] >> 8) & 1, 0

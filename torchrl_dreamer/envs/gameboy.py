@@ -23,9 +23,9 @@ aliases a buffer a later step overwrites (unless you ask for it with ``obs_out``
 
 Example:
     >>> from torchrl_dreamer.envs import GameBoyEnv
-    >>> env = GameBoyEnv("maze", num_envs=4)  # doctest: +SKIP
-    >>> td = env.rollout(10, break_when_any_done=False)  # doctest: +SKIP
-    >>> td["next", "pixels"].shape  # doctest: +SKIP
+    >>> env = GameBoyEnv("maze", num_envs=4)  # the shipped maze ROM
+    >>> td = env.rollout(10, break_when_any_done=False)
+    >>> td["next", "pixels"].shape
     torch.Size([4, 10, 1, 72, 20])
 """
 
@@ -316,12 +316,16 @@ class GameBoyEnv(EnvBase):
             packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
         self.gb.step(buttons, frames=self.frame_skip, press_frames=self.press_frames,
                      obs_out=packed)
-        reward, terminated = self.task.compute(self.gb, packed, first)
+        out = self.task.compute(self.gb, packed, first)
+        reward, terminated = out[0], out[1]
+        task_truncated = out[2] if len(out) > 2 else None
         reward = torch.where(first, torch.zeros_like(reward), reward.to(torch.float32))
         terminated = terminated.to(torch.bool) & ~first
         self._steps = torch.where(first, torch.zeros_like(self._steps), self._steps + 1)
         self._episode_id = self._episode_id + first.to(torch.int32)
         truncated = self._truncation(terminated)
+        if task_truncated is not None:
+            truncated = truncated | (task_truncated.to(torch.bool) & ~first & ~terminated)
         done = terminated | truncated
         self._pending = done
         self._last_done = done
@@ -414,6 +418,41 @@ class GameBoyEnv(EnvBase):
         # blanks that step's observation. Ours resets on the NEXT step (deferred), so the
         # observation returned with done is the real final frame: keep it.
         return {}
+
+    # ------------------------------------------------------------------ checkpoints
+    _BOOKKEEPING = ("_pending", "_steps", "_episode_id", "_last_pixels", "_last_done")
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        """The env mid-run, as tensors and plain values (loadable with ``weights_only=True``):
+        the consoles (:meth:`GameBoy.save_state`), the per-env bookkeeping (pending deferred
+        resets, step and episode counters, last frame), the task's buffers and the generators.
+
+        :meth:`load_state_dict` puts an env built with the same settings back into that state, so
+        a resumed run continues the same episodes instead of resetting every console.
+        """
+        st = self.gb.save_state()
+        return {
+            "console": {"version": st.version, "rom_sha256": st.rom_sha256,
+                        "state_words": st.state_words, "arrays": dict(st.arrays)},
+            "env": {k: getattr(self, k).detach().to("cpu", copy=True) for k in self._BOOKKEEPING},
+            "task": {k: v.detach().to("cpu", copy=True) for k, v in self.task.buffers.items()},
+            "generator": self._generator.get_state(),
+            "noop_generator": self._noop_gen.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any], *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Restore what :meth:`state_dict` returned."""
+        from torchrl_dreamer.emulator.state import EmulatorState
+
+        c = state["console"]
+        self.gb.load_state(EmulatorState(c["version"], c["rom_sha256"], c["state_words"],
+                                         dict(c["arrays"])))
+        for k, v in state["env"].items():
+            setattr(self, k, v.to(self.device))
+        for k, v in state["task"].items():
+            self.task.buffers[k].copy_(v.to(self.task.buffers[k].device))
+        self._generator.set_state(state["generator"])
+        self._noop_gen.set_state(state["noop_generator"])
 
     # ------------------------------------------------------------------ viewing
     def render(self, env: int | None = None) -> torch.Tensor:

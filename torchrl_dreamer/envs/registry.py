@@ -14,7 +14,7 @@ from typing import Any
 
 from torchrl_dreamer.envs.task import Task
 
-__all__ = ["register_task", "make_task", "list_tasks"]
+__all__ = ["register_task", "make_task", "list_tasks", "task_class"]
 
 _TASKS: dict[str, type[Task]] = {}
 
@@ -37,6 +37,22 @@ def list_tasks() -> list[str]:
     return sorted(_TASKS)
 
 
+def task_class(name: str) -> type[Task]:
+    """The registered :class:`Task` subclass of that name (not built: no ROM is read).
+
+    Raises:
+        ValueError: unknown name (the message lists the registered tasks).
+    """
+    _load_builtin()
+    cls = _TASKS.get(name.lower())
+    if cls is None:
+        raise ValueError(
+            f"unknown task {name!r}; registered tasks: {', '.join(sorted(_TASKS))}. "
+            "Register your own with @register_task (see docs/writing_a_task.md)"
+        )
+    return cls
+
+
 def make_task(task: str | Task, **kwargs: Any) -> Task:
     """Return ``task`` if it is a :class:`Task`, else build the registered task of that name.
 
@@ -49,14 +65,7 @@ def make_task(task: str | Task, **kwargs: Any) -> Task:
         return task
     if not isinstance(task, str):
         raise TypeError(f"task must be a name or a Task instance, got {type(task).__name__}")
-    _load_builtin()
-    cls = _TASKS.get(task.lower())
-    if cls is None:
-        raise ValueError(
-            f"unknown task {task!r}; registered tasks: {', '.join(sorted(_TASKS))}. "
-            "Register your own with @register_task (see docs/writing_a_task.md)"
-        )
-    return cls(**kwargs)
+    return task_class(task)(**kwargs)
 
 
 def _load_builtin() -> None:

@@ -23,7 +23,9 @@ Life cycle, as driven by the env::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import torch
@@ -50,6 +52,10 @@ class Task:
         start_frames: frames run from power-on by the default :meth:`prepare`.
         rom_has_logo: ``False`` for ROMs that leave out the Nintendo logo on purpose (ours): the
             env then silences the emulator's missing-logo warning.
+        train_defaults: the training settings this task trains best with, as
+            :class:`~torchrl_dreamer.trainers.TrainConfig` field names and values (e.g.
+            ``{"replay_ratio": 0.2}``); a run's own settings override them. A task registered
+            outside the package sets its own here.
 
     Args:
         rom: path of the ROM file; ``None`` = :meth:`default_rom`.
@@ -64,6 +70,7 @@ class Task:
     default_max_episode_steps: ClassVar[int | None] = None
     start_frames: ClassVar[int] = 60
     rom_has_logo: ClassVar[bool] = True
+    train_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
 
     def __init__(self, rom: str | Path | None = None, state: Any = None):
         self.rom = Path(rom) if rom is not None else None
@@ -163,7 +170,9 @@ class Task:
                 per-episode baselines such as the previous score.
 
         Returns:
-            ``(reward float32[N], terminated bool[N])`` on the env's device.
+            ``(reward float32[N], terminated bool[N])`` on the env's device, or a triple with
+            ``truncated bool[N]`` last for tasks that also end episodes without a terminal
+            state (the env ORs it with its ``max_episode_steps`` limit).
         """
         raise NotImplementedError(f"{type(self).__name__} must implement compute()")
 

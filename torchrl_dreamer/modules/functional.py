@@ -59,8 +59,8 @@ def symlog_bins(
 
     Example:
         >>> b = symlog_bins()
-        >>> round(float(b[1] - b[0]), 8)
-        0.15748031
+        >>> round(float(b[1] - b[0]), 5)
+        0.15748
     """
     if num_bins < 2:
         raise ValueError(f"num_bins must be >= 2, got {num_bins}")

@@ -98,7 +98,7 @@ class DreamerV3Actor(nn.Module):
 
     Example:
         >>> actor = DreamerV3Actor(16, action_dim=4, units=32, layers=1)
-        >>> actor.sample(actor(torch.randn(5, 16))).sum(-1).tolist()
+        >>> [round(x, 5) for x in actor.sample(actor(torch.randn(5, 16))).sum(-1).tolist()]
         [1.0, 1.0, 1.0, 1.0, 1.0]
     """
 

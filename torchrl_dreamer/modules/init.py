@@ -33,8 +33,8 @@ def hafner_init_(module: nn.Module) -> nn.Module:
 
     Example:
         >>> lin = hafner_init_(nn.Linear(512, 512))
-        >>> round(math.sqrt(1 / 512) / 0.8796, 6)
-        0.050242
+        >>> round(math.sqrt(1 / 512) / 0.8796, 5)
+        0.05024
     """
     for m in module.modules():
         if isinstance(m, (nn.Linear, nn.Conv2d, nn.ConvTranspose2d)):

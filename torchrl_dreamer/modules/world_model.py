@@ -43,7 +43,7 @@ class DreamerV3Config:
         and ``mlp_layers``, as in DreamerV3). Widening them costs little (they only see the
         latent, never pixels). Added to test whether the maze's layouts churned because one
         small actor fitted 16 policies; 2 x 256 tracked 1 x 128 there
-        (``docs/learning_results.md``, session 5).
+        (``docs/learning_results.md``, runs at b4ac2a7).
     """
 
     deter: int = 512

@@ -3,12 +3,17 @@
 - :class:`DreamerV3WorldModelLoss`, :class:`DreamerV3ActorLoss`, :class:`DreamerV3CriticLoss`
 - :class:`DreamerV3Learner` -- runs all three with their optimizers: ``learner.update(batch)``.
 - :class:`DreamerV3LossConfig`, :data:`LOSS_PRESETS` (``"sheeprl"``), :class:`SlowCritic`.
+- :class:`DreamerV3LearnerConfig`, :data:`LEARNER_PRESETS` -- the optimizers' settings.
 """
 
 from torchrl_dreamer.objectives.actor import DreamerV3ActorLoss, make_return_norm
 from torchrl_dreamer.objectives.config import LOSS_PRESETS, DreamerV3LossConfig
 from torchrl_dreamer.objectives.critic import DreamerV3CriticLoss, SlowCritic
-from torchrl_dreamer.objectives.learner import DreamerV3Learner
+from torchrl_dreamer.objectives.learner import (
+    LEARNER_PRESETS,
+    DreamerV3Learner,
+    DreamerV3LearnerConfig,
+)
 from torchrl_dreamer.objectives.utils import hold_out_params, total_loss
 from torchrl_dreamer.objectives.world_model import (
     DreamerV3WorldModelLoss,
@@ -20,6 +25,8 @@ __all__ = [
     "DreamerV3ActorLoss",
     "DreamerV3CriticLoss",
     "DreamerV3Learner",
+    "DreamerV3LearnerConfig",
+    "LEARNER_PRESETS",
     "DreamerV3LossConfig",
     "LOSS_PRESETS",
     "SlowCritic",

@@ -1,15 +1,16 @@
 """``DreamerV3Learner``: one full DreamerV3 update (world model, then actor, then critic).
 
-Owns the three losses, their Adam optimizers (sheeprl settings), global-norm gradient clipping
-and the slow-critic EMA (advanced before each gradient step, hard copy at step 0). The collector
-calls :meth:`DreamerV3Learner.update` with a replay sample and gets a TensorDict of detached
-scalar metrics back (no host sync inside).
+Owns the three losses, their Adam optimizers (:class:`DreamerV3LearnerConfig`: sheeprl settings
+by default), global-norm gradient clipping and the slow-critic EMA (advanced before each gradient
+step, hard copy at step 0). The collector calls :meth:`DreamerV3Learner.update` with a replay
+sample and gets a TensorDict of detached scalar metrics back (no host sync inside).
 """
 
 from __future__ import annotations
 
 import contextlib
 import warnings
+from dataclasses import dataclass, replace
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -25,7 +26,63 @@ from torchrl_dreamer.objectives.critic import DreamerV3CriticLoss
 from torchrl_dreamer.objectives.utils import total_loss
 from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
 
-__all__ = ["COMPILE_MODES", "DreamerV3Learner", "resolve_acceleration"]
+__all__ = [
+    "COMPILE_MODES",
+    "DreamerV3Learner",
+    "DreamerV3LearnerConfig",
+    "LEARNER_PRESETS",
+    "resolve_acceleration",
+]
+
+
+@dataclass(frozen=True)
+class DreamerV3LearnerConfig:
+    """Optimizer settings of :class:`DreamerV3Learner` (the losses' are
+    :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`).
+
+    Defaults: sheeprl 0.8.4 / DreamerV3 2023, Adam world model lr 1e-4 / eps 1e-8 / clip 1000,
+    actor and critic lr 3e-5 / eps 1e-5 / clip 100 (global gradient norm).
+
+    ``world_model_warmup`` (0 in the reference): the first that many gradient steps train the
+    world model only (no imagination, no actor or critic step). DreamerV3 has no such phase; it
+    is the "pretrain" phase of DreamerV1/V2 run on the first replay. It keeps the actor from
+    fitting a world model that cannot yet see the small sprites of our games, and each warm-up
+    step costs about half a full one (see ``docs/learning_results.md``).
+
+    Example:
+        >>> LEARNER_PRESETS["fast-pixels"].wm_lr
+        0.001
+    """
+
+    wm_lr: float = 1e-4
+    wm_eps: float = 1e-8
+    wm_clip: float = 1000.0
+    actor_lr: float = 3e-5
+    actor_eps: float = 1e-5
+    actor_clip: float = 100.0
+    critic_lr: float = 3e-5
+    critic_eps: float = 1e-5
+    critic_clip: float = 100.0
+    world_model_warmup: int = 0
+
+    def with_(self, **kwargs) -> DreamerV3LearnerConfig:
+        """Copy with some fields changed."""
+        return replace(self, **kwargs)
+
+
+#: Learner presets, by the names of the loss presets they pair with (``TrainConfig.loss_preset``
+#: picks both): ``sheeprl``; ``sheeprl-0.5`` (sheeprl 0.5's actor/critic lr 8e-5; 0.8.4 and the
+#: 2023 official code use 3e-5); ``fast`` (3x / 3.3x / 10x the world-model / actor / critic
+#: rates: short CPU runs of small models, where a few thousand gradient steps must do) and
+#: ``fast-pixels`` (``fast`` with a 10x world-model rate: our games' key objects are sprites of
+#: 16-36 observation pixels, which a ``tiny`` world model at 3e-4 only starts to reconstruct after
+#: ~2,500 gradient steps; see ``docs/learning_results.md``).
+LEARNER_PRESETS: dict[str, DreamerV3LearnerConfig] = {
+    "sheeprl": DreamerV3LearnerConfig(),
+    "sheeprl-0.5": DreamerV3LearnerConfig(actor_lr=8e-5, critic_lr=8e-5),
+    "fast": DreamerV3LearnerConfig(wm_lr=3e-4, actor_lr=1e-4, critic_lr=3e-4),
+    "fast-pixels": DreamerV3LearnerConfig(wm_lr=1e-3, actor_lr=1e-4, critic_lr=3e-4),
+}
 
 
 def _adam(params, lr: float, eps: float) -> torch.optim.Adam:
@@ -102,6 +159,8 @@ class DreamerV3Learner(nn.Module):
     Args:
         world_model, actor, critic: from :func:`torchrl_dreamer.modules.make_dreamer`.
         config: a :class:`DreamerV3LossConfig` or preset name (``"sheeprl"``, the default).
+        optim: a :class:`DreamerV3LearnerConfig` or preset name; default: the learner preset of
+            ``config``'s name when it is a name, else ``"sheeprl"``.
         batch_major: replay samples are ``[B, T]`` instead of ``[T, B]``.
         autocast_dtype: e.g. ``torch.bfloat16`` to run the forward passes under autocast (the
             GRU and latent distributions stay fp32).
@@ -156,6 +215,7 @@ class DreamerV3Learner(nn.Module):
         critic: DreamerV3Critic,
         config: DreamerV3LossConfig | str = "sheeprl",
         *,
+        optim: DreamerV3LearnerConfig | str | None = None,
         batch_major: bool = False,
         autocast_dtype: torch.dtype | None = None,
         world_model_loss_cls: type[DreamerV3WorldModelLoss] = DreamerV3WorldModelLoss,
@@ -166,20 +226,28 @@ class DreamerV3Learner(nn.Module):
         strict: bool = False,
     ) -> None:
         super().__init__()
+        if optim is None:
+            optim = config if isinstance(config, str) else "sheeprl"
         if isinstance(config, str):
             if config not in LOSS_PRESETS:
                 raise KeyError(
                     f"unknown loss preset {config!r}; choose one of {sorted(LOSS_PRESETS)}"
                 )
             config = LOSS_PRESETS[config]
-        self.config = config
+        if isinstance(optim, str):
+            if optim not in LEARNER_PRESETS:
+                raise KeyError(
+                    f"unknown learner preset {optim!r}; choose one of {sorted(LEARNER_PRESETS)}"
+                )
+            optim = LEARNER_PRESETS[optim]
+        self.config, self.optim = config, optim
         self.world_model, self.actor, self.critic = world_model, actor, critic
         self.world_model_loss = world_model_loss_cls(world_model, config, batch_major=batch_major)
         self.actor_loss = actor_loss_cls(world_model, actor, critic, config)
         self.critic_loss = critic_loss_cls(critic, config)
-        self.wm_opt = _adam(world_model.parameters(), config.wm_lr, config.wm_eps)
-        self.actor_opt = _adam(actor.parameters(), config.actor_lr, config.actor_eps)
-        self.critic_opt = _adam(critic.parameters(), config.critic_lr, config.critic_eps)
+        self.wm_opt = _adam(world_model.parameters(), optim.wm_lr, optim.wm_eps)
+        self.actor_opt = _adam(actor.parameters(), optim.actor_lr, optim.actor_eps)
+        self.critic_opt = _adam(critic.parameters(), optim.critic_lr, optim.critic_eps)
         self.autocast_dtype = autocast_dtype
         self.num_updates = 0
         device = world_model.rssm.h0.device
@@ -213,10 +281,10 @@ class DreamerV3Learner(nn.Module):
         clipped and stepped with its own optimizer. The phases are labelled with
         ``torch.profiler.record_function`` (:attr:`PROFILE_PHASES`).
 
-        During the first ``config.world_model_warmup`` updates only the world model steps (the
+        During the first ``optim.world_model_warmup`` updates only the world model steps (the
         metrics then hold no actor/critic entries).
         """
-        cfg = self.config
+        cfg = self.optim
         if self.capture:
             batch = self._stage(batch)
         warmup = self.num_updates < cfg.world_model_warmup

@@ -10,6 +10,7 @@ initial state (as sheeprl and the 2023 replay do).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -86,12 +87,20 @@ class DreamerV3WorldModelLoss(LossModule):
 
     default_keys = _AcceptedKeys
     tensor_keys: _AcceptedKeys
+    #: Each loss term and the :class:`DreamerV3LossConfig` fields whose product scales it (the
+    #: prior-head terms are emitted only when ``prior_head_scale > 0``; ``test_objectives``
+    #: checks ``forward`` against this).
+    loss_scales: ClassVar[dict[str, tuple[str, ...]]] = {
+        "loss_reconstruction": ("reconstruction_scale",),
+        "loss_reward": ("reward_scale",),
+        "loss_continue": ("continue_scale",),
+        "loss_kl_dyn": ("kl_dyn",),
+        "loss_kl_rep": ("kl_rep",),
+        "loss_reward_prior": ("prior_head_scale", "reward_scale"),
+        "loss_continue_prior": ("prior_head_scale", "continue_scale"),
+    }
     out_keys = [
-        "loss_reconstruction",
-        "loss_reward",
-        "loss_continue",
-        "loss_kl_dyn",
-        "loss_kl_rep",
+        *loss_scales,
         "kl",
         "posterior_entropy",
         "prior_entropy",
@@ -110,6 +119,13 @@ class DreamerV3WorldModelLoss(LossModule):
         self.world_model = world_model
         self.config = config or DreamerV3LossConfig()
         self.batch_major = batch_major
+        unscaled = sorted(k for k, fs in self.loss_scales.items()
+                          if not all(hasattr(self.config, f) for f in fs))
+        if unscaled:
+            raise ValueError(
+                f"{type(self).__name__}: loss terms {unscaled} name scales that "
+                f"{type(self.config).__name__} lacks; add the field or fix loss_scales."
+            )
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
         pass

@@ -2,35 +2,44 @@
 
 - :class:`TrainConfig` -- every setting of a run, validated (unknown task / preset / device fail
   early with what to use instead).
-- :func:`build_run`, :class:`RunParts` -- env, replay, networks, learner, player, collector.
-- :class:`DreamerTrainer` -- progress bar, CSV/TensorBoard logs, checkpoints, ``--resume``.
+- :func:`build_run`, :class:`RunFactories`, :class:`RunParts` -- the composition root: env,
+  replay, networks, learner, player, collector (local, or on Ray with ``backend="ray"``).
+- :class:`DreamerTrainer` -- progress bar, CSV/TensorBoard logs, checkpoints, ``--resume``; it
+  drives any :class:`RunCollector`.
 - :func:`evaluate` -- greedy/sampled episodes, success rate and a GIF of the agent playing.
 - :func:`save_checkpoint`, :func:`load_checkpoint` (``weights_only=True``), :class:`CheckpointError`.
 - :func:`write_gif` -- dependency-free animated GIF writer; :class:`EpisodeTracker`.
 """
 
-from torchrl_dreamer.trainers.builder import RunParts, build_run, make_env, obs_spec_of
+from torchrl_dreamer.trainers.builder import (
+    RunFactories,
+    RunParts,
+    build_run,
+    make_env,
+    obs_spec_of,
+)
 from torchrl_dreamer.trainers.checkpoint import (
     CheckpointError,
     latest_checkpoint,
     load_checkpoint,
     save_checkpoint,
 )
-from torchrl_dreamer.trainers.config import TASK_DEFAULTS, ConfigError, TrainConfig
+from torchrl_dreamer.trainers.config import ConfigError, TrainConfig, task_train_defaults
 from torchrl_dreamer.trainers.episodes import EpisodeTracker
 from torchrl_dreamer.trainers.evaluate import EvalResult, evaluate, evaluate_checkpoint
 from torchrl_dreamer.trainers.gif import write_gif
 from torchrl_dreamer.trainers.loggers import MultiLogger, make_logger
-from torchrl_dreamer.trainers.trainer import DreamerTrainer
+from torchrl_dreamer.trainers.trainer import DreamerTrainer, RunCollector
 
 __all__ = [
-    "TASK_DEFAULTS",
     "CheckpointError",
     "ConfigError",
     "DreamerTrainer",
     "EpisodeTracker",
     "EvalResult",
     "MultiLogger",
+    "RunCollector",
+    "RunFactories",
     "RunParts",
     "TrainConfig",
     "build_run",
@@ -42,5 +51,6 @@ __all__ = [
     "make_logger",
     "obs_spec_of",
     "save_checkpoint",
+    "task_train_defaults",
     "write_gif",
 ]

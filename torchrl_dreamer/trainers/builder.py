@@ -1,18 +1,29 @@
-"""Build every part of a Dreamer run from a :class:`TrainConfig`: env, replay, networks, learner,
-player and collector.
+"""The composition root: every part of a Dreamer run from a :class:`TrainConfig`, local or on Ray.
 
-This is the composition the CLI runs; ``examples/pipeline.py`` shows the same parts wired by
-hand. Any batched TorchRL env that marks reset observations with ``is_first`` (deferred reset)
-can replace the Game Boy env: pass ``env=`` and ``obs=`` (see ``examples/cartpole.py``).
+:class:`RunFactories` builds each part (env, replay, networks, learner, player, collector);
+:func:`build_run` composes them. With ``backend="ray"`` the collector is a
+:class:`~torchrl_dreamer.distributed.RayCollector` whose runners build their envs and players
+with the same (picklable) factories, and the learner is the one built here, so
+:class:`~torchrl_dreamer.trainers.DreamerTrainer` checkpoints, resumes and evaluates a Ray run
+like a local one. ``examples/pipeline.py`` shows the same parts wired by hand. Any batched
+TorchRL env that marks reset observations with ``is_first`` (deferred reset) can replace the
+Game Boy env: pass ``env=`` and ``obs=`` (see ``examples/cartpole.py``).
 
 Example:
-    >>> parts = build_run(TrainConfig(total_steps=512, num_envs=4))
-    >>> parts.collector.run()
+    Needs the shipped maze ROM and compiles the emulator kernel once.
+
+    >>> cfg = TrainConfig(num_envs=4, total_steps=64, learning_starts=32, seq_len=8,
+    ...                   batch_size=2, replay_capacity=256, log_dir=getfixture(
+    ...                   "tmp_path").as_posix())
+    >>> parts = build_run(cfg)
+    >>> parts.collector.run()["policy_steps"]
+    64.0
+    >>> parts.collector.shutdown()
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +31,14 @@ import torch
 
 from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["RunParts", "build_run", "make_env", "obs_spec_of"]
+__all__ = ["RunFactories", "RunParts", "build_run", "make_env", "obs_spec_of"]
 
 
 @dataclass
 class RunParts:
-    """The built parts of one run (see :func:`build_run`)."""
+    """The built parts of one run (see :func:`build_run`). On Ray the envs, replay and players
+    live in the runners and the replay service: ``env``, ``storage``, ``sampler`` and ``player``
+    are ``None`` here."""
 
     config: TrainConfig
     env: Any
@@ -37,6 +50,7 @@ class RunParts:
     learner: Any
     player: Any
     collector: Any
+    success_rule: str = "terminal_reward"
 
 
 def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> Any:
@@ -79,6 +93,87 @@ def obs_spec_of(env: Any) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class RunFactories:
+    """Builds each part of the run of ``config``; picklable, so Ray ships it to the runners.
+
+    Args:
+        config: the run's settings (a Ray runner gets a copy whose ``num_envs`` is its share).
+        obs: world-model observation kinds (default: read from the env's specs).
+        action_dim: actions of the env (default: read from the env's action spec).
+    """
+
+    config: TrainConfig
+    obs: dict[str, Any] | None = None
+    action_dim: int | None = None
+
+    def env(self, num_envs: int | None = None) -> Any:
+        """The run's env (:func:`make_env`)."""
+        return make_env(self.config, num_envs=num_envs)
+
+    def with_env(self, env: Any) -> RunFactories:
+        """A copy that knows ``env``'s observation kinds and action count."""
+        obs = self.obs if self.obs is not None else obs_spec_of(env)
+        n = self.action_dim if self.action_dim is not None else int(env.action_spec.space.n)
+        return replace(self, obs=obs, action_dim=n)
+
+    def networks(self) -> tuple[Any, Any, Any]:
+        """``(world_model, actor, critic)`` of the preset, on the run's device."""
+        from torchrl_dreamer.modules import make_dreamer
+
+        if self.obs is None or self.action_dim is None:
+            raise ValueError("RunFactories.networks needs obs and action_dim: use with_env(env).")
+        dev = torch.device(self.config.device)
+        return tuple(m.to(dev) for m in make_dreamer(self.config.preset, self.obs,
+                                                      self.action_dim))
+
+    def learner(self, world_model: Any, actor: Any, critic: Any) -> Any:
+        """The :class:`~torchrl_dreamer.objectives.DreamerV3Learner` of the run's loss settings."""
+        from torchrl_dreamer.collectors.config import precision_dtype
+        from torchrl_dreamer.objectives import DreamerV3Learner
+
+        cfg = self.config
+        return DreamerV3Learner(world_model, actor, critic, cfg.loss_config(),
+                                optim=cfg.learner_config(),
+                                autocast_dtype=precision_dtype(cfg.precision))
+
+    @staticmethod
+    def player(world_model: Any, actor: Any, env: Any) -> Any:
+        """The :class:`~torchrl_dreamer.modules.DreamerPlayer` acting in ``env``."""
+        from torchrl_dreamer.modules import DreamerPlayer
+
+        return DreamerPlayer(world_model, actor, num_envs=int(env.batch_size[0]))
+
+    def policy(self, env: Any) -> Any:
+        """A player with its own networks for ``env`` (a Ray runner's policy; its weights come
+        from the learner's publications)."""
+        wm, actor, _ = self.with_env(env).networks()
+        return self.player(wm, actor, env)
+
+    def replay(self, env: Any) -> tuple[Any, Any]:
+        """``(storage, sampler)``: the time-major ring for ``env``'s observations and the
+        chronological sequence sampler."""
+        from torchrl_dreamer.data import ChronologicalSliceSampler, TimeMajorStorage, dreamer_schema
+        from torchrl_dreamer.data.schema import FieldSpec
+
+        cfg = self.config
+        schema = dreamer_schema()
+        del schema["pixels"]
+        for key in self.with_env(env).obs:
+            spec = env.observation_spec[key]
+            schema[key] = FieldSpec(tuple(spec.shape[1:]), spec.dtype)
+        memmap = Path(cfg.log_dir) / "replay_ring" if cfg.replay_backing == "memmap" else None
+        storage = TimeMajorStorage(cfg.capacity_rows, int(env.batch_size[0]), spec=schema,
+                                   device=torch.device(cfg.device), memmap_dir=memmap,
+                                   safety_margin=cfg.seq_len, auto_commit=False)
+        sampler = ChronologicalSliceSampler(
+            slice_len=cfg.seq_len, generator=torch.Generator().manual_seed(cfg.seed),
+            event_key="terminated" if cfg.event_fraction else None,
+            event_fraction=cfg.event_fraction,
+        )
+        return storage, sampler
+
+
 def build_run(
     cfg: TrainConfig,
     *,
@@ -87,53 +182,51 @@ def build_run(
     logger: Any = None,
     action_dim: int | None = None,
 ) -> RunParts:
-    """Build env (unless given), replay, networks, learner, player and collector for ``cfg``."""
-    from torchrl_dreamer.collectors import AsyncCollectorConfig, AsyncDreamerCollector
-    from torchrl_dreamer.data import ChronologicalSliceSampler, TimeMajorStorage, dreamer_schema
-    from torchrl_dreamer.data.schema import FieldSpec
-    from torchrl_dreamer.modules import DreamerPlayer, make_dreamer
-    from torchrl_dreamer.objectives import DreamerV3Learner
+    """Build env (unless given), replay, networks, learner, player and collector for ``cfg``.
+
+    ``backend="ray"``: the learner here, the envs, players and replay in Ray actors
+    (:class:`~torchrl_dreamer.distributed.RayCollector`, configured by
+    :func:`~torchrl_dreamer.distributed.ray_config`).
+    """
+    from torchrl_dreamer.collectors import AsyncDreamerCollector
 
     torch.manual_seed(cfg.seed)
+    f = RunFactories(cfg, obs, action_dim)
+    if cfg.backend == "ray":
+        return _build_ray_run(f, logger)
     if env is None:
-        env = make_env(cfg)
-    obs = obs if obs is not None else obs_spec_of(env)
-    if action_dim is None:
-        action_dim = int(env.action_spec.space.n)
-    dev = torch.device(cfg.device)
-    n = int(env.batch_size[0])
-    # Replay fields: the env's observations + the Dreamer bookkeeping columns.
-    schema = dreamer_schema()
-    del schema["pixels"]
-    for key in obs:
-        spec = env.observation_spec[key]
-        schema[key] = FieldSpec(tuple(spec.shape[1:]), spec.dtype)
-    memmap = None
-    if cfg.replay_backing == "memmap":
-        memmap = Path(cfg.log_dir) / "replay_ring"
-    storage = TimeMajorStorage(cfg.capacity_rows, n, spec=schema, device=dev, memmap_dir=memmap,
-                               safety_margin=cfg.seq_len, auto_commit=False)
-    sampler = ChronologicalSliceSampler(
-        slice_len=cfg.seq_len, generator=torch.Generator().manual_seed(cfg.seed),
-        event_key="terminated" if cfg.event_fraction else None,
-        event_fraction=cfg.event_fraction,
-    )
-    wm, actor, critic = make_dreamer(cfg.preset, obs, action_dim)
-    wm, actor, critic = wm.to(dev), actor.to(dev), critic.to(dev)
-    ccfg = AsyncCollectorConfig(
-        steps_per_rollout=cfg.steps_per_rollout, commit_stride=cfg.commit_stride,
-        seq_len=cfg.seq_len, batch_size=cfg.batch_size,
-        replay_ratio=cfg.effective_replay_ratio, learning_starts=cfg.effective_learning_starts,
-        min_ready_steps=cfg.seq_len, safety_margin=cfg.seq_len, log_every=cfg.log_every,
-        device=dev, precision=cfg.precision,
-        backend=cfg.backend if cfg.backend != "ray" else "reference", seed=cfg.seed,
-    )
-    learner = DreamerV3Learner(wm, actor, critic, cfg.loss_config(),
-                               autocast_dtype=None if cfg.precision == "fp32"
-                               else ccfg.autocast_dtype)
-    player = DreamerPlayer(wm, actor, num_envs=n)
+        env = f.env()
+    f = f.with_env(env)
+    storage, sampler = f.replay(env)
+    wm, actor, critic = f.networks()
+    learner = f.learner(wm, actor, critic)
+    player = f.player(wm, actor, env)
     collector = AsyncDreamerCollector(
-        env, storage, sampler, player, learner, ccfg, total_frames=cfg.total_steps,
-        logger=logger, bundle_dir=Path(cfg.log_dir) / "failures",
+        env, storage, sampler, player, learner, cfg.collector_config(),
+        total_frames=cfg.total_steps, logger=logger, bundle_dir=Path(cfg.log_dir) / "failures",
     )
-    return RunParts(cfg, env, storage, sampler, wm, actor, critic, learner, player, collector)
+    return RunParts(cfg, env, storage, sampler, wm, actor, critic, learner, player, collector,
+                    getattr(env, "success_rule", "terminal_reward"))
+
+
+def _build_ray_run(f: RunFactories, logger: Any) -> RunParts:
+    """The Ray composition: specs from a one-env probe, the learner here, the rest in actors."""
+    try:
+        from torchrl_dreamer.distributed import RayCollector, ray_config
+    except ImportError as err:
+        raise ConfigError(
+            f"--backend ray needs torchrl_dreamer.distributed and ray ({err}); install ray "
+            "or use --backend reference/threaded/cuda."
+        ) from err
+    cfg = f.config
+    rcfg = ray_config(cfg)
+    probe = f.env(num_envs=1)
+    f = f.with_env(probe)
+    rule = getattr(probe, "success_rule", "terminal_reward")
+    probe.close()
+    wm, actor, critic = f.networks()
+    learner = f.learner(wm, actor, critic)
+    runner_f = replace(f, config=cfg.with_(num_envs=rcfg.envs_per_runner))
+    collector = RayCollector(rcfg, runner_f.env, runner_f.policy, learner, logger=logger,
+                             log_every=cfg.log_every)
+    return RunParts(cfg, None, None, None, wm, actor, critic, learner, None, collector, rule)

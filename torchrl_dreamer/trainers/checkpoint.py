@@ -4,8 +4,8 @@ One checkpoint is a directory ``<log_dir>/checkpoints/step_<policy_steps>/`` wit
 
 - ``state.pt``: a dict of tensors and plain Python values only, so it loads with
   ``torch.load(..., weights_only=True)`` (no pickled code runs when a checkpoint is opened):
-  the library version, the run's :class:`~torchrl_dreamer.trainers.TrainConfig` and the values
-  it resolved its defaults to (:meth:`~torchrl_dreamer.trainers.TrainConfig.resolved`), the learner
+  the library version, the run's :class:`~torchrl_dreamer.trainers.TrainConfig` (every default
+  resolved to the value the run used), the learner
   (world model, actor, critic, slow critic, return normaliser), the three optimizers, the
   collector's schedule / rate limiter / counters / player / sampler, the episode statistics,
   torch's RNG states and, for :class:`~torchrl_dreamer.envs.GameBoyEnv`, the consoles and task
@@ -24,12 +24,13 @@ that change what is trained (task, preset, env count, batch shape...), naming th
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from torchrl_dreamer.trainers.config import IDENTITY_KEYS, RESOLVED_KEYS, TrainConfig
+from torchrl_dreamer.trainers.config import IDENTITY_KEYS, TrainConfig
 
 __all__ = [
     "CheckpointError",
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 FORMAT = "torchrl_dreamer.checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the config holds its resolved defaults; env snapshot via the collector
 _STATE_FILE = "state.pt"
 
 
@@ -123,8 +124,10 @@ def resolve_checkpoint(path: str | Path) -> Path:
     return latest
 
 
-def save_checkpoint(path: str | Path, state: dict[str, Any], storage: Any = None) -> Path:
-    """Write ``state`` (tensors / plain values) and optionally the replay ``storage`` to ``path``.
+def save_checkpoint(path: str | Path, state: dict[str, Any],
+                    save_replay: Callable[[Path], None] | None = None) -> Path:
+    """Write ``state`` (tensors / plain values) to ``path``, and the replay through
+    ``save_replay(path / "replay")`` when given (e.g. a collector's ``save_replay``).
 
     The state file is written to a temporary name and renamed, so a crash never leaves a
     half-written ``state.pt`` behind.
@@ -134,9 +137,9 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], storage: Any = None
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     full = {"format": FORMAT, "format_version": FORMAT_VERSION, "version": __version__, **state,
-            "has_replay": storage is not None}
-    if storage is not None:
-        storage.dumps(path / "replay")
+            "has_replay": save_replay is not None}
+    if save_replay is not None:
+        save_replay(path / "replay")
     tmp = path / (_STATE_FILE + ".tmp")
     torch.save(full, tmp)
     tmp.replace(path / _STATE_FILE)
@@ -171,17 +174,15 @@ def check_compatible(saved: dict[str, Any], cfg: TrainConfig,
     """Raise :class:`CheckpointError` if ``cfg`` differs from the checkpoint's config on a setting
     that defines the run (:data:`~torchrl_dreamer.trainers.config.IDENTITY_KEYS`).
 
-    Settings that may be left to a default (``gamma``, ``entropy_coef``, ``replay_ratio``,
-    ``learning_starts``: :data:`~torchrl_dreamer.trainers.config.RESOLVED_KEYS`) are compared on
-    the values the run uses: ``resolved`` (the checkpoint's ``"resolved"`` entry,
-    :meth:`TrainConfig.resolved`) against ``cfg.resolved()``. So ``gamma=None`` saved when the
-    maze's default discount was 0.997 does not resume under today's default 0.98, and an explicit
-    ``--gamma 0.98`` resumes a run that used 0.98 by default. Checkpoints without that entry
-    (written before it existed) are resolved with today's defaults."""
-    if resolved is None:
-        resolved = TrainConfig.from_dict(saved).resolved()
-    before = {**saved, **{k: resolved.get(k) for k in RESOLVED_KEYS}}
-    now = {**cfg.to_dict(), **cfg.resolved()}
+    Both sides are compared on the values the runs use: a :class:`TrainConfig` resolves every
+    default when it is built, so a checkpoint records e.g. the maze's default discount 0.98, and a
+    later change of that default does not silently resume under another one. Checkpoints written
+    before defaults were resolved into the config (a ``None`` there; their ``resolved`` entry,
+    when given, holds what it meant) are resolved with today's defaults."""
+    before = {**saved, **(resolved or {})}
+    if any(before.get(k) is None for k in IDENTITY_KEYS):
+        before = TrainConfig.from_dict(before).to_dict()
+    now = cfg.to_dict()
     diffs = [
         f"{k}: checkpoint {before.get(k)!r} vs now {now[k]!r}"
         for k in IDENTITY_KEYS

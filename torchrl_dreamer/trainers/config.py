@@ -1,9 +1,12 @@
-"""``TrainConfig``: every knob of a training run, validated, with per-task defaults.
+"""``TrainConfig``: every setting of a training run, validated, with the task's defaults.
 
-A plain dataclass (CleanRL style: the whole run is readable in one place) that the CLI
-(``python -m torchrl_dreamer.train``), the YAML configs of ``examples/dreamer_v3/`` and the tests
-build the same way. Unknown task / preset / device / backend fail here, with a message saying what
-to pass instead, before anything expensive (the Warp kernel compile) happens.
+A plain dataclass (CleanRL style: the whole run is readable in one place, one docstring per
+field) from which the CLI (``python -m torchrl_dreamer.train``) is generated and which the YAML
+configs of ``examples/dreamer_v3/`` and the tests build the same way. The collector's and the Ray
+run's configs are derived from it (:meth:`TrainConfig.collector_config`,
+:func:`torchrl_dreamer.distributed.ray_config`). Unknown task / preset / device / backend fail
+here, with a message saying what to pass instead, before anything expensive (the Warp kernel
+compile) happens.
 
 Units: ``total_steps``, ``learning_starts`` and ``checkpoint_every`` count *policy steps* (one
 action of one env, sheeprl's unit); ``replay_capacity`` counts policy steps too (the ring holds
@@ -11,56 +14,50 @@ action of one env, sheeprl's unit); ``replay_capacity`` counts policy steps too 
 policy step.
 
 Example:
-    >>> cfg = TrainConfig(task="maze", preset="tiny", total_steps=2000)
-    >>> cfg.num_envs, cfg.seq_len
-    (16, 32)
+    >>> cfg = TrainConfig(task="catch", total_steps=2000)
+    >>> cfg.num_envs, cfg.seq_len, cfg.replay_ratio
+    (16, 32, 0.2)
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
+import inspect
 import json
+import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import torch
+
+from torchrl_dreamer.collectors.config import AsyncCollectorConfig as _COLLECTOR
+from torchrl_dreamer.collectors.config import Precision
 
 __all__ = [
     "TrainConfig",
     "ConfigError",
-    "TASK_DEFAULTS",
     "BACKENDS",
     "REPLAY_BACKINGS",
     "default_loss_preset",
+    "field_docs",
+    "task_train_defaults",
 ]
 
-BACKENDS = ("reference", "threaded", "cuda", "ray")
-"""Collector backends; ``ray`` needs :mod:`torchrl_dreamer.distributed` (``run_ray_training``)."""
+Backend = Literal["reference", "threaded", "cuda", "ray"]
+ReplayBacking = Literal["memory", "memmap"]
+LoggerKind = Literal["csv", "tensorboard", "both", "none"]
 
-REPLAY_BACKINGS = ("memory", "memmap")
+BACKENDS: tuple[str, ...] = get_args(Backend)
+"""Collector backends; ``ray`` runs the collection on Ray (:mod:`torchrl_dreamer.distributed`)."""
+
+REPLAY_BACKINGS: tuple[str, ...] = get_args(ReplayBacking)
 """Where the replay ring lives: in RAM (on ``device``) or in memory-mapped files under the run."""
 
 
 class ConfigError(ValueError):
     """A training setting is invalid; the message names the setting and what to use instead."""
-
-
-#: Per-task default settings for the short default runs on a 2-core CPU
-#: (see ``docs/learning_results.md``). The maze's discount is 0.98 (a ~50-step horizon), not
-#: DreamerV3's 0.997: its episodes end at 100 steps and its shortest paths take 8-16 moves, and
-#: over an infinite imagined horizon a reward model's small bias on the +-0.1 shaping steps
-#: (+0.03 per step) outweighed the win, inflating the critic and undoing the policy. Its actor
-#: entropy bonus is 5e-3, not ``fast-pixels``' 1e-3: with 1e-3 the greedy policy froze on a
-#: no-move action in one to three of the 16 layouts, cells where the actor had stopped trying
-#: the way out and the critic had never valued it. With the shipped batch 8 x 32, seed 0 ended at
-#: 83 % greedy success (256 episodes) with 1e-3, 94 % with 3e-3 and 99.6 % with 5e-3
-#: (``docs/learning_results.md``, session 6).
-TASK_DEFAULTS: dict[str, dict[str, Any]] = {
-    "maze": {"replay_ratio": 0.08, "learning_starts": 1024, "gamma": 0.98, "entropy_coef": 5e-3},
-    "maze-sparse": {"replay_ratio": 0.08, "learning_starts": 1024},
-    "catch": {"replay_ratio": 0.2, "learning_starts": 1024},
-    "gym:CartPole-v1": {"replay_ratio": 0.5, "learning_starts": 1024},
-}
 
 
 def default_loss_preset(preset: str, task: str) -> str:
@@ -70,92 +67,128 @@ def default_loss_preset(preset: str, task: str) -> str:
     return "fast" if str(task).startswith("gym:") else "fast-pixels"
 
 
+def _records_given(cls: type) -> type:
+    """Wrap the dataclass ``__init__`` so an instance knows which settings it was given
+    (``None`` counts as not given): those keep their value, the others take the task's default."""
+    init = cls.__init__
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        given = {n for n, v in zip(names, args) if v is not None}
+        given |= {k for k, v in kwargs.items() if v is not None}
+        object.__setattr__(self, "_given", frozenset(given))
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_records_given
 @dataclasses.dataclass
 class TrainConfig:
-    """One training run.
+    """One training run: every setting, with its default and what it means.
 
-    Attributes:
-        task: registered task name (:func:`torchrl_dreamer.envs.list_tasks`), default ``"maze"``,
-            or ``"gym:<id>"`` for a gymnasium env with vector observations (``gym:CartPole-v1``).
-        rom: ROM path overriding the task's own (user-supplied games).
-        preset: model size, a key of :data:`torchrl_dreamer.modules.PRESETS` (``"tiny"``).
-        loss_preset: a key of :data:`torchrl_dreamer.objectives.LOSS_PRESETS`; ``None`` picks,
-            for the ``tiny`` preset, ``"fast-pixels"`` on Game Boy tasks and ``"fast"`` on
-            ``gym:`` tasks (short CPU runs: the reference learning rates need far more gradient
-            steps than a 2-core CPU gives in minutes, see ``docs/learning_results.md``), and
-            ``"sheeprl"`` (DreamerV3 2023) for XS..XL.
-        device: learner/replay/env device (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
-        num_envs: consoles stepped together.
-        total_steps: policy steps to collect (the run's length).
-        replay_capacity: policy steps the replay holds (oldest overwritten first).
-        replay_backing: ``"memory"`` or ``"memmap"`` (files under ``<log_dir>/replay``).
-        backend: collector backend, one of :data:`BACKENDS`.
-        seed: seeds torch, the env, the sampler and the random prefill.
-        log_dir: run directory (logs, checkpoints, GIFs).
-        replay_ratio: gradient steps per policy step (``None``: the task default).
-        learning_starts: random-action policy steps before training (``None``: task default).
-        batch_size, seq_len: learner batch ``B x T``.
-        gamma: discount of the imagined returns (``None``: the task default if it has one,
-            else the loss preset's, DreamerV3's ``1 - 1/333``). See :data:`TASK_DEFAULTS`.
-        entropy_coef: weight of the actor's entropy bonus (``None``: the task default if it has
-            one, else the loss preset's). See :data:`TASK_DEFAULTS`.
-        event_fraction: share of each batch's sequences drawn to contain a ``terminated`` row
-            (:class:`~torchrl_dreamer.data.ChronologicalSliceSampler` ``event_fraction``; 0 =
-            uniform starts, the reference DreamerV3 replay).
-        steps_per_rollout, commit_stride: collector windows (env steps).
-        checkpoint_every: policy steps between checkpoints (0: only at the end).
-        checkpoint_replay: store the replay in checkpoints (exact resume; costs disk).
-        log_every: gradient steps between metric logs.
-        precision: learner autocast (``"fp32"``, ``"bf16"``, ``"fp16"``).
-        threads: torch intra-op threads of the training process on CPU (default 1; the
-            emulator runs one Warp launch per step on one core, so on a 2-core machine the
-            learner can take both cores only while the actor waits).
-        frame_skip: emulated frames per env step (Game Boy tasks).
-        eval_episodes: episodes of the final evaluation (0: none).
-        logger: ``"csv"``, ``"tensorboard"``, ``"both"`` or ``"none"``.
-        progress: show a tqdm progress bar.
+    The command line is generated from these fields (``--num-envs`` for ``num_envs``; see
+    ``python -m torchrl_dreamer.train --help``), and YAML/JSON files use the same names. A
+    setting that is not given takes the task's training default
+    (:attr:`torchrl_dreamer.envs.Task.train_defaults`), else the default below (for the
+    collector's settings, :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig`'s: each
+    default is defined once). After
+    construction every field holds the value the run uses (``None`` defaults are resolved), so
+    ``to_dict()`` is what a checkpoint records and compares on ``--resume``.
+
+    Example:
+        >>> cfg = TrainConfig(task="maze", total_steps=2000)
+        >>> cfg.batch_size, cfg.replay_ratio, cfg.gamma   # the maze's training defaults
+        (8, 0.18, 0.98)
+        >>> cfg.with_(batch_size=16).batch_size
+        16
     """
 
     task: str = "maze"
+    """Registered task (``torchrl_dreamer.envs.list_tasks()``) or ``gym:<id>`` for a gymnasium
+    env with vector observations (``gym:CartPole-v1``)."""
     rom: str | None = None
+    """ROM path overriding the task's own (games other than the shipped ones are never bundled)."""
     preset: str = "tiny"
+    """Model size, a key of ``torchrl_dreamer.modules.PRESETS`` (``tiny`` is the CPU preset)."""
     loss_preset: str | None = None
+    """Loss and learner preset (``torchrl_dreamer.objectives.LOSS_PRESETS`` / ``LEARNER_PRESETS``);
+    unset: ``fast-pixels`` (Game Boy tasks) or ``fast`` (``gym:`` tasks) for the ``tiny`` preset,
+    ``sheeprl`` for XS..XL."""
     device: str = "cpu"
+    """Learner, replay and env device (``cpu``, ``cuda``, ``cuda:1``)."""
     num_envs: int = 16
+    """Consoles (envs) stepped together."""
     total_steps: int = 50_000
+    """Policy steps to collect (one action of one env): the run's length."""
     replay_capacity: int = 100_000
-    replay_backing: str = "memory"
-    backend: str = "reference"
-    seed: int = 0
+    """Policy steps the replay holds (the oldest are overwritten first)."""
+    replay_backing: ReplayBacking = "memory"
+    """``memory`` (RAM of ``device``) or ``memmap`` (files under ``<log_dir>/replay_ring``)."""
+    backend: Backend = _COLLECTOR.backend
+    """Collector backend: ``reference`` (sequential), ``threaded``, ``cuda`` or ``ray``."""
+    seed: int = _COLLECTOR.seed
+    """Seeds torch, the env, the sampler and the random prefill."""
     log_dir: str = "runs/dreamer"
-    replay_ratio: float | None = None
-    learning_starts: int | None = None
-    batch_size: int = 16
-    seq_len: int = 32
+    """Run directory: logs, checkpoints, GIFs."""
+    replay_ratio: float = _COLLECTOR.replay_ratio
+    """Gradient steps per policy step."""
+    learning_starts: int = _COLLECTOR.learning_starts
+    """Policy steps of random actions before training starts."""
+    batch_size: int = _COLLECTOR.batch_size
+    """Sequences per gradient step (``B`` of the ``B x T`` batch)."""
+    seq_len: int = _COLLECTOR.seq_len
+    """Steps per sampled sequence (``T``)."""
     gamma: float | None = None
+    """Discount of the imagined returns; unset: the loss preset's (DreamerV3's 1 - 1/333)."""
     entropy_coef: float | None = None
+    """Weight of the actor's entropy bonus; unset: the loss preset's."""
     event_fraction: float = 0.0
-    steps_per_rollout: int = 16
-    commit_stride: int = 8
+    """Share of each batch's sequences drawn to contain a ``terminated`` row (0: uniform starts,
+    the reference DreamerV3 replay)."""
+    steps_per_rollout: int = _COLLECTOR.steps_per_rollout
+    """Env steps per actor window (weights change only between windows; Ray: per chunk)."""
+    commit_stride: int = _COLLECTOR.commit_stride
+    """Env steps between commits of new rows to the learner."""
     checkpoint_every: int = 10_000
+    """Policy steps between checkpoints (0: only at the end)."""
     checkpoint_replay: bool = True
-    log_every: int = 10
-    precision: str = "fp32"
+    """Store the replay in checkpoints (exact resume; costs disk)."""
+    log_every: int = _COLLECTOR.log_every
+    """Gradient steps between metric logs."""
+    precision: Precision = _COLLECTOR.precision
+    """Learner autocast: ``fp32`` (off), ``bf16`` or ``fp16``."""
     threads: int = 1
+    """Torch intra-op threads of the training process on CPU."""
     frame_skip: int = 24
+    """Emulated frames per env step (Game Boy tasks)."""
     eval_episodes: int = 32
-    logger: str = "csv"
+    """Episodes of the final evaluation (0: none)."""
+    logger: LoggerKind = "csv"
+    """Metric logs: ``csv``, ``tensorboard``, ``both`` or ``none``."""
     progress: bool = True
+    """Show a progress bar."""
 
     def __post_init__(self) -> None:
+        self._resolve_defaults()
         self.validate()
 
-    # ------------------------------------------------------------------ validation
-    def validate(self) -> None:
-        """Raise :class:`ConfigError` naming the first bad setting."""
+    # ------------------------------------------------------------------ defaults
+    def _resolve_defaults(self) -> None:
+        """Fill the settings not given: the task's training defaults, then the field defaults,
+        then those that follow other settings (loss preset, discount, entropy bonus)."""
         from torchrl_dreamer.modules import PRESETS
         from torchrl_dreamer.objectives import LOSS_PRESETS
 
+        check_task(self.task)
+        for name, value in task_train_defaults(self.task).items():
+            if name not in self._given:
+                setattr(self, name, value)
+        for f in dataclasses.fields(self):
+            if getattr(self, f.name) is None and f.default is not None:
+                setattr(self, f.name, f.default)
         if self.preset not in PRESETS:
             raise ConfigError(
                 f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)} "
@@ -163,31 +196,37 @@ class TrainConfig:
             )
         if self.loss_preset is None:
             self.loss_preset = default_loss_preset(self.preset, self.task)
-            self._loss_preset_auto = True  # with_() picks it again (preset or task may change)
         if self.loss_preset not in LOSS_PRESETS:
             raise ConfigError(
                 f"unknown loss preset {self.loss_preset!r}; choose one of {sorted(LOSS_PRESETS)}."
             )
-        check_task(self.task)
+        preset = LOSS_PRESETS[self.loss_preset]
+        if self.gamma is None:
+            self.gamma = preset.gamma
+        if self.entropy_coef is None:
+            self.entropy_coef = preset.entropy_coef
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` naming the first bad setting."""
+        for f in dataclasses.fields(self):
+            choices = get_args(_hints()[f.name]) if get_origin(_hints()[f.name]) is Literal else ()
+            if choices and getattr(self, f.name) not in choices:
+                raise ConfigError(
+                    f"unknown {f.name.replace('_', ' ')} {getattr(self, f.name)!r}; choose one of "
+                    f"{', '.join(choices)}."
+                )
         if self.rom is not None and not Path(self.rom).is_file():
             raise ConfigError(
                 f"ROM {self.rom} not found; pass --rom PATH to a .gb file you own (games other than "
                 "the shipped maze and catch are never bundled)."
             )
         self.device = str(check_device(self.device))
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"unknown backend {self.backend!r}; choose one of {BACKENDS}.")
         if self.backend == "cuda" and not self.device.startswith("cuda"):
             raise ConfigError("backend='cuda' needs --device cuda; use 'threaded' on the CPU.")
-        if self.replay_backing not in REPLAY_BACKINGS:
-            raise ConfigError(
-                f"unknown replay backing {self.replay_backing!r}; choose one of {REPLAY_BACKINGS}."
-            )
         if self.replay_backing == "memmap" and not self.device.startswith("cpu"):
             raise ConfigError("replay_backing='memmap' keeps the replay in host files: use --device cpu "
                               "or --replay-backing memory.")
-        if self.logger not in ("csv", "tensorboard", "both", "none"):
-            raise ConfigError(f"unknown logger {self.logger!r}; use csv, tensorboard, both or none.")
         for name in ("num_envs", "total_steps", "batch_size", "seq_len", "steps_per_rollout",
                      "commit_stride", "log_every", "frame_skip"):
             if int(getattr(self, name)) < 1:
@@ -196,20 +235,18 @@ class TrainConfig:
             raise ConfigError(f"seq_len must be >= 2, got {self.seq_len}.")
         if self.checkpoint_every < 0 or self.eval_episodes < 0:
             raise ConfigError("checkpoint_every and eval_episodes must be >= 0.")
-        if self.replay_ratio is not None and not self.replay_ratio >= 0:
+        if not self.replay_ratio >= 0:
             raise ConfigError(f"replay_ratio must be >= 0, got {self.replay_ratio}.")
-        if self.learning_starts is not None and self.learning_starts < 0:
+        if self.learning_starts < 0:
             raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}.")
-        if self.gamma is not None and not 0.0 < float(self.gamma) <= 1.0:
+        if not 0.0 < float(self.gamma) <= 1.0:
             raise ConfigError(f"gamma must lie in (0, 1], got {self.gamma}.")
-        if self.entropy_coef is not None and not float(self.entropy_coef) >= 0.0:
+        if not float(self.entropy_coef) >= 0.0:
             raise ConfigError(f"entropy_coef must be >= 0, got {self.entropy_coef}.")
         if not 0.0 <= float(self.event_fraction) <= 1.0:
             raise ConfigError(f"event_fraction must lie in [0, 1], got {self.event_fraction}.")
         if not isinstance(self.threads, int) or self.threads < 1:
             raise ConfigError(f"threads must be an integer >= 1, got {self.threads!r}.")
-        if self.precision not in ("fp32", "bf16", "fp16"):
-            raise ConfigError(f"unknown precision {self.precision!r}; use fp32, bf16 or fp16.")
         if self.replay_capacity < self.seq_len * self.num_envs:
             raise ConfigError(
                 f"replay_capacity={self.replay_capacity} cannot hold one sequence per env; raise "
@@ -217,67 +254,45 @@ class TrainConfig:
             )
 
     # ------------------------------------------------------------------ derived values
-    @property
-    def effective_replay_ratio(self) -> float:
-        """``replay_ratio`` or the task default (0.05 for tasks without one)."""
-        if self.replay_ratio is not None:
-            return float(self.replay_ratio)
-        return float(TASK_DEFAULTS.get(self.task, {}).get("replay_ratio", 0.05))
-
-    def _loss_setting(self, name: str) -> float:
-        """A loss setting that the run may set (``name`` field), else its task, else its loss
-        preset (the same field of :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`)."""
-        from torchrl_dreamer.objectives import LOSS_PRESETS
-
-        value = getattr(self, name)
-        if value is None:
-            value = TASK_DEFAULTS.get(self.task, {}).get(name)
-        if value is None:
-            value = getattr(LOSS_PRESETS[self.loss_preset], name)
-        return float(value)
-
-    @property
-    def effective_gamma(self) -> float:
-        """``gamma``, else the task default, else the loss preset's discount."""
-        return self._loss_setting("gamma")
-
-    @property
-    def effective_entropy_coef(self) -> float:
-        """``entropy_coef``, else the task default, else the loss preset's."""
-        return self._loss_setting("entropy_coef")
-
     def loss_config(self) -> Any:
         """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`: the loss preset
-        with :attr:`effective_gamma` and :attr:`effective_entropy_coef`."""
+        with the run's ``gamma`` and ``entropy_coef``."""
         from torchrl_dreamer.objectives import LOSS_PRESETS
 
-        return LOSS_PRESETS[self.loss_preset].with_(
-            gamma=self.effective_gamma, entropy_coef=self.effective_entropy_coef)
+        return LOSS_PRESETS[self.loss_preset].with_(gamma=self.gamma,
+                                                    entropy_coef=self.entropy_coef)
 
-    @property
-    def effective_learning_starts(self) -> int:
-        """``learning_starts`` or the task default."""
-        if self.learning_starts is not None:
-            return int(self.learning_starts)
-        return int(TASK_DEFAULTS.get(self.task, {}).get("learning_starts", 1024))
+    def learner_config(self) -> Any:
+        """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LearnerConfig` (optimizers):
+        the learner preset of ``loss_preset``'s name."""
+        from torchrl_dreamer.objectives import LEARNER_PRESETS
+
+        return LEARNER_PRESETS[self.loss_preset]
 
     @property
     def capacity_rows(self) -> int:
-        """Ring rows of the replay (each row holds one step of every env)."""
-        # + seq_len: the safety margin keeps that many of the oldest rows out of sampling;
-        # + commit_stride: rows the actor writes ahead of its last commit.
-        return -(-int(self.replay_capacity) // self.num_envs) + self.seq_len + self.commit_stride
+        """Ring rows of the replay (each row holds one step of every env):
+        :func:`~torchrl_dreamer.data.ring_rows` of ``replay_capacity``."""
+        from torchrl_dreamer.data import ring_rows
 
-    def resolved(self) -> dict[str, float | int]:
-        """The values the run actually uses for the settings that may be left to a default
-        (:data:`RESOLVED_KEYS`), e.g. ``{"gamma": 0.98, ...}`` for the maze with ``gamma=None``.
+        return ring_rows(self.replay_capacity, self.num_envs, self.seq_len, self.commit_stride)
 
-        Checkpoints store them, so a resume is compared on what was trained, not on a ``None``
-        whose meaning a later change of :data:`TASK_DEFAULTS` would silently move."""
-        return {k: getattr(self, attr) for k, attr in RESOLVED_KEYS.items()}
+    def collector_config(self) -> Any:
+        """The :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig` of this run: the same
+        names and units (``ray`` runs its collection through the ``reference`` loop's settings)."""
+        from torchrl_dreamer.collectors import AsyncCollectorConfig
+
+        return AsyncCollectorConfig(
+            steps_per_rollout=self.steps_per_rollout, commit_stride=self.commit_stride,
+            seq_len=self.seq_len, batch_size=self.batch_size, replay_ratio=self.replay_ratio,
+            learning_starts=self.learning_starts, min_ready_steps=self.seq_len,
+            safety_margin=self.seq_len, log_every=self.log_every, device=self.device,
+            precision=self.precision, seed=self.seed,
+            backend=self.backend if self.backend != "ray" else "reference",
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-friendly dict (logged, stored in checkpoints)."""
+        """Plain JSON-friendly dict of the values the run uses (logged, stored in checkpoints)."""
         return dataclasses.asdict(self)
 
     @classmethod
@@ -299,13 +314,61 @@ class TrainConfig:
     def with_(self, **kwargs: Any) -> TrainConfig:
         """Copy with some settings changed (validated again).
 
-        A ``loss_preset`` that was left ``None`` (picked by :func:`default_loss_preset` from the
-        model preset and the task) is picked again for the copy, so
-        ``TrainConfig().with_(preset="XS").loss_preset == "sheeprl"``.
+        Settings this config was not given are resolved again for the copy (task defaults,
+        loss preset), so ``TrainConfig().with_(preset="XS").loss_preset == "sheeprl"`` and
+        ``TrainConfig().with_(task="catch").batch_size == 16``.
         """
-        if getattr(self, "_loss_preset_auto", False) and "loss_preset" not in kwargs:
-            kwargs["loss_preset"] = None
-        return dataclasses.replace(self, **kwargs)
+        given = {k: getattr(self, k) for k in self._given}
+        return type(self)(**{**given, **kwargs})
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return get_type_hints(TrainConfig)
+
+
+def field_docs(cls: type = TrainConfig) -> dict[str, str]:
+    """The docstring under each field of a dataclass (``{name: text}``), read from its source:
+    what the generated command line shows as each flag's help.
+
+    Example:
+        >>> field_docs(TrainConfig)["num_envs"]
+        'Consoles (envs) stepped together.'
+    """
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for node, nxt in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)):
+            docs[node.target.id] = " ".join(inspect.cleandoc(nxt.value.value).split())
+    return docs
+
+
+def task_train_defaults(task: str) -> dict[str, Any]:
+    """The training defaults of ``task`` (its ``train_defaults``), checked against the fields of
+    :class:`TrainConfig`.
+
+    Example:
+        >>> task_train_defaults("catch")
+        {'replay_ratio': 0.2}
+    """
+    if task.startswith("gym:"):
+        from torchrl_dreamer.trainers.gym_env import DeferredResetGymEnv as source
+    else:
+        from torchrl_dreamer.envs import task_class
+
+        source = task_class(task)
+    defaults = dict(source.train_defaults)
+    names = {f.name for f in dataclasses.fields(TrainConfig)} - {"task"}
+    unknown = sorted(set(defaults) - names)
+    if unknown:
+        raise ConfigError(
+            f"{source.__name__}.train_defaults sets {unknown}, which are not TrainConfig settings; "
+            f"use names from {sorted(names)}."
+        )
+    return defaults
 
 
 # Settings that must match between a checkpoint and the run resuming it (the rest may change,
@@ -313,12 +376,6 @@ class TrainConfig:
 IDENTITY_KEYS = ("task", "preset", "loss_preset", "gamma", "entropy_coef", "num_envs",
                  "batch_size", "seq_len", "frame_skip", "steps_per_rollout", "commit_stride",
                  "replay_ratio", "learning_starts", "seed")
-
-# Identity keys that may be ``None`` (= a task or preset default), with the property that
-# resolves them: checkpoints compare these on the resolved value (:meth:`TrainConfig.resolved`).
-RESOLVED_KEYS = {"gamma": "effective_gamma", "entropy_coef": "effective_entropy_coef",
-                 "replay_ratio": "effective_replay_ratio",
-                 "learning_starts": "effective_learning_starts"}
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

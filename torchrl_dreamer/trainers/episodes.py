@@ -39,9 +39,17 @@ class EpisodeTracker:
             ``"truncated"`` (reaches the time limit).
 
     Example:
+        >>> import torch
+        >>> from torchrl_dreamer.data import TimeMajorStorage, dreamer_schema
+        >>> from torchrl_dreamer.data.synthetic import SyntheticSteps
+        >>> storage = TimeMajorStorage(256, 16, spec=dreamer_schema())
+        >>> steps = SyntheticSteps(16, torch.Generator().manual_seed(0), end_prob=0.2)
+        >>> for _ in range(50):
+        ...     _ = storage.write(steps.step())
         >>> tracker = EpisodeTracker(num_envs=16)
-        >>> new = tracker.update(storage)  # reads rows committed since the last call
-        >>> tracker.recent()["return"]
+        >>> new = tracker.update(storage)  # (return, length, success) of the episodes ended since
+        >>> len(new) > 0, tracker.recent()["episodes"] == len(new)
+        (True, True)
     """
 
     def __init__(self, num_envs: int, window: int = 32,

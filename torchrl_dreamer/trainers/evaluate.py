@@ -7,8 +7,18 @@ it), with the player's greedy action by default. An episode is a success when it
 written as an animated GIF (:func:`~torchrl_dreamer.trainers.gif.write_gif`).
 
 Example:
-    >>> result = evaluate_checkpoint("runs/dreamer", episodes=16, gif="play.gif")
-    >>> result.success_rate
+    An untrained agent on the shipped maze.
+
+    >>> from torchrl_dreamer.envs import GameBoyEnv
+    >>> from torchrl_dreamer.modules import make_dreamer
+    >>> env = GameBoyEnv("maze", num_envs=2)
+    >>> wm, actor, _ = make_dreamer("tiny", {"pixels": "packed2"}, env.action_spec.space.n)
+    >>> result = evaluate(env, wm, actor, gif=getfixture("tmp_path") / "play.gif")
+    >>> result.episodes, 0.0 <= result.success_rate <= 1.0, result.gif.endswith("play.gif")
+    (2, True, True)
+
+``evaluate_checkpoint("runs/dreamer", episodes=16, gif="play.gif")`` does the same for a
+checkpoint (or a run directory's latest).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ frames, a NETSCAPE loop block and a per-frame delay; any viewer or browser plays
 Example:
     >>> import torch
     >>> frames = torch.randint(0, 4, (10, 72, 80), dtype=torch.uint8)  # Game Boy shades
-    >>> write_gif("/tmp/play.gif", frames, scale=2)
+    >>> write_gif(getfixture("tmp_path") / "play.gif", frames, scale=2).name
+    'play.gif'
 """
 
 from __future__ import annotations

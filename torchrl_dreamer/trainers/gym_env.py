@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Categorical, Composite, Unbounded
@@ -39,6 +41,8 @@ class DeferredResetGymEnv(EnvBase):
     """
 
     success_rule = "truncated"
+    #: Training defaults of ``gym:`` tasks (measured on CartPole-v1, ``docs/learning_results.md``).
+    train_defaults = MappingProxyType({"replay_ratio": 0.5})
 
     def __init__(self, env_id: str, num_envs: int = 1, seed: int = 0,
                  max_episode_steps: int | None = None) -> None:

@@ -1,19 +1,29 @@
 """``DreamerTrainer``: runs a :class:`TrainConfig` end to end (progress bar, logs, checkpoints,
 resume, final evaluation).
 
-The collector (:class:`~torchrl_dreamer.collectors.AsyncDreamerCollector`) does the actual
-actor/learner work; the trainer runs it in *chunks* of ``checkpoint_every`` policy steps. Each
-chunk ends with every owed gradient step taken and the actor stopped, so the checkpoint written
-between chunks is a consistent cut (models, optimizers, schedule, RNG, env, replay); resuming
-from it continues the same run. Between the collector's metric yields the trainer reads the
+The collector does the actual actor/learner work: an
+:class:`~torchrl_dreamer.collectors.AsyncDreamerCollector` for the local backends, a
+:class:`~torchrl_dreamer.distributed.RayCollector` for ``backend="ray"``; both are a
+:class:`RunCollector`. The trainer runs it in *chunks* of ``checkpoint_every`` policy steps.
+Locally each chunk ends with every owed gradient step taken and the actor stopped, so the
+checkpoint written between chunks is a consistent cut (models, optimizers, schedule, RNG, env,
+replay); resuming from it continues the same run. On Ray the runners keep stepping while the
+checkpoint is written (the replay service snapshots itself atomically). Between the collector's metric yields the trainer reads the
 newly committed replay rows for episode returns and successes (:class:`EpisodeTracker`), updates
 the tqdm bar (env steps/s, achieved replay ratio, recent return / success) and logs to CSV /
 TensorBoard through TorchRL's loggers.
 
 Example:
-    >>> trainer = DreamerTrainer(TrainConfig(task="maze", total_steps=2000))
-    >>> summary = trainer.train()
-    >>> summary["success_rate"]
+    Needs the shipped maze ROM and compiles the emulator kernel once.
+
+    >>> cfg = TrainConfig(task="maze", num_envs=4, total_steps=64, learning_starts=32,
+    ...                   seq_len=8, batch_size=2, replay_capacity=256, log_dir=getfixture(
+    ...                   "tmp_path").as_posix(), progress=False, logger="none")
+    >>> trainer = DreamerTrainer(cfg, quiet=True)
+    >>> row = trainer.train()
+    >>> row["policy_steps"], row["updates"] > 0
+    (64.0, True)
+    >>> trainer.close()
 """
 
 from __future__ import annotations
@@ -22,8 +32,9 @@ import json
 import math
 import time
 import warnings
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from torchrl_dreamer.trainers.builder import RunParts, build_run
 from torchrl_dreamer.trainers.checkpoint import (
@@ -36,14 +47,44 @@ from torchrl_dreamer.trainers.checkpoint import (
     set_rng_state,
 )
 from torchrl_dreamer.trainers.config import TrainConfig
-from torchrl_dreamer.trainers.env_state import (
-    capture_env_state,
-    restore_env_state,
-)
 from torchrl_dreamer.trainers.episodes import EpisodeTracker
 from torchrl_dreamer.trainers.loggers import make_logger
 
-__all__ = ["DreamerTrainer"]
+__all__ = ["DreamerTrainer", "RunCollector"]
+
+
+class RunCollector(Protocol):
+    """What :class:`DreamerTrainer` drives: collection and training up to ``total_frames``
+    policy steps, and the collector's side of a checkpoint."""
+
+    total_frames: int
+    logger: Any
+
+    @property
+    def policy_steps(self) -> int: ...
+
+    @property
+    def updates(self) -> int: ...
+
+    def iterator(self) -> Iterator[Any]:
+        """Collect and train until ``total_frames``; yields metrics along the way."""
+
+    def replay_ratio_actual(self) -> float: ...
+
+    def state_dict(self) -> Mapping[str, Any]: ...
+
+    def load_state_dict(self, state_dict: Any, keep_schedule: bool = False) -> None: ...
+
+    def env_state(self) -> dict[str, Any] | None:
+        """The envs mid-run (``None``: they cannot be snapshotted and restart on resume)."""
+
+    def load_env_state(self, state: dict[str, Any] | None) -> bool: ...
+
+    def save_replay(self, path: Path) -> None: ...
+
+    def load_replay(self, path: Path) -> None: ...
+
+    def shutdown(self, close_env: bool = True) -> None: ...
 
 
 def _fmt(x: float, digits: int = 2) -> str:
@@ -78,9 +119,8 @@ class DreamerTrainer:
         else:
             parts.collector.logger = self.logger
         self.parts = parts
-        self.tracker = EpisodeTracker(
-            int(parts.env.batch_size[0]),
-            success_rule=getattr(parts.env, "success_rule", "terminal_reward"))
+        self.collector: RunCollector = parts.collector
+        self.tracker = EpisodeTracker(config.num_envs, success_rule=parts.success_rule)
         self.history: list[dict[str, float]] = []
         self.wall_s = 0.0
         self.resumed_from: Path | None = None
@@ -94,22 +134,20 @@ class DreamerTrainer:
     @property
     def policy_steps(self) -> int:
         """Policy steps collected so far (env steps x envs)."""
-        return int(self.parts.collector.policy_steps)
+        return int(self.collector.policy_steps)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything but the replay (see :mod:`~torchrl_dreamer.trainers.checkpoint`)."""
         p = self.parts
         return {
             "config": self.config.to_dict(),
-            "resolved": self.config.resolved(),
             "learner": p.learner.state_dict(),
             "num_updates": int(p.learner.num_updates),
             "optimizers": {k: o.state_dict() for k, o in p.learner.optimizers().items()},
-            "collector": p.collector.state_dict(),
+            "collector": self.collector.state_dict(),
             "tracker": self.tracker.state_dict(),
             "rng": rng_state(),
-            "env": capture_env_state(p.env),
-            "driver": p.collector.driver.state_dict(),
+            "env": self.collector.env_state(),
             "history": [dict(h) for h in self.history],
             "wall_s": float(self.wall_s),
         }
@@ -117,14 +155,14 @@ class DreamerTrainer:
     def save(self) -> Path:
         """Write a checkpoint at the current step; returns its directory."""
         path = self.run_dir / "checkpoints" / f"step_{self.policy_steps}"
-        storage = self.parts.storage if self.config.checkpoint_replay else None
-        return save_checkpoint(path, self.state_dict(), storage)
+        save_replay = self.collector.save_replay if self.config.checkpoint_replay else None
+        return save_checkpoint(path, self.state_dict(), save_replay)
 
     def _restore(self, saved: dict[str, Any], ckpt: Path) -> None:
         from torchrl_dreamer.objectives import SlowCritic
 
         p = self.parts
-        c = p.collector
+        c = self.collector
         p.learner.load_state_dict(saved["learner"])
         p.learner.num_updates = int(saved["num_updates"])
         for m in p.learner.modules():
@@ -132,12 +170,11 @@ class DreamerTrainer:
                 m._calls = int(m.count)  # the hard copy happens only at the very first update
         for k, opt in p.learner.optimizers().items():
             opt.load_state_dict(saved["optimizers"][k])
-        fresh_schedule, fresh_limiter = c.schedule.state_dict(), c.limiter.state_dict()
-        c.load_state_dict(saved["collector"])
         has_replay = bool(saved.get("has_replay")) and (ckpt / "replay").is_dir()
+        c.load_state_dict(saved["collector"], keep_schedule=not has_replay)
         if has_replay:
             try:
-                p.storage.loads(ckpt / "replay")
+                c.load_replay(ckpt / "replay")
             except (ValueError, FileNotFoundError) as err:
                 raise CheckpointError(
                     f"the replay in {ckpt} does not fit this run's replay ({err}); resume with "
@@ -148,14 +185,7 @@ class DreamerTrainer:
         else:
             warnings.warn(f"checkpoint {ckpt} has no replay: the run continues with an empty "
                           "replay (training resumes once the prefill is collected again).", stacklevel=2)
-            c.schedule.load_state_dict(fresh_schedule)
-            c.limiter.load_state_dict(fresh_limiter)
-        if saved.get("env") is not None:
-            restore_env_state(p.env, saved["env"])
-            c.driver.load_state_dict(saved["driver"])
-        else:
-            c.driver.reset()
-        if has_replay and saved.get("env") is None:
+        if not c.load_env_state(saved.get("env")) and has_replay and p.storage is not None:
             self.tracker.next_t = p.storage.total_steps
         set_rng_state(saved["rng"])
         self.history = [dict(h) for h in saved.get("history", [])]
@@ -164,8 +194,9 @@ class DreamerTrainer:
 
     # ------------------------------------------------------------------ loop
     def _record(self, bar: Any, t_start: float, steps0: int, t_chunk: float) -> dict[str, float]:
-        c = self.parts.collector
-        for ret, length, ok in self.tracker.update(self.parts.storage):
+        c = self.collector
+        episodes = self.tracker.update(self.parts.storage) if self.parts.storage is not None else []
+        for ret, length, ok in episodes:
             if self.logger is not None:
                 self.logger.log_metrics({"episode/return": ret, "episode/length": length,
                                          "episode/success": float(ok)}, step=self.policy_steps)
@@ -195,7 +226,7 @@ class DreamerTrainer:
 
         Returns the last progress row (steps, updates, wall time, recent return / success).
         """
-        cfg, c = self.config, self.parts.collector
+        cfg, c = self.config, self.collector
         bar = None
         if cfg.progress and not self.quiet:
             from tqdm.auto import tqdm
@@ -231,4 +262,4 @@ class DreamerTrainer:
 
     def close(self) -> None:
         """Stop the collector and close the env."""
-        self.parts.collector.shutdown(close_env=True)
+        self.collector.shutdown(close_env=True)

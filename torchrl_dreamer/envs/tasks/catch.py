@@ -8,6 +8,7 @@ seed byte written at reset. Actions: ``"dpad"`` (LEFT/RIGHT move the paddle 16 p
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -26,6 +27,7 @@ class CatchTask(ShippedGameTask):
     game = "catch"
     default_action_set = "dpad"
     default_max_episode_steps = 1000
+    train_defaults = MappingProxyType({"replay_ratio": 0.2})
 
     def setup(self, num_envs: int, device: torch.device) -> None:
         super().setup(num_envs, device)

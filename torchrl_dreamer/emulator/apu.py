@@ -1,0 +1,439 @@
+"""The DMG APU's registers and their timing, as Warp functions (no audio samples are produced).
+
+What is modelled is what a program can observe through the sound registers:
+
+- NR10-NR52 with their read masks (unused bits and write-only registers read 1), NR52's channel
+  status bits, power off/on with NR52 bit 7 (off clears NR10-NR51 and ignores their writes; on a
+  DMG the length counters survive power-off and NR11/NR21/NR31/NR41 stay writable, length part
+  only; wave RAM is always accessible).
+- The frame sequencer ("DIV-APU"): one step on every falling edge of bit 12 of the 16-bit divider
+  (every 8192 T-cycles, and on a DIV write while that bit is set); length counters on steps
+  0, 2, 4, 6, sweep on 2 and 6, envelopes on 7. Powering on restarts it so the next step is 0; if
+  DIV bit 12 is set at that moment the first falling edge is skipped.
+- Length counters (64 steps, 256 for the wave channel), including the extra clock when length is
+  enabled in the first half of a length period (when the next step does not clock length), and a
+  trigger with length 0 loading the maximum (maximum - 1 when that extra clock applies).
+- Channel 1's sweep: shadow frequency, sweep timer (period 0 counts as 8), the overflow check on
+  trigger when the shift is non-zero, the write-back and second overflow check, and the quirk that
+  clearing the negate bit after a calculation in negate mode disables the channel.
+- Volume envelopes (internal only: volume is not readable on a DMG).
+- DAC power (NRx2 bits 3-7, NR30 bit 7): a DAC off disables its channel, a trigger does not enable
+  a channel whose DAC is off.
+- The wave channel's sample position: the first sample fetch comes ``period + 6`` T-cycles after
+  a trigger (the period is ``(2048 - frequency) * 2``), then every period. While the channel is
+  on, a CPU access to wave RAM reaches the byte the channel fetched in the same cycle and misses
+  otherwise (reads give FF, writes are dropped), and retriggering the channel in the cycle before
+  it fetches a sample corrupts the first bytes of wave RAM (DMG only).
+
+Time is lazy, as for the rest of the console: nothing here runs per M-cycle. :func:`apu_advance`
+is called by the clock catch-up with the divider value and the T-cycles elapsed since the last
+catch-up; it counts the frame-sequencer steps in that span from the divider arithmetically and,
+while the wave channel plays, moves its sample position by whole periods. IO reads and writes
+catch up first, so registers read as if every cycle had been simulated.
+
+Sources of the facts (no code taken): Pan Docs "Audio" / "Audio details", the gbdev wiki
+"Gameboy sound hardware" (obscure behaviour), blargg's dmg_sound test sources; the wave channel's
+trigger delay, the same-cycle wave RAM access, the retrigger corruption pattern and the skipped
+first step at power-on as SameBoy's APU notes describe the DMG (the dmg_sound wave tests pin
+the first three: they read and write wave RAM at every 2-cycle offset from a trigger).
+
+State: registers live in ``m.hram[i, 0x10..0x3F]`` as written (NR52: bit 7 only); the internal
+state is in the ``S_APU_*`` columns of the state table (see :mod:`.layout`).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.layout import (
+    S_APU_ACT,
+    S_APU_ENV1,
+    S_APU_FS,
+    S_APU_LEN1,
+    S_APU_LEN_EN,
+    S_APU_SKIP,
+    S_APU_SW_FLAGS,
+    S_APU_SW_FREQ,
+    S_APU_SW_TIMER,
+    S_APU_WAVE_CNT,
+    S_APU_WAVE_PER,
+    S_APU_WAVE_POS,
+    S_DIV16,
+)
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.registers import (
+    R_NR10,
+    R_NR11,
+    R_NR12,
+    R_NR13,
+    R_NR14,
+    R_NR21,
+    R_NR22,
+    R_NR24,
+    R_NR30,
+    R_NR32,
+    R_NR33,
+    R_NR34,
+    R_NR42,
+    R_NR43,
+    R_NR44,
+    R_NR50,
+    R_NR51,
+    R_NR52,
+    R_WAVE,
+)
+
+# NR52 status bit of the wave channel (channel 3 is index 2)
+CH3 = wp.constant(4)
+# The wave channel's first sample fetch comes this many T-cycles after one period from a trigger.
+WAVE_TRIGGER_DELAY = wp.constant(6)
+# A retrigger corrupts wave RAM when the channel's next fetch is this many T-cycles away.
+WAVE_CORRUPT_CNT = wp.constant(2)
+
+
+@wp.func
+def apu_read_mask(r: int) -> int:
+    """Bits of FF10-FF2F that read as 1 (unused bits, write-only registers, unmapped addresses)."""
+    if r == R_NR10:
+        return 0x80
+    if r == R_NR11 or r == R_NR21:
+        return 0x3F
+    if r == R_NR12 or r == R_NR22 or r == R_NR42 or r == R_NR43 or r == R_NR50 or r == R_NR51:
+        return 0
+    if r == R_NR14 or r == R_NR24 or r == R_NR34 or r == R_NR44:
+        return 0xBF
+    if r == R_NR30:
+        return 0x7F
+    if r == R_NR32:
+        return 0x9F
+    return 0xFF  # NR13, NR23, NR31, NR33, NR41 (write-only), FF15, FF1F, FF27-FF2F (unused)
+
+
+@wp.func
+def wave_period(i: int, m: Mem) -> int:
+    """T-cycles between two wave sample fetches: ``(2048 - frequency) * 2``."""
+    f = int(m.hram[i, R_NR33]) | ((int(m.hram[i, R_NR34]) & 7) << 8)
+    return (2048 - f) * 2
+
+
+@wp.func
+def wave_hit(i: int, m: Mem) -> bool:
+    """True when the playing wave channel fetched its sample in this very cycle."""
+    return m.st[i, S_APU_WAVE_CNT] == m.st[i, S_APU_WAVE_PER]
+
+
+@wp.func
+def dac_on(i: int, m: Mem, ch: int) -> bool:
+    """Whether channel ``ch``'s DAC is powered (NRx2 bits 3-7; NR30 bit 7 for the wave channel)."""
+    if ch == 2:
+        return (int(m.hram[i, R_NR30]) & 0x80) != 0
+    return (int(m.hram[i, R_NR12 + 5 * ch]) & 0xF8) != 0
+
+
+@wp.func
+def disable(i: int, m: Mem, ch: int):
+    """Clear channel ``ch``'s NR52 status bit."""
+    m.st[i, S_APU_ACT] = m.st[i, S_APU_ACT] & (0xF ^ (1 << ch))
+
+
+# ----------------------------------------------------------------------------- frame sequencer
+@wp.func(inline=False)
+def length_clock(i: int, m: Mem):
+    """Frame-sequencer length step: enabled non-zero counters count down; 0 disables the channel."""
+    en = m.st[i, S_APU_LEN_EN]
+    for ch in range(4):
+        if (en & (1 << ch)) != 0:
+            n = m.st[i, S_APU_LEN1 + ch]
+            if n > 0:
+                m.st[i, S_APU_LEN1 + ch] = n - 1
+                if n == 1:
+                    disable(i, m, ch)
+
+
+@wp.func
+def sweep_calc(i: int, m: Mem) -> int:
+    """New sweep frequency from the shadow frequency; above 2047 disables channel 1."""
+    nr10 = int(m.hram[i, R_NR10])
+    f = m.st[i, S_APU_SW_FREQ]
+    nf = f + (f >> (nr10 & 7))
+    if (nr10 & 8) != 0:
+        nf = f - (f >> (nr10 & 7))
+        m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] | 2  # a calculation used negate mode
+    if nf > 2047:
+        disable(i, m, 0)
+    return nf
+
+
+@wp.func(inline=False)
+def sweep_clock(i: int, m: Mem):
+    """Frame-sequencer sweep step (128 Hz)."""
+    t = m.st[i, S_APU_SW_TIMER] - 1
+    if t <= 0:
+        nr10 = int(m.hram[i, R_NR10])
+        per = (nr10 >> 4) & 7
+        t = per
+        if per == 0:
+            t = 8
+        if (m.st[i, S_APU_SW_FLAGS] & 1) != 0 and per != 0:
+            nf = sweep_calc(i, m)
+            if nf <= 2047 and (nr10 & 7) != 0:
+                m.st[i, S_APU_SW_FREQ] = nf
+                m.hram[i, R_NR13] = wp.uint8(nf & 0xFF)
+                m.hram[i, R_NR14] = wp.uint8((int(m.hram[i, R_NR14]) & 0xF8) | (nf >> 8))
+                sweep_calc(i, m)
+    m.st[i, S_APU_SW_TIMER] = t
+
+
+@wp.func(inline=False)
+def envelope_clock(i: int, m: Mem):
+    """Frame-sequencer envelope step (64 Hz) of channels 1, 2 and 4 (the playing ones; a trigger
+    reloads the envelope): volume +-1 every period."""
+    act = m.st[i, S_APU_ACT]
+    for k in range(3):
+        ch = k
+        if k == 2:
+            ch = 3
+        nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
+        per = nrx2 & 7
+        if per != 0 and (act & (1 << ch)) != 0:
+            e = m.st[i, S_APU_ENV1 + k]
+            vol = e & 15
+            t = (e >> 4) - 1
+            if t <= 0:
+                t = per
+                if (nrx2 & 8) != 0 and vol < 15:
+                    vol = vol + 1
+                if (nrx2 & 8) == 0 and vol > 0:
+                    vol = vol - 1
+            m.st[i, S_APU_ENV1 + k] = vol | (t << 4)
+
+
+@wp.func(inline=False)
+def frame_steps(i: int, m: Mem, n: int):
+    """Run ``n`` frame-sequencer steps (none while the APU is off).
+
+    ``S_APU_FS`` counts steps since power-on modulo 8: after step k (0-based) it holds k + 1, so
+    an odd value means the step just run clocked the length counters.
+    """
+    if (int(m.hram[i, R_NR52]) & 0x80) == 0:
+        return
+    k = n
+    if m.st[i, S_APU_SKIP] != 0:
+        m.st[i, S_APU_SKIP] = 0
+        k = k - 1
+    fs = m.st[i, S_APU_FS]
+    for _k in range(k):
+        fs = (fs + 1) & 7
+        m.st[i, S_APU_FS] = fs
+        if (fs & 1) != 0:
+            length_clock(i, m)
+        if (fs & 3) == 3:
+            sweep_clock(i, m)
+        if fs == 0:
+            envelope_clock(i, m)
+
+
+@wp.func(inline=False)
+def wave_fetches(i: int, m: Mem, w: int):
+    """The wave channel's countdown reached ``w <= 0``: account for every fetch up to now."""
+    p = wave_period(i, m)
+    n = 1 + (-w) // p
+    m.st[i, S_APU_WAVE_POS] = (m.st[i, S_APU_WAVE_POS] + n) & 31
+    m.st[i, S_APU_WAVE_CNT] = w + n * p
+    m.st[i, S_APU_WAVE_PER] = p
+
+
+@wp.func(inline=True)
+def apu_advance(i: int, m: Mem, div_before: int, cycles: int):
+    """Catch the APU up by ``cycles`` T-cycles; ``div_before`` is the 16-bit divider before them.
+
+    Frame-sequencer steps are the falling edges of divider bit 12 in the span; the wave channel
+    (while on) moves by whole sample periods. Both are O(1) unless something is due. Steps with
+    no length counter or sweep enabled and no envelope step of a playing channel among them only
+    move the step count (games spend most of their time so: no call out).
+    """
+    n = ((div_before + cycles) >> 13) - (div_before >> 13)
+    if n > 0:
+        fs = m.st[i, S_APU_FS] + n
+        if ((m.st[i, S_APU_LEN_EN] | (m.st[i, S_APU_SW_FLAGS] & 1) | m.st[i, S_APU_SKIP]) == 0
+                and (fs < 8 or (m.st[i, S_APU_ACT] & 0xB) == 0)):
+            m.st[i, S_APU_FS] = fs & 7  # (while powered off too: power-on resets it)
+        else:
+            frame_steps(i, m, n)
+    if (m.st[i, S_APU_ACT] & CH3) != 0:
+        w = m.st[i, S_APU_WAVE_CNT] - cycles
+        if w <= 0:
+            wave_fetches(i, m, w)
+        else:
+            m.st[i, S_APU_WAVE_CNT] = w
+
+
+@wp.func
+def apu_div_write(i: int, m: Mem):
+    """A DIV write resets the divider: with bit 12 set that is a falling edge (one step)."""
+    if (m.st[i, S_DIV16] & 0x1000) != 0:
+        frame_steps(i, m, 1)
+
+
+# ------------------------------------------------------------------------------- registers
+@wp.func(inline=False)
+def apu_read(i: int, m: Mem, r: int) -> int:
+    """Read FF10-FF3F (the caller has caught the clock up)."""
+    if r >= R_WAVE:
+        if (m.st[i, S_APU_ACT] & CH3) != 0:
+            if wave_hit(i, m):
+                return int(m.hram[i, R_WAVE + (m.st[i, S_APU_WAVE_POS] >> 1)])
+            return 0xFF
+        return int(m.hram[i, r])
+    if r == R_NR52:
+        return (int(m.hram[i, R_NR52]) & 0x80) | 0x70 | m.st[i, S_APU_ACT]
+    return int(m.hram[i, r]) | apu_read_mask(r)
+
+
+@wp.func(inline=False)
+def power(i: int, m: Mem, v: int):
+    """NR52 write: bit 7 powers the APU on or off."""
+    was_on = (int(m.hram[i, R_NR52]) & 0x80) != 0
+    if (v & 0x80) != 0 and not was_on:
+        m.hram[i, R_NR52] = wp.uint8(0x80)
+        m.st[i, S_APU_FS] = 0  # the next step is step 0
+        m.st[i, S_APU_SKIP] = 0
+        if (m.st[i, S_DIV16] & 0x1000) != 0:
+            m.st[i, S_APU_SKIP] = 1  # bit 12 already set: its next falling edge is not a step
+    if (v & 0x80) == 0 and was_on:
+        for r in range(R_NR10, R_NR52 + 1):
+            m.hram[i, r] = wp.uint8(0)
+        m.st[i, S_APU_ACT] = 0
+        m.st[i, S_APU_LEN_EN] = 0
+        m.st[i, S_APU_SW_FREQ] = 0
+        m.st[i, S_APU_SW_TIMER] = 0
+        m.st[i, S_APU_SW_FLAGS] = 0
+        for k in range(3):
+            m.st[i, S_APU_ENV1 + k] = 0
+        # the length counters (S_APU_LEN1..4) keep their values on a DMG
+
+
+@wp.func(inline=False)
+def wave_trigger(i: int, m: Mem):
+    """Restart the wave channel's position; retriggering just before a fetch corrupts wave RAM."""
+    if (m.st[i, S_APU_ACT] & CH3) != 0 and m.st[i, S_APU_WAVE_CNT] == WAVE_CORRUPT_CNT:
+        b = ((m.st[i, S_APU_WAVE_POS] + 1) >> 1) & 15  # the byte the fetch would have read
+        if b < 4:
+            m.hram[i, R_WAVE] = m.hram[i, R_WAVE + b]
+        else:
+            src = R_WAVE + (b & 12)
+            for k in range(4):
+                m.hram[i, R_WAVE + k] = m.hram[i, src + k]
+    m.st[i, S_APU_WAVE_POS] = 0
+    m.st[i, S_APU_WAVE_CNT] = wave_period(i, m) + WAVE_TRIGGER_DELAY
+    m.st[i, S_APU_WAVE_PER] = 0  # no fetch since the trigger
+
+
+@wp.func(inline=False)
+def nrx4_write(i: int, m: Mem, ch: int, v: int):
+    """NR14/NR24/NR34/NR44: frequency high bits, length enable, trigger."""
+    r = R_NR14 + 5 * ch
+    bit = 1 << ch
+    was_enabled = (m.st[i, S_APU_LEN_EN] & bit) != 0
+    m.hram[i, r] = wp.uint8(v)
+    if (v & 0x40) != 0:
+        m.st[i, S_APU_LEN_EN] = m.st[i, S_APU_LEN_EN] | bit
+    else:
+        m.st[i, S_APU_LEN_EN] = m.st[i, S_APU_LEN_EN] & (0xF ^ bit)
+    maxlen = 64
+    if ch == 2:
+        maxlen = 256
+    if (v & 0x80) != 0:
+        if ch == 2:
+            wave_trigger(i, m)
+        if dac_on(i, m, ch):
+            m.st[i, S_APU_ACT] = m.st[i, S_APU_ACT] | bit
+        if ch != 2:
+            k = ch
+            if ch == 3:
+                k = 2
+            nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
+            m.st[i, S_APU_ENV1 + k] = (nrx2 >> 4) | ((nrx2 & 7) << 4)
+        if ch == 0:
+            nr10 = int(m.hram[i, R_NR10])
+            m.st[i, S_APU_SW_FREQ] = int(m.hram[i, R_NR13]) | ((v & 7) << 8)
+            t = (nr10 >> 4) & 7
+            if t == 0:
+                t = 8
+            m.st[i, S_APU_SW_TIMER] = t
+            m.st[i, S_APU_SW_FLAGS] = 0
+            if (nr10 & 0x77) != 0:
+                m.st[i, S_APU_SW_FLAGS] = 1
+            if (nr10 & 7) != 0:
+                sweep_calc(i, m)  # overflow check on trigger
+        if m.st[i, S_APU_LEN1 + ch] == 0:
+            m.st[i, S_APU_LEN1 + ch] = maxlen
+            was_enabled = False  # a reloaded counter takes the extra clock below like an enable
+    # enabling length when the next step will not clock it clocks it once now
+    if ((v & 0x40) != 0 and not was_enabled and (m.st[i, S_APU_FS] & 1) != 0
+            and m.st[i, S_APU_LEN1 + ch] != 0):
+        n = m.st[i, S_APU_LEN1 + ch] - 1
+        if n == 0:
+            if (v & 0x80) != 0:
+                n = maxlen - 1
+            else:
+                disable(i, m, ch)
+        m.st[i, S_APU_LEN1 + ch] = n
+
+
+@wp.func(inline=False)
+def apu_write(i: int, m: Mem, r: int, v: int):
+    """Write FF10-FF3F (the caller has caught the clock up)."""
+    if r >= R_WAVE:
+        if (m.st[i, S_APU_ACT] & CH3) != 0:
+            if wave_hit(i, m):
+                m.hram[i, R_WAVE + (m.st[i, S_APU_WAVE_POS] >> 1)] = wp.uint8(v)
+            return
+        m.hram[i, r] = wp.uint8(v)
+        return
+    if r == R_NR52:
+        power(i, m, v)
+        return
+    if r > R_NR52:
+        return
+    on = (int(m.hram[i, R_NR52]) & 0x80) != 0
+    if r == R_NR50 or r == R_NR51:
+        if on:
+            m.hram[i, r] = wp.uint8(v)
+        return
+    ch = (r - R_NR10) // 5
+    k = (r - R_NR10) - 5 * ch
+    if k == 1:
+        # NRx1: length load (DMG: also while powered off, without the duty bits)
+        if ch == 2:
+            m.st[i, S_APU_LEN1 + 2] = 256 - v
+        else:
+            m.st[i, S_APU_LEN1 + ch] = 64 - (v & 63)
+        if not on and ch != 2:
+            v = v & 0x3F
+        m.hram[i, r] = wp.uint8(v)
+        return
+    if not on:
+        return
+    if k == 0:
+        if ch == 0:
+            if (m.st[i, S_APU_SW_FLAGS] & 2) != 0 and (v & 8) == 0:
+                disable(i, m, 0)  # negate cleared after a calculation in negate mode
+            m.hram[i, r] = wp.uint8(v)
+        elif ch == 2:
+            m.hram[i, r] = wp.uint8(v)
+            if (v & 0x80) == 0:
+                disable(i, m, 2)
+        return
+    if k == 2:
+        m.hram[i, r] = wp.uint8(v)
+        if ch != 2 and (v & 0xF8) == 0:
+            disable(i, m, ch)
+        return
+    if k == 3:
+        m.hram[i, r] = wp.uint8(v)
+        return
+    nrx4_write(i, m, ch, v)
+
+
+__all__ = ["apu_advance", "apu_div_write", "apu_read", "apu_write"]

@@ -1,0 +1,176 @@
+"""OAM DMA: writing FF46 copies 160 bytes from ``page << 8`` into OAM, one byte per M-cycle.
+
+Timing (DMG hardware; mooneye ``oam_dma_start`` / ``oam_dma_timing`` / ``oam_dma_restart``):
+the write to FF46 happens in M-cycle 0; M-cycle 1 is a start-up delay (OAM still accessible);
+byte ``k`` is transferred in M-cycle ``2 + k``, so OAM is unavailable to the CPU in M-cycles
+2..161 and free again from M-cycle 162 (in M-cycle 1 the CPU still reads the old OAM). A write while a transfer runs restarts it, but the old
+transfer keeps running (and blocking OAM) in M-cycles 0 and 1 until the new one's first byte.
+
+While a transfer runs (:func:`dma_source_at`) the CPU reads 0xFF from OAM (FE00-FEFF) and its
+writes there are ignored, and on a DMG the CPU shares a bus with the DMA unit: the *external*
+bus (cartridge ROM/RAM and WRAM: 0000-7FFF, A000-FDFF) or the *VRAM* bus (8000-9FFF). A CPU
+access to the bus the DMA is reading from is a bus conflict: a read sees the byte the DMA
+reads in that M-cycle and a write is lost (BullyGB "DMA bus conflicts"). HRAM and the IO
+registers are on neither bus, which is why games wait for the DMA in HRAM.
+
+Sources: DMA reads its source through the cartridge, VRAM and WRAM; sources at E000 and above
+read the WRAM echo on a DMG (Pan Docs "OAM DMA Transfer"; mooneye ``oam_dma/sources-GS``).
+
+How it is emulated with the lazy clock: time is kept as ``DMA_END`` / ``DMA_PREV_END``,
+T-cycles from the lazy origin (``CLK`` = 0) to just after the last M-cycle of the current
+(previous) transfer, counted down by :func:`dma_advance` on every catch-up; 0 means idle. So the
+byte the DMA reads at any CPU access is arithmetic on ``CLK``, with no per-M-cycle work and no
+scheduled event. The 160 bytes are copied into OAM at once when the first byte's M-cycle is
+reached (``DMA_COPY`` is set until then; :func:`dma_copy_due`, called on catch-up and before a
+CPU access outside the fast paths): the CPU can neither see OAM during the transfer nor change
+the source (a write to the DMA's bus is lost), so the copy ends identical to a byte-per-M-cycle
+one. The generated CPU kernel sends every access except HRAM's through
+:func:`~.bus.cpu_read` / :func:`~.bus.cpu_write` while ``DMA_END`` is ahead of the clock.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.layout import (
+    S_BOOT_ON,
+    S_DMA_COPY,
+    S_DMA_END,
+    S_DMA_PREV_END,
+    S_DMA_PREV_SRC,
+    S_DMA_SRC,
+    S_ROM_OFF0,
+    S_ROM_OFF1,
+)
+from torchrl_dreamer.emulator.mappers import cram_read
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.registers import R_DMA
+
+__all__ = ["oam_dma", "dma_advance", "dma_source_at", "dma_read", "dma_conflict", "dma_busy",
+           "dma_copy_due"]
+
+DMA_BYTES = wp.constant(160)
+DMA_DELAY = wp.constant(8)  # T-cycles from the FF46 write to the first byte (M-cycles 0 and 1)
+DMA_SPAN = wp.constant(640)  # T-cycles from the first byte to just after the last (160 M-cycles)
+
+BUS_NONE = wp.constant(0)  # HRAM, IO: never shared with the DMA unit
+BUS_EXTERNAL = wp.constant(1)  # cartridge ROM / RAM and WRAM (and its echo)
+BUS_VRAM = wp.constant(2)
+BUS_OAM = wp.constant(3)  # the DMA's destination: unavailable to the CPU during a transfer
+
+
+@wp.func
+def dma_read(i: int, m: Mem, addr: int) -> int:
+    """A byte as the DMA unit reads it from ``addr`` (no IO registers, no OAM: WRAM echo)."""
+    if addr < 0x8000:
+        if addr < 0x4000:
+            if addr < 0x100 and m.st[i, S_BOOT_ON] != 0:
+                return int(m.boot[addr])
+            return int(m.rom[m.st[i, S_ROM_OFF0] + addr])
+        return int(m.rom[m.st[i, S_ROM_OFF1] + addr - 0x4000])
+    if addr < 0xA000:
+        return int(m.vram[i, addr - 0x8000])
+    if addr < 0xC000:
+        return cram_read(i, m, addr)
+    return int(m.wram[i, addr & 0x1FFF])
+
+
+@wp.func
+def cpu_bus(addr: int) -> int:
+    """Which bus a CPU access to ``addr`` uses (``BUS_*``)."""
+    if addr >= 0xFF00:
+        return BUS_NONE
+    if addr >= 0xFE00:
+        return BUS_OAM
+    if addr >= 0x8000 and addr < 0xA000:
+        return BUS_VRAM
+    return BUS_EXTERNAL
+
+
+@wp.func
+def dma_bus(src: int) -> int:
+    """Which bus the DMA unit reads source address ``src`` on (E000-FFFF is the WRAM echo)."""
+    if src >= 0x8000 and src < 0xA000:
+        return BUS_VRAM
+    return BUS_EXTERNAL
+
+
+@wp.func(inline=False)
+def oam_dma(i: int, m: Mem, src: int):
+    """FF46 written with ``src`` at the current cycle (the console has caught up: ``CLK`` = 0).
+
+    A transfer still running becomes the previous one, which runs on until the new first byte.
+    """
+    m.hram[i, R_DMA] = wp.uint8(src)
+    m.st[i, S_DMA_PREV_END] = m.st[i, S_DMA_END]
+    m.st[i, S_DMA_PREV_SRC] = m.st[i, S_DMA_SRC]
+    m.st[i, S_DMA_END] = DMA_DELAY + DMA_SPAN
+    m.st[i, S_DMA_SRC] = src << 8
+    m.st[i, S_DMA_COPY] = 1
+
+
+@wp.func(inline=False)
+def dma_copy(i: int, m: Mem):
+    """Copy the current transfer's 160 source bytes into OAM."""
+    m.st[i, S_DMA_COPY] = 0
+    base = m.st[i, S_DMA_SRC]
+    for k in range(DMA_BYTES):
+        m.oam[i, k] = wp.uint8(dma_read(i, m, (base + k) & 0xFFFF))
+
+
+@wp.func
+def dma_copy_due(i: int, m: Mem, t: int):
+    """Do the pending copy if lazy time ``t`` has reached the transfer's first byte."""
+    if m.st[i, S_DMA_COPY] != 0 and t >= m.st[i, S_DMA_END] - DMA_SPAN:
+        dma_copy(i, m)
+
+
+@wp.func
+def dma_source_at(i: int, m: Mem, t: int) -> int:
+    """Address the DMA unit reads in the M-cycle of an access at lazy time ``t`` (``CLK``), or
+    -1 if no transfer runs then (idle, or the start-up M-cycle of a fresh one)."""
+    end = m.st[i, S_DMA_END]
+    if t >= end:
+        return -1
+    t0 = end - DMA_SPAN
+    if t >= t0:
+        return (m.st[i, S_DMA_SRC] + (t - t0) // 4) & 0xFFFF
+    pend = m.st[i, S_DMA_PREV_END]
+    if t < pend and t >= pend - DMA_SPAN:
+        return (m.st[i, S_DMA_PREV_SRC] + (t - (pend - DMA_SPAN)) // 4) & 0xFFFF
+    return -1
+
+
+@wp.func
+def dma_conflict(i: int, m: Mem, addr: int, t: int) -> int:
+    """Source address the DMA reads if a CPU access to ``addr`` at lazy time ``t`` collides with
+    it (same bus, or OAM), else -1."""
+    bus = cpu_bus(addr)
+    if bus == BUS_NONE:
+        return -1
+    src = dma_source_at(i, m, t)
+    if src < 0:
+        return -1
+    if bus == BUS_OAM or bus == dma_bus(src):
+        return src
+    return -1
+
+
+@wp.func
+def dma_busy(i: int, m: Mem, t: int) -> bool:
+    """Whether a transfer (or its start-up delay) is still ahead of lazy time ``t``."""
+    return m.st[i, S_DMA_END] > t
+
+
+@wp.func(inline=True)
+def dma_advance(i: int, m: Mem, c: int):
+    """Move the transfer times ``c`` T-cycles closer (the lazy origin moves by ``c``)."""
+    dma_copy_due(i, m, c)
+    e = m.st[i, S_DMA_END] - c
+    if e < 0:
+        e = 0
+    m.st[i, S_DMA_END] = e
+    p = m.st[i, S_DMA_PREV_END] - c
+    if p < 0:
+        p = 0
+    m.st[i, S_DMA_PREV_END] = p

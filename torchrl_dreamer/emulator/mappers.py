@@ -1,0 +1,308 @@
+"""Cartridge mappers (MBC1 and its multicart wiring, MBC2, MBC3 with its real-time clock, MBC5):
+one function per mapper behind one dispatcher for control writes, plus cartridge-RAM reads and
+writes.
+
+Mapper ids (``MBC_*`` in :mod:`~torchrl_dreamer.emulator.registers`) are the ones
+:mod:`~torchrl_dreamer.emulator.cartridge` derives from the header (type byte; an MBC1
+multicart from its ROM, see :func:`~.cartridge.is_mbc1_multicart`). The current ROM bank
+offsets live in state columns ``ROM_OFF0`` / ``ROM_OFF1`` so the CPU's ROM reads are a single
+array access. Facts: Pan Docs "MBC1", "MBC2", "MBC3", "MBC5"; Gekkio's GB-CTR (MBC1 multicart).
+
+MBC3 real-time clock: deterministic, it counts emulated T-cycles (4,194,304 = one second), never
+the host clock. Every catch-up of the lazy clock advances it (:func:`rtc_advance`), and the bus
+catches up before a latch or an RTC register write (:func:`rtc_needs_sync`), so a program sees
+the time of the exact M-cycle it accesses the clock in. Its registers (RAM bank 08-0C: seconds,
+minutes, hours, day low, day high = day bit 8 | halt 0x40 | day carry 0x80) are read through
+the latched copy, which a write to 6000-7FFF whose bit 0 rises (0 -> 1, also 0 -> 3 or 4 -> 3)
+refreshes; writes go to the live counters (masked to their 6/6/5/8/3 bits; unused bits read 0)
+and are seen after the next latch; a seconds write also restarts the current second. Counters
+at out-of-range values count on to their bit width and wrap to 0 without a carry (only 59 -> 0
+seconds / minutes and 23 -> 0 hours carry); day 511 -> 0 sets the sticky carry bit. Select
+values 0D-0F map nothing: reads give FF, writes are dropped. Carts without the crystal (MBC3
+types without TIMER) keep the registers but the clock never ticks. Facts: Pan Docs "MBC3";
+docboy-test-suite's MBC3 RTC tests (latch edges, masks, reset on seconds write).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.layout import (
+    S_BANK1,
+    S_BANK2,
+    S_MBC,
+    S_MBC_MODE,
+    S_RAM_BANK,
+    S_RAM_EN,
+    S_RAM_SIZE,
+    S_ROM_MASK,
+    S_ROM_OFF0,
+    S_ROM_OFF1,
+    S_RTC_DH,
+    S_RTC_DL,
+    S_RTC_H,
+    S_RTC_LATCH,
+    S_RTC_LDH,
+    S_RTC_LS,
+    S_RTC_M,
+    S_RTC_ON,
+    S_RTC_S,
+    S_RTC_SUB,
+)
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.registers import MBC_1, MBC_1M, MBC_2, MBC_3, MBC_5, MBC_NONE
+
+__all__ = ["cart_write", "cram_read", "cram_write", "rtc_advance", "rtc_needs_sync", "mbc_update",
+           "RTC_HZ"]
+
+BANK_SIZE = wp.constant(0x4000)
+RAM_BANK_SIZE = wp.constant(0x2000)
+RTC_HZ = wp.constant(4194304)  # T-cycles per emulated second
+RTC_REG_S = wp.constant(0x08)  # RAM bank select values of the RTC registers: seconds ...
+RTC_REG_H = wp.constant(0x0A)  # ... hours
+RTC_REG_DH = wp.constant(0x0C)  # ... day high (the last one)
+RTC_HALT = wp.constant(0x40)  # day high bit 6: clock stopped
+RTC_DAY_CARRY = wp.constant(0x80)  # day high bit 7: the 9-bit day counter overflowed (sticky)
+
+# register k (RAM bank 08 + k) is state column RTC_S + k, its latched copy RTC_LS + k
+assert S_RTC_DH - S_RTC_S == 4 and S_RTC_LDH - S_RTC_LS == 4
+
+
+@wp.func(inline=False)
+def mbc_update(i: int, m: Mem):
+    """Recompute ROM/RAM bank offsets from the raw mapper registers."""
+    mbc = m.st[i, S_MBC]
+    mask = m.st[i, S_ROM_MASK]
+    b1 = m.st[i, S_BANK1]
+    b2 = m.st[i, S_BANK2]
+    if mbc == MBC_1 or mbc == MBC_1M:
+        hi = b2 << 5
+        lo = b1
+        if mbc == MBC_1M:  # multicart: BANK1 bit 4 is not wired, BANK2 drives A18-A19
+            hi = b2 << 4
+            lo = b1 & 0x0F
+        m.st[i, S_ROM_OFF1] = ((hi | lo) & mask) * BANK_SIZE
+        if m.st[i, S_MBC_MODE] != 0:
+            m.st[i, S_ROM_OFF0] = (hi & mask) * BANK_SIZE
+            m.st[i, S_RAM_BANK] = b2
+        else:
+            m.st[i, S_ROM_OFF0] = 0
+            m.st[i, S_RAM_BANK] = 0
+    elif mbc == MBC_5:
+        m.st[i, S_ROM_OFF1] = (((b2 << 8) | b1) & mask) * BANK_SIZE
+    else:
+        m.st[i, S_ROM_OFF1] = (b1 & mask) * BANK_SIZE
+
+
+@wp.func
+def ram_enable_write(i: int, m: Mem, v: int):
+    """0000-1FFF on MBC1/3/5: 0x0A in the low nibble enables cartridge RAM."""
+    m.st[i, S_RAM_EN] = int((v & 0x0F) == 0x0A)
+
+
+@wp.func(inline=False)
+def mbc1_write(i: int, m: Mem, addr: int, v: int):
+    """MBC1 (and its multicart wiring): RAM enable, 5-bit ROM bank (0 reads as 1, the zero test
+    sees all 5 bits), 2-bit upper bank, banking mode."""
+    if addr < 0x2000:
+        ram_enable_write(i, m, v)
+        return
+    if addr < 0x4000:
+        b = v & 0x1F
+        if b == 0:
+            b = 1
+        m.st[i, S_BANK1] = b
+    elif addr < 0x6000:
+        m.st[i, S_BANK2] = v & 3
+    else:
+        m.st[i, S_MBC_MODE] = v & 1
+    mbc_update(i, m)
+
+
+@wp.func(inline=False)
+def mbc2_write(i: int, m: Mem, addr: int, v: int):
+    """MBC2: address bit 8 picks RAM enable (0) or the 4-bit ROM bank (1), below 0x4000 only."""
+    if addr >= 0x4000:
+        return
+    if (addr & 0x100) == 0:
+        ram_enable_write(i, m, v)
+    else:
+        b = v & 0x0F
+        if b == 0:
+            b = 1
+        m.st[i, S_BANK1] = b
+        mbc_update(i, m)
+
+
+@wp.func(inline=False)
+def mbc3_write(i: int, m: Mem, addr: int, v: int):
+    """MBC3: RAM/RTC enable, 7-bit ROM bank, RAM bank or RTC register select, RTC latch (bit 0
+    rising)."""
+    if addr < 0x2000:
+        ram_enable_write(i, m, v)
+    elif addr < 0x4000:
+        b = v & 0x7F
+        if b == 0:
+            b = 1
+        m.st[i, S_BANK1] = b
+        mbc_update(i, m)
+    elif addr < 0x6000:
+        m.st[i, S_RAM_BANK] = v & 0x0F
+    else:
+        if (m.st[i, S_RTC_LATCH] & 1) == 0 and (v & 1) != 0:
+            rtc_latch(i, m)
+        m.st[i, S_RTC_LATCH] = v
+
+
+@wp.func(inline=False)
+def mbc5_write(i: int, m: Mem, addr: int, v: int):
+    """MBC5: RAM enable, 9-bit ROM bank (bank 0 selectable), 4-bit RAM bank."""
+    if addr < 0x2000:
+        ram_enable_write(i, m, v)
+    elif addr < 0x3000:
+        m.st[i, S_BANK1] = v
+        mbc_update(i, m)
+    elif addr < 0x4000:
+        m.st[i, S_BANK2] = v & 1
+        mbc_update(i, m)
+    elif addr < 0x6000:
+        m.st[i, S_RAM_BANK] = v & 0x0F
+
+
+@wp.func(inline=False)
+def cart_write(i: int, m: Mem, addr: int, v: int):
+    """Write to 0000-7FFF: the mapper's control registers (dispatch on the mapper id)."""
+    mbc = m.st[i, S_MBC]
+    if mbc == MBC_NONE:
+        return
+    if mbc == MBC_1 or mbc == MBC_1M:
+        mbc1_write(i, m, addr, v)
+    elif mbc == MBC_2:
+        mbc2_write(i, m, addr, v)
+    elif mbc == MBC_3:
+        mbc3_write(i, m, addr, v)
+    elif mbc == MBC_5:
+        mbc5_write(i, m, addr, v)
+
+
+@wp.func(inline=False)
+def cram_read(i: int, m: Mem, addr: int) -> int:
+    """Read A000-BFFF: cartridge RAM (banked), MBC2 nibble RAM or the MBC3 RTC registers."""
+    if m.st[i, S_RAM_EN] == 0:
+        return 0xFF
+    mbc = m.st[i, S_MBC]
+    if mbc == MBC_2:
+        return 0xF0 | int(m.cram[i, addr & 0x1FF])
+    bank = m.st[i, S_RAM_BANK]
+    if mbc == MBC_3 and bank >= RTC_REG_S:
+        if bank > RTC_REG_DH:
+            return 0xFF
+        return m.st[i, S_RTC_LS + bank - RTC_REG_S]
+    off = bank * RAM_BANK_SIZE + (addr - 0xA000)
+    size = m.st[i, S_RAM_SIZE]
+    if size == 0:
+        return 0xFF
+    return int(m.cram[i, off % size])
+
+
+@wp.func(inline=False)
+def cram_write(i: int, m: Mem, addr: int, v: int):
+    """Write A000-BFFF (see :func:`cram_read`)."""
+    if m.st[i, S_RAM_EN] == 0:
+        return
+    mbc = m.st[i, S_MBC]
+    if mbc == MBC_2:
+        m.cram[i, addr & 0x1FF] = wp.uint8(v & 0x0F)
+        return
+    bank = m.st[i, S_RAM_BANK]
+    if mbc == MBC_3 and bank >= RTC_REG_S:
+        if bank <= RTC_REG_DH:
+            m.st[i, S_RTC_S + bank - RTC_REG_S] = v & rtc_reg_mask(bank)
+            if bank == RTC_REG_S:
+                m.st[i, S_RTC_SUB] = 0
+        return
+    size = m.st[i, S_RAM_SIZE]
+    if size == 0:
+        return
+    off = bank * RAM_BANK_SIZE + (addr - 0xA000)
+    m.cram[i, off % size] = wp.uint8(v)
+
+
+@wp.func
+def rtc_reg_mask(bank: int) -> int:
+    """Implemented bits of RTC register ``bank`` (08-0C); the others read 0."""
+    if bank < RTC_REG_H:
+        return 0x3F  # seconds, minutes
+    if bank == RTC_REG_H:
+        return 0x1F
+    if bank < RTC_REG_DH:
+        return 0xFF  # day low
+    return RTC_DAY_CARRY | RTC_HALT | 1
+
+
+@wp.func(inline=False)
+def rtc_latch(i: int, m: Mem):
+    """Copy the live counters to the latched registers that A000-BFFF reads."""
+    for k in range(5):
+        m.st[i, S_RTC_LS + k] = m.st[i, S_RTC_S + k]
+
+
+@wp.func
+def rtc_count(v: int, last: int, mask: int) -> int:
+    """One count of an RTC counter: ``last`` wraps to 0 (and carries: the result is negative,
+    -1); any other value counts on within its ``mask`` bits, an out-of-range one wrapping to 0
+    without a carry."""
+    if v == last:
+        return -1
+    return (v + 1) & mask
+
+
+@wp.func(inline=False)
+def rtc_second(i: int, m: Mem):
+    """One second of the MBC3 clock: seconds, and the carries into minutes, hours and days."""
+    s = rtc_count(m.st[i, S_RTC_S], 59, 0x3F)
+    if s >= 0:
+        m.st[i, S_RTC_S] = s
+        return
+    m.st[i, S_RTC_S] = 0
+    mi = rtc_count(m.st[i, S_RTC_M], 59, 0x3F)
+    if mi >= 0:
+        m.st[i, S_RTC_M] = mi
+        return
+    m.st[i, S_RTC_M] = 0
+    h = rtc_count(m.st[i, S_RTC_H], 23, 0x1F)
+    if h >= 0:
+        m.st[i, S_RTC_H] = h
+        return
+    m.st[i, S_RTC_H] = 0
+    dh = m.st[i, S_RTC_DH]
+    day = ((dh & 1) << 8) + m.st[i, S_RTC_DL] + 1
+    if day > 511:
+        day = 0
+        dh = dh | RTC_DAY_CARRY
+    m.st[i, S_RTC_DL] = day & 0xFF
+    m.st[i, S_RTC_DH] = (dh & (RTC_DAY_CARRY | RTC_HALT)) | (day >> 8)
+
+
+@wp.func(inline=True)
+def rtc_advance(i: int, m: Mem, tcycles: int):
+    """Advance a ticking MBC3 clock by ``tcycles`` emulated T-cycles (one check when it has none,
+    or is halted: then the current second's fraction is kept)."""
+    if m.st[i, S_RTC_ON] != 0:
+        if (m.st[i, S_RTC_DH] & RTC_HALT) == 0:
+            sub = m.st[i, S_RTC_SUB] + tcycles
+            while sub >= RTC_HZ:
+                sub = sub - RTC_HZ
+                rtc_second(i, m)
+            m.st[i, S_RTC_SUB] = sub
+
+
+@wp.func
+def rtc_needs_sync(i: int, m: Mem, addr: int) -> bool:
+    """Whether a write to ``addr`` reads or sets the clock (a latch, an RTC register write), so
+    the console must first catch up with the CPU's cycle."""
+    if m.st[i, S_RTC_ON] == 0:
+        return False
+    if addr >= 0x6000 and addr < 0x8000:
+        return True
+    return addr >= 0xA000 and addr < 0xC000 and m.st[i, S_RAM_BANK] >= RTC_REG_S

@@ -1,0 +1,771 @@
+"""PPU timing: modes, LY, STAT and its interrupt, and when scanlines are rendered.
+
+A line is 456 dots: mode 2 (OAM scan, 80 dots), mode 3 (drawing, 172), mode 0 (HBlank, 204);
+lines 144-153 are VBlank (mode 1). The state machine moves from event to event
+(:func:`ppu_event`); the lazy clock (:mod:`~torchrl_dreamer.emulator.scheduler`) calls it when
+the dot counter reaches ``PPU_NEXT``. When nothing observes modes 2/3/0 (no packing for this
+frame, no HBlank/OAM STAT source) whole runs of lines are skipped as one event (``MODE`` 4), and
+LY/STAT reads derive the line and mode from the dot counter (:func:`ppu_normalize`).
+
+Pixels are drawn a whole line at a time at the end of mode 3 (:mod:`~.render`), from the
+registers as they are then. Facts: Pan Docs "LCD Status Registers", "Rendering".
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.interrupts import raise_irq
+from torchrl_dreamer.emulator.layout import (
+    S_FRAME_DONE,
+    S_LINE,
+    S_MODE,
+    S_PACK,
+    S_PPU_DOT,
+    S_PPU_M0,
+    S_PPU_NEXT,
+    S_PYBOY_TIMING,
+    S_STAT_EN,
+    S_STAT_LINE,
+    S_STOPPED,
+    S_WIN_LINE,
+)
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.registers import (
+    IRQ_STAT,
+    IRQ_VBLANK,
+    LCDC_BG_ON,
+    LCDC_OBJ_ON,
+    LCDC_OBJ_TALL,
+    LCDC_ON,
+    LCDC_WIN_ON,
+    R_BGP,
+    R_LCDC,
+    R_LY,
+    R_LYC,
+    R_OBP0,
+    R_OBP1,
+    R_SCX,
+    R_SCY,
+    R_STAT,
+    R_WX,
+    R_WY,
+    STAT_HBLANK,
+    STAT_LYC,
+    STAT_LYC_FLAG,
+    STAT_OAM,
+    STAT_SOURCES,
+    STAT_VBLANK,
+)
+from torchrl_dreamer.emulator.render import pack_line_packed2, render_scanline
+
+__all__ = [
+    "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
+    "vram_blocked", "oam_read_blocked", "oam_write_blocked", "mode3_end",
+]
+
+# WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
+# on hardware. It lives above the renderer's window state bits and is cleared at LY 0.
+WIN_BLANK = wp.constant(0x10000)
+
+LINE_DOTS = wp.constant(456)
+VBLANK_LINE = wp.constant(144)
+FRAME_LINES = wp.constant(154)
+LAST_LINE = wp.constant(153)
+
+# Hardware line timing (DMG), in dots from the start of a line (where LY changes), in the frame
+# of the dot counter: a CPU access that ends its M-cycle at dot ``t`` sees every change at a dot
+# <= ``t`` (accesses fall on every 4th dot). Facts from the mooneye acceptance/ppu tests
+# (lcdon_timing, lcdon_write_timing, intr_2_*, intr_2_mode0_timing_sprites, hblank_ly_scx_timing,
+# intr_1_2_timing, vblank_stat_intr) and Pan Docs "Rendering": STAT shows mode 2 (and LY=LYC
+# compares the new LY) from dot 1, mode 3 from dot 81 for 172 dots plus penalties; every STAT
+# interrupt source rises 2 dots after the STAT bits change in this frame (intr_2_0_timing and
+# hblank_ly_scx_timing against intr_2_mode0_timing(_sprites)), so the mode 2 point (dot 3) and the
+# mode 0 point fall strictly inside an M-cycle, where a halted CPU wakes in that same M-cycle.
+MODE2_DOT = wp.constant(1)  # STAT reads mode 2 (and LY=LYC compares the new LY) from here
+IRQ_LAG = wp.constant(2)  # STAT interrupt sources change this many dots after the STAT bits
+LINE_IRQ_DOT = wp.constant(3)  # MODE2_DOT + IRQ_LAG: the mode 2 / LY=LYC interrupt point
+MODE3_DOT = wp.constant(81)  # mode 3 (drawing) starts
+MODE3_DOTS = wp.constant(172)  # shortest mode 3: no fine scroll, window or objects
+VRAM_READ_LEAD = wp.constant(4)  # CPU reads of VRAM are blocked this many dots before mode 3
+LCD_ON_DOT = wp.constant(4)  # dot counter when the LCD is switched on: line 0 is 4 dots short
+LY153_DOTS = wp.constant(1)  # line 153 reads LY 153 until here, then LY 0 (one M-cycle's read)
+LYC153_END = wp.constant(5)  # line 153 compares LYC with 153 on dots 1-4 ...
+LYC0_DOT = wp.constant(9)  # ... and with 0 from dot 9 on
+LYC0_IRQ_DOT = wp.constant(11)  # LYC0_DOT + IRQ_LAG
+OBJ_LIMIT = wp.constant(10)  # objects per line
+
+# PyBoy's timing (``PYBOY_TIMING``): modes 2/3/0 at dots 0/80/252 and interrupts with the bits.
+PYBOY_MODE3_DOT = wp.constant(80)
+PYBOY_MODE0_DOT = wp.constant(252)
+
+# PPU phases (``S_MODE``): which event comes next. 0-3 are the STAT modes themselves.
+PH_HBLANK = wp.constant(0)  # until the end of the line
+PH_VBLANK = wp.constant(1)  # VBlank line(s)
+PH_OAM = wp.constant(2)  # OAM scan, until mode 3 starts
+PH_DRAW = wp.constant(3)  # mode 3, until the mode 0 interrupt point (the line is drawn there)
+PH_COARSE = wp.constant(4)  # visible lines skipped as one event (nothing observes their modes)
+PH_START = wp.constant(5)  # dots 0-2 of a line, until the mode 2 / LY=LYC interrupt point
+PH_LCDON = wp.constant(6)  # line 0 after LCD on, until mode 3: STAT mode 0, no mode 2 interrupt
+
+
+@wp.func
+def lcd_on(i: int, m: Mem) -> bool:
+    """LCDC bit 7, and the console not in STOP mode (STOP leaves the DMG's LCD dark)."""
+    return (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0 and m.st[i, S_STOPPED] == 0
+
+
+@wp.func
+def pyboy(i: int, m: Mem) -> bool:
+    """Whether this console follows PyBoy's PPU timing (``PYBOY_TIMING``) instead of hardware's."""
+    return m.st[i, S_PYBOY_TIMING] != 0
+
+
+@wp.func
+def obj_penalty(i: int, m: Mem, line: int, scx: int) -> int:
+    """Dots objects add to mode 3 on ``line`` (Pan Docs "Mode 3 length").
+
+    The OAM scan picks the first 10 objects covering the line; each one with X < 168 costs 6 dots,
+    plus ``5 - min(5, offset)`` for the first object on a background tile, where ``offset`` is
+    the object's position within that tile (``(X + SCX) mod 8``; 0 for an object at X = 0).
+    This fits every case of mooneye intr_2_mode0_timing_sprites.
+    Mask ``m<k>`` holds the tiles having an object at offset <= k, so a tile's extra cost
+    ``5 - min offset`` is the number of masks it enters (counted as it enters them).
+    """
+    lcdc = int(m.hram[i, R_LCDC])
+    if (lcdc & LCDC_OBJ_ON) == 0:
+        return 0
+    h = 8
+    if (lcdc & LCDC_OBJ_TALL) != 0:
+        h = 16
+    n = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    pen = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    m0 = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    m1 = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    m2 = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    m3 = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    m4 = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    for k in range(40):
+        if n < OBJ_LIMIT:
+            y = int(m.oam[i, 4 * k]) - 16
+            if line >= y and line < y + h:
+                n = n + 1
+                x = int(m.oam[i, 4 * k + 1])
+                if x < 168:
+                    pen = pen + 6
+                    px = x + (scx & 7)
+                    if x == 0:
+                        px = 0  # 8 pixels off-screen: always the full 5-dot tile wait
+                    bit = 1 << (px >> 3)
+                    off = px & 7
+                    if off <= 0 and (m0 & bit) == 0:
+                        m0 = m0 | bit
+                        pen = pen + 1
+                    if off <= 1 and (m1 & bit) == 0:
+                        m1 = m1 | bit
+                        pen = pen + 1
+                    if off <= 2 and (m2 & bit) == 0:
+                        m2 = m2 | bit
+                        pen = pen + 1
+                    if off <= 3 and (m3 & bit) == 0:
+                        m3 = m3 | bit
+                        pen = pen + 1
+                    if off <= 4 and (m4 & bit) == 0:
+                        m4 = m4 | bit
+                        pen = pen + 1
+    return pen
+
+
+@wp.func
+def mode3_end(i: int, m: Mem, line: int) -> int:
+    """Dot at which mode 3 ends (STAT reads mode 0) on visible ``line`` (hardware timing).
+
+    Mode 3 is 172 dots plus the SCX fine scroll (dots spent discarding pixels), 6 dots when the
+    window starts on the line and the object fetch penalties (:func:`obj_penalty`), from the
+    registers when first asked on that line (mode 3 start, or the first STAT read of a line the
+    coarse clock skipped); cached in ``PPU_M0``. A pixel-FIFO PPU would return its own count here.
+    """
+    c = m.st[i, S_PPU_M0]
+    if c >> 9 == line + 1:
+        return c & 511
+    scx = int(m.hram[i, R_SCX]) & 7
+    n = MODE3_DOT + MODE3_DOTS + scx
+    lcdc = int(m.hram[i, R_LCDC])
+    if ((lcdc & (LCDC_WIN_ON | LCDC_BG_ON)) == LCDC_WIN_ON | LCDC_BG_ON and int(m.hram[i, R_WY]) <= line
+            and int(m.hram[i, R_WX]) < 167):
+        n = n + 6  # the fetcher restarts for the window
+    n = n + obj_penalty(i, m, line, scx)
+    m.st[i, S_PPU_M0] = ((line + 1) << 9) | n
+    return n
+
+
+@wp.func
+def stat_mode_at(i: int, m: Mem, line: int, dot: int) -> int:
+    """STAT mode bits at (``line``, ``dot``) of the current frame (LCD on)."""
+    if pyboy(i, m):
+        if line >= VBLANK_LINE:
+            return 1
+        if dot < PYBOY_MODE3_DOT:
+            return 2
+        if dot < PYBOY_MODE0_DOT:
+            return 3
+        return 0
+    if line >= VBLANK_LINE:
+        if line == VBLANK_LINE and dot < MODE2_DOT:
+            return 0
+        return 1
+    if dot < MODE2_DOT:
+        return 0
+    if dot < MODE3_DOT:
+        if m.st[i, S_MODE] == PH_LCDON:
+            return 0
+        return 2
+    if dot < mode3_end(i, m, line):
+        return 3
+    return 0
+
+
+@wp.func
+def ly_at(i: int, m: Mem, line: int, dot: int) -> int:
+    """LY at (``line``, ``dot``): line 153 reads 0 from dot 1 (a read in its first M-cycle still
+    sees 153; PyBoy: LY counts up 4 dots before a visible line ends)."""
+    if pyboy(i, m):
+        if line < VBLANK_LINE and dot >= LINE_DOTS - 4:
+            return line + 1
+        return line
+    if line == LAST_LINE and dot >= LY153_DOTS:
+        return 0
+    return line
+
+
+@wp.func
+def lyc_cmp_at(i: int, m: Mem, line: int, dot: int) -> int:
+    """The LY value the LY=LYC flag compares at (``line``, ``dot``); -1: no match possible.
+
+    The comparison uses the new LY only from dot 1 of a line (line 0: at once), so a read in a
+    line's first M-cycle sees no match; on line 153 it sees 153 on dots 1-4 and 0 from dot 9
+    (LY=LYC matches 0 on line 153 and on line 0).
+    """
+    if pyboy(i, m):
+        return line
+    if line == 0:
+        return 0
+    if dot < MODE2_DOT:
+        return -1
+    if line == LAST_LINE:
+        if dot < LYC153_END:
+            return LAST_LINE
+        if dot < LYC0_DOT:
+            return -1
+        return 0
+    return line
+
+
+@wp.func
+def stable_dots(i: int, m: Mem, line: int, dot: int) -> int:
+    """Dots from (``line``, ``dot``) until LY or STAT may next change (at least 1)."""
+    end = LINE_DOTS
+    if pyboy(i, m):
+        if line < VBLANK_LINE:
+            if dot < PYBOY_MODE3_DOT:
+                end = PYBOY_MODE3_DOT
+            elif dot < PYBOY_MODE0_DOT:
+                end = PYBOY_MODE0_DOT
+            elif dot < LINE_DOTS - 4:
+                end = LINE_DOTS - 4
+        return end - dot
+    if dot < MODE2_DOT:
+        end = MODE2_DOT
+    elif line == LAST_LINE and dot < LYC0_DOT:
+        end = LYC153_END
+        if dot >= LYC153_END:
+            end = LYC0_DOT
+    elif line < VBLANK_LINE:
+        if dot < MODE3_DOT:
+            end = MODE3_DOT
+        else:
+            e3 = mode3_end(i, m, line)
+            if dot < e3:
+                end = e3
+    return end - dot
+
+
+@wp.func
+def stat_off_value(i: int, m: Mem) -> int:
+    """STAT with the LCD off: mode 0 and the LY=LYC flag as it was when the LCD went off."""
+    v = 0x80 | m.st[i, S_STAT_EN]
+    if pyboy(i, m):
+        v = (v & 0xFB) | wp.where(int(m.hram[i, R_LYC]) == 0, 4, 0)
+    return v
+
+
+@wp.func
+def ppu_value_at(i: int, m: Mem, r: int, line: int, dot: int) -> int:
+    """LY or STAT (``r``) at (``line``, ``dot``) with the LCD on."""
+    if r == R_LY:
+        return ly_at(i, m, line, dot)
+    v = 0x80 | (m.st[i, S_STAT_EN] & STAT_SOURCES) | stat_mode_at(i, m, line, dot)
+    if lyc_cmp_at(i, m, line, dot) == int(m.hram[i, R_LYC]):
+        v = v | STAT_LYC_FLAG
+    return v
+
+
+@wp.func
+def ppu_poll(i: int, m: Mem, r: int, ahead: int) -> int:
+    """LY or STAT (``r``) as read ``ahead`` dots from now, and for how long it keeps that value:
+    ``value | dots << 8``. Used by the idle-loop fast-forward, so that a skipped poll loop reads
+    exactly what running it would (no PPU event may fall within ``ahead``, except whole lines
+    in the coarse phase, which this folds)."""
+    dot = m.st[i, S_PPU_DOT] + ahead
+    line = m.st[i, S_LINE] + dot // LINE_DOTS
+    dot = dot % LINE_DOTS
+    if not lcd_on(i, m):
+        v = 0
+        if r == R_STAT:
+            v = stat_off_value(i, m)
+        return v | (1 << 28)
+    return ppu_value_at(i, m, r, line, dot) | (stable_dots(i, m, line, dot) << 8)
+
+
+@wp.func
+def visible_at(i: int, m: Mem, ahead: int) -> int:
+    """Dot within the line ``ahead`` dots from now if that is a visible line with the LCD on and
+    hardware timing (where VRAM/OAM access is restricted), else -1."""
+    if not lcd_on(i, m) or pyboy(i, m):
+        return -1
+    dot = m.st[i, S_PPU_DOT] + ahead
+    line = m.st[i, S_LINE] + dot // LINE_DOTS
+    if line >= VBLANK_LINE:
+        return -1
+    return dot % LINE_DOTS
+
+
+@wp.func
+def vram_blocked(i: int, m: Mem, ahead: int, read: bool) -> bool:
+    """The CPU cannot access VRAM ``ahead`` dots from now (reads give FF, writes are dropped):
+    mode 3, and for reads already the last M-cycle of mode 2 (lcdon_timing); on the line the LCD
+    was switched on, mode 3 only."""
+    dot = visible_at(i, m, ahead)
+    if dot < MODE3_DOT - VRAM_READ_LEAD:
+        return False
+    if dot < MODE3_DOT:
+        return read and m.st[i, S_MODE] != PH_LCDON
+    line = m.st[i, S_LINE] + (m.st[i, S_PPU_DOT] + ahead) // LINE_DOTS
+    return dot < mode3_end(i, m, line)
+
+
+@wp.func
+def oam_read_blocked(i: int, m: Mem, ahead: int) -> bool:
+    """OAM reads give FF from the start of a line (mode 2, and its first M-cycle, where STAT
+    still shows mode 0) to the end of mode 3; on the line the LCD was switched on, in mode 3 only."""
+    dot = visible_at(i, m, ahead)
+    if dot < 0:
+        return False
+    if dot < MODE3_DOT:
+        return m.st[i, S_MODE] != PH_LCDON
+    line = m.st[i, S_LINE] + (m.st[i, S_PPU_DOT] + ahead) // LINE_DOTS
+    return dot < mode3_end(i, m, line)
+
+
+@wp.func
+def oam_write_blocked(i: int, m: Mem, ahead: int) -> bool:
+    """OAM writes are dropped in mode 2 and mode 3, but pass in the first M-cycle of a line and
+    in the last M-cycle before mode 3 (lcdon_write_timing); on the line the LCD was switched on, in mode 3 only."""
+    dot = visible_at(i, m, ahead)
+    if dot < MODE2_DOT:
+        return False
+    if dot < MODE3_DOT - VRAM_READ_LEAD:
+        return m.st[i, S_MODE] != PH_LCDON
+    if dot < MODE3_DOT:
+        return False
+    line = m.st[i, S_LINE] + (m.st[i, S_PPU_DOT] + ahead) // LINE_DOTS
+    return dot < mode3_end(i, m, line)
+
+
+@wp.func
+def irq_mode(i: int, m: Mem) -> int:
+    """The mode the STAT interrupt sources see in the current phase (-1: none, after LCD on)."""
+    ph = m.st[i, S_MODE]
+    line = m.st[i, S_LINE]
+    if ph == PH_START:
+        if line == 0 or line > VBLANK_LINE:
+            return 1
+        return 0
+    if ph == PH_LCDON:
+        return -1
+    if ph == PH_COARSE:
+        return 3  # refined before any STAT source could see it (see ppu_refine)
+    return ph
+
+
+@wp.func
+def irq_lyc(i: int, m: Mem) -> int:
+    """The LY value the LY=LYC interrupt source compares now (-1: none), IRQ_LAG behind
+    :func:`lyc_cmp_at`."""
+    line = m.st[i, S_LINE]
+    if pyboy(i, m) or line == 0:
+        return line
+    if m.st[i, S_MODE] == PH_START:
+        return -1
+    if line == LAST_LINE and m.st[i, S_PPU_DOT] >= LYC0_IRQ_DOT:
+        return 0
+    return line
+
+
+@wp.func(inline=False)
+def stat_update(i: int, m: Mem, oam_quirk: int):
+    """Recompute the STAT interrupt line; its rising edge requests the LCD STAT interrupt.
+
+    The line is the OR of the enabled sources, so a source rising while another holds the line
+    high requests nothing ("STAT blocking"). ``oam_quirk``: line 144 also raises the mode 2
+    source as VBlank starts (vblank_stat_intr). With the LCD off the line keeps its level.
+    """
+    if not lcd_on(i, m):
+        return
+    sig = 0
+    en = m.st[i, S_STAT_EN]
+    mode = irq_mode(i, m)
+    if (en & STAT_HBLANK) != 0 and mode == 0:
+        sig = 1
+    if (en & STAT_VBLANK) != 0 and mode == 1:
+        sig = 1
+    if (en & STAT_OAM) != 0 and (mode == 2 or oam_quirk != 0):
+        sig = 1
+    if (en & STAT_LYC) != 0 and irq_lyc(i, m) == int(m.hram[i, R_LYC]):
+        sig = 1
+    if sig == 1 and m.st[i, S_STAT_LINE] == 0:
+        raise_irq(i, m, IRQ_STAT)
+    m.st[i, S_STAT_LINE] = sig
+
+
+@wp.func(inline=False)
+def clear_obs(i: int, m: Mem):
+    """Blank the env's packed2 observation and framebuffer (LCD off shows shade 0).
+
+    With ``PYBOY_TIMING`` the blank is BGP colour 0, as PyBoy paints it (not hardware).
+    """
+    shade = 0
+    if m.st[i, S_PYBOY_TIMING] != 0:
+        shade = int(m.hram[i, R_BGP]) & 3
+    for y in range(72):
+        for x in range(20):
+            m.obs[i, 0, y, x] = wp.uint8(shade * 0x55)
+    for y in range(144):
+        for x in range(160):
+            m.fb[i, y, x] = wp.uint8(shade)
+
+
+@wp.func
+def next_ppu_line(i: int, m: Mem, line: int, limit: int) -> int:
+    """Next line (<= ``limit``) whose start must be an event: ``limit`` or the LYC line (and the
+    line after it, where the LY=LYC signal drops) when the LYC STAT interrupt is enabled."""
+    target = limit
+    if (m.st[i, S_STAT_EN] & STAT_LYC) != 0:
+        lyc = int(m.hram[i, R_LYC])
+        if lyc == line:
+            target = line + 1
+        elif lyc > line and lyc < limit:
+            target = lyc
+    return target
+
+
+@wp.func
+def observed(i: int, m: Mem) -> bool:
+    """Whether anything watches the modes of visible lines (a packed frame is drawn, or an
+    HBlank / OAM STAT source is on): if not, they are skipped a run of lines at a time."""
+    return m.st[i, S_PACK] != 0 or (m.st[i, S_STAT_EN] & (STAT_HBLANK | STAT_OAM)) != 0
+
+
+@wp.func
+def mode0_irq_dot(i: int, m: Mem, line: int) -> int:
+    """Dot of the mode 0 interrupt (and of drawing the line): IRQ_LAG after mode 0 shows.
+
+    PyBoy: 252, or 256 with a fine scroll (mid-line SCX writes then land as in PyBoy).
+    """
+    if pyboy(i, m):
+        if (int(m.hram[i, R_SCX]) & 7) != 0:
+            return PYBOY_MODE0_DOT + 4
+        return PYBOY_MODE0_DOT
+    return mode3_end(i, m, line) + IRQ_LAG
+
+
+@wp.func
+def vblank_next(i: int, m: Mem, line: int) -> int:
+    """Dot of the next event on VBlank ``line``: line 153's second LY=LYC compare point when
+    it matters, else the end of the line (or of a run of lines up to the next LYC line)."""
+    if (not pyboy(i, m) and line == LAST_LINE and m.st[i, S_PPU_DOT] < LYC0_IRQ_DOT
+            and (m.st[i, S_STAT_EN] & STAT_LYC) != 0):
+        return LYC0_IRQ_DOT
+    return LINE_DOTS * (next_ppu_line(i, m, line, FRAME_LINES) - line)
+
+
+@wp.func(inline=False)
+def ppu_refine(i: int, m: Mem):
+    """Switch a coarse run of lines to per-mode events at the current dot (after a STAT or LYC
+    write, which may make the modes or the LYC line observable)."""
+    line = m.st[i, S_LINE]
+    ph = m.st[i, S_MODE]
+    dot = m.st[i, S_PPU_DOT]
+    if (not pyboy(i, m) and lcd_on(i, m) and dot < LINE_IRQ_DOT and ph != PH_LCDON
+            and ph != PH_START):
+        # the line-start interrupt point was skipped as quiet (quiet_line_start): restore it
+        m.st[i, S_MODE] = PH_START
+        m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
+    elif line >= VBLANK_LINE:
+        if pyboy(i, m) or ph == PH_VBLANK:
+            m.st[i, S_PPU_NEXT] = wp.min(vblank_next(i, m, line), LINE_DOTS)
+    elif pyboy(i, m):
+        if lcd_on(i, m):
+            # PyBoy timing: back to the mode's own event (mode 3 ends at 252 here)
+            if dot < PYBOY_MODE3_DOT:
+                m.st[i, S_MODE] = PH_OAM
+                m.st[i, S_PPU_NEXT] = PYBOY_MODE3_DOT
+            elif dot < PYBOY_MODE0_DOT:
+                m.st[i, S_MODE] = PH_DRAW
+                m.st[i, S_PPU_NEXT] = PYBOY_MODE0_DOT
+            else:
+                m.st[i, S_MODE] = PH_HBLANK
+                m.st[i, S_PPU_NEXT] = LINE_DOTS
+    elif ph == PH_COARSE and lcd_on(i, m):
+        if dot < MODE3_DOT:
+            m.st[i, S_MODE] = PH_OAM
+            m.st[i, S_PPU_NEXT] = MODE3_DOT
+        else:
+            e0 = mode0_irq_dot(i, m, line)
+            if dot < e0:
+                m.st[i, S_MODE] = PH_DRAW
+                m.st[i, S_PPU_NEXT] = e0
+            else:
+                m.st[i, S_MODE] = PH_HBLANK
+                m.st[i, S_PPU_NEXT] = LINE_DOTS
+
+
+@wp.func
+def quiet_line_start(i: int, m: Mem, line: int) -> bool:
+    """No STAT interrupt source can change at the line-start point (dot 3) of ``line``: no mode
+    source is on, and the LY=LYC source is off or LYC is neither this line nor the one before.
+    The point is then handled at once at dot 0, saving an event (a STAT or LYC write before dot
+    3 brings it back, see :func:`ppu_refine`)."""
+    en = m.st[i, S_STAT_EN]
+    if (en & (STAT_HBLANK | STAT_VBLANK | STAT_OAM)) != 0:
+        return False
+    if (en & STAT_LYC) == 0:
+        return True
+    lyc = int(m.hram[i, R_LYC])
+    return lyc != line and lyc + 1 != line and not (line == 0 and lyc == LAST_LINE)
+
+
+@wp.func(inline=False)
+def end_of_mode3(i: int, m: Mem, line: int):
+    """Mode 3 -> 0: render the line (if this frame is packed) and pack it into the observation."""
+    m.st[i, S_MODE] = PH_HBLANK
+    m.st[i, S_PPU_NEXT] = LINE_DOTS
+    on = lcd_on(i, m)
+    if on and m.st[i, S_PACK] != 0:
+        lcdc = int(m.hram[i, R_LCDC])
+        if (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:
+            lcdc = lcdc & 0x7F  # first frame after LCD on: the renderer draws shade 0
+        wl = render_scanline(
+            i, line, m.vram, m.oam, lcdc, int(m.hram[i, R_SCX]),
+            int(m.hram[i, R_SCY]), int(m.hram[i, R_WX]), int(m.hram[i, R_WY]),
+            int(m.hram[i, R_BGP]), int(m.hram[i, R_OBP0]), int(m.hram[i, R_OBP1]),
+            m.st[i, S_WIN_LINE], m.fb,
+        )
+        m.st[i, S_WIN_LINE] = wl
+        if (line & 1) == 0:
+            pack_line_packed2(i, line, m.fb, m.obs)
+    if on:
+        stat_update(i, m, 0)
+
+
+@wp.func(inline=False)
+def line_irq_point(i: int, m: Mem, line: int):
+    """Dot 3 of a line (hardware timing): the mode 2 (or 1) and LY=LYC interrupt sources switch
+    to the new line; then schedule the rest of the line, or a coarse run of lines."""
+    if line < VBLANK_LINE:
+        m.st[i, S_MODE] = PH_OAM
+        m.st[i, S_PPU_NEXT] = MODE3_DOT
+        stat_update(i, m, 0)
+        if not observed(i, m):
+            m.st[i, S_MODE] = PH_COARSE
+            m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, VBLANK_LINE) - line)
+        return
+    m.st[i, S_MODE] = PH_VBLANK
+    m.st[i, S_PPU_NEXT] = vblank_next(i, m, line)
+    if line == VBLANK_LINE:
+        stat_update(i, m, 1)
+    stat_update(i, m, 0)
+
+
+@wp.func(inline=False)
+def ppu_event(i: int, m: Mem):
+    """Advance the PPU state machine to its next phase (see the ``PH_*`` phases).
+
+    Hardware timing, visible line: dot 0 LY changes (PH_START), dot 3 mode 2 / LY=LYC
+    interrupt point (PH_OAM), dot 81 mode 3 (PH_DRAW), :func:`mode0_irq_dot` mode 0 interrupt and
+    the line is drawn (PH_HBLANK), dot 456 next line. The internal line counter keeps running
+    while the LCD is off (so frames still end every 70224 T-cycles), but LY then reads 0 and no
+    interrupts or pixels are produced.
+    """
+    on = lcd_on(i, m)
+    mode = m.st[i, S_MODE]
+    line = m.st[i, S_LINE]
+    if mode == PH_START:
+        if on:
+            line_irq_point(i, m, line)
+        else:
+            # LCD off: nothing to observe until the frame ends (VBlank start, frame wrap)
+            m.st[i, S_MODE] = PH_VBLANK
+            m.st[i, S_PPU_NEXT] = LINE_DOTS * (FRAME_LINES - line)
+            if line < VBLANK_LINE:
+                m.st[i, S_MODE] = PH_COARSE
+                m.st[i, S_PPU_NEXT] = LINE_DOTS * (VBLANK_LINE - line)
+        return
+    if mode == PH_OAM or mode == PH_LCDON:
+        m.st[i, S_MODE] = PH_DRAW
+        m.st[i, S_PPU_NEXT] = mode0_irq_dot(i, m, line)
+        return
+    if mode == PH_DRAW:
+        end_of_mode3(i, m, line)
+        return
+    if mode == PH_VBLANK and m.st[i, S_PPU_DOT] < LINE_DOTS:
+        # line 153's LY=LYC point for LY 0 (vblank_next)
+        m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, FRAME_LINES) - line)
+        if on:
+            stat_update(i, m, 0)
+        return
+    # end of one or more lines (coarse scheduling may have skipped lines with nothing to observe)
+    k = m.st[i, S_PPU_DOT] // LINE_DOTS
+    m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - LINE_DOTS * k
+    line = line + k
+    if line >= FRAME_LINES:
+        line = 0
+        m.st[i, S_WIN_LINE] = 0
+        m.st[i, S_PPU_M0] = 0
+        if pyboy(i, m):
+            m.st[i, S_FRAME_DONE] = 1  # PyBoy's tick() ends a frame here
+    m.st[i, S_LINE] = line
+    if line == VBLANK_LINE:
+        if not pyboy(i, m):
+            m.st[i, S_FRAME_DONE] = 1
+        if on:
+            raise_irq(i, m, IRQ_VBLANK)
+            if (pyboy(i, m) and m.st[i, S_PACK] != 0
+                    and (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0):
+                clear_obs(i, m)  # PyBoy blanks the first frame after LCD on with BGP colour 0
+        elif m.st[i, S_PACK] != 0:
+            clear_obs(i, m)
+    if not pyboy(i, m):
+        if on and quiet_line_start(i, m, line):
+            line_irq_point(i, m, line)
+        else:
+            m.st[i, S_MODE] = PH_START
+            m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
+        return
+    if line < VBLANK_LINE:
+        m.st[i, S_MODE] = PH_OAM
+        m.st[i, S_PPU_NEXT] = PYBOY_MODE3_DOT
+        if not observed(i, m):
+            m.st[i, S_MODE] = PH_COARSE
+            m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, VBLANK_LINE) - line)
+    else:
+        m.st[i, S_MODE] = PH_VBLANK
+        m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, FRAME_LINES) - line)
+    if on:
+        stat_update(i, m, 0)
+
+
+@wp.func
+def ppu_normalize(i: int, m: Mem):
+    """Fold whole lines of a coarse skip into LINE so LINE / PPU_DOT are the current LY / dot."""
+    k = m.st[i, S_PPU_DOT] // LINE_DOTS
+    if k > 0:
+        m.st[i, S_LINE] = m.st[i, S_LINE] + k
+        m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - LINE_DOTS * k
+        m.st[i, S_PPU_NEXT] = m.st[i, S_PPU_NEXT] - LINE_DOTS * k
+
+
+@wp.func(inline=True)
+def ppu_advance(i: int, m: Mem, c: int):
+    """Advance the dot counter by ``c`` T-cycles, handling every PPU event due."""
+    m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] + c
+    while m.st[i, S_PPU_DOT] >= m.st[i, S_PPU_NEXT]:
+        ppu_event(i, m)
+    ppu_normalize(i, m)
+
+
+@wp.func
+def ppu_next_event(i: int, m: Mem) -> int:
+    """T-cycles to the next PPU event."""
+    return m.st[i, S_PPU_NEXT] - m.st[i, S_PPU_DOT]
+
+
+@wp.func
+def ppu_read(i: int, m: Mem, r: int) -> int:
+    """Read STAT or LY (``r`` = offset from FF00; the PPU already caught up)."""
+    if not lcd_on(i, m):
+        if r == R_STAT:
+            return stat_off_value(i, m)
+        return 0
+    return ppu_value_at(i, m, r, m.st[i, S_LINE], m.st[i, S_PPU_DOT])
+
+
+@wp.func(inline=False)
+def lcdc_write(i: int, m: Mem, v: int):
+    """LCDC: switching the LCD on starts line 0 (4 dots short, no mode 2: PH_LCDON); switching it
+    off freezes the LY=LYC flag and the STAT interrupt line as they are."""
+    old = int(m.hram[i, R_LCDC])
+    m.hram[i, R_LCDC] = wp.uint8(v)
+    if (old & LCDC_ON) == 0 and (v & LCDC_ON) != 0:
+        m.st[i, S_LINE] = 0
+        m.st[i, S_WIN_LINE] = WIN_BLANK
+        m.st[i, S_PPU_M0] = 0
+        if pyboy(i, m):
+            m.st[i, S_PPU_DOT] = 0
+            m.st[i, S_MODE] = PH_OAM
+            m.st[i, S_PPU_NEXT] = PYBOY_MODE3_DOT
+            m.st[i, S_STAT_LINE] = 0
+        else:
+            m.st[i, S_PPU_DOT] = LCD_ON_DOT
+            m.st[i, S_MODE] = PH_LCDON
+            m.st[i, S_PPU_NEXT] = MODE3_DOT
+            m.st[i, S_STAT_EN] = m.st[i, S_STAT_EN] & STAT_SOURCES
+        stat_update(i, m, 0)
+    if (old & LCDC_ON) != 0 and (v & LCDC_ON) == 0:
+        if pyboy(i, m):
+            m.st[i, S_STAT_LINE] = 0
+            # PyBoy's frame protocol: LCD off ends the frame (blank) and restarts the frame
+            # clock, so later frames end every 70224 T-cycles from here
+            m.st[i, S_LINE] = 0
+            m.st[i, S_PPU_DOT] = 0
+            m.st[i, S_MODE] = PH_OAM
+            m.st[i, S_PPU_NEXT] = PYBOY_MODE3_DOT
+            m.st[i, S_FRAME_DONE] = 1
+            if m.st[i, S_PACK] != 0:
+                clear_obs(i, m)
+        else:
+            # the LY=LYC flag keeps its value while the LCD is off (stat_lyc_onoff)
+            flag = 0
+            if lyc_cmp_at(i, m, m.st[i, S_LINE], m.st[i, S_PPU_DOT]) == int(m.hram[i, R_LYC]):
+                flag = STAT_LYC_FLAG
+            m.st[i, S_STAT_EN] = (m.st[i, S_STAT_EN] & STAT_SOURCES) | flag
+            # no mode events while the LCD is off: on to the end of the line
+            m.st[i, S_MODE] = PH_VBLANK
+            if m.st[i, S_LINE] < VBLANK_LINE:
+                m.st[i, S_MODE] = PH_COARSE
+            m.st[i, S_PPU_NEXT] = LINE_DOTS
+
+
+@wp.func(inline=False)
+def ppu_write(i: int, m: Mem, r: int, v: int):
+    """Write LCDC, STAT or LYC (LY is read-only); other PPU registers are plain ``hram`` bytes."""
+    if r == R_LCDC:
+        lcdc_write(i, m, v)
+    elif r == R_STAT:
+        m.st[i, S_STAT_EN] = (v & STAT_SOURCES) | (m.st[i, S_STAT_EN] & STAT_LYC_FLAG)
+        ppu_refine(i, m)
+        stat_update(i, m, 0)
+    elif r == R_LYC:
+        m.hram[i, r] = wp.uint8(v)
+        ppu_refine(i, m)
+        stat_update(i, m, 0)

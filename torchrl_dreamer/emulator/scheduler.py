@@ -1,0 +1,117 @@
+"""The lazy clock: the rest of the console catches up with the CPU only when it must.
+
+The CPU kernel adds 4 to ``CLK`` per M-cycle (T-cycles since the last sync) and compares it with
+``NEXT`` (T-cycles from the last sync to the next event: a PPU mode change, a TIMA overflow or
+its reload, the end of a serial transfer). :func:`sync` then advances every hardware block
+(and the MBC3 real-time clock) arithmetically by ``CLK`` cycles (:func:`catch_up`) and handles
+the events due. IO accesses
+catch up first, so registers read exactly as if every M-cycle had been simulated, and a halted
+CPU jumps straight to the next event (:func:`halt_advance`).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.apu import apu_advance
+from torchrl_dreamer.emulator.dma import dma_advance
+from torchrl_dreamer.emulator.interrupts import pending_irqs
+from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT
+from torchrl_dreamer.emulator.mappers import rtc_advance
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.ppu import ppu_advance, ppu_next_event
+from torchrl_dreamer.emulator.registers import IRQ_VBLANK
+from torchrl_dreamer.emulator.serial import serial_advance, serial_next_event
+from torchrl_dreamer.emulator.timer import timer_advance, timer_next_event
+
+__all__ = ["catch_up", "schedule", "sync", "halt_advance", "stop_advance", "frame_end"]
+
+
+@wp.func(inline=True)
+def catch_up(i: int, m: Mem):
+    """Advance timer, APU, PPU, serial, DMA and the MBC3 clock by the CLK cycles elapsed; handle due
+    events."""
+    c = m.st[i, S_CLK]
+    if c <= 0:
+        return
+    m.st[i, S_CLK] = 0
+    m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
+    d = m.st[i, S_DIV16]  # the serial clock is a bit of the system counter: its value before
+    timer_advance(i, m, c)
+    apu_advance(i, m, d, c)
+    ppu_advance(i, m, c)
+    serial_advance(i, m, d, c)
+    rtc_advance(i, m, c)
+    dma_advance(i, m, c)
+
+
+@wp.func(inline=True)
+def schedule(i: int, m: Mem):
+    """Set NEXT: T-cycles (from now, CLK = 0) to the earliest upcoming event."""
+    n = ppu_next_event(i, m)
+    n = timer_next_event(i, m, n)
+    n = serial_next_event(i, m, n)
+    m.st[i, S_NEXT] = n
+
+
+@wp.func(inline=False)
+def sync(i: int, m: Mem):
+    """Bring the console up to the current cycle and reschedule the next event."""
+    catch_up(i, m)
+    schedule(i, m)
+
+
+@wp.func(inline=True)
+def halt_advance(i: int, m: Mem):
+    """While halted: jump straight to the M-cycle of the next event (no per-M-cycle spinning).
+
+    The CPU wakes at M-cycle granularity. An event on an M-cycle boundary (timer, VBlank) is
+    seen when that M-cycle ends, so the wake-up fetch is the next M-cycle; an event strictly
+    inside an M-cycle (the PPU's STAT interrupt points, see :mod:`.ppu`) wakes
+    the CPU within it, and that M-cycle is the wake-up fetch: ``CLK`` is then left 4 T-cycles
+    behind the caught-up clock, so the kernel's fetch ends exactly there. This is how a halted
+    CPU reaches a STAT handler in the same M-cycle as a running one (mooneye intr_2_0_timing vs
+    hblank_ly_scx_timing) but a timer handler one M-cycle later (gbmicrotest int_timer_halt).
+    """
+    c = m.st[i, S_CLK]
+    n = m.st[i, S_NEXT]
+    t = c + 4 * ((n - c + 3) // 4)
+    if t < c + 4:
+        t = c + 4
+    m.st[i, S_CLK] = t
+    sync(i, m)
+    if halt_wake_in_event_cycle(pending_irqs(i, m), t != n and n > c):
+        m.st[i, S_CLK] = -4
+
+
+@wp.func
+def halt_wake_in_event_cycle(pending: int, mid_cycle: bool) -> bool:
+    """Whether the M-cycle holding the wake-up event is already the dispatch's first.
+
+    An event strictly inside an M-cycle (the PPU's STAT points) wakes the CPU within it; so does
+    the VBlank interrupt (mooneye halt_ime1_timing2-GS and di_timing-GS: a VBlank handler starts
+    in the same M-cycle from HALT as from a run of NOPs). Other sources on an M-cycle boundary
+    (timer, serial, joypad) wake it one M-cycle later (gbmicrotest int_timer_halt_div_a/b).
+    """
+    return mid_cycle or (pending & IRQ_VBLANK) != 0
+
+
+@wp.func(inline=False)
+def stop_advance(i: int, m: Mem):
+    """In STOP mode: the system clock is stopped, so DIV, TIMA, the serial clock and OAM DMA
+    stand still, and the LCD is dark (:func:`~.ppu.lcd_on` is false while ``STOPPED``: no
+    pixels, no PPU interrupts, the observation goes blank). The PPU's line counter alone keeps
+    going, as with the LCD off, so frames still end every 70224 T-cycles; the MBC3 clock has its
+    own crystal and keeps time. Jumps to the next PPU event."""
+    sync(i, m)  # the M-cycles before STOP
+    n = ppu_next_event(i, m)
+    ppu_advance(i, m, n)
+    rtc_advance(i, m, n)
+    schedule(i, m)
+
+
+@wp.func(inline=False)
+def frame_end(i: int, m: Mem):
+    """Book-keeping at the end of every emulated frame (the frame counter)."""
+    m.st[i, S_FRAME_DONE] = 0
+    m.st[i, S_FRAMES] = m.st[i, S_FRAMES] + 1
