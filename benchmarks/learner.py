@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import inspect
 import json
 import os
 import statistics
@@ -348,6 +349,8 @@ def _maze_learner(
     wm, actor, critic = make("tiny", {"pixels": "packed2"}, MAZE_ACTIONS)
     wm, actor, critic = wm.to(device), actor.to(device), critic.to(device)
     cfg = LOSS_PRESETS["fast-pixels"].with_(gamma=0.98, entropy_coef=0.005)
+    if "optim" in inspect.signature(Learner).parameters:  # optimiser settings moved (issue 19)
+        learner_kwargs = {"optim": "fast-pixels", **learner_kwargs}
     learner = Learner(wm, actor, critic, cfg, **learner_kwargs)
     T, B = seq_len, batch_size
     g = torch.Generator().manual_seed(0)

@@ -26,8 +26,13 @@ from torchrl_dreamer.objectives.critic import DreamerV3CriticLoss
 from torchrl_dreamer.objectives.utils import total_loss
 from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
 
-__all__ = ["COMPILE_MODES", "DreamerV3Learner", "DreamerV3LearnerConfig", "LEARNER_PRESETS",
-           "resolve_acceleration"]
+__all__ = [
+    "COMPILE_MODES",
+    "DreamerV3Learner",
+    "DreamerV3LearnerConfig",
+    "LEARNER_PRESETS",
+    "resolve_acceleration",
+]
 
 
 @dataclass(frozen=True)
