@@ -15,7 +15,7 @@ where ``k`` ends strictly before the next event and before anything the loop rea
   ``LD A,(HL)|(DE)|(BC)`` or ``BIT b,(HL)`` and TEST is an ALU op (not ADC/SBC) with a register
   or an immediate, or ``BIT b,A``. The byte read is a WRAM/HRAM byte (only the CPU writes those),
   JOYP (changes only at frame boundaries, which are events) or LY/STAT (a function of the dot
-  counter: :func:`ly_stat_at`). Jcc is ``JR cc`` or ``JP cc``.
+  counter: :func:`~torchrl_dreamer.emulator.ppu.ly_stat_at`). Jcc is ``JR cc`` or ``JP cc``.
 - **countdown**: NOP / ``JR +0`` fillers around ``DEC r`` and a ``JR NZ|JP NZ`` back, or around
   ``DEC rr; LD A,hi; OR lo`` (either order) closed by ``JR NZ|JP NZ`` back or by an exit
   ``RET Z|JR Z|JP Z`` and an unconditional ``JR|JP`` back.
@@ -47,26 +47,19 @@ from torchrl_dreamer.emulator.layout import (
     S_F,
     S_H,
     S_L,
-    S_LINE,
-    S_PPU_DOT,
-    S_PYBOY_TIMING,
-    S_STAT_EN,
 )
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import LINE_DOTS, MODE2_END, MODE3_END, VBLANK_LINE
+from torchrl_dreamer.emulator.ppu import ly_stat_at
 from torchrl_dreamer.emulator.registers import (
     IRQ_MASK,
-    LCDC_ON,
     R_IE,
     R_IF,
     R_JOYP,
-    R_LCDC,
     R_LY,
-    R_LYC,
     R_STAT,
 )
 
-__all__ = ["ly_stat_at", "idle_loop", "loop_heads", "maybe_loop"]
+__all__ = ["idle_loop", "loop_heads", "maybe_loop"]
 
 _FOREVER = wp.constant(1 << 22)
 
@@ -78,48 +71,6 @@ def loop_heads() -> list[int]:
     heads = {0xF0, 0xFA, 0x7E, 0x1A, 0x0A, 0xCB, 0x00, 0x18, 0xC3, 0x0B, 0x1B, 0x2B}
     heads |= {0x05 + 8 * r for r in range(8) if r != 6}  # DEC r
     return [int(op in heads) for op in range(256)]  # "does not change before the next event" (T-cycles)
-
-
-@wp.func
-def ly_stat_at(i: int, m: Mem, r: int, t: int) -> int:
-    """LY or STAT (``r``) as read ``t`` T-cycles after the last sync, packed with how long it
-    keeps that value: ``value | left << 8`` (``left`` >= 1 T-cycles); -1 if not predictable.
-
-    The one home of the "PPU registers as a function of the dot counter" derivation used by the
-    fast-forward; it mirrors :func:`~torchrl_dreamer.emulator.ppu.ppu_read` /
-    :func:`~torchrl_dreamer.emulator.ppu.cur_mode` (line = ``LINE + dot // 456``).
-    """
-    if m.st[i, S_PYBOY_TIMING] != 0:
-        return -1  # PyBoy's LY-early quirk is not modelled here
-    dt = m.st[i, S_PPU_DOT] + t
-    lx = m.st[i, S_LINE] + dt // LINE_DOTS
-    dx = dt % LINE_DOTS
-    lcd = (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0
-    lyc = int(m.hram[i, R_LYC])
-    v = 0
-    end = int(LINE_DOTS)
-    if r == R_LY:
-        if lcd:
-            v = lx
-    else:
-        v = 0x80 | m.st[i, S_STAT_EN]
-        if lcd:
-            if lx >= VBLANK_LINE:
-                v = v | 1
-            elif dx < MODE2_END:
-                v = v | 2
-                end = MODE2_END
-            elif dx < MODE3_END:
-                v = v | 3
-                end = MODE3_END
-            if lx == lyc:
-                v = v | 4
-        elif lyc == 0:
-            v = v | 4
-    left = end - dx
-    if not lcd:
-        left = _FOREVER
-    return v | (left << 8)
 
 
 @wp.func

@@ -35,6 +35,7 @@ from torchrl_dreamer.emulator.registers import (
     LCDC_ON,
     R_BGP,
     R_LCDC,
+    R_LY,
     R_LYC,
     R_OBP0,
     R_OBP1,
@@ -51,7 +52,8 @@ from torchrl_dreamer.emulator.registers import (
 )
 from torchrl_dreamer.emulator.render import pack_line_packed2, render_scanline
 
-__all__ = ["WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "lcd_on"]
+__all__ = ["WIN_BLANK", "ly_stat_at", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write",
+           "lcd_on"]
 
 # WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
 # on hardware. It lives above the renderer's window state bits and is cleared at LY 0.
@@ -315,3 +317,51 @@ def ppu_write(i: int, m: Mem, r: int, v: int):
         m.hram[i, r] = wp.uint8(v)
         ppu_refine(i, m)
         stat_update(i, m)
+
+
+_FOREVER = wp.constant(1 << 22)  # "does not change before the next event" (T-cycles)
+
+
+@wp.func
+def ly_stat_at(i: int, m: Mem, r: int, t: int) -> int:
+    """LY or STAT (``r``) as read ``t`` T-cycles after the last sync, packed with how long it
+    keeps that value: ``value | left << 8`` (``left`` >= 1 T-cycles); -1 if not predictable.
+
+    The one home of the "LY / STAT as a function of the dot counter" derivation: IO reads of
+    LY/STAT use it instead of catching up (no event is due before the next scheduled one, so
+    it equals :func:`ppu_read` after :func:`~.scheduler.catch_up`), and the idle-loop
+    fast-forward uses it to know how long a poll reads the same value. It must follow
+    :func:`cur_mode` (line = ``LINE + dot // 456``; mode boundaries ``MODE2_END``,
+    ``MODE3_END``) if mode timing changes.
+    """
+    if m.st[i, S_PYBOY_TIMING] != 0:
+        return -1  # PyBoy's LY-early quirk is not modelled here
+    dt = m.st[i, S_PPU_DOT] + t
+    lx = m.st[i, S_LINE] + dt // LINE_DOTS
+    dx = dt % LINE_DOTS
+    lcd = (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0
+    lyc = int(m.hram[i, R_LYC])
+    v = 0
+    end = int(LINE_DOTS)
+    if r == R_LY:
+        if lcd:
+            v = lx
+    else:
+        v = 0x80 | m.st[i, S_STAT_EN]
+        if lcd:
+            if lx >= VBLANK_LINE:
+                v = v | 1
+            elif dx < MODE2_END:
+                v = v | 2
+                end = MODE2_END
+            elif dx < MODE3_END:
+                v = v | 3
+                end = MODE3_END
+            if lx == lyc:
+                v = v | 4
+        elif lyc == 0:
+            v = v | 4
+    left = end - dx
+    if not lcd:
+        left = _FOREVER
+    return v | (left << 8)
