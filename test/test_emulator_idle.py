@@ -247,6 +247,42 @@ def test_spin_loop_is_bit_identical_and_skips():
     assert int(slow.read_memory(0xC001, 1)[0, 0]) >= 9
 
 
+def test_no_skip_while_oam_dma_runs():
+    """The HRAM wait of the usual OAM-DMA routine (``dec a; jr nz`` for 160 M-cycles) is not
+    fast-forwarded while the DMA runs (its byte copies and bus conflicts are cycle-exact); the
+    same routine without the DMA write is. OAM and every state column stay identical."""
+    torch.set_num_threads(1)
+    code = bytes([0xF3, 0xCD, 0x80, 0xFF, 0x04, 0x18, 0xFD])  # di; call $FF80; .x: inc b; jr .x
+    no_dma = bytes([0x3E, 0xC0, 0x00, 0x00]) + _DMA_ROUTINE[4:]  # the ldh (DMA),a made NOPs
+    cyc = FIELDS["CYCLES"]
+    for routine, skips in ((_DMA_ROUTINE, False), (no_dma, True)):
+        runs = {}
+        for skip in (True, False):
+            gb = GameBoy(make_rom(code), framebuffer=True, idle_skip=skip)
+            gb.write_memory(0xFF80, torch.tensor(list(routine), dtype=torch.uint8))
+            gb.run_frames(2)
+            runs[skip] = gb
+        fast, slow = runs[True], runs[False]
+        assert (int(fast.state_tensors()["st"][0, cyc]) > 0) == skips
+        _assert_same_consoles(slow, fast)
+        assert torch.equal(slow.read_memory(0xFE00, 160), fast.read_memory(0xFE00, 160))
+
+
+def test_no_skip_from_a_branch_that_ended_the_frame():
+    """A long 16-bit delay loop (``dec bc; ld a,b; or c; ret z; nop; jr``) run one frame per
+    launch: a frame end that falls in the closing JR's M-cycles must stop the launch there, not
+    after a fast-forward (the frame end phase moves through the loop from frame to frame)."""
+    torch.set_num_threads(1)
+    code = bytes([0xF3, 0x01, 0x00, 0x00, 0x0B, 0x78, 0xB1, 0xC8, 0x00, 0x18, 0xF9])
+    fast = GameBoy(make_rom(code), framebuffer=True, idle_skip=True)
+    slow = GameBoy(make_rom(code), framebuffer=True, idle_skip=False)
+    for _ in range(30):
+        for gb in (fast, slow):
+            gb.run_frames(1)
+        _assert_same_consoles(slow, fast)
+    assert int(fast.state_tensors()["st"][0, FIELDS["CYCLES"]]) > 100000
+
+
 # ------------------------------------------------------------------------------ shared games
 _GAMEPLAY = (1, 8, 16, 32, 64, 128, 2, 0)  # A START RIGHT LEFT UP DOWN B none
 
