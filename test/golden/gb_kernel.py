@@ -616,7 +616,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         dirty = 1
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and pc != nol_:
+                        if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                             if maybe_loop(m, oplen, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
                                 sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -716,7 +716,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             dirty = 1
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and pc != nol_:
+                        if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                             if maybe_loop(m, oplen, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
                                 sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -807,7 +807,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             dirty = 1
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and pc != nol_:
+                        if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                             if maybe_loop(m, oplen, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
                                 sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -910,7 +910,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             dirty = 1
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and pc != nol_:
+                        if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                             if maybe_loop(m, oplen, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
                                 sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -1093,7 +1093,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             dirty = 1
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and pc != nol_:
+                        if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                             if maybe_loop(m, oplen, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
                                 sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -1591,7 +1591,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         dirty = 1
                     pc = nn_
                 if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and pc != nol_:
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -1620,7 +1620,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     dirty = 1
                 pc = nn_
                 if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and pc != nol_:
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -1715,7 +1715,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         dirty = 1
                     pc = nn_
                 if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and pc != nol_:
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -1832,7 +1832,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         dirty = 1
                     pc = nn_
                 if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and pc != nol_:
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -1929,7 +1929,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         dirty = 1
                     pc = nn_
                 if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and pc != nol_:
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)

@@ -697,13 +697,17 @@ _JP_LOOP = (0xC2, 0xC3, 0xCA, 0xD2, 0xDA)
 def _idle_skip_lines(code: int) -> tuple[list[str], list[str]]:
     """(prefix, tail) lines around a JR / JR cc / JP / JP cc body: a taken backward branch of a
     short loop calls the fast-forward. Not when the branch itself synced (``dirty``): the frame
-    may have ended or an IRQ been requested there, which the loop head must see first."""
+    may have ended or an IRQ been requested there, which the loop head must see first. Not while
+    an OAM DMA runs (``wram_end`` shrunk, as of the last ``dirty``): ``idle_loop`` would decline
+    anyway, and the usual HRAM DMA wait loop would call it out of line on every iteration
+    (~40 calls a frame). Both tests only ever leave out a skip."""
     if code in _JP_LOOP:
-        test = "pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and pc != nol_"  # taken, back
+        test = ("pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000"
+                " and pc != nol_")  # taken, backward
         br, prefix = "pj_ - 3", ["pj_ = pc"]
     else:
         taken = "" if code == 0x18 else f" and {_COND[isa.OPCODES[code].operands[0]]}"
-        test = f"n_ >= 0xE6{taken} and ei_ == 0 and dirty == 0 and pc != nol_"
+        test = f"n_ >= 0xE6{taken} and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_"
         br, prefix = "(pc + 254 - n_) & 0xFFFF", []
     call = ["m.st[i, S_CLK] = clk", _IDLE_CALL.format(br=br), *_IDLE_RELOAD]
     body = [f"if {test}:", *_indent(["if maybe_loop(m, oplen, pc, rom0, rom1):",
