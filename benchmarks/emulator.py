@@ -1,16 +1,31 @@
 """Emulator throughput vs PyBoy on one CPU core, plus Warp compile times.
 
 Prints one JSON line per result: {"bench", "case", "ours", "peer", "unit", "speedup"}.
-Cases: frames/s on blargg cpu_instrs and a homebrew game (same ROM, same number of frames, same
-run as PyBoy headless with ``tick(n, False)``), our frames/s with the idle-loop fast-forward
-on vs off (``idle_skip_vs_off``: maze and games that poll RAM; the peer is our own core without
-it), env steps/s (24 frames per step, packed2 every
-step, vs PyBoy ``tick(23, False); tick(1, True)`` + a screen copy), and cold/cached compile time
-of the kernel (cold: fresh Warp cache dir in a subprocess). ``--quick`` shortens every case.
+Cases:
+
+- ``gameplay/<game>``: frames/s on every game in ``<roms>/games`` and on our ROMs (maze,
+  catch) with gameplay input: 300 frames from power-on, then cycles of a button held 8 frames
+  and released 32 (A, START, RIGHT, LEFT, UP, DOWN, B, none), 2,000 frames. Ours:
+  ``run_frames(8, button, render=False)`` + ``run_frames(32, render=False)``; the peer: PyBoy
+  ``button_press``, ``tick(8, False)``, ``button_release``, ``tick(32, False)`` (on a copy of
+  the ROM whose header title is blanked, so PyBoy's per-title game-wrapper plugins, e.g. the
+  2048 one that raises on every tick without a symbol file, do not run).
+- ``insns/<game>``: emulated instructions per frame in the same run: ours = executed with the
+  idle-loop fast-forward, peer = executed without it (the ``count`` kernel variant; the runs
+  are bit-identical), speedup = the reduction.
+- ``env/N=<n>``: env steps/s of ``GameBoyEnv("maze", num_envs=n).fast_step`` (24 frames, the
+  observation rendered and packed every step) vs PyBoy stepped the same way (``tick(8)``,
+  ``tick(15)``, ``tick(1, True)``, a screen copy, one RAM read) on ``min(n, 16)`` instances
+  (its rate does not grow with n: it steps them one after another).
+- ``idle_skip_vs_off/<game>`` (``--idle-off``): gameplay frames/s with the fast-forward vs
+  without it (needs one more kernel compile).
+- ``compile/*``: cold / cached compile time of the kernel (cold: fresh Warp cache dir in a
+  subprocess).
+
 Throughput uses the process CPU time (both emulators are single-threaded here), which keeps the
 ratio meaningful on a machine shared with other jobs; ``--wall`` switches to wall-clock time.
 
-Run: ``python benchmarks/emulator.py [--quick] [--envs N]``.
+Run: ``python benchmarks/emulator.py [--quick] [--games 2048 snake] [--envs 1 16 256]``.
 """
 
 from __future__ import annotations
@@ -36,7 +51,23 @@ torch.set_num_threads(1)
 clock = time.process_time
 
 from torchrl_dreamer._roms import roms_dir  # noqa: E402
-from torchrl_dreamer.emulator import BUTTON_START, GameBoy  # noqa: E402
+from torchrl_dreamer.emulator import (  # noqa: E402
+    BUTTON_A,
+    BUTTON_B,
+    BUTTON_DOWN,
+    BUTTON_LEFT,
+    BUTTON_RIGHT,
+    BUTTON_START,
+    BUTTON_UP,
+    GameBoy,
+)
+from torchrl_dreamer.emulator.layout import FIELDS  # noqa: E402
+
+WARMUP_FRAMES = 300
+PRESS, RELEASE = 8, 32
+BUTTONS = [("a", BUTTON_A), ("start", BUTTON_START), ("right", BUTTON_RIGHT),
+           ("left", BUTTON_LEFT), ("up", BUTTON_UP), ("down", BUTTON_DOWN), ("b", BUTTON_B),
+           ("", 0)]
 
 
 def emit(bench, case, ours, peer, unit, higher_is_better=True):
@@ -50,80 +81,153 @@ def emit(bench, case, ours, peer, unit, higher_is_better=True):
                       "speedup": speedup}), flush=True)
 
 
+def games() -> dict[str, Path]:
+    """Every shared game (``<roms>/games/*/*.gb[c]``) and our own ROMs, by short name."""
+    import torchrl_dreamer
+
+    out = {}
+    for d in sorted((roms_dir() / "games").glob("*")):
+        roms = sorted([*d.glob("*.gb"), *d.glob("*.gbc")])
+        if roms:
+            out[d.name] = roms[0]
+    pkg = Path(torchrl_dreamer.__file__).resolve().parent / "roms"
+    for name in ("maze", "catch"):
+        out[name] = pkg / name / f"{name}.gb"
+    return out
+
+
+def _untitled_copy(path: Path, tmp: str) -> str:
+    """A copy of the ROM with a blank header title (and fixed header checksum): PyBoy enables
+    per-title game-wrapper plugins that would add work to every tick."""
+    data = bytearray(path.read_bytes())
+    data[0x134:0x13F] = b"BENCH".ljust(11, b"\0")
+    chk = 0
+    for x in data[0x134:0x14D]:
+        chk = (chk - x - 1) & 0xFF
+    data[0x14D] = chk
+    out = os.path.join(tmp, path.name)
+    Path(out).write_bytes(bytes(data))
+    return out
+
+
 def _pyboy(path, warmup_frames):
     """A headless PyBoy on ``path`` after ``warmup_frames`` frames, or None without PyBoy."""
     try:
         from pyboy import PyBoy
     except ImportError:
         return None
+    import logging
+
+    logging.getLogger("pyboy").setLevel(logging.ERROR)
     pb = PyBoy(str(path), window="null", sound_emulated=False)
     pb.set_emulation_speed(0)
     pb.tick(warmup_frames, False)
     return pb
 
 
-def pyboy_fps(path, frames):
-    pb = _pyboy(path, 1)
-    if pb is None:
-        return None
-    t = clock()
-    pb.tick(frames, False)
-    dt = clock() - t
-    pb.stop(save=False)
+def peer_gameplay(path: Path, frames: int) -> float | None:
+    """PyBoy frames/s on the gameplay protocol (see the module docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pb = _pyboy(_untitled_copy(path, tmp), WARMUP_FRAMES)
+        if pb is None:
+            return None
+        t = clock()
+        for k in range(frames // (PRESS + RELEASE)):
+            name = BUTTONS[k % len(BUTTONS)][0]
+            if name:
+                pb.button_press(name)
+            pb.tick(PRESS, False)
+            if name:
+                pb.button_release(name)
+            pb.tick(RELEASE, False)
+        dt = clock() - t
+        pb.stop(save=False)
     return frames / dt
 
 
-def pyboy_steps(path, steps):
-    pb = _pyboy(path, 60)
-    if pb is None:
+def ours_gameplay(path: Path, frames: int, **kw) -> tuple[float, GameBoy, int]:
+    """Our frames/s on the gameplay protocol; also the console and its S_CYCLES before the run."""
+    gb = GameBoy(path, check_header=False, **kw)
+    gb.run_frames(WARMUP_FRAMES, render=False)
+    c0 = int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]])
+    t = clock()
+    for k in range(frames // (PRESS + RELEASE)):
+        gb.run_frames(PRESS, BUTTONS[k % len(BUTTONS)][1], render=False)
+        gb.run_frames(RELEASE, render=False)
+    return frames / (clock() - t), gb, c0
+
+
+def instructions(path: Path, frames: int, skipped_total: int) -> float:
+    """Instructions per frame executed without the fast-forward (the ``count`` variant, same
+    protocol); ``skipped_total`` from the default run gives the executed ones with it."""
+    from torchrl_dreamer.emulator.codegen import load_kernel_module
+
+    gb = GameBoy(path, check_header=False)
+    gb._kmod = load_kernel_module("cpu", count=True)
+    gb.run_frames(WARMUP_FRAMES, render=False)
+    c0 = int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]])
+    for k in range(frames // (PRESS + RELEASE)):
+        gb.run_frames(PRESS, BUTTONS[k % len(BUTTONS)][1], render=False)
+        gb.run_frames(RELEASE, render=False)
+    return (int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]]) - c0) / frames
+
+
+def ours_env(n: int, steps: int) -> float:
+    """Env steps/s of ``GameBoyEnv("maze", num_envs=n).fast_step`` (random actions)."""
+    from torchrl_dreamer.envs import GameBoyEnv
+
+    env = GameBoyEnv("maze", num_envs=n, seed=0)
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    actions = torch.randint(0, env.action_set.n, (64, n), generator=gen)
+    for k in range(2):
+        env.fast_step(actions[k])
+    t = clock()
+    for k in range(steps):
+        env.fast_step(actions[k % 64])
+    return steps * n / (clock() - t)
+
+
+def peer_env(n: int, steps: int) -> float | None:
+    """Env steps/s of ``n`` PyBoy instances stepped like the env (one after another)."""
+    try:
+        from pyboy import PyBoy
+    except ImportError:
         return None
+    import logging
+
+    from torchrl_dreamer.roms import ram_map, rom_path
+
+    logging.getLogger("pyboy").setLevel(logging.ERROR)
+    rmap = ram_map("maze")
+    pbs = []
+    for _ in range(n):
+        pb = PyBoy(str(rom_path("maze")), window="null", sound_emulated=False)
+        pb.set_emulation_speed(0)
+        pb.tick(30, False)
+        pb.memory[rmap["NEW_GAME"]] = 1
+        pb.tick(1, False)
+        pbs.append(pb)
+    names = ["", "up", "down", "left", "right"]
+    gen = torch.Generator().manual_seed(0)
+    actions = torch.randint(0, len(names), (64, n), generator=gen).tolist()
     t = clock()
     for k in range(steps):
-        if k % 2 == 0:
-            pb.button_press("start")
-        else:
-            pb.button_release("start")
-        pb.tick(23, False)
-        pb.tick(1, True)
-        pb.screen.ndarray.copy()
+        for pb, act in zip(pbs, actions[k % 64]):
+            name = names[act]
+            if name:
+                pb.button_press(name)
+            pb.tick(8, False)
+            if name:
+                pb.button_release(name)
+            pb.tick(15, False)
+            pb.tick(1, True)
+            pb.screen.ndarray.copy()
+            _ = pb.memory[rmap["GAME_STATE"]]
     dt = clock() - t
-    pb.stop(save=False)
-    return steps / dt
-
-
-def our_fps(path, frames, envs):
-    gb = GameBoy(path, num_envs=envs, check_header=False)
-    gb.run_frames(1)
-    t = clock()
-    gb.run_frames(frames)
-    return frames * envs / (clock() - t)
-
-
-def our_fps_idle(path, frames, envs, idle_skip):
-    """Frames/s of our core with the idle-loop fast-forwards on or off (same ROM, same frames)."""
-    gb = GameBoy(path, num_envs=envs, check_header=False, idle_skip=idle_skip)
-    gb.run_frames(60)
-    t = clock()
-    gb.run_frames(frames)
-    return frames * envs / (clock() - t)
-
-
-def our_steps(path, steps, envs):
-    gb = GameBoy(path, num_envs=envs, check_header=False)
-    gb.run_frames(60)
-    press = torch.full((envs,), BUTTON_START, dtype=torch.uint8)
-    none = torch.zeros(envs, dtype=torch.uint8)
-    t = clock()
-    for k in range(steps):
-        gb.step(press if k % 2 == 0 else none, frames=24, press_frames=8)
-    return steps * envs / (clock() - t)
-
-
-def maze_rom():
-    """The maze ROM shipped with the package (the RL task's game)."""
-    import torchrl_dreamer
-
-    return Path(torchrl_dreamer.__file__).resolve().parent / "roms" / "maze" / "maze.gb"
+    for pb in pbs:
+        pb.stop(save=False)
+    return steps * n / dt
 
 
 def compile_times():
@@ -146,40 +250,37 @@ def compile_times():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="short runs")
-    ap.add_argument("--envs", type=int, default=1, help="consoles per launch (one core)")
+    ap.add_argument("--quick", action="store_true", help="short runs (600 gameplay frames)")
+    ap.add_argument("--games", nargs="*", default=None, help="subset of games (default: all)")
+    ap.add_argument("--envs", type=int, nargs="*", default=[1, 16, 256], help="env sizes N")
+    ap.add_argument("--no-insns", action="store_true", help="skip the instruction counts")
+    ap.add_argument("--idle-off", action="store_true", help="also time without the fast-forward")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time cases")
     ap.add_argument("--wall", action="store_true", help="time with wall clock, not CPU time")
     args = ap.parse_args()
     if args.wall:
         global clock
         clock = time.perf_counter
-    root = roms_dir()
-    cases = [("cpu_instrs", root / "blargg/cpu_instrs/cpu_instrs.gb"),
-             ("2048", root / "games/2048-wyattferguson/2048.gb"),
-             ("tobutobugirl", root / "games/tobutobugirl/tobu.gb")]
-    frames = 300 if args.quick else 3000
-    steps = 20 if args.quick else 200
-    for name, path in cases:
+    frames = 600 if args.quick else 2000
+    allg = games()
+    for name in args.games or list(allg):
+        path = allg[name]
         if not path.is_file():
             continue
-        ours = our_fps(path, frames, args.envs)
-        emit("emulator", f"fps/{name}/envs={args.envs}", ours, pyboy_fps(path, frames), "frames/s")
-    for name, path in cases[1:]:
-        if not path.is_file():
-            continue
-        ours = our_steps(path, steps, args.envs)
-        emit("emulator", f"steps24/{name}/envs={args.envs}", ours, pyboy_steps(path, steps), "steps/s")
-    # idle-loop fast-forward (LY/STAT and RAM-byte polls): our core with it vs without it
-    idle = [("maze", maze_rom()), ("snake", root / "games/gb_raw_snake/snake.gb"),
-            ("postbot", root / "games/postbot/PostBot.gb"),
-            ("pandoras-blocks", root / "games/pandoras-blocks/PandorasBlocks.gbc")]
-    for name, path in idle:
-        if not path.is_file():
-            continue
-        on = our_fps_idle(path, frames, args.envs, True)
-        off = our_fps_idle(path, frames, args.envs, False)
-        emit("emulator", f"idle_skip_vs_off/{name}/envs={args.envs}", on, off, "frames/s")
+        ours, gb, c0 = ours_gameplay(path, frames)
+        emit("emulator", f"gameplay/{name}", ours, peer_gameplay(path, frames), "frames/s")
+        if not args.no_insns:
+            skipped = (int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]]) - c0) / frames
+            total = instructions(path, frames, skipped)
+            emit("emulator", f"insns/{name}", total - skipped, total, "instructions/frame",
+                 higher_is_better=False)
+        if args.idle_off:
+            off = ours_gameplay(path, frames, idle_skip=False)[0]
+            emit("emulator", f"idle_skip_vs_off/{name}", ours, off, "frames/s")
+    for n in args.envs:
+        steps = max(2, (20 if args.quick else 60) // max(1, n // 4))
+        emit("emulator", f"env/N={n}", ours_env(n, steps), peer_env(min(n, 16), 10 if args.quick else 30),
+             "env_steps/s")
     if not args.no_compile:
         (cold, cold_cpu), (cached, cached_cpu) = compile_times()
         emit("emulator", "compile/cold/wall", cold, None, "s", higher_is_better=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from test_emulator_romkit import make_rom
 
@@ -134,8 +135,10 @@ def test_ram_poll_skip_leaves_other_loops_alone():
     """A WRAM poll that never ends (IME=0) is skipped up to every event and stays identical; the
     same loop reading VRAM (which the PPU side can make read differently) is not skipped."""
     torch.set_num_threads(1)
-    wram = bytes([0xF3, 0xAF, 0xEA, 0x10, 0xC0, 0xFA, 0x10, 0xC0, 0xA7, 0x28, 0xFA, 0x18, 0xFE])
-    vram = bytes([0xF3, 0xAF, 0xEA, 0x10, 0x80, 0xFA, 0x10, 0x80, 0xA7, 0x28, 0xFA, 0x18, 0xFE])
+    # (the exit path ``INC B; JR -3`` is no loop the fast-forward knows: the VRAM write may be
+    # dropped in mode 3 and VRAM reads FF then, which leaves the poll)
+    wram = bytes([0xF3, 0xAF, 0xEA, 0x10, 0xC0, 0xFA, 0x10, 0xC0, 0xA7, 0x28, 0xFA, 0x04, 0x18, 0xFD])
+    vram = bytes([0xF3, 0xAF, 0xEA, 0x10, 0x80, 0xFA, 0x10, 0x80, 0xA7, 0x28, 0xFA, 0x04, 0x18, 0xFD])
     cyc = FIELDS["CYCLES"]
     for code, skips in ((wram, True), (vram, False)):
         fast = GameBoy(make_rom(code), framebuffer=True, idle_skip=True)
@@ -144,3 +147,187 @@ def test_ram_poll_skip_leaves_other_loops_alone():
         slow.run_frames(3)
         assert bool(fast.state_tensors()["st"][0, cyc] > 1000) == skips
         _assert_same_consoles(slow, fast)
+
+
+# ------------------------------------------------------------------------------ general loops
+# idle.py's families beyond the shapes above: countdown delay loops (8- and 16-bit, NOP / JR +0
+# fillers, JR NZ / JP NZ / exit + JR back, RET Z), polls with a register operand, BIT b,(HL),
+# BIT b,A, JP cc, JOYP, and an OAM-DMA wait in HRAM. Each wait logs DIV and TIMA at its exit.
+class _Code:
+    """A tiny assembler: bytes at 0x150 onwards, with backward jumps to named heads."""
+
+    def __init__(self):
+        self.b = bytearray()
+        self.heads = {}
+
+    def __call__(self, *xs: int) -> _Code:
+        self.b += bytes(xs)
+        return self
+
+    def head(self, name: str) -> _Code:
+        self.heads[name] = len(self.b)
+        return self
+
+    def jr(self, op: int, name: str) -> _Code:
+        return self(op, (self.heads[name] - (len(self.b) + 2)) & 0xFF)
+
+    def jp(self, op: int, name: str) -> _Code:
+        addr = 0x150 + self.heads[name]
+        return self(op, addr & 0xFF, addr >> 8)
+
+
+def _general_rom() -> bytes:
+    k = _Code()
+    k(*_RAM_SETUP)
+    k.head("top")
+    k(0x06, 200).head("c8")(0x05).jr(0x20, "c8")(*_LOG_DE)  # ld b,200; dec b; jr nz
+    k(0x0E, 60).head("c8f")(0x18, 0x00, 0x00, 0x0D, 0x00).jp(0xC2, "c8f")(*_LOG_DE)  # fillers, jp nz
+    k(0x01, 0xB8, 0x0B).head("c16")(0x0B, 0x78, 0xB1, 0x28, 0x03, 0x00).jr(0x18, "c16")  # exit jr z
+    k(*_LOG_DE)
+    k(0x21, 0xD0, 0x07).head("c16n")(0x2B, 0x7D, 0xB4).jr(0x20, "c16n")(*_LOG_DE)  # dec hl; ld a,l; or h
+    k(0xD5, 0xCD)  # push de; call the RET Z countdown (placed after the main loop)
+    call_at = len(k.b)
+    k(0x00, 0x00, 0xD1)(*_LOG_DE)  # (address patched below); pop de
+    k(0x06, 0x40).head("lyb")(0xF0, 0x44, 0xB8).jr(0x20, "lyb")(*_LOG_DE)  # ldh a,(LY); cp b; jr nz
+    k.head("lyjp")(0xF0, 0x44, 0xFE, 0x90).jp(0xDA, "lyjp")(*_LOG_DE)  # cp 144; jp c
+    k(0x21, 0x41, 0xFF).head("bhl")(0xCB, 0x4E).jr(0x20, "bhl")(*_LOG_DE)  # bit 1,(hl); jr nz
+    k.head("ba")(0xF0, 0x41, 0xCB, 0x4F).jr(0x28, "ba")(*_LOG_DE)  # ldh a,(STAT); bit 1,a; jr z
+    k(0x0E, 0x01).head("andc")(0xFA, 0x10, 0xC0, 0xA1).jr(0x28, "andc")  # ld a,(C010); and c; jr z
+    k(0xAF, 0xEA, 0x10, 0xC0)(*_LOG_DE)
+    k(0x3E, 0x20, 0xE0, 0x00).head("joy")(0xF0, 0x00, 0xE6, 0x01).jr(0x20, "joy")(*_LOG_DE)  # RIGHT
+    k(0xCD, 0x80, 0xFF)(*_LOG_DE)  # call the OAM DMA routine in HRAM
+    k(0x7A, 0xFE, 0xC2, 0x38, 0x03, 0x11, 0x00, 0xC1)  # log wraps from C200 to C100
+    k.jp(0xC3, "top")
+    sub = 0x150 + len(k.b)
+    k.b[call_at:call_at + 2] = bytes([sub & 0xFF, sub >> 8])
+    k(0x11, 0x20, 0x03).head("ret")(0x1B, 0x7B, 0xB2, 0xC8, 0x00, 0x00).jr(0x18, "ret")  # ret z
+    return make_rom(bytes(k.b), vectors={
+        0x40: b"\xc3\x60\x00", 0x50: b"\xc3\x80\x00", 0x60: _RAM_HANDLER_V, 0x80: _RAM_HANDLER_T})
+
+
+# ld a,$C0; ldh (DMA),a; ld a,40; .w: dec a; jr nz,.w; ret (the usual OAM DMA routine)
+_DMA_ROUTINE = bytes([0x3E, 0xC0, 0xE0, 0x46, 0x3E, 0x28, 0x3D, 0x20, 0xFD, 0xC9])
+
+
+def test_general_loops_are_bit_identical_and_skip():
+    torch.set_num_threads(1)
+    rom = _general_rom()
+    runs = {}
+    for skip in (True, False):
+        gb = GameBoy(rom, num_envs=2, framebuffer=True, idle_skip=skip)
+        gb.write_memory(0xFF80, torch.tensor([list(_DMA_ROUTINE)] * 2, dtype=torch.uint8))
+        gb.write_memory(0xFF92, torch.tensor([[0], [2]], dtype=torch.uint8))
+        for k in range(16):  # RIGHT on every third launch releases the JOYP wait
+            gb.run_frames(1 + k % 3, buttons=16 if k % 3 == 2 else 0)
+        runs[skip] = gb
+    fast, slow = runs[True], runs[False]
+    cyc = FIELDS["CYCLES"]
+    assert (fast.state_tensors()["st"][:, cyc] > 5000).all()
+    assert (slow.state_tensors()["st"][:, cyc] == 0).all()
+    _assert_same_consoles(slow, fast)
+    log = slow.read_memory(0xC100, 256)
+    assert torch.equal(log, fast.read_memory(0xC100, 256))
+    # 13 exits of 2 bytes per pass: every wait shape exited at least twice
+    assert int(log[0].count_nonzero()) >= 52
+
+
+def test_spin_loop_is_bit_identical_and_skips():
+    """``JR @`` with the VBlank and timer handlers doing the work: skipped up to every event."""
+    torch.set_num_threads(1)
+    code = bytes(_RAM_SETUP) + bytes([0x18, 0xFE])
+    vec = {0x40: b"\xc3\x60\x00", 0x50: b"\xc3\x80\x00", 0x60: _RAM_HANDLER_V,
+           0x80: _RAM_HANDLER_T}
+    fast = GameBoy(make_rom(code, vectors=vec), framebuffer=True, idle_skip=True)
+    slow = GameBoy(make_rom(code, vectors=vec), framebuffer=True, idle_skip=False)
+    for gb in (fast, slow):
+        for k in range(4):
+            gb.run_frames(1 + k)
+    assert int(fast.state_tensors()["st"][0, FIELDS["CYCLES"]]) > 10000
+    _assert_same_consoles(slow, fast)
+    assert int(slow.read_memory(0xC001, 1)[0, 0]) >= 9
+
+
+def test_no_skip_while_oam_dma_runs():
+    """The HRAM wait of the usual OAM-DMA routine (``dec a; jr nz`` for 160 M-cycles) is not
+    fast-forwarded while the DMA runs (its byte copies and bus conflicts are cycle-exact); the
+    same routine without the DMA write is. OAM and every state column stay identical."""
+    torch.set_num_threads(1)
+    code = bytes([0xF3, 0xCD, 0x80, 0xFF, 0x04, 0x18, 0xFD])  # di; call $FF80; .x: inc b; jr .x
+    no_dma = bytes([0x3E, 0xC0, 0x00, 0x00]) + _DMA_ROUTINE[4:]  # the ldh (DMA),a made NOPs
+    cyc = FIELDS["CYCLES"]
+    for routine, skips in ((_DMA_ROUTINE, False), (no_dma, True)):
+        runs = {}
+        for skip in (True, False):
+            gb = GameBoy(make_rom(code), framebuffer=True, idle_skip=skip)
+            gb.write_memory(0xFF80, torch.tensor(list(routine), dtype=torch.uint8))
+            gb.run_frames(2)
+            runs[skip] = gb
+        fast, slow = runs[True], runs[False]
+        assert (int(fast.state_tensors()["st"][0, cyc]) > 0) == skips
+        _assert_same_consoles(slow, fast)
+        assert torch.equal(slow.read_memory(0xFE00, 160), fast.read_memory(0xFE00, 160))
+
+
+def test_no_skip_from_a_branch_that_ended_the_frame():
+    """A long 16-bit delay loop (``dec bc; ld a,b; or c; ret z; nop; jr``) run one frame per
+    launch: a frame end that falls in the closing JR's M-cycles must stop the launch there, not
+    after a fast-forward (the frame end phase moves through the loop from frame to frame)."""
+    torch.set_num_threads(1)
+    code = bytes([0xF3, 0x01, 0x00, 0x00, 0x0B, 0x78, 0xB1, 0xC8, 0x00, 0x18, 0xF9])
+    fast = GameBoy(make_rom(code), framebuffer=True, idle_skip=True)
+    slow = GameBoy(make_rom(code), framebuffer=True, idle_skip=False)
+    for _ in range(30):
+        for gb in (fast, slow):
+            gb.run_frames(1)
+        _assert_same_consoles(slow, fast)
+    assert int(fast.state_tensors()["st"][0, FIELDS["CYCLES"]]) > 100000
+
+
+# ------------------------------------------------------------------------------ shared games
+_GAMEPLAY = (1, 8, 16, 32, 64, 128, 2, 0)  # A START RIGHT LEFT UP DOWN B none
+
+
+def _shared_games() -> list:
+    from torchrl_dreamer._roms import roms_dir
+
+    root = roms_dir() / "games"
+    found = sorted(p for d in root.glob("*") for p in (*d.glob("*.gb"), *d.glob("*.gbc")))
+    return found or [pytest.param(None, marks=pytest.mark.skip(reason="no shared games"))]
+
+
+@pytest.mark.parametrize("rom", _shared_games(), ids=lambda p: getattr(p, "stem", "none"))
+def test_shared_game_identical_with_and_without_fast_forward(rom):
+    """Every shared game over 3,000 frames of gameplay input: registers, memory, every state
+    column and the observation equal after every 40-frame step with and without the skip."""
+    torch.set_num_threads(1)
+    fast = GameBoy(rom, check_header=False, framebuffer=True, idle_skip=True)
+    slow = GameBoy(rom, check_header=False, framebuffer=True, idle_skip=False)
+    for gb in (fast, slow):
+        gb.run_frames(300)
+    for k in range(67):
+        for gb in (fast, slow):
+            gb.step(_GAMEPLAY[k % 8], frames=40, press_frames=8)
+        if k % 8 == 7 or k == 66:
+            _assert_same_consoles(slow, fast)
+        else:
+            assert torch.equal(slow.packed2, fast.packed2), k
+
+
+def test_ly_stat_reads_without_catch_up_equal_caught_up_reads():
+    """IO reads of LY/STAT derive the value from the dot counter (``ppu.ppu_poll``) instead of
+    catching the console up: at many points of a frame, with cycles pending (``CLK`` > 0), they
+    read what they read after a catch-up (forced by rewriting SCY, which syncs first)."""
+    torch.set_num_threads(1)
+    code = bytes([0xF3, 0x3E, 0x40, 0xE0, 0x45, 0x3E, 0x78, 0xE0, 0x41])  # LYC=64; STAT sources on
+    code += bytes([0x00, 0x04, 0x0C, 0x18, 0xFB])  # nop; inc b; inc c; jr back (no IO)
+    gb = GameBoy(make_rom(code), idle_skip=False)
+    clk = FIELDS["CLK"]
+    pending = 0
+    for _ in range(120):
+        gb.step_instructions(97)
+        pending += int(gb.state_tensors()["st"][0, clk] > 0)
+        lazy = gb.read_memory(0xFF41, 4)  # STAT, SCY, SCX, LY
+        gb.write_memory(0xFF42, lazy[:, 1:2])
+        assert int(gb.state_tensors()["st"][0, clk]) == 0
+        assert torch.equal(gb.read_memory(0xFF41, 4), lazy)
+    assert pending > 100

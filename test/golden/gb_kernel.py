@@ -6,8 +6,8 @@ from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, 
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
-from torchrl_dreamer.emulator.ppu import ppu_poll
-from torchrl_dreamer.emulator.registers import IRQ_MASK, LCDC_ON, R_DIV, R_IE, R_IF, R_LCDC, R_LY, R_LYC, R_STAT
+from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
+from torchrl_dreamer.emulator.registers import IRQ_MASK, R_DIV, R_IE, R_IF
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_advance, sync
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
@@ -15,12 +15,13 @@ from torchrl_dreamer.emulator.layout import (
     S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES,
 )
 
-wp.set_module_options({"enable_backward": False, "optimization_level": 1})
+wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
 # Compile-time variants (``if wp.static(...)``: the other branches are not compiled at all)
 STEP = False  # stop after ``max_steps`` instructions (lockstep oracle tests)
 TRACE = False  # log pc, opcode and ROM bank of every instruction into the framebuffer
-IDLE_SKIP = True  # fast-forward side-effect-free polling loops
+IDLE_SKIP = True  # fast-forward side-effect-free waiting loops (see idle.py)
+COUNT = False  # count executed instructions in S_CYCLES (benchmarks; implies no IDLE_SKIP)
 
 
 @wp.func
@@ -135,6 +136,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
     # functions could not take by reference.)
     dirty = int(1)
     pend = int(0)
+    nol_ = int(-1)  # head of the last branch target the idle fast-forward rejected
     while fidx < n_frames:
         if dirty != 0:
             if m.st[i, S_FRAME_DONE] != 0:
@@ -218,6 +220,8 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             continue
         if wp.static(STEP):
             steps_ = steps_ + 1
+        if wp.static(COUNT):
+            m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + 1
         op = rd_now(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
         if halt_bug != 0:
             halt_bug = 0
@@ -376,6 +380,23 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 if op == 0x18:  # JR r8
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
+                    if wp.static(IDLE_SKIP):
+                        if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                            if maybe_loop(m, oplen, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                                if sk_ < 0:
+                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
                     continue
                 if op == 0x19:  # ADD HL,DE
                     tick(i, m, clk, nxt, dirty)
@@ -420,83 +441,22 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ == 0xFA and (f & 0x80) == 0:
-                            ip_ = pc
-                            if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
-                                if peek(i, m, ip_) == 0xF0:
-                                    rg_ = peek(i, m, ip_ + 1)
-                                    ak_ = peek(i, m, ip_ + 2)
-                                    if (rg_ == R_LY or rg_ == R_STAT) and (ak_ == 0xFE or ak_ == 0xE6):
-                                        pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                                        kk_ = (nxt - clk - 1) // 32
-                                        if (ime == 0 or pn_ == 0) and kk_ > 0:
-                                            pv_ = ppu_poll(i, m, rg_, clk + 12)
-                                            v_ = pv_ & 0xFF
-                                            kl_ = ((pv_ >> 8) - 1) // 32 + 1
-                                            if kl_ < kk_:
-                                                kk_ = kl_
-                                            ko_ = 7
-                                            if ak_ == 0xE6:
-                                                ko_ = 4
-                                            r_ = alu8(ko_, v_, peek(i, m, ip_ + 3), f)
-                                            if cond_ok((op >> 3) & 3, r_ >> 8):
-                                                a = r_ & 0xFF
-                                                f = r_ >> 8
-                                                clk = clk + 32 * kk_
-                                                m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
-                        if n_ >= 0xF9 and n_ <= 0xFC and (f & 0x80) == 0:
-                            ip_ = pc
-                            if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
-                                o0_ = peek(i, m, ip_)
-                                ra_ = int(-1)
-                                ll_ = int(1)
-                                lc_ = int(2)
-                                if o0_ == 0xFA:
-                                    ra_ = peek(i, m, ip_ + 1) | (peek(i, m, ip_ + 2) << 8)
-                                    ll_ = 3
-                                    lc_ = 4
-                                elif o0_ == 0xF0:
-                                    ra_ = 0xFF00 | peek(i, m, ip_ + 1)
-                                    ll_ = 2
-                                    lc_ = 3
-                                elif o0_ == 0x7E:
-                                    ra_ = (h << 8) | l
-                                elif o0_ == 0x1A:
-                                    ra_ = (d << 8) | e
-                                elif o0_ == 0x0A:
-                                    ra_ = (b << 8) | c
-                                if (ra_ >= 0xC000 and ra_ < 0xE000) or (ra_ >= 0xFF80 and ra_ < 0xFFFF):
-                                    t0_ = peek(i, m, ip_ + ll_)
-                                    tl_ = int(0)
-                                    ko_ = int(4)
-                                    kv_ = int(-1)
-                                    if t0_ == 0xA7:
-                                        tl_ = 1
-                                    elif t0_ == 0xB7:
-                                        tl_ = 1
-                                        ko_ = 6
-                                    elif t0_ == 0xFE:
-                                        tl_ = 2
-                                        ko_ = 7
-                                        kv_ = peek(i, m, ip_ + ll_ + 1)
-                                    elif t0_ == 0xE6:
-                                        tl_ = 2
-                                        kv_ = peek(i, m, ip_ + ll_ + 1)
-                                    if tl_ > 0 and n_ == 0xFE - ll_ - tl_ and peek(i, m, ip_ + ll_ + tl_) == op:
-                                        pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                                        if ime == 0 or pn_ == 0:
-                                            v_ = peek(i, m, ra_)
-                                            if kv_ < 0:
-                                                kv_ = v_
-                                            r_ = alu8(ko_, v_, kv_, f)
-                                            if cond_ok((op >> 3) & 3, r_ >> 8):
-                                                per_ = 4 * (lc_ + tl_ + 3)
-                                                kk_ = (nxt - clk - 1) // per_
-                                                if kk_ > 0:
-                                                    a = r_ & 0xFF
-                                                    f = r_ >> 8
-                                                    clk = clk + per_ * kk_
-                                                    m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
+                        if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                            if maybe_loop(m, oplen, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                                if sk_ < 0:
+                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
                     continue
                 if op == 0x21:  # LD HL,d16
                     v16_ = (nn_) & 0xFFFF
@@ -542,83 +502,22 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ == 0xFA and (f & 0x80) != 0:
-                            ip_ = pc
-                            if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
-                                if peek(i, m, ip_) == 0xF0:
-                                    rg_ = peek(i, m, ip_ + 1)
-                                    ak_ = peek(i, m, ip_ + 2)
-                                    if (rg_ == R_LY or rg_ == R_STAT) and (ak_ == 0xFE or ak_ == 0xE6):
-                                        pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                                        kk_ = (nxt - clk - 1) // 32
-                                        if (ime == 0 or pn_ == 0) and kk_ > 0:
-                                            pv_ = ppu_poll(i, m, rg_, clk + 12)
-                                            v_ = pv_ & 0xFF
-                                            kl_ = ((pv_ >> 8) - 1) // 32 + 1
-                                            if kl_ < kk_:
-                                                kk_ = kl_
-                                            ko_ = 7
-                                            if ak_ == 0xE6:
-                                                ko_ = 4
-                                            r_ = alu8(ko_, v_, peek(i, m, ip_ + 3), f)
-                                            if cond_ok((op >> 3) & 3, r_ >> 8):
-                                                a = r_ & 0xFF
-                                                f = r_ >> 8
-                                                clk = clk + 32 * kk_
-                                                m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
-                        if n_ >= 0xF9 and n_ <= 0xFC and (f & 0x80) != 0:
-                            ip_ = pc
-                            if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
-                                o0_ = peek(i, m, ip_)
-                                ra_ = int(-1)
-                                ll_ = int(1)
-                                lc_ = int(2)
-                                if o0_ == 0xFA:
-                                    ra_ = peek(i, m, ip_ + 1) | (peek(i, m, ip_ + 2) << 8)
-                                    ll_ = 3
-                                    lc_ = 4
-                                elif o0_ == 0xF0:
-                                    ra_ = 0xFF00 | peek(i, m, ip_ + 1)
-                                    ll_ = 2
-                                    lc_ = 3
-                                elif o0_ == 0x7E:
-                                    ra_ = (h << 8) | l
-                                elif o0_ == 0x1A:
-                                    ra_ = (d << 8) | e
-                                elif o0_ == 0x0A:
-                                    ra_ = (b << 8) | c
-                                if (ra_ >= 0xC000 and ra_ < 0xE000) or (ra_ >= 0xFF80 and ra_ < 0xFFFF):
-                                    t0_ = peek(i, m, ip_ + ll_)
-                                    tl_ = int(0)
-                                    ko_ = int(4)
-                                    kv_ = int(-1)
-                                    if t0_ == 0xA7:
-                                        tl_ = 1
-                                    elif t0_ == 0xB7:
-                                        tl_ = 1
-                                        ko_ = 6
-                                    elif t0_ == 0xFE:
-                                        tl_ = 2
-                                        ko_ = 7
-                                        kv_ = peek(i, m, ip_ + ll_ + 1)
-                                    elif t0_ == 0xE6:
-                                        tl_ = 2
-                                        kv_ = peek(i, m, ip_ + ll_ + 1)
-                                    if tl_ > 0 and n_ == 0xFE - ll_ - tl_ and peek(i, m, ip_ + ll_ + tl_) == op:
-                                        pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                                        if ime == 0 or pn_ == 0:
-                                            v_ = peek(i, m, ra_)
-                                            if kv_ < 0:
-                                                kv_ = v_
-                                            r_ = alu8(ko_, v_, kv_, f)
-                                            if cond_ok((op >> 3) & 3, r_ >> 8):
-                                                per_ = 4 * (lc_ + tl_ + 3)
-                                                kk_ = (nxt - clk - 1) // per_
-                                                if kk_ > 0:
-                                                    a = r_ & 0xFF
-                                                    f = r_ >> 8
-                                                    clk = clk + per_ * kk_
-                                                    m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
+                        if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                            if maybe_loop(m, oplen, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                                if sk_ < 0:
+                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
                     continue
                 if op == 0x29:  # ADD HL,HL
                     tick(i, m, clk, nxt, dirty)
@@ -666,83 +565,22 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ == 0xFA and (f & 0x10) == 0:
-                            ip_ = pc
-                            if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
-                                if peek(i, m, ip_) == 0xF0:
-                                    rg_ = peek(i, m, ip_ + 1)
-                                    ak_ = peek(i, m, ip_ + 2)
-                                    if (rg_ == R_LY or rg_ == R_STAT) and (ak_ == 0xFE or ak_ == 0xE6):
-                                        pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                                        kk_ = (nxt - clk - 1) // 32
-                                        if (ime == 0 or pn_ == 0) and kk_ > 0:
-                                            pv_ = ppu_poll(i, m, rg_, clk + 12)
-                                            v_ = pv_ & 0xFF
-                                            kl_ = ((pv_ >> 8) - 1) // 32 + 1
-                                            if kl_ < kk_:
-                                                kk_ = kl_
-                                            ko_ = 7
-                                            if ak_ == 0xE6:
-                                                ko_ = 4
-                                            r_ = alu8(ko_, v_, peek(i, m, ip_ + 3), f)
-                                            if cond_ok((op >> 3) & 3, r_ >> 8):
-                                                a = r_ & 0xFF
-                                                f = r_ >> 8
-                                                clk = clk + 32 * kk_
-                                                m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
-                        if n_ >= 0xF9 and n_ <= 0xFC and (f & 0x10) == 0:
-                            ip_ = pc
-                            if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
-                                o0_ = peek(i, m, ip_)
-                                ra_ = int(-1)
-                                ll_ = int(1)
-                                lc_ = int(2)
-                                if o0_ == 0xFA:
-                                    ra_ = peek(i, m, ip_ + 1) | (peek(i, m, ip_ + 2) << 8)
-                                    ll_ = 3
-                                    lc_ = 4
-                                elif o0_ == 0xF0:
-                                    ra_ = 0xFF00 | peek(i, m, ip_ + 1)
-                                    ll_ = 2
-                                    lc_ = 3
-                                elif o0_ == 0x7E:
-                                    ra_ = (h << 8) | l
-                                elif o0_ == 0x1A:
-                                    ra_ = (d << 8) | e
-                                elif o0_ == 0x0A:
-                                    ra_ = (b << 8) | c
-                                if (ra_ >= 0xC000 and ra_ < 0xE000) or (ra_ >= 0xFF80 and ra_ < 0xFFFF):
-                                    t0_ = peek(i, m, ip_ + ll_)
-                                    tl_ = int(0)
-                                    ko_ = int(4)
-                                    kv_ = int(-1)
-                                    if t0_ == 0xA7:
-                                        tl_ = 1
-                                    elif t0_ == 0xB7:
-                                        tl_ = 1
-                                        ko_ = 6
-                                    elif t0_ == 0xFE:
-                                        tl_ = 2
-                                        ko_ = 7
-                                        kv_ = peek(i, m, ip_ + ll_ + 1)
-                                    elif t0_ == 0xE6:
-                                        tl_ = 2
-                                        kv_ = peek(i, m, ip_ + ll_ + 1)
-                                    if tl_ > 0 and n_ == 0xFE - ll_ - tl_ and peek(i, m, ip_ + ll_ + tl_) == op:
-                                        pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                                        if ime == 0 or pn_ == 0:
-                                            v_ = peek(i, m, ra_)
-                                            if kv_ < 0:
-                                                kv_ = v_
-                                            r_ = alu8(ko_, v_, kv_, f)
-                                            if cond_ok((op >> 3) & 3, r_ >> 8):
-                                                per_ = 4 * (lc_ + tl_ + 3)
-                                                kk_ = (nxt - clk - 1) // per_
-                                                if kk_ > 0:
-                                                    a = r_ & 0xFF
-                                                    f = r_ >> 8
-                                                    clk = clk + per_ * kk_
-                                                    m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
+                        if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                            if maybe_loop(m, oplen, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                                if sk_ < 0:
+                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
                     continue
                 if op == 0x31:  # LD SP,d16
                     sp = (nn_) & 0xFFFF
@@ -782,83 +620,22 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                         tick(i, m, clk, nxt, dirty)
                         pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                     if wp.static(IDLE_SKIP):
-                        if n_ == 0xFA and (f & 0x10) != 0:
-                            ip_ = pc
-                            if ip_ < 0x7FFC and ei_ == 0 and not dma_busy(i, m, clk):
-                                if peek(i, m, ip_) == 0xF0:
-                                    rg_ = peek(i, m, ip_ + 1)
-                                    ak_ = peek(i, m, ip_ + 2)
-                                    if (rg_ == R_LY or rg_ == R_STAT) and (ak_ == 0xFE or ak_ == 0xE6):
-                                        pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                                        kk_ = (nxt - clk - 1) // 32
-                                        if (ime == 0 or pn_ == 0) and kk_ > 0:
-                                            pv_ = ppu_poll(i, m, rg_, clk + 12)
-                                            v_ = pv_ & 0xFF
-                                            kl_ = ((pv_ >> 8) - 1) // 32 + 1
-                                            if kl_ < kk_:
-                                                kk_ = kl_
-                                            ko_ = 7
-                                            if ak_ == 0xE6:
-                                                ko_ = 4
-                                            r_ = alu8(ko_, v_, peek(i, m, ip_ + 3), f)
-                                            if cond_ok((op >> 3) & 3, r_ >> 8):
-                                                a = r_ & 0xFF
-                                                f = r_ >> 8
-                                                clk = clk + 32 * kk_
-                                                m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
-                        if n_ >= 0xF9 and n_ <= 0xFC and (f & 0x10) != 0:
-                            ip_ = pc
-                            if ip_ < 0x7FF9 and ei_ == 0 and not dma_busy(i, m, clk):
-                                o0_ = peek(i, m, ip_)
-                                ra_ = int(-1)
-                                ll_ = int(1)
-                                lc_ = int(2)
-                                if o0_ == 0xFA:
-                                    ra_ = peek(i, m, ip_ + 1) | (peek(i, m, ip_ + 2) << 8)
-                                    ll_ = 3
-                                    lc_ = 4
-                                elif o0_ == 0xF0:
-                                    ra_ = 0xFF00 | peek(i, m, ip_ + 1)
-                                    ll_ = 2
-                                    lc_ = 3
-                                elif o0_ == 0x7E:
-                                    ra_ = (h << 8) | l
-                                elif o0_ == 0x1A:
-                                    ra_ = (d << 8) | e
-                                elif o0_ == 0x0A:
-                                    ra_ = (b << 8) | c
-                                if (ra_ >= 0xC000 and ra_ < 0xE000) or (ra_ >= 0xFF80 and ra_ < 0xFFFF):
-                                    t0_ = peek(i, m, ip_ + ll_)
-                                    tl_ = int(0)
-                                    ko_ = int(4)
-                                    kv_ = int(-1)
-                                    if t0_ == 0xA7:
-                                        tl_ = 1
-                                    elif t0_ == 0xB7:
-                                        tl_ = 1
-                                        ko_ = 6
-                                    elif t0_ == 0xFE:
-                                        tl_ = 2
-                                        ko_ = 7
-                                        kv_ = peek(i, m, ip_ + ll_ + 1)
-                                    elif t0_ == 0xE6:
-                                        tl_ = 2
-                                        kv_ = peek(i, m, ip_ + ll_ + 1)
-                                    if tl_ > 0 and n_ == 0xFE - ll_ - tl_ and peek(i, m, ip_ + ll_ + tl_) == op:
-                                        pn_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                                        if ime == 0 or pn_ == 0:
-                                            v_ = peek(i, m, ra_)
-                                            if kv_ < 0:
-                                                kv_ = v_
-                                            r_ = alu8(ko_, v_, kv_, f)
-                                            if cond_ok((op >> 3) & 3, r_ >> 8):
-                                                per_ = 4 * (lc_ + tl_ + 3)
-                                                kk_ = (nxt - clk - 1) // per_
-                                                if kk_ > 0:
-                                                    a = r_ & 0xFF
-                                                    f = r_ >> 8
-                                                    clk = clk + per_ * kk_
-                                                    m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + kk_
+                        if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                            if maybe_loop(m, oplen, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                                if sk_ < 0:
+                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
                     continue
                 if op == 0x39:  # ADD HL,SP
                     tick(i, m, clk, nxt, dirty)
@@ -1007,13 +784,51 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             continue
         if g_ == 24:
             if op == 0xC2:  # JP NZ,a16
+                if wp.static(IDLE_SKIP):
+                    pj_ = pc
                 if (f & 0x80) == 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = nn_
+                if wp.static(IDLE_SKIP):
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
                 continue
             if op == 0xC3:  # JP a16
+                if wp.static(IDLE_SKIP):
+                    pj_ = pc
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
+                if wp.static(IDLE_SKIP):
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
                 continue
             if op == 0xC6:  # ADD A,d8
                 r_ = alu8(0, a, n_, f)
@@ -1031,9 +846,28 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = nn_
                 continue
             if op == 0xCA:  # JP Z,a16
+                if wp.static(IDLE_SKIP):
+                    pj_ = pc
                 if (f & 0x80) != 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = nn_
+                if wp.static(IDLE_SKIP):
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
                 continue
             if op == 0xCB:  # CB prefix
                 # CB page: register index (bits 0-2), bit/operation (3-5), group (6-7)
@@ -1083,9 +917,28 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 continue
         if g_ == 26:
             if op == 0xD2:  # JP NC,a16
+                if wp.static(IDLE_SKIP):
+                    pj_ = pc
                 if (f & 0x10) == 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = nn_
+                if wp.static(IDLE_SKIP):
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
                 continue
             if op == 0xD6:  # SUB A,d8
                 r_ = alu8(2, a, n_, f)
@@ -1105,9 +958,28 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 ei_ = 0
                 continue
             if op == 0xDA:  # JP C,a16
+                if wp.static(IDLE_SKIP):
+                    pj_ = pc
                 if (f & 0x10) != 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = nn_
+                if wp.static(IDLE_SKIP):
+                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
                 continue
             if op == 0xDE:  # SBC A,d8
                 r_ = alu8(3, a, n_, f)

@@ -35,7 +35,7 @@ from torchrl_dreamer.emulator import (  # button bits live in the light package 
 )
 from torchrl_dreamer.emulator.battery import RTC_TRAILER_SIZES, pack_rtc, unpack_rtc
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
-from torchrl_dreamer.emulator.codegen import load_kernel_module, operand_lengths
+from torchrl_dreamer.emulator.codegen import load_kernel_module, opcode_table
 from torchrl_dreamer.emulator.memory import Mem
 
 __all__ = [
@@ -83,14 +83,16 @@ class GameBoy:
         boot_rom: optional 256-byte DMG boot ROM (mapped at 0000-00FF until FF50 is written);
             without it consoles start in the post-boot state.
         framebuffer: keep the full ``uint8 [N, 144, 160]`` shade framebuffer readable as
-            :attr:`framebuffer` (the last frame of every launch is always rendered, since it
-            also yields :attr:`packed2`; this flag only exposes it).
+            :attr:`framebuffer` (the last frame of every launch is rendered, since it also
+            yields :attr:`packed2`, unless ``run_frames(..., render=False)``; this flag only
+            exposes it).
         check_header: warn on a missing logo / bad checksums.
         memory_layout: ``"env_major"`` (``[N, size]`` storage, the CPU default) or
             ``"address_major"`` (``[size, N]`` storage viewed transposed, the CUDA default).
-        idle_skip: fast-forward ``LDH A,(LY|STAT); CP|AND d8; JR cc,-6`` busy-wait loops and
-            loops polling a WRAM/HRAM byte (e.g. ``LD A,(nn); AND A; JR Z,loop``) by whole
-            iterations (bit-identical results; ``False`` only for comparisons/debugging).
+        idle_skip: fast-forward side-effect-free waiting loops (polls of a WRAM/HRAM byte,
+            JOYP, LY or STAT; countdown delay loops; ``JR @`` spins: see
+            :mod:`~torchrl_dreamer.emulator.idle`) by whole iterations (bit-identical results;
+            ``False`` only for comparisons/debugging).
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
@@ -149,7 +151,7 @@ class GameBoy:
         self._rom = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(dev)
         self._boot = torch.frombuffer(bytearray(boot if boot else b"\x00"), dtype=torch.uint8).to(dev)
         self._no_buttons = torch.zeros(n, dtype=torch.uint8, device=dev)
-        self._oplen = wp.from_torch(torch.tensor([operand_lengths()], dtype=torch.uint8, device=dev))
+        self._oplen = wp.from_torch(torch.tensor(opcode_table(), dtype=torch.uint8, device=dev))
         self._all = torch.ones(n, dtype=torch.uint8, device=dev)
         self._mem = Mem()
         for name in (*_STATE_ARRAYS, "rom", "boot", "fb"):
@@ -218,15 +220,20 @@ class GameBoy:
         self._wram.zero_()
 
     # ------------------------------------------------------------------------------ running
-    def run_frames(self, n: int = 1, buttons: torch.Tensor | int | None = None) -> None:
-        """Advance every console ``n`` frames with ``buttons`` held throughout (one launch)."""
+    def run_frames(self, n: int = 1, buttons: torch.Tensor | int | None = None,
+                   render: bool = True) -> None:
+        """Advance every console ``n`` frames with ``buttons`` held throughout (one launch).
+
+        ``render=False`` leaves :attr:`packed2` and the framebuffer as they were (no scanline is
+        drawn: the equivalent of PyBoy's ``tick(n, False)``, for runs nobody looks at).
+        """
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n}")
         if n == 0:
             return
         b = self._buttons(buttons)
         self._mem.obs = wp.from_torch(self.packed2)
-        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(n), int(n), 1, 0])
+        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(n), int(n), int(bool(render)), 0])
 
     def step(
         self,

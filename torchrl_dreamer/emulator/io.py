@@ -1,7 +1,8 @@
 """The IO register page FF00-FF7F (and HRAM/IE above it): dispatch to the hardware blocks.
 
 Every IO access first catches the console up to the current cycle (:func:`~.scheduler.catch_up`)
-so registers read as if every M-cycle had been simulated; a write then reschedules the next
+so registers read as if every M-cycle had been simulated (reads of LY/STAT derive the value from
+the dot counter instead, and the other LCD registers hold no time-dependent state); a write then reschedules the next
 event, since it may change when that is (a new TAC, LYC, STAT source...).
 """
 
@@ -12,9 +13,9 @@ import warp as wp
 from torchrl_dreamer.emulator.apu import apu_read, apu_write
 from torchrl_dreamer.emulator.dma import oam_dma
 from torchrl_dreamer.emulator.joypad import joyp_value, joyp_write
-from torchrl_dreamer.emulator.layout import S_BOOT_ON
+from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import ppu_read, ppu_write
+from torchrl_dreamer.emulator.ppu import ppu_poll, ppu_read, ppu_write
 from torchrl_dreamer.emulator.registers import (
     R_BOOT,
     R_DIV,
@@ -29,6 +30,7 @@ from torchrl_dreamer.emulator.registers import (
     R_SC,
     R_STAT,
     R_TAC,
+    R_WX,
 )
 from torchrl_dreamer.emulator.scheduler import catch_up, schedule
 from torchrl_dreamer.emulator.serial import serial_div_reset, serial_write_sc
@@ -52,6 +54,12 @@ def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read FF00-FFFF (``r`` = offset from FF00)."""
     if r >= R_HRAM:
         return int(m.hram[i, r])
+    if r == R_STAT or r == R_LY:
+        # from the dot counter, without catching up: no event is due before NEXT, so this is
+        # ppu_read's value after catch_up (the deferred catch-up is done by the next sync)
+        return ppu_poll(i, m, r, m.st[i, S_CLK]) & 0xFF
+    elif r >= R_LCDC and r <= R_WX:
+        return int(m.hram[i, r])  # plain LCD registers: nothing time-dependent to catch up
     catch_up(i, m)
     if r == R_JOYP:
         return joyp_value(i, m)

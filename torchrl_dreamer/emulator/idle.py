@@ -1,0 +1,404 @@
+"""Exact fast-forward of side-effect-free loops (the kernel's ``IDLE_SKIP`` variant).
+
+Games spend most of a frame in loops that only wait: for a RAM flag that an interrupt handler
+sets, for LY/STAT to reach a value, for a countdown register to reach zero (OAM-DMA waits in
+HRAM, delay loops), or spinning on ``JR @`` until an interrupt. Such a loop writes nothing and
+touches no IO register with a side effect, so between two scheduled events (the lazy clock's
+``NEXT``: PPU mode/line changes that matter, timer overflows, frame ends) every iteration is a
+known function of what it reads. After a taken backward branch the kernel calls
+:func:`idle_loop`, which decodes the loop body from the bus (ROM, WRAM or HRAM: code the loop
+cannot change), recognises one of the families below and skips ``k`` whole iterations by adding
+``k`` periods to the clock and setting the registers to what the ``k``-th iteration leaves,
+where ``k`` ends strictly before the next event and before anything the loop reads can change:
+
+- **poll**: ``LOAD; [TEST]; Jcc back`` where LOAD is ``LDH A,(a8)``, ``LD A,(a16)``,
+  ``LD A,(HL)|(DE)|(BC)`` or ``BIT b,(HL)`` and TEST is an ALU op (not ADC/SBC) with a register
+  or an immediate, or ``BIT b,A``. The byte read is a WRAM/HRAM byte (only the CPU writes those),
+  JOYP (changes only at frame boundaries, which are events) or LY/STAT (a function of the dot
+  counter: :func:`~torchrl_dreamer.emulator.ppu.ppu_poll`). Jcc is ``JR cc`` or ``JP cc``.
+- **countdown**: NOP / ``JR +0`` fillers around ``DEC r`` and a ``JR NZ|JP NZ`` back, or around
+  ``DEC rr; LD A,hi; OR lo`` (either order) closed by ``JR NZ|JP NZ`` back or by an exit
+  ``RET Z|JR Z|JP Z`` and an unconditional ``JR|JP`` back.
+- **spin**: fillers only and an unconditional ``JR|JP`` back (``JR @``).
+
+Not skipped: an interrupt pending with IME=1 or an ``EI`` in flight (the loop is about to be
+left), an OAM DMA in progress (:func:`~torchrl_dreamer.emulator.dma.dma_busy`). Registers,
+memory, timers, APU, PPU and frames are bit-identical to running the loop (``test/test_emulator_idle.py``); skipped
+*instructions* are added to ``S_CYCLES``.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.alu import alu8, dec8
+from torchrl_dreamer.emulator.bus import peek
+from torchrl_dreamer.emulator.dma import dma_busy
+from torchrl_dreamer.emulator.joypad import joyp_value
+from torchrl_dreamer.emulator.layout import (
+    S_A,
+    S_B,
+    S_BOOT_ON,
+    S_C,
+    S_CLK,
+    S_CYCLES,
+    S_D,
+    S_E,
+    S_F,
+    S_H,
+    S_L,
+)
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.ppu import ppu_poll
+from torchrl_dreamer.emulator.registers import (
+    IRQ_MASK,
+    R_IE,
+    R_IF,
+    R_JOYP,
+    R_LY,
+    R_STAT,
+)
+
+__all__ = ["idle_loop", "loop_heads", "maybe_loop"]
+
+
+def loop_heads() -> list[int]:
+    """Per opcode 1 if a loop :func:`idle_loop` knows can start with it (row 1 of the kernel's
+    ``oplen`` table): the kernel asks :func:`idle_loop` only about loops whose first opcode is
+    one of these, so ordinary loops (copies, fills) cost one table read per taken branch."""
+    heads = {0xF0, 0xFA, 0x7E, 0x1A, 0x0A, 0xCB, 0x00, 0x18, 0xC3, 0x0B, 0x1B, 0x2B}
+    heads |= {0x05 + 8 * r for r in range(8) if r != 6}  # DEC r
+    return [int(op in heads) for op in range(256)]  # "does not change before the next event" (T-cycles)
+
+
+@wp.func
+def code_ok(i: int, m: wp.ref[Mem], addr: int) -> bool:
+    """Loop code the loop itself cannot change and the fast-forward may read with ``peek``:
+    cartridge ROM (boot ROM unmapped), WRAM or HRAM."""
+    if addr < 0x8000:
+        return addr >= 0x100 or m.st[i, S_BOOT_ON] == 0
+    return (addr >= 0xC000 and addr < 0xE000) or (addr >= 0xFF80 and addr < 0xFFFF)
+
+
+@wp.func
+def maybe_loop(m: wp.ref[Mem], oplen: wp.array2d(dtype=wp.uint8), head: int, rom0: int, rom1: int) -> bool:
+    """Cheap pre-filter: can the ROM code at ``head`` start a loop :func:`idle_loop` knows?
+    (Code outside ROM is always handed to :func:`idle_loop`, which checks it.)"""
+    if head < 0x4000:
+        return oplen[1, int(m.rom[rom0 + head])] != wp.uint8(0)
+    if head < 0x8000:
+        return oplen[1, int(m.rom[rom1 + head - 0x4000])] != wp.uint8(0)
+    return True
+
+
+@wp.func
+def reg8(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int) -> int:  # noqa: E741
+    """Register by 3-bit index (B C D E H L - A; 6 is not a register here)."""
+    if k == 0:
+        return b
+    if k == 1:
+        return c
+    if k == 2:
+        return d
+    if k == 3:
+        return e
+    if k == 4:
+        return h
+    if k == 5:
+        return l
+    return a
+
+
+@wp.func
+def taken_cycles(op: int) -> int:
+    """T-cycles of the loop's closing branch, taken: JR (cc) 12, JP (cc) 16; 0 if not one."""
+    if op == 0x18 or op == 0x20 or op == 0x28 or op == 0x30 or op == 0x38:
+        return 12
+    if op == 0xC3 or op == 0xC2 or op == 0xCA or op == 0xD2 or op == 0xDA:
+        return 16
+    return 0
+
+
+@wp.func
+def branch_cond(op: int, f: int) -> bool:
+    """Whether the branch ``op`` (JR/JP, conditional or not) is taken with flags ``f``."""
+    if op == 0x18 or op == 0xC3:
+        return True
+    k = (op >> 3) & 3
+    if k == 0:
+        return (f & 0x80) == 0
+    if k == 1:
+        return (f & 0x80) != 0
+    if k == 2:
+        return (f & 0x10) == 0
+    return (f & 0x10) != 0
+
+
+@wp.func
+def store_regs(i: int, m: wp.ref[Mem], a: int, f: int, b: int, c: int, d: int, e: int, h: int, l: int,  # noqa: E741
+               clk: int, skipped: int):
+    """Hand the registers and clock after a fast-forward back to the kernel (which reloads them)."""
+    m.st[i, S_A] = a
+    m.st[i, S_F] = f
+    m.st[i, S_B] = b
+    m.st[i, S_C] = c
+    m.st[i, S_D] = d
+    m.st[i, S_E] = e
+    m.st[i, S_H] = h
+    m.st[i, S_L] = l
+    m.st[i, S_CLK] = clk
+    m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + skipped
+
+
+@wp.func(inline=False)
+def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: int, b: int, c: int,
+              d: int, e: int, h: int, l: int, clk: int, nxt: int, ime: int) -> int:  # noqa: E741
+    """Fast-forward the loop ``head .. br`` (``br``: address of its closing branch ``op``, just
+    taken back to ``head``; the clock is ``clk`` of ``nxt``). Returns the instructions skipped
+    (then the registers and clock are in the state row, :func:`store_regs`), 0 when nothing can
+    be skipped now, or -1 when the code at ``head`` is not a loop this fast-forward knows (the
+    kernel then stops asking for this ``head`` until another loop is rejected).
+    """
+    tb = taken_cycles(op)
+    if tb == 0 or br < head or br - head > 24 or br + 3 > 0xFFFF:
+        return -1
+    if not code_ok(i, m, head) or not code_ok(i, m, br + tb // 4 - 1):
+        return -1  # (the branch is 2 bytes for JR, 3 for JP)
+    # not now (0, not -1): an interrupt is taken at the next opcode fetch, or an OAM DMA is in
+    # progress (its bus conflicts and OAM copies are cycle-exact: nothing is skipped meanwhile)
+    blocked = dma_busy(i, m, clk)
+    if ime != 0 and (int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK) != 0:
+        blocked = True
+    kev = nxt - clk - 1  # T-cycles the skipped iterations may use (they end before NEXT)
+    o0 = peek(i, m, head)
+    # ---------------------------------------------------------------- poll: LOAD; TEST; Jcc
+    src = -1
+    ll = 0  # LOAD bytes
+    lm = 0  # LOAD M-cycles (the read is the last one)
+    bit = -1  # BIT b,(HL): load and test in one
+    if o0 == 0xF0:
+        src = 0xFF00 | peek(i, m, head + 1)
+        ll = 2
+        lm = 3
+    elif o0 == 0xFA:
+        src = peek(i, m, head + 1) | (peek(i, m, head + 2) << 8)
+        ll = 3
+        lm = 4
+    elif o0 == 0x7E:
+        src = (h << 8) | l
+        ll = 1
+        lm = 2
+    elif o0 == 0x1A:
+        src = (d << 8) | e
+        ll = 1
+        lm = 2
+    elif o0 == 0x0A:
+        src = (b << 8) | c
+        ll = 1
+        lm = 2
+    elif o0 == 0xCB:
+        o1 = peek(i, m, head + 1)
+        if (o1 & 0xC7) == 0x46:
+            src = (h << 8) | l
+            ll = 2
+            lm = 3
+            bit = (o1 >> 3) & 7
+    if src >= 0:
+        if op == 0x18 or op == 0xC3:
+            return -1
+        ram = (src >= 0xFF80 and src < 0xFFFF) or (src >= 0xC000 and src < 0xE000)
+        ppu = src == 0xFF00 + R_LY or src == 0xFF00 + R_STAT
+        if not (ram or ppu or src == 0xFF00 + R_JOYP):
+            return -1
+        p = head + ll
+        tk = -1  # ALU op index of TEST (-1: none)
+        tv = 0  # its operand (-1: A itself)
+        tbit = -1  # BIT b,A
+        tm = 0
+        ins = 2
+        if bit < 0:
+            t0 = peek(i, m, p)
+            if t0 >= 0x80 and t0 < 0xC0 and (t0 & 7) != 6:
+                tk = (t0 >> 3) & 7
+                tv = reg8(t0 & 7, b, c, d, e, h, l, -1)
+                p = p + 1
+                tm = 1
+            elif (t0 & 0xC7) == 0xC6:
+                tk = (t0 >> 3) & 7
+                tv = peek(i, m, p + 1)
+                p = p + 2
+                tm = 2
+            elif t0 == 0xCB and (peek(i, m, p + 1) & 0xC7) == 0x47:
+                tbit = (peek(i, m, p + 1) >> 3) & 7
+                p = p + 2
+                tm = 2
+            else:
+                return -1
+            if tk == 1 or tk == 3:
+                return -1  # ADC / SBC: the result depends on the previous iteration's carry
+            ins = 3
+        if p != br:
+            return -1
+        if blocked:
+            return 0
+        per = 4 * (lm + tm) + tb
+        k = kev // per
+        v = 0
+        if k <= 0:
+            return 0
+        if ppu:
+            vl = ppu_poll(i, m, src - 0xFF00, clk + 4 * lm)  # the first read ends before NEXT
+            v = vl & 0xFF
+            kl = ((vl >> 8) - 1) // per + 1  # iterations that still read this value
+            if kl < k:
+                k = kl
+        elif src == 0xFF00 + R_JOYP:
+            v = joyp_value(i, m)
+        else:
+            v = peek(i, m, src)
+        na = a
+        nf = f
+        if bit >= 0:
+            nf = (f & 0x10) | 0x20
+            if ((v >> bit) & 1) == 0:
+                nf = nf | 0x80
+        else:
+            na = v
+            if tk >= 0:
+                if tv < 0:
+                    tv = v
+                r = alu8(tk, v, tv, f)
+                na = r & 0xFF
+                nf = r >> 8
+            else:
+                nf = (f & 0x10) | 0x20
+                if ((v >> tbit) & 1) == 0:
+                    nf = nf | 0x80
+        if k <= 0 or not branch_cond(op, nf):
+            return 0
+        store_regs(i, m, na, nf, b, c, d, e, h, l, clk + per * k, ins * k)
+        return ins * k
+    # ---------------------------------------------------------------- countdown / spin
+    # (int(...): Warp variables assigned in the loop below must not start as constants)
+    q = int(head)
+    cyc = int(0)  # noqa: UP018
+    nin = int(1)  # noqa: UP018  (the closing branch)
+    cnt = int(-1)  # noqa: UP018  (counter: 0-7 an 8-bit register, 8-10 BC DE HL)
+    stage = int(0)  # noqa: UP018  (16-bit: 1 after DEC rr, 2 after LD A,x, 3 after OR y, 4 exit)
+    ldx = int(-1)  # noqa: UP018
+    ory = int(-1)  # noqa: UP018
+    while q < br:
+        o = peek(i, m, q)
+        if o == 0x00:
+            cyc = cyc + 4
+            q = q + 1
+        elif o == 0x18 and peek(i, m, q + 1) == 0:
+            cyc = cyc + 12
+            q = q + 2
+        elif cnt < 0 and (o & 0xC7) == 0x05 and o != 0x35:
+            cnt = (o >> 3) & 7
+            cyc = cyc + 4
+            q = q + 1
+        elif cnt < 0 and (o == 0x0B or o == 0x1B or o == 0x2B):
+            cnt = 8 + (o >> 4)
+            stage = 1
+            cyc = cyc + 8
+            q = q + 1
+        elif stage == 1 and o >= 0x78 and o < 0x7E:
+            ldx = o & 7
+            stage = 2
+            cyc = cyc + 4
+            q = q + 1
+        elif stage == 2 and o >= 0xB0 and o < 0xB6:
+            ory = o & 7
+            stage = 3
+            cyc = cyc + 4
+            q = q + 1
+        elif stage == 3 and o == 0xC8:
+            stage = 4  # RET Z, not taken
+            cyc = cyc + 8
+            q = q + 1
+        elif stage == 3 and o == 0x28:
+            stage = 4  # JR Z, not taken
+            cyc = cyc + 8
+            q = q + 2
+        elif stage == 3 and o == 0xCA:
+            stage = 4  # JP Z, not taken
+            cyc = cyc + 12
+            q = q + 3
+        else:
+            return -1
+        nin = nin + 1
+    if q != br:
+        return -1
+    per = cyc + tb
+    k = kev // per
+    uncond = op == 0x18 or op == 0xC3
+    nz = op == 0x20 or op == 0xC2
+    if cnt < 0 and not uncond:
+        return -1
+    if cnt < 8 and cnt >= 0 and not nz:
+        return -1
+    if cnt >= 8:
+        hi = 2 * (cnt - 8)
+        if stage < 3 or not ((ldx == hi and ory == hi + 1) or (ldx == hi + 1 and ory == hi)):
+            return -1
+        if (stage == 4 and not uncond) or (stage == 3 and not nz):
+            return -1
+    if blocked:
+        return 0
+    if cnt < 0:
+        if k <= 0:
+            return 0
+        store_regs(i, m, a, f, b, c, d, e, h, l, clk + per * k, nin * k)  # spin
+        return nin * k
+    if cnt < 8:
+        v = reg8(cnt, b, c, d, e, h, l, a)
+        rem = v - 1
+        if v == 0:
+            rem = 255  # DEC from 0 wraps: 255 more decrements before zero
+        if rem < k:
+            k = rem
+        if k <= 0:
+            return 0
+        nv = (v - k) & 0xFF
+        nf = dec8((nv + 1) & 0xFF, f) >> 8
+        if cnt == 0:
+            b = nv
+        elif cnt == 1:
+            c = nv
+        elif cnt == 2:
+            d = nv
+        elif cnt == 3:
+            e = nv
+        elif cnt == 4:
+            h = nv
+        elif cnt == 5:
+            l = nv  # noqa: E741
+        else:
+            a = nv
+        store_regs(i, m, a, nf, b, c, d, e, h, l, clk + per * k, nin * k)
+        return nin * k
+    # 16-bit: LD A,x; OR y over the pair's two halves; closed by JR/JP NZ, or exit + JR/JP back
+    hi = 2 * (cnt - 8)
+    rr = reg8(hi, b, c, d, e, h, l, a) << 8 | reg8(hi + 1, b, c, d, e, h, l, a)
+    rem = rr - 1
+    if rr == 0:
+        rem = 0xFFFF
+    if rem < k:
+        k = rem
+    if k <= 0:
+        return 0
+    nr = (rr - k) & 0xFFFF
+    if cnt == 8:
+        b = nr >> 8
+        c = nr & 0xFF
+    elif cnt == 9:
+        d = nr >> 8
+        e = nr & 0xFF
+    else:
+        h = nr >> 8
+        l = nr & 0xFF  # noqa: E741
+    na = reg8(ldx, b, c, d, e, h, l, a) | reg8(ory, b, c, d, e, h, l, a)  # LD A,x; OR y
+    store_regs(i, m, na, 0, b, c, d, e, h, l, clk + per * k, nin * k)  # nonzero: Z, N, H, C clear
+    return nin * k
