@@ -448,6 +448,7 @@ from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, 
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
+from torchrl_dreamer.emulator.idle import reg8 as getr
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
 from torchrl_dreamer.emulator.registers import IRQ_MASK, R_DIV, R_IE, R_IF
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_advance, sync
@@ -488,24 +489,6 @@ def cond_ok(k: int, f: int) -> bool:
     if k == 2:
         return (f & 0x10) == 0
     return (f & 0x10) != 0
-
-
-@wp.func
-def getr(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int) -> int:
-    """Register by 3-bit index (6, (HL), is handled by the caller)."""
-    if k == 0:
-        return b
-    if k == 1:
-        return c
-    if k == 2:
-        return d
-    if k == 3:
-        return e
-    if k == 4:
-        return h
-    if k == 5:
-        return l
-    return a
 
 
 @wp.kernel
