@@ -33,6 +33,7 @@ from torchrl_dreamer.emulator import (  # button bits live in the light package 
     BUTTON_UP,
     layout,
 )
+from torchrl_dreamer.emulator.boot_vram import boot_vram
 from torchrl_dreamer.emulator.battery import RTC_TRAILER_SIZES, pack_rtc, unpack_rtc
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module, opcode_table
@@ -40,6 +41,7 @@ from torchrl_dreamer.emulator.memory import Mem
 
 __all__ = [
     "GameBoy",
+    "PPU_MODES",
     "BUTTON_A",
     "BUTTON_B",
     "BUTTON_SELECT",
@@ -64,6 +66,12 @@ _POST_BOOT_REGS = {"A": 0x01, "F": 0xB0, "B": 0x00, "C": 0x13, "D": 0x00, "E": 0
 _POST_BOOT_DIV16 = 0xABC8
 
 _STATE_ARRAYS = ("st", "vram", "oam", "wram", "hram", "cram", "ser")
+
+PPU_MODES = ("fifo", "line")
+"""Values of ``GameBoy(ppu=...)``: ``"fifo"`` runs the mode-3 pixel pipeline on lines where an
+LCD register is written during mode 3 (mid-scanline effects land on the right pixel; other
+lines are drawn whole); ``"line"`` draws every line whole from the registers at the end of its
+mode 3 (see docs/emulator.md for the trade-off)."""
 
 
 def _wp_device(device: torch.device) -> str:
@@ -93,6 +101,8 @@ class GameBoy:
             JOYP, LY or STAT; countdown delay loops; ``JR @`` spins: see
             :mod:`~torchrl_dreamer.emulator.idle`) by whole iterations (bit-identical results;
             ``False`` only for comparisons/debugging).
+        ppu: ``"fifo"`` (pixel pipeline for mid-scanline register writes) or ``"line"`` (whole
+            lines); see :data:`PPU_MODES`. Same timing (STAT, LY, interrupts) in both.
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
@@ -109,7 +119,11 @@ class GameBoy:
         check_header: bool = True,
         memory_layout: str | None = None,
         idle_skip: bool = True,
+        ppu: str = "fifo",
     ) -> None:
+        if ppu not in PPU_MODES:
+            raise ValueError(f"unknown ppu mode {ppu!r}; expected one of {', '.join(PPU_MODES)}")
+        self.ppu = ppu
         data = load_rom_bytes(rom)
         cart = parse_cartridge(data, check=check_header)
         if not isinstance(num_envs, int) or num_envs < 1:
@@ -204,6 +218,7 @@ class GameBoy:
         st[:, f["ROM_OFF1"]] = 0x4000
         st[:, f["MODE"]] = 2
         st[:, f["PPU_NEXT"]] = 80
+        st[:, f["PPU_FIFO"]] = int(self.ppu == "fifo")
         if self._boot_bytes is None:
             for k, v in _POST_BOOT_REGS.items():
                 st[:, f[k]] = v
@@ -215,6 +230,9 @@ class GameBoy:
             # the boot ROM's chime still plays on channel 1 (NR52 reads F1; NR11 was 80, length 64)
             st[:, f["APU_ACT"]] = 1
             st[:, f["APU_LEN1"]] = 64
+            # VRAM as the boot ROM leaves it (logo and (R) tile; some programs draw them)
+            vram = torch.frombuffer(bytearray(boot_vram(self._rom_bytes)), dtype=torch.uint8)
+            self._vram[:] = vram.to(self.device)
         else:
             st[:, f["BOOT_ON"]] = 1
         self._wram.zero_()
@@ -357,8 +375,16 @@ class GameBoy:
         return EmulatorState.capture(self)
 
     def load_state(self, state, mask: torch.Tensor | None = None) -> None:
-        """Restore ``state`` into the envs selected by ``mask`` (all if None); a 1-env state broadcasts."""
+        """Restore ``state`` into the envs selected by ``mask`` (all if None); a 1-env state broadcasts.
+
+        A state saved with the other ``ppu`` mode loads too: the console keeps this emulator's
+        mode, and a line half-drawn by the pixel pipeline is finished by the mode in use."""
         state.restore_into(self, mask)
+        f = layout.FIELDS
+        fifo = int(self.ppu == "fifo")
+        other = self._st[:, f["PPU_FIFO"]] != fifo
+        self._st[:, f["FIFO_LINE"]] = torch.where(other, 0, self._st[:, f["FIFO_LINE"]])
+        self._st[:, f["PPU_FIFO"]] = fifo
 
     def battery_ram(self, env: int = 0, rtc_timestamp: int = 0) -> bytes:
         """What a battery keeps for ``env``, as a ``.sav`` file: the cartridge RAM, then for an

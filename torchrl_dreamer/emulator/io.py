@@ -13,9 +13,9 @@ import warp as wp
 from torchrl_dreamer.emulator.apu import apu_read, apu_write
 from torchrl_dreamer.emulator.dma import oam_dma
 from torchrl_dreamer.emulator.joypad import joyp_value, joyp_write
-from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK
+from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_PPU_FIFO
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import ppu_poll, ppu_read, ppu_write
+from torchrl_dreamer.emulator.ppu import lcd_register, ppu_fifo_write, ppu_poll, ppu_read, ppu_write
 from torchrl_dreamer.emulator.registers import (
     R_BOOT,
     R_DIV,
@@ -79,7 +79,9 @@ def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
 @wp.func(inline=False)
 def io_write_reg(i: int, m: wp.ref[Mem], r: int, v: int):
     """The register side effects of :func:`io_write` (the console already caught up)."""
-    if r == R_JOYP:
+    if m.st[i, S_PPU_FIFO] != 0 and lcd_register(r):
+        ppu_fifo_write(i, m, r, v)  # ppu="fifo": the write may land in mode 3
+    elif r == R_JOYP:
         joyp_write(i, m, v)
     elif r == R_SC:
         serial_write_sc(i, m, v)

@@ -37,6 +37,11 @@ _NAMES = [
     "APU_FS", "APU_SKIP", "APU_ACT", "APU_LEN_EN", "APU_LEN1", "APU_LEN2", "APU_LEN3", "APU_LEN4",
     "APU_SW_FREQ", "APU_SW_TIMER", "APU_SW_FLAGS", "APU_ENV1", "APU_ENV2", "APU_ENV4",
     "APU_WAVE_POS", "APU_WAVE_CNT", "APU_WAVE_PER",
+    # PPU mode: 0 draws whole lines (render.py), 1 adds the mode-3 pixel pipeline (fifo.py) on
+    # lines with a mid-mode-3 register write; then the pipeline's state (see fifo.py; contiguous)
+    "PPU_FIFO",
+    "FIFO_LINE", "FIFO_DOT", "FIFO_KP", "FIFO_SX", "FIFO_FETCH", "FIFO_TILE", "FIFO_LO", "FIFO_HI",
+    "FIFO_BG", "FIFO_OBJ", "FIFO_STALL", "FIFO_OBJN", "FIFO_WIN", "FIFO_FINE", "FIFO_OBJH",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -130,6 +135,23 @@ S_APU_ENV4 = wp.constant(FIELDS["APU_ENV4"])
 S_APU_WAVE_POS = wp.constant(FIELDS["APU_WAVE_POS"])
 S_APU_WAVE_CNT = wp.constant(FIELDS["APU_WAVE_CNT"])
 S_APU_WAVE_PER = wp.constant(FIELDS["APU_WAVE_PER"])
+S_PPU_FIFO = wp.constant(FIELDS["PPU_FIFO"])
+S_FIFO_LINE = wp.constant(FIELDS["FIFO_LINE"])
+S_FIFO_DOT = wp.constant(FIELDS["FIFO_DOT"])
+S_FIFO_KP = wp.constant(FIELDS["FIFO_KP"])
+S_FIFO_SX = wp.constant(FIELDS["FIFO_SX"])
+S_FIFO_FETCH = wp.constant(FIELDS["FIFO_FETCH"])
+S_FIFO_TILE = wp.constant(FIELDS["FIFO_TILE"])
+S_FIFO_LO = wp.constant(FIELDS["FIFO_LO"])
+S_FIFO_HI = wp.constant(FIELDS["FIFO_HI"])
+S_FIFO_BG = wp.constant(FIELDS["FIFO_BG"])
+S_FIFO_OBJ = wp.constant(FIELDS["FIFO_OBJ"])
+S_FIFO_STALL = wp.constant(FIELDS["FIFO_STALL"])
+S_FIFO_OBJN = wp.constant(FIELDS["FIFO_OBJN"])
+S_FIFO_WIN = wp.constant(FIELDS["FIFO_WIN"])
+S_FIFO_FINE = wp.constant(FIELDS["FIFO_FINE"])
+S_FIFO_OBJH = wp.constant(FIELDS["FIFO_OBJH"])
+FIFO_WORDS = wp.constant(FIELDS["FIFO_OBJH"] - FIELDS["FIFO_LINE"] + 1)
 
 SERIAL_CAPACITY: int = 8192
 """Bytes of serial output kept per console (later bytes are dropped)."""

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.fifo import fifo_dry_end, fifo_run, fifo_start
 from torchrl_dreamer.emulator.interrupts import raise_irq
 from torchrl_dreamer.emulator.layout import (
+    S_FIFO_LINE,
+    S_FIFO_WIN,
     S_FRAME_DONE,
     S_LINE,
     S_MODE,
@@ -61,7 +64,8 @@ from torchrl_dreamer.emulator.render import pack_line_packed2, render_scanline
 
 __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
-    "vram_blocked", "oam_read_blocked", "oam_write_blocked", "mode3_end",
+    "vram_blocked", "oam_read_blocked", "oam_write_blocked", "mode3_end", "ppu_fifo_write",
+    "lcd_register",
 ]
 
 # WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
@@ -94,6 +98,9 @@ LYC153_END = wp.constant(5)  # line 153 compares LYC with 153 on dots 1-4 ...
 LYC0_DOT = wp.constant(9)  # ... and with 0 from dot 9 on
 LYC0_IRQ_DOT = wp.constant(11)  # LYC0_DOT + IRQ_LAG
 OBJ_LIMIT = wp.constant(10)  # objects per line
+# ppu="fifo": a CPU write whose M-cycle ends at dot ``t`` (the dot counter after catch_up) is
+# seen by the pixel pipeline from dot ``t + WRITE_LAG`` on (calibrated on the mealybug tests)
+WRITE_LAG = wp.constant(0)
 
 # PyBoy's timing (``PYBOY_TIMING``): modes 2/3/0 at dots 0/80/252 and interrupts with the bits.
 PYBOY_MODE3_DOT = wp.constant(80)
@@ -561,7 +568,20 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
     m.st[i, S_MODE] = PH_HBLANK
     m.st[i, S_PPU_NEXT] = LINE_DOTS
     on = lcd_on(i, m)
-    if on and m.st[i, S_PACK] != 0:
+    if m.st[i, S_FIFO_LINE] == line + 1:
+        # ppu="fifo" and a register write landed in this line's mode 3: finish the pipeline
+        m.st[i, S_FIFO_LINE] = 0
+        if on and m.st[i, S_PACK] != 0:
+            wl = m.st[i, S_WIN_LINE]
+            fifo_run(i, m, line, MODE3_DOT, 1 << 20, True, (wl & WIN_BLANK) != 0, wl & 0xFF)
+            win = m.st[i, S_FIFO_WIN]
+            wl = (wl & WIN_BLANK) | (((wl & 0xFF) + (win & 1)) & 0xFF)
+            if (win & 2) != 0:
+                wl = wl | 0x100
+            m.st[i, S_WIN_LINE] = wl
+            if (line & 1) == 0:
+                pack_line_packed2(i, line, m.fb, m.obs)
+    elif on and m.st[i, S_PACK] != 0:
         lcdc = int(m.hram[i, R_LCDC])
         if (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:
             lcdc = lcdc & 0x7F  # first frame after LCD on: the renderer draws shade 0
@@ -642,6 +662,7 @@ def ppu_event(i: int, m: wp.ref[Mem]):
         line = 0
         m.st[i, S_WIN_LINE] = 0
         m.st[i, S_PPU_M0] = 0
+        m.st[i, S_FIFO_LINE] = 0
         if pyboy(i, m):
             m.st[i, S_FRAME_DONE] = 1  # PyBoy's tick() ends a frame here
     m.st[i, S_LINE] = line
@@ -716,6 +737,8 @@ def lcdc_write(i: int, m: wp.ref[Mem], v: int):
     off freezes the LY=LYC flag and the STAT interrupt line as they are."""
     old = int(m.hram[i, R_LCDC])
     m.hram[i, R_LCDC] = wp.uint8(v)
+    if ((old ^ v) & LCDC_ON) != 0:
+        m.st[i, S_FIFO_LINE] = 0
     if (old & LCDC_ON) == 0 and (v & LCDC_ON) != 0:
         m.st[i, S_LINE] = 0
         m.st[i, S_WIN_LINE] = WIN_BLANK
@@ -769,3 +792,41 @@ def ppu_write(i: int, m: wp.ref[Mem], r: int, v: int):
         m.hram[i, r] = wp.uint8(v)
         ppu_refine(i, m)
         stat_update(i, m, 0)
+
+
+@wp.func
+def lcd_register(r: int) -> bool:
+    """Whether IO register ``r`` is read by the pixel pipeline (LCDC, SCY, SCX, BGP, OBP0, OBP1,
+    WY, WX)."""
+    return r == R_LCDC or r == R_SCY or r == R_SCX or (r >= R_BGP and r <= R_WX)
+
+
+@wp.func(inline=False)
+def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
+    """ppu="fifo": write LCD register ``r`` (:func:`lcd_register`) so that it takes effect on the
+    right pixel when it lands in mode 3 of a visible line (hardware timing).
+
+    The pixel pipeline (:mod:`~.fifo`, started at mode-3 start on this line's first such write)
+    first runs up to the write's dot with the old value; then the write applies and this line's
+    mode-3 end is re-derived from the pipeline with the new registers (``PPU_M0``, and the mode 0
+    event). Elsewhere it is a plain write.
+    """
+    line = m.st[i, S_LINE]
+    dot = m.st[i, S_PPU_DOT]
+    active = False
+    if m.st[i, S_MODE] == PH_DRAW and lcd_on(i, m) and not pyboy(i, m) and line < VBLANK_LINE:
+        active = dot >= MODE3_DOT and dot < mode3_end(i, m, line)
+    wl = m.st[i, S_WIN_LINE]
+    if active:
+        if m.st[i, S_FIFO_LINE] != line + 1:
+            fifo_start(i, m, line, MODE3_DOT, wl)
+        fifo_run(i, m, line, MODE3_DOT, dot + WRITE_LAG, m.st[i, S_PACK] != 0,
+                 (wl & WIN_BLANK) != 0, wl & 0xFF)
+    if r == R_LCDC:
+        lcdc_write(i, m, v)
+    else:
+        m.hram[i, r] = wp.uint8(v)
+    if active and lcd_on(i, m) and m.st[i, S_MODE] == PH_DRAW:
+        e = fifo_dry_end(i, m, line, MODE3_DOT, wl & 0xFF)
+        m.st[i, S_PPU_M0] = ((line + 1) << 9) | e
+        m.st[i, S_PPU_NEXT] = e + IRQ_LAG

@@ -36,9 +36,10 @@ from torchrl_dreamer.emulator import layout
 
 __all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
 
-STATE_VERSION = 3
+STATE_VERSION = 4
 """Current savestate format version (bump when the layout changes; 3: SER_CNT counts serial
-clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0)."""
+clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0; 4: PPU mode and pixel
+pipeline columns)."""
 STATE_MAGIC = b"TRDGBST\x00"
 """First 8 bytes of a serialised savestate."""
 

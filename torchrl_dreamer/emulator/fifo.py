@@ -1,0 +1,363 @@
+"""Mode-3 pixel pipeline (``ppu="fifo"``): background/window fetcher, pixel FIFOs, object fetches.
+
+The whole-line renderer (:mod:`~.render`) draws a line from the registers as they are at the end
+of mode 3, so a register write in the middle of mode 3 takes effect on the whole line. This
+module draws a line dot by dot as the hardware does, so such a write takes effect from the pixel
+it reaches. It is only run on lines where a write to an LCD register lands in mode 3
+(:func:`~.ppu.ppu_fifo_write`): the pipeline catches up to the write's dot with the old
+registers, then the write applies; at the end of mode 3 it finishes the line. Lines without such a
+write use the whole-line renderer, which gives the same pixels and the same mode-3 length for
+constant registers (``test/test_ppu_fifo.py`` checks both on random scenes).
+
+Model (``t`` = dots since mode 3 started; facts: Pan Docs "Pixel FIFO", "Mode 3 length"; the
+Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read points):
+
+* ``t`` 0-3: the first (discarded) tile fetch; nothing observable.
+* ``t`` = 4: the BG FIFO holds 8 invisible pixels (screen x -8..-1) and the fetcher starts
+  tile 0. A fetch is 6 dots: tile number (read at ``TILE_AT``), data low (``LO_AT``), data high
+  (``HI_AT``); the 8 pixels are pushed as soon as the BG FIFO is empty, and the next fetch
+  starts in the same dot. So the first visible pixel leaves at ``t`` = 12, one pixel per dot.
+* SCX & 7 (read at ``FINE_AT``) pixels of the first tile are discarded, one per dot.
+* Window: when it is enabled (LCDC.5 and LCDC.0), WY matched LY this frame, and the next pixel
+  is screen x = WX - 7 (x = 0 for WX < 7, the first 7 - WX window pixels dropped), the BG FIFO is
+  cleared and the fetcher restarts on window tile 0: 6 dots without pixels.
+* Objects: the first 10 objects of the OAM scan, by X then OAM index; one at X (X < 168) is
+  fetched when the pixel counter (invisible and discarded pixels included) reaches X + SCX & 7
+  (X = 0: at once). The shifter stops for 6 dots plus what the BG fetcher still needs to finish
+  its tile (``5 - offset`` for the first object on a tile, 0 after); the object's row is read at
+  the end (with LCDC.2 then) and merged into the OBJ FIFO where it is transparent.
+* Each pixel leaving: BG colour 0 if LCDC.0 is clear; the object pixel wins if LCDC.1 is set, it
+  is opaque, and it is not behind a non-zero BG colour; BGP / OBP0 / OBP1 are read as it leaves.
+
+State (``S_FIFO_*`` words; ``S_FIFO_LINE`` is line + 1 while valid): ``DOT`` next dot to run,
+``KP`` pixels popped (all), ``SX`` screen x of the next pixel (-8 while invisible; 160 when
+done, ``DOT`` then holds the end dot), ``FETCH`` fetcher dots done (0-6) | window flag << 4 |
+tile counter << 8, ``TILE/LO/HI`` the fetched bytes, ``BG`` 2-bit colours (next in the low bits)
+| count << 16, ``OBJ`` 8 x 4-bit object pixels (colour, palette, behind-BG), ``STALL`` object
+fetch dots left, ``OBJN`` objects handled, ``WIN`` window drawn on this line (1) | WY latch (2) |
+pixels to drop << 8, ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at the OAM scan.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.layout import (
+    FIFO_WORDS,
+    S_FIFO_BG,
+    S_FIFO_DOT,
+    S_FIFO_FETCH,
+    S_FIFO_FINE,
+    S_FIFO_HI,
+    S_FIFO_KP,
+    S_FIFO_LINE,
+    S_FIFO_LO,
+    S_FIFO_OBJ,
+    S_FIFO_OBJH,
+    S_FIFO_OBJN,
+    S_FIFO_STALL,
+    S_FIFO_SX,
+    S_FIFO_TILE,
+    S_FIFO_WIN,
+)
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.registers import (
+    R_BGP,
+    R_LCDC,
+    R_OBP0,
+    R_OBP1,
+    R_SCX,
+    R_SCY,
+    R_WX,
+    R_WY,
+)
+
+__all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "FIFO_START_T"]
+
+FIFO_START_T = wp.constant(4)  # t at which the invisible pixels sit in the BG FIFO
+TILE_AT = wp.constant(1)  # fetcher dot (0-5) that reads the tile number
+LO_AT = wp.constant(3)  # ... the tile data low byte
+HI_AT = wp.constant(5)  # ... the tile data high byte
+FINE_AT = wp.constant(4)  # t at which SCX & 7 is read
+FETCH_DOTS = wp.constant(6)
+OBJ_FETCH_DOTS = wp.constant(6)
+SCREEN_W = wp.constant(160)
+
+_vec10i = wp.types.vector(length=10, dtype=wp.int32)
+_vec16i = wp.types.vector(length=16, dtype=wp.int32)
+
+
+@wp.func
+def fifo_start(i: int, m: wp.ref[Mem], line: int, dot: int, win_state: int):
+    """Start the pipeline for ``line`` at mode-3 dot ``dot`` (t = 0) with the window state word
+    of :mod:`~.render` (its WY latch and line counter)."""
+    lcdc = int(m.hram[i, R_LCDC])
+    m.st[i, S_FIFO_LINE] = line + 1
+    m.st[i, S_FIFO_DOT] = dot
+    m.st[i, S_FIFO_KP] = 0
+    m.st[i, S_FIFO_SX] = -8
+    m.st[i, S_FIFO_FETCH] = 0
+    m.st[i, S_FIFO_TILE] = 0
+    m.st[i, S_FIFO_LO] = 0
+    m.st[i, S_FIFO_HI] = 0
+    m.st[i, S_FIFO_BG] = 0
+    m.st[i, S_FIFO_OBJ] = 0
+    m.st[i, S_FIFO_STALL] = 0
+    m.st[i, S_FIFO_OBJN] = 0
+    latch = 0
+    if (win_state & 0x100) != 0 or line == int(m.hram[i, R_WY]):
+        latch = 2
+    m.st[i, S_FIFO_WIN] = latch
+    m.st[i, S_FIFO_FINE] = 0
+    h = 8
+    if (lcdc & 4) != 0:
+        h = 16
+    m.st[i, S_FIFO_OBJH] = h
+
+
+@wp.func
+def object_key(i: int, m: wp.ref[Mem], line: int, h: int, s: int) -> int:
+    """X * 64 + ``s`` if OAM entry ``s`` covers ``line`` (height ``h``), else -1."""
+    sy = int(m.oam[i, s * 4]) - 16
+    if line >= sy and line < sy + h:
+        return int(m.oam[i, s * 4 + 1]) * 64 + s
+    return -1
+
+@wp.func
+def fetch_bg_byte(i: int, m: wp.ref[Mem], line: int, fetch: int, tile: int, hi: int, win_count: int) -> int:
+    """A tile data byte (low or high) for the fetcher's current tile, addressed with LCDC.4 and
+    SCY (BG) or the window line counter as they are now."""
+    lcdc = int(m.hram[i, R_LCDC])
+    row = (line + int(m.hram[i, R_SCY])) & 7
+    if ((fetch >> 4) & 1) != 0:
+        row = win_count & 7
+    base = tile * 16
+    if (lcdc & 0x10) == 0:
+        base = 0x800 + (tile ^ 0x80) * 16
+    return int(m.vram[i, base + row * 2 + hi])
+
+
+@wp.func
+def fetch_tile_no(i: int, m: wp.ref[Mem], line: int, fetch: int, win_count: int) -> int:
+    """The tile number for the fetcher's next tile (BG map LCDC.3 with SCX/SCY, or the window map
+    LCDC.6 with the window line counter), read now."""
+    lcdc = int(m.hram[i, R_LCDC])
+    fx = fetch >> 8
+    if ((fetch >> 4) & 1) != 0:
+        wmap = 0x1800
+        if (lcdc & 0x40) != 0:
+            wmap = 0x1C00
+        return int(m.vram[i, wmap + (win_count >> 3) * 32 + (fx & 31)])
+    bmap = 0x1800
+    if (lcdc & 0x08) != 0:
+        bmap = 0x1C00
+    y = (line + int(m.hram[i, R_SCY])) & 255
+    x = ((int(m.hram[i, R_SCX]) >> 3) + fx) & 31
+    return int(m.vram[i, bmap + (y >> 3) * 32 + x])
+
+
+@wp.func
+def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int) -> int:
+    """Merge the row of object ``key`` (X * 64 + OAM index) into the OBJ FIFO ``obj`` whose entry
+    0 is screen x ``sx``; returns the new FIFO. Height (LCDC.2) is read now."""
+    s = key & 63
+    x0 = (key >> 6) - 8
+    lcdc = int(m.hram[i, R_LCDC])
+    h = 8
+    if (lcdc & 4) != 0:
+        h = 16
+    sy = int(m.oam[i, s * 4]) - 16
+    tile = int(m.oam[i, s * 4 + 2])
+    attr = int(m.oam[i, s * 4 + 3])
+    row = line - sy
+    if (attr & 0x40) != 0:
+        row = h - 1 - row
+    row = row & (h - 1)
+    if h == 16:
+        tile = tile & 0xFE
+    addr = tile * 16 + row * 2
+    lo = int(m.vram[i, addr])
+    hi = int(m.vram[i, addr + 1])
+    flags = ((attr >> 4) & 1) << 2 | ((attr >> 7) & 1) << 3
+    out = obj
+    for j in range(8):
+        e = j + x0 - sx
+        if e >= 0 and e < 8:
+            bit = 7 - j
+            if (attr & 0x20) != 0:
+                bit = j
+            c = ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
+            if c != 0 and ((out >> (4 * e)) & 3) == 0:
+                out = out | ((c | flags) << (4 * e))  # the entry was transparent (0)
+    return out
+
+
+@wp.func
+def push_tile(lo: int, hi: int, drop: int) -> int:
+    """BG FIFO word for a fetched tile row, its first ``drop`` pixels left out."""
+    bg = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    for j in range(8):
+        if j >= drop:
+            c = ((lo >> (7 - j)) & 1) | (((hi >> (7 - j)) & 1) << 1)
+            bg = bg | (c << (2 * (j - drop)))
+    return bg | ((8 - drop) << 16)
+
+
+@wp.func(inline=False)
+def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool, blank: bool,
+             win_count: int) -> int:
+    """Run the pipeline of ``line`` (started at dot ``t0``) through the dots before ``to_dot``,
+    or until its last pixel; return the dot mode 3 ends (STAT mode 0) or -1 if not there yet.
+
+    ``draw``: write the pixels into ``m.fb[i, line]`` (shade 0 if ``blank``: the first frame
+    after LCD on); ``win_count``: the window line counter of this line.
+    """
+    if m.st[i, S_FIFO_SX] >= SCREEN_W:
+        return m.st[i, S_FIFO_DOT]
+    # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index
+    keys = _vec10i()
+    nobj = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    for s in range(40):
+        if nobj < 10:
+            key = object_key(i, m, line, m.st[i, S_FIFO_OBJH], s)
+            if key >= 0:
+                k = nobj
+                while k > 0:
+                    if keys[k - 1] > key:
+                        keys[k] = keys[k - 1]
+                        k = k - 1
+                    else:
+                        break
+                keys[k] = key
+                nobj = nobj + 1
+    d = m.st[i, S_FIFO_DOT]
+    kp = m.st[i, S_FIFO_KP]
+    sx = m.st[i, S_FIFO_SX]
+    fetch = m.st[i, S_FIFO_FETCH]
+    tile = m.st[i, S_FIFO_TILE]
+    lo = m.st[i, S_FIFO_LO]
+    hi = m.st[i, S_FIFO_HI]
+    bg = m.st[i, S_FIFO_BG]
+    obj = m.st[i, S_FIFO_OBJ]
+    stall = m.st[i, S_FIFO_STALL]
+    objn = m.st[i, S_FIFO_OBJN]
+    win = m.st[i, S_FIFO_WIN]
+    fine = m.st[i, S_FIFO_FINE]
+    end = int(-1)
+    while d < to_dot and end < 0:
+        t = d - t0
+        if t == FINE_AT:
+            fine = int(m.hram[i, R_SCX]) & 7
+        if t == FIFO_START_T:
+            bg = 8 << 16  # the invisible pixels of the first fetch
+            fetch = 0
+        if t >= FIFO_START_T:
+            lcdc = int(m.hram[i, R_LCDC])
+            disc_done = (fine >> 4) >= (fine & 7)
+            # (a) window trigger
+            if ((fetch >> 4) & 1) == 0 and (lcdc & 0x21) == 0x21 and (win & 2) != 0 and stall == 0 \
+                    and sx >= 0 and kp >= 8 and disc_done:
+                wx = int(m.hram[i, R_WX])
+                if sx + 7 == wx or (sx == 0 and wx < 7):
+                    drop = 0
+                    if wx < 7:
+                        drop = 7 - wx
+                    win = (win & 3) | 1 | (drop << 8)
+                    bg = 0
+                    fetch = 1 << 4  # window tile 0, step 0
+            # (b) fetcher
+            fd = fetch & 15
+            if fd == FETCH_DOTS and (bg >> 16) == 0:
+                bg = push_tile(lo, hi, (win >> 8) & 7)
+                win = win & 0xFF
+                fetch = fetch - (fetch & 15)
+                fd = 0
+            if fd < FETCH_DOTS:
+                if fd == 0 and ((fetch >> 4) & 1) != 0 and (lcdc & 0x20) == 0:
+                    fetch = fetch - (1 << 4)  # window switched off: back to the background
+                if fd == TILE_AT:
+                    tile = fetch_tile_no(i, m, line, fetch, win_count)
+                if fd == LO_AT:
+                    lo = fetch_bg_byte(i, m, line, fetch, tile, 0, win_count)
+                if fd == HI_AT:
+                    hi = fetch_bg_byte(i, m, line, fetch, tile, 1, win_count)
+                fd = fd + 1
+                fetch = fetch + 1
+                if fd == FETCH_DOTS:
+                    fetch = fetch + (1 << 8)  # next tile
+            # (c) object fetches and the shifter
+            if stall > 0:
+                stall = stall - 1
+                if stall == 0:
+                    obj = load_object(i, m, line, keys[objn], sx, obj)
+                    objn = objn + 1
+            else:
+                while objn < nobj and stall == 0:
+                    ox = keys[objn] >> 6
+                    trig = ox + (fine & 7)
+                    if ox == 0:
+                        trig = 0
+                    if ox >= 168 or trig > kp:
+                        break
+                    if (lcdc & 0x02) == 0:
+                        objn = objn + 1  # objects off when it is reached: not fetched
+                    else:
+                        rem = 0
+                        if fd < FETCH_DOTS:
+                            rem = FETCH_DOTS - fd
+                        stall = OBJ_FETCH_DOTS + rem - 1
+                if stall == 0 and (bg >> 16) > 0:
+                    c = bg & 3
+                    bg = ((bg & 0xFFFF) >> 2) | (((bg >> 16) - 1) << 16)
+                    kp = kp + 1
+                    if kp > 8 and not disc_done:
+                        fine = fine + 16  # fine-scroll discard
+                    else:
+                        o = obj & 15
+                        obj = (obj >> 4) & 0x0FFFFFFF
+                        if sx >= 0 and draw:
+                            if (lcdc & 1) == 0:
+                                c = 0
+                            shade = (int(m.hram[i, R_BGP]) >> (2 * c)) & 3
+                            oc = o & 3
+                            if oc != 0 and (lcdc & 2) != 0 and not ((o & 8) != 0 and c != 0):
+                                pal = int(m.hram[i, R_OBP0])
+                                if (o & 4) != 0:
+                                    pal = int(m.hram[i, R_OBP1])
+                                shade = (pal >> (2 * oc)) & 3
+                            if blank:
+                                shade = 0
+                            m.fb[i, line, sx] = wp.uint8(shade)
+                        sx = sx + 1
+                        if sx >= SCREEN_W:
+                            end = d + 1
+        d = d + 1
+    if end >= 0:
+        d = end
+    m.st[i, S_FIFO_DOT] = d
+    m.st[i, S_FIFO_KP] = kp
+    m.st[i, S_FIFO_SX] = sx
+    m.st[i, S_FIFO_FETCH] = fetch
+    m.st[i, S_FIFO_TILE] = tile
+    m.st[i, S_FIFO_LO] = lo
+    m.st[i, S_FIFO_HI] = hi
+    m.st[i, S_FIFO_BG] = bg
+    m.st[i, S_FIFO_OBJ] = obj
+    m.st[i, S_FIFO_STALL] = stall
+    m.st[i, S_FIFO_OBJN] = objn
+    m.st[i, S_FIFO_WIN] = win
+    m.st[i, S_FIFO_FINE] = fine
+    return end
+
+
+@wp.func(inline=False)
+def fifo_dry_end(i: int, m: wp.ref[Mem], line: int, t0: int, win_count: int) -> int:
+    """The dot mode 3 ends if the registers stay as they are now: the pipeline is run to its end
+    without drawing, then its state is put back."""
+    save = _vec16i()
+    for k in range(FIFO_WORDS):
+        save[k] = m.st[i, S_FIFO_LINE + k]
+    end = fifo_run(i, m, line, t0, 1 << 20, False, False, win_count)
+    for k in range(FIFO_WORDS):
+        m.st[i, S_FIFO_LINE + k] = save[k]
+    return end
