@@ -255,14 +255,12 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
             lcdc = int(m.hram[i, R_LCDC])
             disc_done = (fine >> 4) >= (fine & 7)
             # (a) window trigger
-            if ((fetch >> 4) & 1) == 0 and (lcdc & 0x21) == 0x21 and (win & 2) != 0 and stall == 0 \
-                    and sx >= 0 and kp >= 8 and disc_done:
+            if ((fetch >> 4) & 1) == 0 and (lcdc & 0x21) == 0x21 and (win & 2) != 0 and stall == 0:
                 wx = int(m.hram[i, R_WX])
-                if sx + 7 == wx or (sx == 0 and wx < 7):
-                    drop = 0
-                    if wx < 7:
-                        drop = 7 - wx
-                    win = (win & 3) | 1 | (drop << 8)
+                # WX < 7: the match falls among the invisible pixels of the first fetch, whose
+                # remaining pixels make way for the window (its first 8 - WX pixels unseen)
+                if (sx >= 0 and kp >= 8 and disc_done and sx + 7 == wx) or (kp < 8 and sx == wx - 8):
+                    win = (win & 3) | 1
                     bg = 0
                     fetch = 1 << 4  # window tile 0, step 0
             # (b) fetcher

@@ -100,7 +100,7 @@ LYC0_IRQ_DOT = wp.constant(11)  # LYC0_DOT + IRQ_LAG
 OBJ_LIMIT = wp.constant(10)  # objects per line
 # ppu="fifo": a CPU write whose M-cycle ends at dot ``t`` (the dot counter after catch_up) is
 # seen by the pixel pipeline from dot ``t + WRITE_LAG`` on (calibrated on the mealybug tests)
-WRITE_LAG = wp.constant(0)
+WRITE_LAG = wp.constant(-6)
 
 # PyBoy's timing (``PYBOY_TIMING``): modes 2/3/0 at dots 0/80/252 and interrupts with the bits.
 PYBOY_MODE3_DOT = wp.constant(80)
@@ -822,6 +822,11 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
             fifo_start(i, m, line, MODE3_DOT, wl)
         fifo_run(i, m, line, MODE3_DOT, dot + WRITE_LAG, m.st[i, S_PACK] != 0,
                  (wl & WIN_BLANK) != 0, wl & 0xFF)
+        if r >= R_BGP and r <= R_OBP1:
+            # DMG: on the dot of a palette write the pixel sees the old and new values ORed
+            m.hram[i, r] = wp.uint8(int(m.hram[i, r]) | v)
+            fifo_run(i, m, line, MODE3_DOT, dot + WRITE_LAG + 1, m.st[i, S_PACK] != 0,
+                     (wl & WIN_BLANK) != 0, wl & 0xFF)
     if r == R_LCDC:
         lcdc_write(i, m, v)
     else:
