@@ -243,7 +243,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     objn = m.st[i, S_FIFO_OBJN]
     win = m.st[i, S_FIFO_WIN]
     fine = m.st[i, S_FIFO_FINE]
-    end = int(-1)
+    end = -1
     while d < to_dot and end < 0:
         t = d - t0
         if t == FINE_AT:
@@ -259,7 +259,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                 wx = int(m.hram[i, R_WX])
                 # WX < 7: the match falls among the invisible pixels of the first fetch, whose
                 # remaining pixels make way for the window (its first 8 - WX pixels unseen)
-                if (sx >= 0 and kp >= 8 and disc_done and sx + 7 == wx) or (kp < 8 and sx == wx - 8):
+                if (sx >= 0 and kp >= 8 and disc_done and sx + 7 == wx) or (wx < 7 and kp < 8 and sx == wx - 8):
                     win = (win & 3) | 1
                     bg = 0
                     fetch = 1 << 4  # window tile 0, step 0

@@ -33,8 +33,8 @@ from torchrl_dreamer.emulator import (  # button bits live in the light package 
     BUTTON_UP,
     layout,
 )
-from torchrl_dreamer.emulator.boot_vram import boot_vram
 from torchrl_dreamer.emulator.battery import RTC_TRAILER_SIZES, pack_rtc, unpack_rtc
+from torchrl_dreamer.emulator.boot_vram import boot_vram
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module, opcode_table
 from torchrl_dreamer.emulator.memory import Mem

@@ -1,0 +1,174 @@
+"""The pixel-FIFO PPU mode (``ppu="fifo"``, :mod:`torchrl_dreamer.emulator.fifo`).
+
+* The pipeline with constant registers draws exactly what the whole-line renderer draws and ends
+  mode 3 on exactly the dot :func:`~torchrl_dreamer.emulator.ppu.mode3_end` gives, on random
+  scenes: lines without a mid-mode-3 write can use the fast renderer (and its timing) safely.
+* mattcurrie's mealybug-tearoom tests (mid-mode-3 register writes) against their DMG references.
+* Mode selection: bad values, savestates across modes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import warp as wp
+from conftest import IN_CI
+from mealybug import mealybug_names, run_mealybug
+
+from torchrl_dreamer.emulator import GameBoy
+from torchrl_dreamer.emulator.fifo import fifo_run, fifo_start
+from torchrl_dreamer.emulator.layout import FIELDS, S_WIN_LINE
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.ppu import MODE3_DOT, mode3_end
+from torchrl_dreamer.emulator.render import render_scanline
+from torchrl_dreamer.roms import rom_path as shipped_rom
+
+# ---------------------------------------------------------------- pipeline == line renderer
+
+
+@wp.kernel(enable_backward=False)
+def _pipeline_vs_line(m: Mem, line: int, out: wp.array2d(dtype=wp.int32)):
+    i = wp.tid()
+    wl = m.st[i, S_WIN_LINE]
+    fifo_start(i, m, line, MODE3_DOT, wl)
+    out[i, 0] = fifo_run(i, m, line, MODE3_DOT, 1 << 20, True, False, wl & 0xFF)
+    out[i, 1] = mode3_end(i, m, line)
+    for x in range(160):
+        out[i, 2 + x] = int(m.fb[i, line, x])
+    render_scanline(i, line, m.vram, m.oam, int(m.hram[i, 0x40]), int(m.hram[i, 0x43]),
+                    int(m.hram[i, 0x42]), int(m.hram[i, 0x4B]), int(m.hram[i, 0x4A]),
+                    int(m.hram[i, 0x47]), int(m.hram[i, 0x48]), int(m.hram[i, 0x49]), wl, m.fb)
+    for x in range(160):
+        out[i, 162 + x] = int(m.fb[i, line, x])
+
+
+def _random_scenes(n: int, line: int, seed: int) -> GameBoy:
+    """``n`` consoles with random VRAM, OAM (objects near ``line``, X anywhere incl. < 8 and
+    >= 160, overlaps) and LCD registers (LCD on)."""
+    g = torch.Generator().manual_seed(seed)
+    gb = GameBoy(shipped_rom("maze"), num_envs=n, check_header=False)
+    t = gb.state_tensors()
+    t["vram"][:] = torch.randint(0, 256, (n, 0x2000), generator=g, dtype=torch.uint8)
+    oam = torch.randint(0, 256, (n, 0xA0), generator=g, dtype=torch.uint8)
+    oam[:, 0::4] = (line + 16 - torch.randint(0, 18, (n, 40), generator=g)).to(torch.uint8)
+    few = torch.randint(0, 12, (n, 40), generator=g) < 4  # some X in the left 8 pixels / clusters
+    oam[:, 1::4] = torch.where(few, torch.randint(0, 12, (n, 40), generator=g),
+                               oam[:, 1::4].to(torch.int64)).to(torch.uint8)
+    t["oam"][:] = oam
+    hram = t["hram"]
+    for r in (0x42, 0x43, 0x47, 0x48, 0x49):
+        hram[:, r] = torch.randint(0, 256, (n,), generator=g, dtype=torch.uint8)
+    hram[:, 0x40] = (torch.randint(0, 128, (n,), generator=g) | 0x80).to(torch.uint8)
+    hram[:, 0x4A] = torch.randint(0, line + 20, (n,), generator=g).to(torch.uint8)
+    hram[:, 0x4B] = torch.randint(7, 172, (n,), generator=g).to(torch.uint8)
+    st = t["st"]
+    # window state: line counter, and the WY latch set when WY matched an earlier line
+    latch = (hram[:, 0x4A].to(torch.int64) < line).to(torch.int32) << 8
+    st[:, FIELDS["WIN_LINE"]] = torch.randint(0, 40, (n,), generator=g).to(torch.int32) | latch
+    st[:, FIELDS["PPU_M0"]] = 0
+    return gb
+
+
+@pytest.mark.parametrize("seed,line", [(0, 0), (1, 37), (2, 77), (3, 143)])
+def test_pipeline_matches_line_renderer(seed, line):
+    n = 256
+    gb = _random_scenes(n, line, seed)
+    out = torch.zeros(n, 322, dtype=torch.int32)
+    wp.launch(_pipeline_vs_line, dim=n, inputs=[gb._mem, line, wp.from_torch(out)], device="cpu")
+    pipe, ref = out[:, 2:162], out[:, 162:]
+    assert torch.equal(pipe, ref), f"pixels differ in envs {torch.nonzero((pipe != ref).any(1)).flatten().tolist()}"
+    # mode-3 length: the closed form places object fetch waits on the background tile grid; once
+    # the window is on, the pipeline's fetcher follows the window's grid, so lines with both are
+    # compared on pixels only (documented in docs/emulator.md)
+    h = gb.state_tensors()["hram"].to(torch.int64)
+    lcdc, wy = h[:, 0x40], h[:, 0x4A]
+    win = ((lcdc & 0x21) == 0x21) & (h[:, 0x4B] < 167) & (wy <= line)
+    objs = (lcdc & 2) != 0
+    check = ~(win & objs)
+    assert check.sum() > n // 4
+    assert torch.equal(out[check, 0], out[check, 1]), (
+        f"mode-3 end differs: envs {torch.nonzero((out[:, 0] != out[:, 1]) & check).flatten().tolist()[:8]}")
+
+
+# ---------------------------------------------------------------- mealybug-tearoom
+
+# name -> what the emulator lacks (strict xfail: a fix that makes one pass must remove it)
+MEALYBUG_KNOWN_FAILURES: dict[str, str] = {
+    "m3_bgp_change_sprites": "line 0 only: on hardware the line-0 mode 2 interrupt comes 4 dots "
+                             "later than on other lines (the test compensates); not modelled",
+    "m3_window_timing": "line 0 only: the line-0 mode 2 interrupt timing (as m3_bgp_change_sprites)",
+    "m3_lcdc_bg_map_change": "LCDC.3 read point of the fetcher not calibrated",
+    "m3_lcdc_obj_en_change_variant": "LCDC.1 mid-line: object fetch / mixing rules not calibrated",
+    "m3_lcdc_obj_size_change_scx": "LCDC.2 change during an object fetch not calibrated",
+    "m3_lcdc_tile_sel_win_change": "LCDC.4 read points with the window not calibrated",
+    "m3_lcdc_win_en_change_multiple_wx": "window re-enable within a line not calibrated",
+    "m3_wx_4_change": "window re-trigger when WX is rewritten while the window is on",
+    "m3_wx_5_change": "window re-trigger when WX is rewritten while the window is on",
+}
+
+
+def _mealybug_params():
+    from torchrl_dreamer._roms import roms_dir
+
+    names = mealybug_names(roms_dir()) or ["<missing>"]
+    return [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=MEALYBUG_KNOWN_FAILURES[n])]
+                         if n in MEALYBUG_KNOWN_FAILURES else [], id=n) for n in names]
+
+
+@pytest.mark.parametrize("name", _mealybug_params())
+def test_mealybug(roms, name):
+    if name == "<missing>":
+        msg = f"no mealybug ROMs under {roms / 'mealybug'}"
+        if IN_CI:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    got, want = run_mealybug(name, "fifo", roms)
+    bad = got != want
+    assert not bad.any(), f"{int(bad.sum())} pixels differ, rows {sorted(set(np.nonzero(bad)[0].tolist()))[:10]}"
+
+
+# ---------------------------------------------------------------- mode selection
+
+
+def test_unknown_ppu_mode_lists_the_modes():
+    with pytest.raises(ValueError, match="fifo, line"):
+        GameBoy(shipped_rom("maze"), check_header=False, ppu="pixel")
+
+
+def _mid_mode3_state(ppu: str, roms) -> tuple[GameBoy, object]:
+    """A console stopped in the middle of a frame with mid-mode-3 writes (m3_bgp_change_sprites)."""
+    path = roms / "mealybug" / "m3_bgp_change_sprites.gb"
+    if not path.is_file():
+        pytest.skip("mealybug ROMs not found")
+    gb = GameBoy(path, check_header=False, framebuffer=True, ppu=ppu)
+    gb.run_frames(3)
+    gb.step_instructions(1500)  # into the frame: the pipeline is mid-line on some step
+    return gb, gb.save_state()
+
+
+@pytest.mark.parametrize("src,dst", [("fifo", "line"), ("line", "fifo")])
+def test_savestate_loads_across_modes(roms, src, dst):
+    gb, state = _mid_mode3_state(src, roms)
+    other = GameBoy(gb._rom_bytes, check_header=False, framebuffer=True, ppu=dst)
+    other.load_state(state)
+    assert other.ppu == dst
+    assert int(other.state_tensors()["st"][0, FIELDS["PPU_FIFO"]]) == int(dst == "fifo")
+    # the same mode continues from the state as a fresh console of that mode would
+    fresh = GameBoy(gb._rom_bytes, check_header=False, framebuffer=True, ppu=dst)
+    fresh.load_state(state)
+    other.run_frames(2)
+    fresh.run_frames(2)
+    assert torch.equal(other.framebuffer, fresh.framebuffer)
+    same = GameBoy(gb._rom_bytes, check_header=False, framebuffer=True, ppu=src)
+    same.load_state(state)
+    same.run_frames(2)
+    gb.run_frames(2)
+    assert torch.equal(same.framebuffer, gb.framebuffer)
+
+
+def test_line_mode_ignores_mid_mode3_writes_fifo_mode_draws_them(roms):
+    got_fifo, want = run_mealybug("m3_obp0_change", "fifo", roms)
+    got_line, _ = run_mealybug("m3_obp0_change", "line", roms)
+    assert (got_fifo == want).all()
+    assert (got_line != want).any()
