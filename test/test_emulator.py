@@ -175,6 +175,7 @@ def test_lcd_off_blank_and_ly_zero(roms):
 
 def test_lcd_off_blanks_framebuffer_and_first_frame_after_lcd_on():
     gb = GameBoy(make_rom(LOOP), framebuffer=True, check_header=False)
+    gb.write_memory(0x9800, torch.zeros(0x800, dtype=torch.uint8))  # no boot logo on the maps
     gb.write_memory(0xFF47, 0x03)  # BGP: colour 0 -> shade 3, so a drawn frame is all black
     gb.run_frames(2)
     assert (gb.framebuffer == 3).all() and (gb.packed2 == 0xFF).all()

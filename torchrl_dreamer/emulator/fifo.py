@@ -243,7 +243,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     objn = m.st[i, S_FIFO_OBJN]
     win = m.st[i, S_FIFO_WIN]
     fine = m.st[i, S_FIFO_FINE]
-    end = -1
+    end = int(-1)  # noqa: UP018 (a dynamic Warp variable)
     while d < to_dot and end < 0:
         t = d - t0
         if t == FINE_AT:

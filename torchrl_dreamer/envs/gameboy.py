@@ -95,6 +95,8 @@ class GameBoyEnv(EnvBase):
             two envs built alike behave alike until :meth:`set_seed`.
         backend: object with ``GameBoy`` and ``ResetCache`` (default: :mod:`torchrl_dreamer.emulator`);
             lets tests and alternative emulators plug in.
+        ppu: the emulator's PPU mode, ``"fifo"`` or ``"line"``
+            (:data:`~torchrl_dreamer.emulator.gameboy.PPU_MODES`); default: the emulator's.
     """
 
     _PIXELS_KEY = "pixels"
@@ -120,6 +122,7 @@ class GameBoyEnv(EnvBase):
         one_hot_actions: bool = False,
         seed: int | None = None,
         backend: Any = None,
+        ppu: str | None = None,
     ):
         num_envs = int(num_envs)
         if num_envs < 1:
@@ -136,6 +139,7 @@ class GameBoyEnv(EnvBase):
             raise ValueError(f"noop_max must be >= 0, got {noop_max}")
         device = torch.device(device)
         super().__init__(batch_size=torch.Size([num_envs]), device=device)
+        self._ppu = ppu
 
         kwargs = dict(task_kwargs or {})
         if rom is not None:
@@ -254,7 +258,9 @@ class GameBoyEnv(EnvBase):
             if not self.task.rom_has_logo:
                 # our own games leave the (copyrighted) Nintendo logo out on purpose
                 warnings.filterwarnings("ignore", message=".*Nintendo logo.*")
-            return self._backend.GameBoy(self._rom_path, num_envs=num_envs, device=self.device)
+            extra = {} if self._ppu is None else {"ppu": self._ppu}
+            return self._backend.GameBoy(self._rom_path, num_envs=num_envs, device=self.device,
+                                         **extra)
 
     # ------------------------------------------------------------------ core
     def _restart(self, mask: torch.Tensor) -> None:

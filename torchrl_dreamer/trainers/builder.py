@@ -75,7 +75,8 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
     try:
         return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device,
                           rom=rom, frame_skip=cfg.frame_skip,
-                          press_frames=min(8, cfg.frame_skip), seed=cfg.seed, **kwargs)
+                          press_frames=min(8, cfg.frame_skip), seed=cfg.seed, ppu=cfg.ppu,
+                          **kwargs)
     except FileNotFoundError as err:
         raise ConfigError(f"{err}. Pass --rom PATH to a ROM you own.") from err
 

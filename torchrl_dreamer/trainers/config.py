@@ -48,6 +48,7 @@ __all__ = [
 Backend = Literal["reference", "threaded", "cuda", "ray"]
 ReplayBacking = Literal["memory", "memmap"]
 LoggerKind = Literal["csv", "tensorboard", "both", "none"]
+PpuMode = Literal["fifo", "line"]
 
 BACKENDS: tuple[str, ...] = get_args(Backend)
 """Collector backends; ``ray`` runs the collection on Ray (:mod:`torchrl_dreamer.distributed`)."""
@@ -167,6 +168,9 @@ class TrainConfig:
     """Torch intra-op threads of the training process on CPU."""
     frame_skip: int = 24
     """Emulated frames per env step (Game Boy tasks)."""
+    ppu: PpuMode = "fifo"
+    """Emulator PPU mode (Game Boy tasks): ``fifo`` (mid-scanline register writes land on the
+    right pixel) or ``line`` (whole lines; see docs/emulator.md)."""
     eval_episodes: int = 32
     """Episodes of the final evaluation (0: none)."""
     logger: LoggerKind = "csv"
