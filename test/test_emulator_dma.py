@@ -295,3 +295,50 @@ def test_halt_wakeup_matches_nops_for_vblank_and_is_one_m_cycle_later_for_timer(
     halt_ime1_timing2-GS); a timer interrupt one M-cycle later (gbmicrotest int_timer_halt)."""
     assert _handler_entry_clock("vblank", True) == _handler_entry_clock("vblank", False)
     assert _handler_entry_clock("timer", True) == _handler_entry_clock("timer", False) - 4
+
+
+def _vblank_point_entry_clock(ie: int) -> int:
+    """T-cycles from a handler's DIV reset to the end of frame 3, for the first interrupt after
+    HALT entered in line 143's HBlank, with the STAT mode 2 source on and IE = ``ie``."""
+    src = f"""
+start:
+    di
+    ld a, $20
+    ldh [$41], a            ; STAT: mode 2 source only
+.wl:
+    ldh a, [$44]
+    cp 143
+    jr nz, .wl
+.w0:
+    ldh a, [$41]
+    and 3
+    jr nz, .w0              ; line 143, mode 0: its mode 2 request is behind us
+    ld a, ${ie:02X}
+    ldh [$FF], a
+    xor a
+    ldh [$0F], a
+    ei
+    halt
+    jr @
+    org $0040
+    jp handler
+    org $0048
+    jp handler
+    org $0200
+handler:
+    ldh [$04], a            ; DIV reset
+    xor a
+    ldh [$FF], a
+    halt                    ; IME = 0, IE = 0: halted to the end
+"""
+    gb = GameBoy(bytes(build_rom(assemble(src))), check_header=False)
+    gb.run_frames(3)
+    st = gb.state_tensors()["st"][0]
+    return (int(st[FIELDS["DIV16"]]) + int(st[FIELDS["CLK"]])) & 0xFFFF
+
+
+def test_line_144_mode2_stat_wakes_halt_with_vblank():
+    """At the VBlank point the mode 2 STAT source fires too, and wakes HALT in the same M-cycle
+    as the VBlank interrupt (mooneye vblank_stat_intr: 'vblank and stat_m2_144 are triggered at
+    the same time')."""
+    assert _vblank_point_entry_clock(0x02) == _vblank_point_entry_clock(0x01)

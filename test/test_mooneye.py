@@ -22,9 +22,7 @@ FAIL_REGS = [0x42] * 6
 MAX_FRAMES = 600  # the slowest DMG test ends in about 320 frames
 
 # rel path -> the behaviour it needs that the emulator lacks
-KNOWN_FAILURES: dict[str, str] = {
-    "acceptance/ppu/vblank_stat_intr-GS.gb": "VBlank and the line-144 OAM STAT interrupt wake HALT one M-cycle apart (the VBlank point is not yet at the STAT interrupt dot)",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _all_tests() -> list[str]:

@@ -146,7 +146,7 @@ start:  ld sp, $DFFF
 
 def test_oam_stat_interrupt_also_at_vblank_start():
     # with only the mode 2 source on, line 144 requests a STAT interrupt as VBlank starts,
-    # in the same M-cycle as the VBlank interrupt (mooneye vblank_stat_intr)
+    # at the VBlank point, with the VBlank interrupt (mooneye vblank_stat_intr)
     src = """
         org $0048
 handler:

@@ -65,7 +65,7 @@ from torchrl_dreamer.emulator.render import pack_line_packed2, render_scanline
 __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
     "vram_blocked", "oam_read_blocked", "oam_write_blocked", "mode3_end", "ppu_fifo_write",
-    "lcd_register",
+    "lcd_register", "at_vblank_point",
 ]
 
 # WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
@@ -269,6 +269,13 @@ def lyc_cmp_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
 
 
 @wp.func
+def at_vblank_point(i: int, m: wp.ref[Mem]) -> bool:
+    """The PPU stands at the VBlank point (line 144, dot 0) with the LCD on: the VBlank interrupt
+    and the line-144 mode 2 STAT interrupt are requested here, in the same M-cycle."""
+    return lcd_on(i, m) and m.st[i, S_LINE] == VBLANK_LINE and m.st[i, S_PPU_DOT] == 0
+
+
+@wp.func
 def stable_dots(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     """Dots from (``line``, ``dot``) until LY or STAT may next change (at least 1)."""
     end = LINE_DOTS
@@ -425,7 +432,7 @@ def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
 
     The line is the OR of the enabled sources, so a source rising while another holds the line
     high requests nothing ("STAT blocking"). ``oam_quirk``: line 144 also raises the mode 2
-    source as VBlank starts (vblank_stat_intr). With the LCD off the line keeps its level.
+    source at the VBlank point, with the VBlank interrupt (vblank_stat_intr). With the LCD off the line keeps its level.
     """
     if not lcd_on(i, m):
         return
@@ -612,8 +619,6 @@ def line_irq_point(i: int, m: wp.ref[Mem], line: int):
         return
     m.st[i, S_MODE] = PH_VBLANK
     m.st[i, S_PPU_NEXT] = vblank_next(i, m, line)
-    if line == VBLANK_LINE:
-        stat_update(i, m, 1)
     stat_update(i, m, 0)
 
 
@@ -682,6 +687,10 @@ def ppu_event(i: int, m: wp.ref[Mem]):
         else:
             m.st[i, S_MODE] = PH_START
             m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
+            if on and line == VBLANK_LINE:
+                # the mode 2 source also fires at the VBlank point, with the VBlank interrupt
+                # (mooneye vblank_stat_intr); its level drops at the line-start point (dot 3)
+                stat_update(i, m, 1)
         return
     if line < VBLANK_LINE:
         m.st[i, S_MODE] = PH_OAM

@@ -19,8 +19,8 @@ from torchrl_dreamer.emulator.interrupts import pending_irqs
 from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import ppu_advance, ppu_next_event
-from torchrl_dreamer.emulator.registers import IRQ_VBLANK
+from torchrl_dreamer.emulator.ppu import at_vblank_point, ppu_advance, ppu_next_event
+from torchrl_dreamer.emulator.registers import IRQ_STAT, IRQ_VBLANK
 from torchrl_dreamer.emulator.serial import serial_advance, serial_next_event
 from torchrl_dreamer.emulator.timer import timer_advance, timer_next_event
 
@@ -80,20 +80,22 @@ def halt_advance(i: int, m: wp.ref[Mem]):
         t = c + 4
     m.st[i, S_CLK] = t
     sync(i, m)
-    if halt_wake_in_event_cycle(pending_irqs(i, m), t != n and n > c):
+    if halt_wake_in_event_cycle(pending_irqs(i, m), t != n and n > c, at_vblank_point(i, m)):
         m.st[i, S_CLK] = -4
 
 
 @wp.func
-def halt_wake_in_event_cycle(pending: int, mid_cycle: bool) -> bool:
+def halt_wake_in_event_cycle(pending: int, mid_cycle: bool, vblank_point: bool) -> bool:
     """Whether the M-cycle holding the wake-up event is already the dispatch's first.
 
-    An event strictly inside an M-cycle (the PPU's STAT points) wakes the CPU within it; so does
-    the VBlank interrupt (mooneye halt_ime1_timing2-GS and di_timing-GS: a VBlank handler starts
-    in the same M-cycle from HALT as from a run of NOPs). Other sources on an M-cycle boundary
+    An event strictly inside an M-cycle (the PPU's STAT points) wakes the CPU within it; so do
+    the interrupts requested at the VBlank point (``vblank_point``): the VBlank interrupt
+    (mooneye halt_ime1_timing2-GS and di_timing-GS: a VBlank handler starts in the same M-cycle
+    from HALT as from a run of NOPs) and the line-144 mode 2 STAT interrupt requested with it
+    (vblank_stat_intr: both wake HALT at the same time). Other sources on an M-cycle boundary
     (timer, serial, joypad) wake it one M-cycle later (gbmicrotest int_timer_halt_div_a/b).
     """
-    return mid_cycle or (pending & IRQ_VBLANK) != 0
+    return mid_cycle or (vblank_point and (pending & (IRQ_VBLANK | IRQ_STAT)) != 0)
 
 
 @wp.func(inline=False)
