@@ -95,10 +95,6 @@ def test_pipeline_matches_line_renderer(seed, line):
 
 # name -> what the emulator lacks (strict xfail: a fix that makes one pass must remove it)
 MEALYBUG_KNOWN_FAILURES: dict[str, str] = {
-    "m3_bgp_change_sprites": "line 0 only: on hardware the line-0 mode 2 interrupt comes 4 dots "
-                             "later than on other lines (the test compensates); not modelled",
-    "m3_window_timing": "line 0 only: the line-0 mode 2 interrupt timing (as m3_bgp_change_sprites)",
-    "m3_lcdc_bg_map_change": "LCDC.3 read point of the fetcher not calibrated",
     "m3_lcdc_obj_en_change_variant": "LCDC.1 mid-line: object fetch / mixing rules not calibrated",
     "m3_lcdc_obj_size_change_scx": "LCDC.2 change during an object fetch not calibrated",
     "m3_lcdc_tile_sel_win_change": "LCDC.4 read points with the window not calibrated",

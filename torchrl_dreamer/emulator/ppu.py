@@ -101,6 +101,11 @@ OBJ_LIMIT = wp.constant(10)  # objects per line
 # ppu="fifo": a CPU write whose M-cycle ends at dot ``t`` (the dot counter after catch_up) is
 # seen by the pixel pipeline from dot ``t + WRITE_LAG`` on (calibrated on the mealybug tests)
 WRITE_LAG = wp.constant(-6)
+# ppu="fifo": on line 0 the pixel pipeline runs this many dots ahead of the line's STAT timing
+# (mode flags, interrupt sources and the mode-3 length are those of any other line). Facts:
+# mealybug's handlers issue their writes 4 dots earlier on LY 0 ("line 0 timing is different by
+# 4 cycles"), while mooneye intr_1_2_timing pins line 0's mode 2 interrupt where other lines have it
+LINE0_PIPE_LEAD = wp.constant(4)
 
 # PyBoy's timing (``PYBOY_TIMING``): modes 2/3/0 at dots 0/80/252 and interrupts with the bits.
 PYBOY_MODE3_DOT = wp.constant(80)
@@ -266,6 +271,15 @@ def lyc_cmp_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
             return -1
         return 0
     return line
+
+
+@wp.func
+def pipe_t0(line: int) -> int:
+    """ppu="fifo": the dot at which ``line``'s pixel pipeline starts (t = 0), mode 3's start
+    less :data:`LINE0_PIPE_LEAD` on line 0."""
+    if line == 0:
+        return MODE3_DOT - LINE0_PIPE_LEAD
+    return MODE3_DOT
 
 
 @wp.func
@@ -580,7 +594,7 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
         m.st[i, S_FIFO_LINE] = 0
         if on and m.st[i, S_PACK] != 0:
             wl = m.st[i, S_WIN_LINE]
-            fifo_run(i, m, line, MODE3_DOT, 1 << 20, True, (wl & WIN_BLANK) != 0, wl & 0xFF)
+            fifo_run(i, m, line, pipe_t0(line), 1 << 20, True, (wl & WIN_BLANK) != 0, wl & 0xFF)
             win = m.st[i, S_FIFO_WIN]
             wl = (wl & WIN_BLANK) | (((wl & 0xFF) + (win & 1)) & 0xFF)
             if (win & 2) != 0:
@@ -828,19 +842,19 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     wl = m.st[i, S_WIN_LINE]
     if active:
         if m.st[i, S_FIFO_LINE] != line + 1:
-            fifo_start(i, m, line, MODE3_DOT, wl)
-        fifo_run(i, m, line, MODE3_DOT, dot + WRITE_LAG, m.st[i, S_PACK] != 0,
+            fifo_start(i, m, line, pipe_t0(line), wl)
+        fifo_run(i, m, line, pipe_t0(line), dot + WRITE_LAG, m.st[i, S_PACK] != 0,
                  (wl & WIN_BLANK) != 0, wl & 0xFF)
         if r >= R_BGP and r <= R_OBP1:
             # DMG: on the dot of a palette write the pixel sees the old and new values ORed
             m.hram[i, r] = wp.uint8(int(m.hram[i, r]) | v)
-            fifo_run(i, m, line, MODE3_DOT, dot + WRITE_LAG + 1, m.st[i, S_PACK] != 0,
+            fifo_run(i, m, line, pipe_t0(line), dot + WRITE_LAG + 1, m.st[i, S_PACK] != 0,
                      (wl & WIN_BLANK) != 0, wl & 0xFF)
     if r == R_LCDC:
         lcdc_write(i, m, v)
     else:
         m.hram[i, r] = wp.uint8(v)
     if active and lcd_on(i, m) and m.st[i, S_MODE] == PH_DRAW:
-        e = fifo_dry_end(i, m, line, MODE3_DOT, wl & 0xFF)
+        e = fifo_dry_end(i, m, line, pipe_t0(line), wl & 0xFF) + MODE3_DOT - pipe_t0(line)
         m.st[i, S_PPU_M0] = ((line + 1) << 9) | e
         m.st[i, S_PPU_NEXT] = e + IRQ_LAG
