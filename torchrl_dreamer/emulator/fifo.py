@@ -75,7 +75,7 @@ from torchrl_dreamer.emulator.registers import (
 __all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "FIFO_START_T"]
 
 FIFO_START_T = wp.constant(4)  # t at which the invisible pixels sit in the BG FIFO
-TILE_AT = wp.constant(0)  # fetcher dot (0-5) that reads the tile number
+TILE_AT = wp.constant(1)  # fetcher dot (0-5) that reads the tile number
 LO_AT = wp.constant(3)  # ... the tile data low byte
 HI_AT = wp.constant(5)  # ... the tile data high byte
 FINE_AT = wp.constant(4)  # t at which SCX & 7 is read
