@@ -75,12 +75,13 @@ from torchrl_dreamer.emulator.registers import (
 __all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "FIFO_START_T"]
 
 FIFO_START_T = wp.constant(4)  # t at which the invisible pixels sit in the BG FIFO
-TILE_AT = wp.constant(1)  # fetcher dot (0-5) that reads the tile number
-LO_AT = wp.constant(3)  # ... the tile data low byte
-HI_AT = wp.constant(5)  # ... the tile data high byte
+TILE_AT = wp.constant(0)  # fetcher dot (0-5) that reads the tile number
+LO_AT = wp.constant(2)  # ... the tile data low byte
+HI_AT = wp.constant(4)  # ... the tile data high byte
 FINE_AT = wp.constant(4)  # t at which SCX & 7 is read
 FETCH_DOTS = wp.constant(6)
 OBJ_FETCH_DOTS = wp.constant(6)
+OBJ_LO_LEFT = wp.constant(2)  # stall dots left when an object's low data byte is fetched
 SCREEN_W = wp.constant(160)
 
 _vec10i = wp.types.vector(length=10, dtype=wp.int32)
@@ -157,27 +158,32 @@ def fetch_tile_no(i: int, m: wp.ref[Mem], line: int, fetch: int, win_count: int)
 
 
 @wp.func
-def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int) -> int:
-    """Merge the row of object ``key`` (X * 64 + OAM index) into the OBJ FIFO ``obj`` whose entry
-    0 is screen x ``sx``; returns the new FIFO. Height (LCDC.2) is read now."""
-    s = key & 63
-    x0 = (key >> 6) - 8
-    lcdc = int(m.hram[i, R_LCDC])
-    h = 8
-    if (lcdc & 4) != 0:
-        h = 16
+def object_row_addr(i: int, m: wp.ref[Mem], line: int, s: int, h: int) -> int:
+    """VRAM offset of the row of OAM entry ``s`` that ``line`` shows, for object height ``h``."""
     sy = int(m.oam[i, s * 4]) - 16
     tile = int(m.oam[i, s * 4 + 2])
-    attr = int(m.oam[i, s * 4 + 3])
     row = line - sy
-    if (attr & 0x40) != 0:
+    if (int(m.oam[i, s * 4 + 3]) & 0x40) != 0:
         row = h - 1 - row
     row = row & (h - 1)
     if h == 16:
         tile = tile & 0xFE
-    addr = tile * 16 + row * 2
-    lo = int(m.vram[i, addr])
-    hi = int(m.vram[i, addr + 1])
+    return tile * 16 + row * 2
+
+
+@wp.func
+def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, h_lo: int) -> int:
+    """Merge the row of object ``key`` (X * 64 + OAM index) into the OBJ FIFO ``obj`` whose entry
+    0 is screen x ``sx``; returns the new FIFO. The low byte's row uses height ``h_lo`` (LCDC.2 as
+    it was at the low-byte fetch), the high byte's LCDC.2 as it is now."""
+    s = key & 63
+    x0 = (key >> 6) - 8
+    h = 8
+    if (int(m.hram[i, R_LCDC]) & 4) != 0:
+        h = 16
+    attr = int(m.oam[i, s * 4 + 3])
+    lo = int(m.vram[i, object_row_addr(i, m, line, s, h_lo)])
+    hi = int(m.vram[i, object_row_addr(i, m, line, s, h) + 1])
     flags = ((attr >> 4) & 1) << 2 | ((attr >> 7) & 1) << 3
     out = obj
     for j in range(8):
@@ -286,9 +292,15 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
             # (c) object fetches and the shifter
             if stall > 0:
                 stall = stall - 1
-                if stall == 0:
-                    obj = load_object(i, m, line, keys[objn], sx, obj)
+                if (stall & 0xFF) == OBJ_LO_LEFT:
+                    stall = (stall & 0xFF) | ((lcdc & 4) << 6)  # object height at the low byte
+                if (stall & 0xFF) == 0:
+                    h_lo = 8
+                    if (stall & 0x100) != 0:
+                        h_lo = 16
+                    obj = load_object(i, m, line, keys[objn], sx, obj, h_lo)
                     objn = objn + 1
+                    stall = 0
             else:
                 while objn < nobj and stall == 0:
                     ox = keys[objn] >> 6
