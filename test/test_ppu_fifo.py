@@ -97,8 +97,6 @@ def test_pipeline_matches_line_renderer(seed, line):
 MEALYBUG_KNOWN_FAILURES: dict[str, str] = {
     "m3_lcdc_obj_en_change_variant": "LCDC.1 mid-line: object fetch / mixing rules not calibrated",
     "m3_lcdc_win_en_change_multiple_wx": "window re-enable within a line not calibrated",
-    "m3_wx_4_change": "window re-trigger when WX is rewritten while the window is on",
-    "m3_wx_5_change": "window re-trigger when WX is rewritten while the window is on",
 }
 
 

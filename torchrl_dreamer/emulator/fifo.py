@@ -33,7 +33,7 @@ State (``S_FIFO_*`` words; ``S_FIFO_LINE`` is line + 1 while valid): ``DOT`` nex
 ``KP`` pixels popped (all), ``SX`` screen x of the next pixel (-8 while invisible; 160 when
 done, ``DOT`` then holds the end dot), ``FETCH`` fetcher dots done (0-6) | window flag << 4 |
 tile counter << 8, ``TILE/LO/HI`` the fetched bytes, ``BG`` 2-bit colours (next in the low bits)
-| count << 16, ``OBJ`` 8 x 4-bit object pixels (colour, palette, behind-BG), ``STALL`` object
+| count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit object pixels (colour, palette, behind-BG), ``STALL`` object
 fetch dots left, ``OBJN`` objects handled, ``WIN`` window drawn on this line (1) | WY latch (2) |
 pixels to drop << 8, ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at the OAM scan.
 """
@@ -83,6 +83,9 @@ FETCH_DOTS = wp.constant(6)
 OBJ_FETCH_DOTS = wp.constant(6)
 OBJ_LO_LEFT = wp.constant(2)  # stall dots left when an object's low data byte is fetched
 SCREEN_W = wp.constant(160)
+BG_COUNT = wp.constant(20)  # BG FIFO word: pixel count from this bit, 2-bit colours below
+BG_PIXELS = wp.constant(0x3FFFF)
+WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
 
 _vec10i = wp.types.vector(length=10, dtype=wp.int32)
 _vec16i = wp.types.vector(length=16, dtype=wp.int32)
@@ -206,7 +209,7 @@ def push_tile(lo: int, hi: int, drop: int) -> int:
         if j >= drop:
             c = ((lo >> (7 - j)) & 1) | (((hi >> (7 - j)) & 1) << 1)
             bg = bg | (c << (2 * (j - drop)))
-    return bg | ((8 - drop) << 16)
+    return bg | ((8 - drop) << BG_COUNT)
 
 
 @wp.func(inline=False)
@@ -255,23 +258,14 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
         if t == FINE_AT:
             fine = int(m.hram[i, R_SCX]) & 7
         if t == FIFO_START_T:
-            bg = 8 << 16  # the invisible pixels of the first fetch
+            bg = 8 << BG_COUNT  # the invisible pixels of the first fetch
             fetch = 0
         if t >= FIFO_START_T:
             lcdc = int(m.hram[i, R_LCDC])
             disc_done = (fine >> 4) >= (fine & 7)
-            # (a) window trigger
-            if ((fetch >> 4) & 1) == 0 and (lcdc & 0x21) == 0x21 and (win & 2) != 0 and stall == 0:
-                wx = int(m.hram[i, R_WX])
-                # WX < 7: the match falls among the invisible pixels of the first fetch, whose
-                # remaining pixels make way for the window (its first 8 - WX pixels unseen)
-                if (sx >= 0 and kp >= 8 and disc_done and sx + 7 == wx) or (wx < 7 and kp < 8 and sx == wx - 8):
-                    win = (win & 3) | 1
-                    bg = 0
-                    fetch = 1 << 4  # window tile 0, step 0
-            # (b) fetcher
+            # (a) fetcher
             fd = fetch & 15
-            if fd == FETCH_DOTS and (bg >> 16) == 0:
+            if fd == FETCH_DOTS and (bg >> BG_COUNT) == 0:
                 bg = push_tile(lo, hi, (win >> 8) & 7)
                 win = win & 0xFF
                 fetch = fetch - (fetch & 15)
@@ -281,6 +275,12 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     fetch = fetch - (1 << 4)  # window switched off: back to the background
                 if fd == TILE_AT:
                     tile = fetch_tile_no(i, m, line, fetch, win_count)
+                    if (((fetch >> 4) & 1) != 0 and (win & WIN_FRESH) == 0
+                            and sx + 7 == int(m.hram[i, R_WX])):
+                        # DMG: WX matches again while the window is drawn, on the dot of a
+                        # window tile number read: a colour-0 pixel is put before the FIFO
+                        n = bg >> BG_COUNT
+                        bg = ((bg & BG_PIXELS) << 2) | ((n + 1) << BG_COUNT)
                 if fd == LO_AT:
                     lo = fetch_bg_byte(i, m, line, fetch, tile, 0, win_count)
                 if fd == HI_AT:
@@ -289,7 +289,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                 fetch = fetch + 1
                 if fd == FETCH_DOTS:
                     fetch = fetch + (1 << 8)  # next tile
-            # (c) object fetches and the shifter
+            # (b) object fetches, the shifter and the window trigger
             if stall > 0:
                 stall = stall - 1
                 if (stall & 0xFF) == OBJ_LO_LEFT:
@@ -316,9 +316,10 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                         if fd < FETCH_DOTS:
                             rem = FETCH_DOTS - fd
                         stall = OBJ_FETCH_DOTS + rem - 1
-                if stall == 0 and (bg >> 16) > 0:
+                if stall == 0 and (bg >> BG_COUNT) > 0:
                     c = bg & 3
-                    bg = ((bg & 0xFFFF) >> 2) | (((bg >> 16) - 1) << 16)
+                    bg = ((bg & BG_PIXELS) >> 2) | (((bg >> BG_COUNT) - 1) << BG_COUNT)
+                    win = win & ~WIN_FRESH
                     kp = kp + 1
                     if kp > 8 and not disc_done:
                         fine = fine + 16  # fine-scroll discard
@@ -341,6 +342,14 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                         sx = sx + 1
                         if sx >= SCREEN_W:
                             end = d + 1
+                    # window trigger, as a pixel leaves: the next one is at x = WX - 7 (for WX < 7
+                    # among the invisible pixels: the window's first 7 - WX pixels are unseen)
+                    if (((fetch >> 4) & 1) == 0 and (lcdc & 0x21) == 0x21 and (win & 2) != 0
+                            and sx + 7 == int(m.hram[i, R_WX])
+                            and (sx < 0 or (fine >> 4) >= (fine & 7))):
+                        win = (win & 3) | 1 | WIN_FRESH
+                        bg = 0
+                        fetch = 1 << 4  # window tile 0, step 0
         d = d + 1
     if end >= 0:
         d = end

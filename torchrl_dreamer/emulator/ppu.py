@@ -101,6 +101,7 @@ OBJ_LIMIT = wp.constant(10)  # objects per line
 # ppu="fifo": a CPU write whose M-cycle ends at dot ``t`` (the dot counter after catch_up) is
 # seen by the pixel pipeline from dot ``t + WRITE_LAG`` on (calibrated on the mealybug tests)
 WRITE_LAG = wp.constant(-6)
+WX_WRITE_LAG = wp.constant(-5)  # the window comparator sees a WX write one dot later
 # ppu="fifo": on line 0 the pixel pipeline runs this many dots ahead of the line's STAT timing
 # (mode flags, interrupt sources and the mode-3 length are those of any other line). Facts:
 # mealybug's handlers issue their writes 4 dots earlier on LY 0 ("line 0 timing is different by
@@ -843,7 +844,10 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     if active:
         if m.st[i, S_FIFO_LINE] != line + 1:
             fifo_start(i, m, line, pipe_t0(line), wl)
-        fifo_run(i, m, line, pipe_t0(line), dot + WRITE_LAG, m.st[i, S_PACK] != 0,
+        lag = WRITE_LAG
+        if r == R_WX:
+            lag = WX_WRITE_LAG
+        fifo_run(i, m, line, pipe_t0(line), dot + lag, m.st[i, S_PACK] != 0,
                  (wl & WIN_BLANK) != 0, wl & 0xFF)
         if r >= R_BGP and r <= R_OBP1:
             # DMG: on the dot of a palette write the pixel sees the old and new values ORed
