@@ -85,6 +85,7 @@ OBJ_LO_LEFT = wp.constant(2)  # stall dots left when an object's low data byte i
 SCREEN_W = wp.constant(160)
 BG_COUNT = wp.constant(20)  # BG FIFO word: pixel count from this bit, 2-bit colours below
 BG_PIXELS = wp.constant(0x3FFFF)
+WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still triggers
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
 
 _vec10i = wp.types.vector(length=10, dtype=wp.int32)
@@ -342,14 +343,16 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                         sx = sx + 1
                         if sx >= SCREEN_W:
                             end = d + 1
-                    # window trigger, as a pixel leaves: the next one is at x = WX - 7 (for WX < 7
-                    # among the invisible pixels: the window's first 7 - WX pixels are unseen)
-                    if (((fetch >> 4) & 1) == 0 and (lcdc & 0x21) == 0x21 and (win & 2) != 0
-                            and sx + 7 == int(m.hram[i, R_WX])
-                            and (sx < 0 or (fine >> 4) >= (fine & 7))):
-                        win = (win & 3) | 1 | WIN_FRESH
-                        bg = 0
-                        fetch = 1 << 4  # window tile 0, step 0
+            # window trigger, checked after the shifter (outside object fetches): the next pixel
+            # is at x = WX - 7 (WX < 7: among the invisible pixels, the window's first 7 - WX
+            # pixels unseen), or at WX - 6 when the match was missed (LCDC.5 was off on it)
+            if stall == 0 and ((fetch >> 4) & 1) == 0 and (lcdc & 0x21) == 0x21 and (win & 2) != 0:
+                wx = int(m.hram[i, R_WX])
+                if ((sx + 7 == wx or (sx + WIN_LATE == wx and sx > WIN_LATE - 7))
+                        and (sx < 0 or (fine >> 4) >= (fine & 7))):
+                    win = (win & 3) | 1 | WIN_FRESH
+                    bg = 0
+                    fetch = 1 << 4  # window tile 0, step 0
         d = d + 1
     if end >= 0:
         d = end
