@@ -585,24 +585,38 @@ def quiet_line_start(i: int, m: wp.ref[Mem], line: int) -> bool:
 
 
 @wp.func(inline=False)
+def fifo_finish(i: int, m: wp.ref[Mem], line: int):
+    """ppu="fifo": draw the rest of ``line``'s pipeline (when one runs on it), advance the window
+    line counter by what it drew and pack the line into the observation."""
+    if m.st[i, S_FIFO_LINE] != line + 1:
+        return
+    m.st[i, S_FIFO_LINE] = 0
+    if lcd_on(i, m) and m.st[i, S_PACK] != 0:
+        wl = m.st[i, S_WIN_LINE]
+        fifo_run(i, m, line, pipe_t0(line), 1 << 20, True, (wl & WIN_BLANK) != 0, wl & 0xFF)
+        win = m.st[i, S_FIFO_WIN]
+        wl = (wl & WIN_BLANK) | (((wl & 0xFF) + (win & 1)) & 0xFF)
+        if (win & 2) != 0:
+            wl = wl | 0x100
+        m.st[i, S_WIN_LINE] = wl
+        if (line & 1) == 0:
+            pack_line_packed2(i, line, m.fb, m.obs)
+
+
+@wp.func(inline=False)
 def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
     """Mode 3 -> 0: render the line (if this frame is packed) and pack it into the observation."""
     m.st[i, S_MODE] = PH_HBLANK
     m.st[i, S_PPU_NEXT] = LINE_DOTS
     on = lcd_on(i, m)
     if m.st[i, S_FIFO_LINE] == line + 1:
-        # ppu="fifo" and a register write landed in this line's mode 3: finish the pipeline
-        m.st[i, S_FIFO_LINE] = 0
+        # ppu="fifo" and a register write landed in this line's mode 3: the pipeline's last
+        # pixels leave after this point as a CPU write sees it (WRITE_LAG), so it is finished
+        # at the end of the line (fifo_finish); writes until then still reach it
         if on and m.st[i, S_PACK] != 0:
             wl = m.st[i, S_WIN_LINE]
-            fifo_run(i, m, line, pipe_t0(line), 1 << 20, True, (wl & WIN_BLANK) != 0, wl & 0xFF)
-            win = m.st[i, S_FIFO_WIN]
-            wl = (wl & WIN_BLANK) | (((wl & 0xFF) + (win & 1)) & 0xFF)
-            if (win & 2) != 0:
-                wl = wl | 0x100
-            m.st[i, S_WIN_LINE] = wl
-            if (line & 1) == 0:
-                pack_line_packed2(i, line, m.fb, m.obs)
+            fifo_run(i, m, line, pipe_t0(line), m.st[i, S_PPU_DOT] + WRITE_LAG, True,
+                     (wl & WIN_BLANK) != 0, wl & 0xFF)
     elif on and m.st[i, S_PACK] != 0:
         lcdc = int(m.hram[i, R_LCDC])
         if (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:
@@ -675,6 +689,7 @@ def ppu_event(i: int, m: wp.ref[Mem]):
             stat_update(i, m, 0)
         return
     # end of one or more lines (coarse scheduling may have skipped lines with nothing to observe)
+    fifo_finish(i, m, line)
     k = m.st[i, S_PPU_DOT] // LINE_DOTS
     m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - LINE_DOTS * k
     line = line + k
@@ -838,8 +853,12 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     line = m.st[i, S_LINE]
     dot = m.st[i, S_PPU_DOT]
     active = False
-    if m.st[i, S_MODE] == PH_DRAW and lcd_on(i, m) and not pyboy(i, m) and line < VBLANK_LINE:
-        active = dot >= MODE3_DOT and dot < mode3_end(i, m, line)
+    if lcd_on(i, m) and not pyboy(i, m) and line < VBLANK_LINE and dot >= MODE3_DOT:
+        # in mode 3, or after it while the pipeline's last pixels are still to leave
+        if m.st[i, S_MODE] == PH_DRAW:
+            active = True
+        elif m.st[i, S_MODE] == PH_HBLANK and m.st[i, S_FIFO_LINE] == line + 1:
+            active = True
     wl = m.st[i, S_WIN_LINE]
     if active:
         if m.st[i, S_FIFO_LINE] != line + 1:
@@ -858,7 +877,7 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
         lcdc_write(i, m, v)
     else:
         m.hram[i, r] = wp.uint8(v)
-    if active and lcd_on(i, m) and m.st[i, S_MODE] == PH_DRAW:
+    if active and lcd_on(i, m) and m.st[i, S_MODE] == PH_DRAW and dot < mode3_end(i, m, line):
         e = fifo_dry_end(i, m, line, pipe_t0(line), wl & 0xFF) + MODE3_DOT - pipe_t0(line)
         m.st[i, S_PPU_M0] = ((line + 1) << 9) | e
         m.st[i, S_PPU_NEXT] = e + IRQ_LAG
