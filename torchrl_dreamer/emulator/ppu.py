@@ -873,6 +873,11 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
             m.hram[i, r] = wp.uint8(int(m.hram[i, r]) | v)
             fifo_run(i, m, line, pipe_t0(line), dot + WRITE_LAG + 1, m.st[i, S_PACK] != 0,
                      (wl & WIN_BLANK) != 0, wl & 0xFF)
+        if r == R_LCDC and ((int(m.hram[i, r]) ^ v) & LCDC_OBJ_ON) != 0:
+            # the object enable bit reaches the pipeline one dot after the other LCDC bits
+            m.hram[i, r] = wp.uint8((v & ~LCDC_OBJ_ON) | (int(m.hram[i, r]) & LCDC_OBJ_ON))
+            fifo_run(i, m, line, pipe_t0(line), dot + WRITE_LAG + 1, m.st[i, S_PACK] != 0,
+                     (wl & WIN_BLANK) != 0, wl & 0xFF)
     if r == R_LCDC:
         lcdc_write(i, m, v)
     else:
