@@ -95,8 +95,10 @@ def test_pipeline_matches_line_renderer(seed, line):
 
 # name -> what the emulator lacks (strict xfail: a fix that makes one pass must remove it)
 MEALYBUG_KNOWN_FAILURES: dict[str, str] = {
-    "m3_lcdc_obj_en_change_variant": "LCDC.1 mid-line: object fetch / mixing rules not calibrated",
-    "m3_lcdc_win_en_change_multiple_wx": "window re-enable within a line not calibrated",
+    "m3_lcdc_obj_en_change_variant": "LCDC.1 switched off around an object fetch: rows 128-143 "
+                                     "(X = 16, 17) 6 dots short of hardware, rows 17/22 one pixel",
+    "m3_lcdc_win_en_change_multiple_wx": "colour-0 pixel where WX matches on a tile boundary while "
+                                         "LCDC.5 is off (rows 15, 39): not modelled",
 }
 
 

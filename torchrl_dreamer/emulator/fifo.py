@@ -5,8 +5,8 @@ of mode 3, so a register write in the middle of mode 3 takes effect on the whole
 module draws a line dot by dot as the hardware does, so such a write takes effect from the pixel
 it reaches. It is only run on lines where a write to an LCD register lands in mode 3
 (:func:`~.ppu.ppu_fifo_write`): the pipeline catches up to the write's dot with the old
-registers, then the write applies; at the end of mode 3 it finishes the line. Lines without such a
-write use the whole-line renderer, which gives the same pixels and the same mode-3 length for
+registers, then the write applies; at the end of the line it finishes the line. Lines without
+such a write use the whole-line renderer, which gives the same pixels and the same mode-3 length for
 constant registers (``test/test_ppu_fifo.py`` checks both on random scenes).
 
 Model (``t`` = dots since mode 3 started; facts: Pan Docs "Pixel FIFO", "Mode 3 length"; the
@@ -14,28 +14,38 @@ Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read p
 
 * ``t`` 0-3: the first (discarded) tile fetch; nothing observable.
 * ``t`` = 4: the BG FIFO holds 8 invisible pixels (screen x -8..-1) and the fetcher starts
-  tile 0. A fetch is 6 dots: tile number (read at ``TILE_AT``), data low (``LO_AT``), data high
-  (``HI_AT``); the 8 pixels are pushed as soon as the BG FIFO is empty, and the next fetch
-  starts in the same dot. So the first visible pixel leaves at ``t`` = 12, one pixel per dot.
+  tile 0. A fetch is 6 dots of three 2-dot steps, each reading on its first dot: tile number
+  (``TILE_AT``: LCDC.3 / LCDC.6, SCX, SCY), data low (``LO_AT``) and high (``HI_AT``: LCDC.4);
+  the 8 pixels are pushed as soon as the BG FIFO is empty, and the next fetch starts in the same
+  dot. So the first visible pixel leaves at ``t`` = 12, one pixel per dot.
 * SCX & 7 (read at ``FINE_AT``) pixels of the first tile are discarded, one per dot.
-* Window: when it is enabled (LCDC.5 and LCDC.0), WY matched LY this frame, and the next pixel
-  is screen x = WX - 7 (x = 0 for WX < 7, the first 7 - WX window pixels dropped), the BG FIFO is
-  cleared and the fetcher restarts on window tile 0: 6 dots without pixels.
+* Window: checked every dot outside object fetches, after the shifter. When it is enabled
+  (LCDC.5 and LCDC.0), WY matched LY this frame and the next pixel is screen x = WX - 7 (for
+  WX < 7 among the invisible pixels: the window's first 7 - WX pixels are unseen), or WX - 6 (a
+  match missed while LCDC.5 was off), the BG FIFO is cleared and the fetcher restarts on window
+  tile 0: 6 dots without pixels. LCDC.5 off at a fetch start sends the fetcher back to the
+  background. DMG re-activation: WX matching again while the window is drawn, on the dot of a
+  window tile-number read (and not on the window's first fetch), puts a colour-0 pixel in front
+  of the BG FIFO.
 * Objects: the first 10 objects of the OAM scan, by X then OAM index; one at X (X < 168) is
   fetched when the pixel counter (invisible and discarded pixels included) reaches X + SCX & 7
-  (X = 0: at once). The shifter stops for 6 dots plus what the BG fetcher still needs to finish
-  its tile (``5 - offset`` for the first object on a tile, 0 after); the object's row is read at
-  the end (with LCDC.2 then) and merged into the OBJ FIFO where it is transparent.
+  (X = 0: at once), unless LCDC.1 is off then. The shifter stops for 6 dots plus what the BG
+  fetcher still needs to finish its tile (``5 - offset`` for the first object on a tile, 0
+  after); the object's low data byte is read ``OBJ_LO_LEFT`` dots before the end with LCDC.2 (the
+  height) as it is then, the high byte at the end with LCDC.2 then (a height change between them
+  mixes two rows), and the row is merged into the OBJ FIFO where it is transparent.
 * Each pixel leaving: BG colour 0 if LCDC.0 is clear; the object pixel wins if LCDC.1 is set, it
   is opaque, and it is not behind a non-zero BG colour; BGP / OBP0 / OBP1 are read as it leaves.
 
 State (``S_FIFO_*`` words; ``S_FIFO_LINE`` is line + 1 while valid): ``DOT`` next dot to run,
 ``KP`` pixels popped (all), ``SX`` screen x of the next pixel (-8 while invisible; 160 when
 done, ``DOT`` then holds the end dot), ``FETCH`` fetcher dots done (0-6) | window flag << 4 |
-tile counter << 8, ``TILE/LO/HI`` the fetched bytes, ``BG`` 2-bit colours (next in the low bits)
-| count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit object pixels (colour, palette, behind-BG), ``STALL`` object
-fetch dots left, ``OBJN`` objects handled, ``WIN`` window drawn on this line (1) | WY latch (2) |
-pixels to drop << 8, ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at the OAM scan.
+tile counter << 8, ``TILE/LO/HI`` the fetched bytes, ``BG`` 2-bit colours (next in the low
+bits) | count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit object pixels (colour, palette,
+behind-BG), ``STALL`` object fetch dots left | 16-high at the low byte << 8, ``OBJN`` objects
+handled, ``WIN`` window drawn on this line (1) | WY latch (2) | no pixel left since the window
+started (4) | pixels to drop << 8, ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at
+the OAM scan.
 """
 
 from __future__ import annotations

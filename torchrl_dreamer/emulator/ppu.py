@@ -843,7 +843,8 @@ def lcd_register(r: int) -> bool:
 @wp.func(inline=False)
 def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """ppu="fifo": write LCD register ``r`` (:func:`lcd_register`) so that it takes effect on the
-    right pixel when it lands in mode 3 of a visible line (hardware timing).
+    right pixel when it lands in mode 3 of a visible line (hardware timing), or after it while
+    the pipeline's last pixels are still to leave (see :func:`fifo_finish`).
 
     The pixel pipeline (:mod:`~.fifo`, started at mode-3 start on this line's first such write)
     first runs up to the write's dot with the old value; then the write applies and this line's
