@@ -18,9 +18,16 @@ from mealybug import mealybug_names, run_mealybug
 
 from torchrl_dreamer.emulator import GameBoy
 from torchrl_dreamer.emulator.fifo import fifo_run, fifo_start
-from torchrl_dreamer.emulator.layout import FIELDS, S_WIN_LINE
+from torchrl_dreamer.emulator.layout import FIELDS, S_LINE, S_MODE, S_PACK, S_PPU_DOT, S_WIN_LINE
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import MODE3_DOT, mode3_end
+from torchrl_dreamer.emulator.ppu import (
+    MODE3_DOT,
+    PH_DRAW,
+    end_of_mode3,
+    fifo_finish,
+    mode3_end,
+    ppu_fifo_write,
+)
 from torchrl_dreamer.emulator.render import render_scanline
 from torchrl_dreamer.roms import rom_path as shipped_rom
 
@@ -89,6 +96,64 @@ def test_pipeline_matches_line_renderer(seed, line):
     assert check.sum() > n // 4
     assert torch.equal(out[check, 0], out[check, 1]), (
         f"mode-3 end differs: envs {torch.nonzero((out[:, 0] != out[:, 1]) & check).flatten().tolist()[:8]}")
+
+
+# ---------------------------------------------------------------- writes just after mode 3
+
+R_BGP = 0x47
+
+
+@wp.kernel(enable_backward=False)
+def _late_bgp_write(m: Mem, line: int, early: int, late: int, bgp: int, out: wp.array2d(dtype=wp.int32)):
+    """Line ``line`` as the core runs it: optionally an early no-op BGP write in mode 3 (so the
+    pipeline draws the line), mode 3 ends, BGP := ``bgp`` ``late`` dots after that, line end."""
+    i = wp.tid()
+    m.st[i, S_LINE] = line
+    m.st[i, S_MODE] = PH_DRAW
+    m.st[i, S_PACK] = 1
+    if early != 0:
+        m.st[i, S_PPU_DOT] = MODE3_DOT + 20
+        ppu_fifo_write(i, m, R_BGP, int(m.hram[i, R_BGP]))  # same value: no visible change
+    e = mode3_end(i, m, line)
+    m.st[i, S_PPU_DOT] = e
+    end_of_mode3(i, m, line)
+    m.st[i, S_PPU_DOT] = e + late
+    ppu_fifo_write(i, m, R_BGP, bgp)
+    fifo_finish(i, m, line)
+    for x in range(160):
+        out[i, x] = int(m.fb[i, line, x])
+    out[i, 160] = m.st[i, S_WIN_LINE]
+
+
+@pytest.mark.parametrize("late", [1, 3, 5, 8])
+def test_write_just_after_mode3_same_with_or_without_an_earlier_write(late):
+    """A BGP write landing a few dots after mode 3 ends reaches the pipeline's last pixels (they
+    leave WRITE_LAG dots after the write as it sees them). A line the whole-line renderer drew
+    (no earlier write) must come out as the pipeline draws it (an earlier no-op write), window
+    line counter included."""
+    n, line = 128, 50
+    res = []
+    for early in (0, 1):
+        gb = _random_scenes(n, line, seed=7)
+        gb.state_tensors()["hram"][:, 0x40] &= 0xFD  # no objects: both paths end mode 3 alike
+        out = torch.zeros(n, 161, dtype=torch.int32)
+        wp.launch(_late_bgp_write, dim=n, inputs=[gb._mem, line, early, late, 0x1B, wp.from_torch(out)],
+                  device="cpu")
+        res.append(out)
+    assert torch.equal(res[0][:, 160], res[1][:, 160]), "window line counters differ"
+    bad = (res[0][:, :160] != res[1][:, :160]).any(1)
+    assert not bad.any(), f"pixels differ in envs {torch.nonzero(bad).flatten().tolist()[:8]}"
+    changed = (res[1][:, 150:160] != _reference_lines(line, n)).any(1)
+    assert changed.any() == (late < 6), "the write should reach the last pixels only within 6 dots"
+
+
+def _reference_lines(line: int, n: int) -> torch.Tensor:
+    """The last 10 pixels of ``line`` of the random scenes with no write at all."""
+    gb = _random_scenes(n, line, seed=7)
+    gb.state_tensors()["hram"][:, 0x40] &= 0xFD
+    out = torch.zeros(n, 322, dtype=torch.int32)
+    wp.launch(_pipeline_vs_line, dim=n, inputs=[gb._mem, line, wp.from_torch(out)], device="cpu")
+    return out[:, 162 + 150:162 + 160]
 
 
 # ---------------------------------------------------------------- mealybug-tearoom

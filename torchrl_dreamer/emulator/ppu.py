@@ -840,6 +840,28 @@ def lcd_register(r: int) -> bool:
     return r == R_LCDC or r == R_SCY or r == R_SCX or (r >= R_BGP and r <= R_WX)
 
 
+@wp.func
+def write_lag(r: int) -> int:
+    """Dots from a write to LCD register ``r`` to the first pipeline dot that sees it."""
+    if r == R_WX:
+        return WX_WRITE_LAG
+    return WRITE_LAG
+
+
+@wp.func(inline=False)
+def redo_with_pipeline(i: int, m: wp.ref[Mem], line: int):
+    """ppu="fifo": take back the whole-line renderer's window line count for ``line`` (it is
+    redrawn through the pipeline, whose end, :func:`fifo_finish`, counts it again). Whether the
+    window was drawn is the pipeline's own answer for the registers as they are (unchanged since
+    mode 3 ended: this is the line's first such write)."""
+    wl = m.st[i, S_WIN_LINE]
+    fifo_start(i, m, line, pipe_t0(line), wl)
+    fifo_run(i, m, line, pipe_t0(line), 1 << 20, False, False, wl & 0xFF)
+    drew = m.st[i, S_FIFO_WIN] & 1
+    m.st[i, S_WIN_LINE] = (wl & ~0xFF) | (((wl & 0xFF) - drew) & 0xFF)
+    m.st[i, S_FIFO_LINE] = 0
+
+
 @wp.func(inline=False)
 def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """ppu="fifo": write LCD register ``r`` (:func:`lcd_register`) so that it takes effect on the
@@ -860,13 +882,17 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
             active = True
         elif m.st[i, S_MODE] == PH_HBLANK and m.st[i, S_FIFO_LINE] == line + 1:
             active = True
+        elif (m.st[i, S_MODE] == PH_HBLANK and m.st[i, S_PACK] != 0
+              and dot + write_lag(r) < mode3_end(i, m, line) - MODE3_DOT + pipe_t0(line)):
+            # the whole-line renderer drew this line, but the write reaches its last pixels:
+            # the line is redrawn through the pipeline (and finished at the end of the line)
+            active = True
+            redo_with_pipeline(i, m, line)
     wl = m.st[i, S_WIN_LINE]
     if active:
         if m.st[i, S_FIFO_LINE] != line + 1:
             fifo_start(i, m, line, pipe_t0(line), wl)
-        lag = WRITE_LAG
-        if r == R_WX:
-            lag = WX_WRITE_LAG
+        lag = write_lag(r)
         fifo_run(i, m, line, pipe_t0(line), dot + lag, m.st[i, S_PACK] != 0,
                  (wl & WIN_BLANK) != 0, wl & 0xFF)
         if r >= R_BGP and r <= R_OBP1:
