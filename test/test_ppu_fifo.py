@@ -83,16 +83,23 @@ def test_pipeline_matches_line_renderer(seed, line):
     gb = _random_scenes(n, line, seed)
     out = torch.zeros(n, 322, dtype=torch.int32)
     wp.launch(_pipeline_vs_line, dim=n, inputs=[gb._mem, line, wp.from_torch(out)], device="cpu")
-    pipe, ref = out[:, 2:162], out[:, 162:]
+    h = gb.state_tensors()["hram"].to(torch.int64)
+    # the DMG window-disable glitch (window off after being drawn earlier this frame, WX on the
+    # tile grid, (WX + SCX) & 7 == 7: a colour-0 pixel at WX - 7) is drawn by the pipeline only
+    # (docs/emulator.md)
+    wl = gb.state_tensors()["st"][:, FIELDS["WIN_LINE"]].to(torch.int64)
+    lcdc, wx = h[:, 0x40], h[:, 0x4B]
+    glitch = ((lcdc & 0x20) == 0) & ((wl & 0xFF) > 0) & (wx <= 166) & ((wx + (h[:, 0x43] & 7)) % 8 == 7)
+    assert (~glitch).sum() > n // 2
+    pipe, ref = out[~glitch, 2:162], out[~glitch, 162:]
     assert torch.equal(pipe, ref), f"pixels differ in envs {torch.nonzero((pipe != ref).any(1)).flatten().tolist()}"
     # mode-3 length: the closed form places object fetch waits on the background tile grid; once
     # the window is on, the pipeline's fetcher follows the window's grid, so lines with both are
     # compared on pixels only (documented in docs/emulator.md)
-    h = gb.state_tensors()["hram"].to(torch.int64)
-    lcdc, wy = h[:, 0x40], h[:, 0x4A]
+    wy = h[:, 0x4A]
     win = ((lcdc & 0x21) == 0x21) & (h[:, 0x4B] < 167) & (wy <= line)
     objs = (lcdc & 2) != 0
-    check = ~(win & objs)
+    check = ~(win & objs) & ~glitch
     assert check.sum() > n // 4
     assert torch.equal(out[check, 0], out[check, 1]), (
         f"mode-3 end differs: envs {torch.nonzero((out[:, 0] != out[:, 1]) & check).flatten().tolist()[:8]}")
@@ -136,6 +143,7 @@ def test_write_just_after_mode3_same_with_or_without_an_earlier_write(late):
     for early in (0, 1):
         gb = _random_scenes(n, line, seed=7)
         gb.state_tensors()["hram"][:, 0x40] &= 0xFD  # no objects: both paths end mode 3 alike
+        gb.state_tensors()["st"][:, FIELDS["WIN_LINE"]] &= ~0xFF  # no window-disable glitch
         out = torch.zeros(n, 161, dtype=torch.int32)
         wp.launch(_late_bgp_write, dim=n, inputs=[gb._mem, line, early, late, 0x1B, wp.from_torch(out)],
                   device="cpu")
@@ -151,6 +159,7 @@ def _reference_lines(line: int, n: int) -> torch.Tensor:
     """The last 10 pixels of ``line`` of the random scenes with no write at all."""
     gb = _random_scenes(n, line, seed=7)
     gb.state_tensors()["hram"][:, 0x40] &= 0xFD
+    gb.state_tensors()["st"][:, FIELDS["WIN_LINE"]] &= ~0xFF
     out = torch.zeros(n, 322, dtype=torch.int32)
     wp.launch(_pipeline_vs_line, dim=n, inputs=[gb._mem, line, wp.from_torch(out)], device="cpu")
     return out[:, 162 + 150:162 + 160]
@@ -162,8 +171,6 @@ def _reference_lines(line: int, n: int) -> torch.Tensor:
 MEALYBUG_KNOWN_FAILURES: dict[str, str] = {
     "m3_lcdc_obj_en_change_variant": "LCDC.1 switched off around an object fetch: rows 128-143 "
                                      "(X = 16, 17) 6 dots short of hardware, rows 17/22 one pixel",
-    "m3_lcdc_win_en_change_multiple_wx": "colour-0 pixel where WX matches on a tile boundary while "
-                                         "LCDC.5 is off (rows 15, 39): not modelled",
 }
 
 

@@ -286,10 +286,18 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     fetch = fetch - (1 << 4)  # window switched off: back to the background
                 if fd == TILE_AT:
                     tile = fetch_tile_no(i, m, line, fetch, win_count)
-                    if (((fetch >> 4) & 1) != 0 and (win & WIN_FRESH) == 0
-                            and sx + 7 == int(m.hram[i, R_WX])):
-                        # DMG: WX matches again while the window is drawn, on the dot of a
-                        # window tile number read: a colour-0 pixel is put before the FIFO
+                    pos = sx
+                    if not disc_done:
+                        pos = sx - (fine & 7) + (fine >> 4)
+                    if ((win & WIN_FRESH) == 0 and (bg >> BG_COUNT) == 8
+                            and ((win & 1) != 0 or (win_count > 0 and (lcdc & 0x20) == 0))
+                            and pos + 7 == int(m.hram[i, R_WX])):
+                        # DMG: a WX match that does not start the window (it already started
+                        # on this line, or it is off after being drawn earlier this frame), on
+                        # the dot of a tile number read with a full FIFO (WX lines up with
+                        # the tile grid; ``pos`` counts the fine-scroll discards from
+                        # -(SCX & 7)): a colour-0 pixel is put before the FIFO (while pixels
+                        # are discarded, it is discarded instead of a background pixel)
                         n = bg >> BG_COUNT
                         bg = ((bg & BG_PIXELS) << 2) | ((n + 1) << BG_COUNT)
                 if fd == LO_AT:
