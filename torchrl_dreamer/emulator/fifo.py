@@ -24,9 +24,11 @@ Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read p
   WX < 7 among the invisible pixels: the window's first 7 - WX pixels are unseen), or WX - 6 (a
   match missed while LCDC.5 was off), the BG FIFO is cleared and the fetcher restarts on window
   tile 0: 6 dots without pixels. LCDC.5 off at a fetch start sends the fetcher back to the
-  background. DMG re-activation: WX matching again while the window is drawn, on the dot of a
-  window tile-number read (and not on the window's first fetch), puts a colour-0 pixel in front
-  of the BG FIFO.
+  background. DMG WX glitch: a WX match that does not start the window (it already started on
+  this line, or LCDC.5 is off after the window was drawn earlier in the frame), on the dot of a
+  tile-number read with 8 pixels in the BG FIFO (not on the window's first fetch), puts a
+  colour-0 pixel in front of the BG FIFO; the match position counts the fine-scroll discards
+  from -(SCX & 7).
 * Objects: the first 10 objects of the OAM scan, by X then OAM index; one at X (X < 168) is
   fetched when the pixel counter (invisible and discarded pixels included) reaches X + SCX & 7
   (X = 0: at once), unless LCDC.1 is off then. The shifter stops for 6 dots plus what the BG
