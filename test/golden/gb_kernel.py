@@ -4,7 +4,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
-from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import reg8 as getr
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
@@ -148,10 +148,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
-        if ei_ != 0:
-            ei_ = ei_ - 1
-            if ei_ == 0:
-                ime = 1
+        if (ei_ | halted) != 0:
+            if ei_ != 0:
+                ei_ = ei_ - 1
+                if ei_ == 0:
+                    ime = 1
         if halted != 0:
             if m.st[i, S_STOPPED] != 0:
                 if m.st[i, S_JOY] != 0:
@@ -205,11 +206,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             steps_ = steps_ + 1
         if wp.static(COUNT):
             m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + 1
-        op = rd_now(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-        if halt_bug != 0:
-            halt_bug = 0
-        else:
-            pc = (pc + 1) & 0xFFFF
+        op = rd_op(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+        pc = (pc + 1 - halt_bug) & 0xFFFF  # HALT bug: the byte after HALT is read twice
+        halt_bug = 0
         ln_ = int(oplen[0, op])
         if wp.static(TRACE):
             tp_ = m.st[i, S_CYCLES]

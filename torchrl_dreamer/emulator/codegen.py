@@ -7,8 +7,8 @@ for lengths, timings and flags. The kernel is one ``while`` loop with *flat* dis
 if/elif chain). Regular families (``LD r,r'``, ``ALU A,r`` and the whole CB page) are decoded
 structurally by register index, which keeps the kernel (and its compile time) small.
 
-Bus accesses: the kernel calls :func:`~torchrl_dreamer.emulator.bus.tick`, ``rd``, ``rd_now``
-and ``wr``, Warp functions that take the clock locals (``clk``, ``nxt``, ``dirty``) and the
+Bus accesses: the kernel calls :func:`~torchrl_dreamer.emulator.bus.tick`, ``rd``, ``rd_op``
+(the opcode fetch) and ``wr``, Warp functions that take the clock locals (``clk``, ``nxt``, ``dirty``) and the
 console memory ``m`` by reference (``wp.ref``, Warp >= 1.19) and are force-inlined. This
 replaced a textual expansion of the same code into the kernel body (Warp functions could not
 assign the caller's locals before ``wp.ref``), after measuring both on CPU (2 shared cores,
@@ -446,7 +446,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
-from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import reg8 as getr
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
@@ -590,10 +590,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
-        if ei_ != 0:
-            ei_ = ei_ - 1
-            if ei_ == 0:
-                ime = 1
+        if (ei_ | halted) != 0:
+            if ei_ != 0:
+                ei_ = ei_ - 1
+                if ei_ == 0:
+                    ime = 1
         if halted != 0:
             if m.st[i, S_STOPPED] != 0:
                 if m.st[i, S_JOY] != 0:
@@ -647,11 +648,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             steps_ = steps_ + 1
         if wp.static(COUNT):
             m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + 1
-        op = rd_now(i, m, pc)
-        if halt_bug != 0:
-            halt_bug = 0
-        else:
-            pc = (pc + 1) & 0xFFFF
+        op = rd_op(i, m, pc)
+        pc = (pc + 1 - halt_bug) & 0xFFFF  # HALT bug: the byte after HALT is read twice
+        halt_bug = 0
         ln_ = int(oplen[0, op])
         if wp.static(TRACE):
             tp_ = m.st[i, S_CYCLES]
@@ -748,14 +747,14 @@ _BUS_LOCALS = {
     "tick_idu": "clk, nxt, dirty",
     "wr": "clk, nxt, dirty, wram_end",
     "rd": "clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end",
-    "rd_now": "clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end",
+    "rd_op": "clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end",
     "rd_idu": "clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end",
 }
 
 
 def _bind_bus_locals(lines: list[str]) -> list[str]:
     """Complete the generator's bus shorthand in the kernel body: ``tick(i, m)``,
-    ``tick_idu(i, m, addr)``, ``x = rd|rd_now|rd_idu(i, m, addr)`` and ``wr(i, m, addr, v)``
+    ``tick_idu(i, m, addr)``, ``x = rd|rd_op|rd_idu(i, m, addr)`` and ``wr(i, m, addr, v)``
     become calls of the :mod:`~torchrl_dreamer.emulator.bus` functions with the kernel's clock
     locals appended (``_BUS_LOCALS``), taken by reference, and for reads and writes the ROM
     mapping and the in-place range bounds (``wram_end`` / ``rom_end`` / ``rom0_end``), by value
