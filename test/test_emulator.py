@@ -82,6 +82,19 @@ def test_write_read_memory_masked():
         gb.read_memory(0x10000)
 
 
+def test_read_memory_results_are_independent_of_later_reads():
+    """read_memory replays one recorded launch per length into a shared buffer: each result is
+    its own tensor (a later read or write must not change an earlier result)."""
+    gb = GameBoy(make_rom(), num_envs=2, check_header=False)
+    gb.write_memory(0xC000, torch.tensor([1, 2], dtype=torch.uint8))
+    first = gb.read_memory(0xC000, 2)
+    gb.write_memory(0xC000, torch.tensor([5, 6], dtype=torch.uint8))
+    second = gb.read_memory(0xC000, 2)
+    other = gb.read_memory(0xC001, 1)
+    assert first.tolist() == [[1, 2], [1, 2]]
+    assert second.tolist() == [[5, 6], [5, 6]] and other.tolist() == [[6], [6]]
+
+
 def test_bad_arguments():
     gb = GameBoy(make_rom(), num_envs=2, check_header=False)
     with pytest.raises(ValueError, match="shape"):

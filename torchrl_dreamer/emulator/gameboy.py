@@ -161,6 +161,7 @@ class GameBoy:
         # packing the Mem struct and wrapping tensors costs ~35 us a launch, more than a frame
         self._btn = torch.zeros(n, 1, dtype=torch.uint8, device=dev)
         self._run_cmd = None
+        self._peek_cmds: dict[int, tuple[torch.Tensor, object]] = {}  # read_memory, by length
         self.reset_power_on()
 
     # ------------------------------------------------------------------------------ internals
@@ -197,6 +198,10 @@ class GameBoy:
         cmd.set_param_at_index(3, int(frames))
         cmd.set_param_at_index(4, int(press_frames))
         cmd.set_param_at_index(5, int(pack))
+        self._replay(cmd)
+
+    def _replay(self, cmd) -> None:
+        """Launch a recorded command (on PyTorch's current stream on CUDA, as ``_launch`` does)."""
         if self.device.type == "cuda":
             cmd.launch(stream=wp.stream_from_torch(torch.cuda.current_stream(self.device)))
         else:
@@ -324,9 +329,16 @@ class GameBoy:
             raise ValueError(f"addr must be in 0..0xFFFF, got {addr:#x}")
         if length < 1:
             raise ValueError(f"length must be >= 1, got {length}")
-        out = torch.empty(self.num_envs, length, dtype=torch.uint8, device=self.device)
-        self._launch(self._kmod.gb_peek, [self._mem, int(addr), wp.from_torch(out)])
-        return out
+        # a recorded gb_peek launch per length, replayed with the address (see _run)
+        buf, cmd = self._peek_cmds.get(length, (None, None))
+        if cmd is None or cmd.kernel is not self._kmod.gb_peek:
+            buf = torch.empty(self.num_envs, length, dtype=torch.uint8, device=self.device)
+            cmd = wp.launch(self._kmod.gb_peek, dim=self.num_envs, device=_wp_device(self.device),
+                            inputs=[self._mem, 0, wp.from_torch(buf)], record_cmd=True)
+            self._peek_cmds[length] = (buf, cmd)
+        cmd.set_param_at_index(1, int(addr))
+        self._replay(cmd)
+        return buf.clone()
 
     def write_memory(self, addr: int, values, mask: torch.Tensor | None = None) -> None:
         """Write bytes at ``addr..`` through the bus (RAM, cart RAM, IO) of the masked envs.
