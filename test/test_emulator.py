@@ -82,6 +82,19 @@ def test_write_read_memory_masked():
         gb.read_memory(0x10000)
 
 
+def test_read_memory_results_are_independent_of_later_reads():
+    """read_memory replays one recorded launch per length into a shared buffer: each result is
+    its own tensor (a later read or write must not change an earlier result)."""
+    gb = GameBoy(make_rom(), num_envs=2, check_header=False)
+    gb.write_memory(0xC000, torch.tensor([1, 2], dtype=torch.uint8))
+    first = gb.read_memory(0xC000, 2)
+    gb.write_memory(0xC000, torch.tensor([5, 6], dtype=torch.uint8))
+    second = gb.read_memory(0xC000, 2)
+    other = gb.read_memory(0xC001, 1)
+    assert first.tolist() == [[1, 2], [1, 2]]
+    assert second.tolist() == [[5, 6], [5, 6]] and other.tolist() == [[6], [6]]
+
+
 def test_bad_arguments():
     gb = GameBoy(make_rom(), num_envs=2, check_header=False)
     with pytest.raises(ValueError, match="shape"):
@@ -222,6 +235,26 @@ def test_step_writes_obs_out_in_place(roms):
     assert out.data_ptr() == row.data_ptr()
     assert torch.equal(replay[:, 2], ref_out) and replay[:, 2].any()
     assert not replay[:, 0].any() and not replay[:, 3].any()
+
+
+def test_run_frames_replayed_launch_takes_each_calls_arguments(roms):
+    """run_frames replays one recorded launch: every call's frame count and buttons (int mask,
+    tensor, None) must reach the kernel, as they do through step()'s direct launch (obs_out)."""
+    path = rom_path(roms, "games/2048-wyattferguson/2048.gb")
+    gb = GameBoy(path, num_envs=2)
+    ref = GameBoy(path, num_envs=2)
+    buf = torch.zeros(2, 1, 72, 20, dtype=torch.uint8)
+    calls = [(30, None), (6, BUTTON_START), (20, None), (5, torch.tensor([BUTTON_START, 0],
+             dtype=torch.uint8)), (9, BUTTON_LEFT), (3, None), (7, torch.tensor(
+             [BUTTON_DOWN, BUTTON_RIGHT], dtype=torch.uint8)), (11, 0)]
+    for n, b in calls:
+        gb.run_frames(n, b)
+        ref.step(b, frames=n, press_frames=n, obs_out=buf)
+    assert torch.equal(gb.read_memory(0xC000, 0x2000), ref.read_memory(0xC000, 0x2000))
+    assert not torch.equal(gb.read_memory(0xC000, 0x2000)[0], gb.read_memory(0xC000, 0x2000)[1])
+    assert torch.equal(gb.packed2, buf)
+    for k, v in gb.registers().items():
+        assert torch.equal(torch.as_tensor(v), torch.as_tensor(ref.registers()[k])), k
 
 
 # ------------------------------------------------------------------------------------ CUDA

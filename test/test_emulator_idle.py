@@ -247,6 +247,46 @@ def test_spin_loop_is_bit_identical_and_skips():
     assert int(slow.read_memory(0xC001, 1)[0, 0]) >= 9
 
 
+def test_ly_stat_poll_skips_through_values_that_keep_waiting():
+    """A wait for LY 144 runs through 144 LY values and a wait for mode 0/1 through modes 2 and
+    3: the fast-forward goes on through each following value that keeps the branch taken (up
+    to the next event), so a frame executes a handful of instructions instead of >= 3 per line,
+    and stays bit-identical. Fails if the skip stops at every LY / STAT change."""
+    torch.set_num_threads(1)
+    from torchrl_dreamer.emulator.codegen import load_kernel_module
+
+    code = bytes([
+        0xF3, 0x06, 0x90, 0x11, 0x00, 0xC1, 0x21, 0x41, 0xFF,  # di; b = 144; de = C100; hl = STAT
+        0xF0, 0x44, 0xB8, 0x20, 0xFB,  # wait: ldh a,(LY); cp b; jr nz,wait (LY == 144)
+        0xF0, 0x04, 0x12, 0x1C,  # ldh a,(DIV); ld (de),a; inc e (log the exit cycle)
+        0xF0, 0x44, 0xB8, 0x28, 0xFB,  # ldh a,(LY); cp b; jr z (until LY 145)
+        0xF0, 0x44, 0xA7, 0x20, 0xFB,  # ldh a,(LY); and a; jr nz (until LY 0)
+        0xCB, 0x4E, 0x28, 0xFC,  # bit 1,(hl); jr z (until mode 2 or 3)
+        0xCB, 0x4E, 0x20, 0xFC,  # bit 1,(hl); jr nz (through modes 2 and 3: until mode 0)
+        0xF0, 0x04, 0x12, 0x1C,  # log
+        0x18, 0xDC,  # jr back to the LY == 144 wait
+    ])
+    rom = make_rom(code)
+    runs = {}
+    for name, kw in (("fast", {"idle_skip": True}), ("slow", {"idle_skip": False}),
+                     ("count", {})):
+        gb = GameBoy(rom, framebuffer=True, **kw)
+        if name == "count":
+            gb._kmod = load_kernel_module("cpu", count=True)
+        for k in range(6):
+            gb.run_frames(5 + k, render=False)
+        runs[name] = gb
+    _assert_same_consoles(runs["slow"], runs["fast"])
+    log = runs["slow"].read_memory(0xC100, 256)
+    assert int(log[0].count_nonzero()) > 40  # both waits exited every frame
+    cyc = FIELDS["CYCLES"]
+    total = int(runs["count"].state_tensors()["st"][0, cyc])
+    skipped = int(runs["fast"].state_tensors()["st"][0, cyc])
+    frames = sum(5 + k for k in range(6))
+    assert total > 3 * 144 * frames  # without skipping: >= one 3-instruction iteration a line
+    assert total - skipped < 40 * frames
+
+
 def test_no_skip_while_oam_dma_runs():
     """The HRAM wait of the usual OAM-DMA routine (``dec a; jr nz`` for 160 M-cycles) is not
     fast-forwarded while the DMA runs (its byte copies and bus conflicts are cycle-exact); the

@@ -4,7 +4,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
-from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_now, tick, tick_idu, wr
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import reg8 as getr
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
@@ -148,10 +148,11 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
-        if ei_ != 0:
-            ei_ = ei_ - 1
-            if ei_ == 0:
-                ime = 1
+        if (ei_ | halted) != 0:
+            if ei_ != 0:
+                ei_ = ei_ - 1
+                if ei_ == 0:
+                    ime = 1
         if halted != 0:
             if m.st[i, S_STOPPED] != 0:
                 if m.st[i, S_JOY] != 0:
@@ -205,11 +206,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             steps_ = steps_ + 1
         if wp.static(COUNT):
             m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + 1
-        op = rd_now(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-        if halt_bug != 0:
-            halt_bug = 0
-        else:
-            pc = (pc + 1) & 0xFFFF
+        op = rd_op(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+        pc = (pc + 1 - halt_bug) & 0xFFFF  # HALT bug: the byte after HALT is read twice
+        halt_bug = 0
         ln_ = int(oplen[0, op])
         if wp.static(TRACE):
             tp_ = m.st[i, S_CYCLES]
@@ -231,432 +230,423 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
 
-        g_ = op >> 3
         if op < 0x40:
-            if g_ == 0:
-                if op == 0x00:  # NOP
-                    pass
-                    continue
-                if op == 0x01:  # LD BC,d16
-                    v16_ = (nn_) & 0xFFFF
-                    b = v16_ >> 8
-                    c = v16_ & 0xFF
-                    continue
-                if op == 0x02:  # LD (BC),A
-                    wr(i, m, ((b << 8) | c), a, clk, nxt, dirty, wram_end)
-                    continue
-                if op == 0x03:  # INC BC
-                    tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
-                    v16_ = (((b << 8) | c) + 1) & 0xFFFF
-                    b = v16_ >> 8
-                    c = v16_ & 0xFF
-                    continue
-                if op == 0x04:  # INC B
-                    v_ = b
-                    r_ = inc8(v_, f)
-                    f = r_ >> 8
-                    b = r_ & 0xFF
-                    continue
-                if op == 0x05:  # DEC B
-                    v_ = b
-                    r_ = dec8(v_, f)
-                    f = r_ >> 8
-                    b = r_ & 0xFF
-                    continue
-                if op == 0x06:  # LD B,d8
-                    b = n_
-                    continue
-                if op == 0x07:  # RLCA
-                    r_ = rot8(0, a, f)
-                    a = r_ & 0xFF
-                    f = (r_ >> 8) & 0x70
-                    continue
-            if g_ == 1:
-                if op == 0x08:  # LD (a16),SP
-                    wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty, wram_end)
-                    wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8, clk, nxt, dirty, wram_end)
-                    continue
-                if op == 0x09:  # ADD HL,BC
-                    tick(i, m, clk, nxt, dirty)
-                    r_ = add_hl((h << 8) | l, ((b << 8) | c), f)
-                    f = r_ >> 16
-                    v16_ = (r_ & 0xFFFF) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x0A:  # LD A,(BC)
-                    a = rd(i, m, ((b << 8) | c), clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                    continue
-                if op == 0x0B:  # DEC BC
-                    tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
-                    v16_ = (((b << 8) | c) - 1) & 0xFFFF
-                    b = v16_ >> 8
-                    c = v16_ & 0xFF
-                    continue
-                if op == 0x0C:  # INC C
-                    v_ = c
-                    r_ = inc8(v_, f)
-                    f = r_ >> 8
-                    c = r_ & 0xFF
-                    continue
-                if op == 0x0D:  # DEC C
-                    v_ = c
-                    r_ = dec8(v_, f)
-                    f = r_ >> 8
-                    c = r_ & 0xFF
-                    continue
-                if op == 0x0E:  # LD C,d8
-                    c = n_
-                    continue
-                if op == 0x0F:  # RRCA
-                    r_ = rot8(1, a, f)
-                    a = r_ & 0xFF
-                    f = (r_ >> 8) & 0x70
-                    continue
-            if g_ == 2:
-                if op == 0x10:  # STOP d8
-                    pc = (pc + 1) & 0xFFFF
-                    m.st[i, S_CLK] = clk
-                    poke(i, m, 0xFF00 | R_DIV, 0)
-                    clk = m.st[i, S_CLK]
-                    nxt = m.st[i, S_NEXT]
-                    dirty = int(1)
-                    if m.st[i, S_JOY] == 0:
-                        m.st[i, S_STOPPED] = 1
-                        halted = 1
-                    continue
-                if op == 0x11:  # LD DE,d16
-                    v16_ = (nn_) & 0xFFFF
-                    d = v16_ >> 8
-                    e = v16_ & 0xFF
-                    continue
-                if op == 0x12:  # LD (DE),A
-                    wr(i, m, ((d << 8) | e), a, clk, nxt, dirty, wram_end)
-                    continue
-                if op == 0x13:  # INC DE
-                    tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
-                    v16_ = (((d << 8) | e) + 1) & 0xFFFF
-                    d = v16_ >> 8
-                    e = v16_ & 0xFF
-                    continue
-                if op == 0x14:  # INC D
-                    v_ = d
-                    r_ = inc8(v_, f)
-                    f = r_ >> 8
-                    d = r_ & 0xFF
-                    continue
-                if op == 0x15:  # DEC D
-                    v_ = d
-                    r_ = dec8(v_, f)
-                    f = r_ >> 8
-                    d = r_ & 0xFF
-                    continue
-                if op == 0x16:  # LD D,d8
-                    d = n_
-                    continue
-                if op == 0x17:  # RLA
-                    r_ = rot8(2, a, f)
-                    a = r_ & 0xFF
-                    f = (r_ >> 8) & 0x70
-                    continue
-            if g_ == 3:
-                if op == 0x18:  # JR r8
+            if op == 0x00:  # NOP
+                pass
+                continue
+            if op == 0x01:  # LD BC,d16
+                v16_ = (nn_) & 0xFFFF
+                b = v16_ >> 8
+                c = v16_ & 0xFF
+                continue
+            if op == 0x02:  # LD (BC),A
+                wr(i, m, ((b << 8) | c), a, clk, nxt, dirty, wram_end)
+                continue
+            if op == 0x03:  # INC BC
+                tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
+                v16_ = (((b << 8) | c) + 1) & 0xFFFF
+                b = v16_ >> 8
+                c = v16_ & 0xFF
+                continue
+            if op == 0x04:  # INC B
+                v_ = b
+                r_ = inc8(v_, f)
+                f = r_ >> 8
+                b = r_ & 0xFF
+                continue
+            if op == 0x05:  # DEC B
+                v_ = b
+                r_ = dec8(v_, f)
+                f = r_ >> 8
+                b = r_ & 0xFF
+                continue
+            if op == 0x06:  # LD B,d8
+                b = n_
+                continue
+            if op == 0x07:  # RLCA
+                r_ = rot8(0, a, f)
+                a = r_ & 0xFF
+                f = (r_ >> 8) & 0x70
+                continue
+            if op == 0x08:  # LD (a16),SP
+                wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty, wram_end)
+                wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8, clk, nxt, dirty, wram_end)
+                continue
+            if op == 0x09:  # ADD HL,BC
+                tick(i, m, clk, nxt, dirty)
+                r_ = add_hl((h << 8) | l, ((b << 8) | c), f)
+                f = r_ >> 16
+                v16_ = (r_ & 0xFFFF) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x0A:  # LD A,(BC)
+                a = rd(i, m, ((b << 8) | c), clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                continue
+            if op == 0x0B:  # DEC BC
+                tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
+                v16_ = (((b << 8) | c) - 1) & 0xFFFF
+                b = v16_ >> 8
+                c = v16_ & 0xFF
+                continue
+            if op == 0x0C:  # INC C
+                v_ = c
+                r_ = inc8(v_, f)
+                f = r_ >> 8
+                c = r_ & 0xFF
+                continue
+            if op == 0x0D:  # DEC C
+                v_ = c
+                r_ = dec8(v_, f)
+                f = r_ >> 8
+                c = r_ & 0xFF
+                continue
+            if op == 0x0E:  # LD C,d8
+                c = n_
+                continue
+            if op == 0x0F:  # RRCA
+                r_ = rot8(1, a, f)
+                a = r_ & 0xFF
+                f = (r_ >> 8) & 0x70
+                continue
+            if op == 0x10:  # STOP d8
+                pc = (pc + 1) & 0xFFFF
+                m.st[i, S_CLK] = clk
+                poke(i, m, 0xFF00 | R_DIV, 0)
+                clk = m.st[i, S_CLK]
+                nxt = m.st[i, S_NEXT]
+                dirty = int(1)
+                if m.st[i, S_JOY] == 0:
+                    m.st[i, S_STOPPED] = 1
+                    halted = 1
+                continue
+            if op == 0x11:  # LD DE,d16
+                v16_ = (nn_) & 0xFFFF
+                d = v16_ >> 8
+                e = v16_ & 0xFF
+                continue
+            if op == 0x12:  # LD (DE),A
+                wr(i, m, ((d << 8) | e), a, clk, nxt, dirty, wram_end)
+                continue
+            if op == 0x13:  # INC DE
+                tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
+                v16_ = (((d << 8) | e) + 1) & 0xFFFF
+                d = v16_ >> 8
+                e = v16_ & 0xFF
+                continue
+            if op == 0x14:  # INC D
+                v_ = d
+                r_ = inc8(v_, f)
+                f = r_ >> 8
+                d = r_ & 0xFF
+                continue
+            if op == 0x15:  # DEC D
+                v_ = d
+                r_ = dec8(v_, f)
+                f = r_ >> 8
+                d = r_ & 0xFF
+                continue
+            if op == 0x16:  # LD D,d8
+                d = n_
+                continue
+            if op == 0x17:  # RLA
+                r_ = rot8(2, a, f)
+                a = r_ & 0xFF
+                f = (r_ >> 8) & 0x70
+                continue
+            if op == 0x18:  # JR r8
+                tick(i, m, clk, nxt, dirty)
+                pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
+                if wp.static(IDLE_SKIP):
+                    if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                continue
+            if op == 0x19:  # ADD HL,DE
+                tick(i, m, clk, nxt, dirty)
+                r_ = add_hl((h << 8) | l, ((d << 8) | e), f)
+                f = r_ >> 16
+                v16_ = (r_ & 0xFFFF) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x1A:  # LD A,(DE)
+                a = rd(i, m, ((d << 8) | e), clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                continue
+            if op == 0x1B:  # DEC DE
+                tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
+                v16_ = (((d << 8) | e) - 1) & 0xFFFF
+                d = v16_ >> 8
+                e = v16_ & 0xFF
+                continue
+            if op == 0x1C:  # INC E
+                v_ = e
+                r_ = inc8(v_, f)
+                f = r_ >> 8
+                e = r_ & 0xFF
+                continue
+            if op == 0x1D:  # DEC E
+                v_ = e
+                r_ = dec8(v_, f)
+                f = r_ >> 8
+                e = r_ & 0xFF
+                continue
+            if op == 0x1E:  # LD E,d8
+                e = n_
+                continue
+            if op == 0x1F:  # RRA
+                r_ = rot8(3, a, f)
+                a = r_ & 0xFF
+                f = (r_ >> 8) & 0x70
+                continue
+            if op == 0x20:  # JR NZ,r8
+                if (f & 0x80) == 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
-                    if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                            if maybe_loop(m, oplen, pc, rom0, rom1):
-                                m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                                if sk_ < 0:
-                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                                if sk_ > 0:
-                                    a = m.st[i, S_A]
-                                    f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
-                                    clk = m.st[i, S_CLK]
-                    continue
-                if op == 0x19:  # ADD HL,DE
+                if wp.static(IDLE_SKIP):
+                    if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                continue
+            if op == 0x21:  # LD HL,d16
+                v16_ = (nn_) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x22:  # LD (HL+),A
+                hl_ = (h << 8) | l
+                wr(i, m, hl_, a, clk, nxt, dirty, wram_end)
+                v16_ = (hl_ + 1) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x23:  # INC HL
+                tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
+                v16_ = (((h << 8) | l) + 1) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x24:  # INC H
+                v_ = h
+                r_ = inc8(v_, f)
+                f = r_ >> 8
+                h = r_ & 0xFF
+                continue
+            if op == 0x25:  # DEC H
+                v_ = h
+                r_ = dec8(v_, f)
+                f = r_ >> 8
+                h = r_ & 0xFF
+                continue
+            if op == 0x26:  # LD H,d8
+                h = n_
+                continue
+            if op == 0x27:  # DAA
+                r_ = daa(a, f)
+                a = r_ & 0xFF
+                f = r_ >> 8
+                continue
+            if op == 0x28:  # JR Z,r8
+                if (f & 0x80) != 0:
                     tick(i, m, clk, nxt, dirty)
-                    r_ = add_hl((h << 8) | l, ((d << 8) | e), f)
-                    f = r_ >> 16
-                    v16_ = (r_ & 0xFFFF) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x1A:  # LD A,(DE)
-                    a = rd(i, m, ((d << 8) | e), clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                    continue
-                if op == 0x1B:  # DEC DE
-                    tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
-                    v16_ = (((d << 8) | e) - 1) & 0xFFFF
-                    d = v16_ >> 8
-                    e = v16_ & 0xFF
-                    continue
-                if op == 0x1C:  # INC E
-                    v_ = e
-                    r_ = inc8(v_, f)
-                    f = r_ >> 8
-                    e = r_ & 0xFF
-                    continue
-                if op == 0x1D:  # DEC E
-                    v_ = e
-                    r_ = dec8(v_, f)
-                    f = r_ >> 8
-                    e = r_ & 0xFF
-                    continue
-                if op == 0x1E:  # LD E,d8
-                    e = n_
-                    continue
-                if op == 0x1F:  # RRA
-                    r_ = rot8(3, a, f)
-                    a = r_ & 0xFF
-                    f = (r_ >> 8) & 0x70
-                    continue
-            if g_ == 4:
-                if op == 0x20:  # JR NZ,r8
-                    if (f & 0x80) == 0:
-                        tick(i, m, clk, nxt, dirty)
-                        pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
-                    if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                            if maybe_loop(m, oplen, pc, rom0, rom1):
-                                m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                                if sk_ < 0:
-                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                                if sk_ > 0:
-                                    a = m.st[i, S_A]
-                                    f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
-                                    clk = m.st[i, S_CLK]
-                    continue
-                if op == 0x21:  # LD HL,d16
-                    v16_ = (nn_) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x22:  # LD (HL+),A
-                    hl_ = (h << 8) | l
-                    wr(i, m, hl_, a, clk, nxt, dirty, wram_end)
-                    v16_ = (hl_ + 1) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x23:  # INC HL
-                    tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
-                    v16_ = (((h << 8) | l) + 1) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x24:  # INC H
-                    v_ = h
-                    r_ = inc8(v_, f)
-                    f = r_ >> 8
-                    h = r_ & 0xFF
-                    continue
-                if op == 0x25:  # DEC H
-                    v_ = h
-                    r_ = dec8(v_, f)
-                    f = r_ >> 8
-                    h = r_ & 0xFF
-                    continue
-                if op == 0x26:  # LD H,d8
-                    h = n_
-                    continue
-                if op == 0x27:  # DAA
-                    r_ = daa(a, f)
-                    a = r_ & 0xFF
-                    f = r_ >> 8
-                    continue
-            if g_ == 5:
-                if op == 0x28:  # JR Z,r8
-                    if (f & 0x80) != 0:
-                        tick(i, m, clk, nxt, dirty)
-                        pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
-                    if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                            if maybe_loop(m, oplen, pc, rom0, rom1):
-                                m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                                if sk_ < 0:
-                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                                if sk_ > 0:
-                                    a = m.st[i, S_A]
-                                    f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
-                                    clk = m.st[i, S_CLK]
-                    continue
-                if op == 0x29:  # ADD HL,HL
+                    pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
+                if wp.static(IDLE_SKIP):
+                    if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                continue
+            if op == 0x29:  # ADD HL,HL
+                tick(i, m, clk, nxt, dirty)
+                r_ = add_hl((h << 8) | l, ((h << 8) | l), f)
+                f = r_ >> 16
+                v16_ = (r_ & 0xFFFF) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x2A:  # LD A,(HL+)
+                hl_ = (h << 8) | l
+                a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                v16_ = (hl_ + 1) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x2B:  # DEC HL
+                tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
+                v16_ = (((h << 8) | l) - 1) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x2C:  # INC L
+                v_ = l
+                r_ = inc8(v_, f)
+                f = r_ >> 8
+                l = r_ & 0xFF
+                continue
+            if op == 0x2D:  # DEC L
+                v_ = l
+                r_ = dec8(v_, f)
+                f = r_ >> 8
+                l = r_ & 0xFF
+                continue
+            if op == 0x2E:  # LD L,d8
+                l = n_
+                continue
+            if op == 0x2F:  # CPL
+                a = a ^ 0xFF
+                f = f | 0x60
+                continue
+            if op == 0x30:  # JR NC,r8
+                if (f & 0x10) == 0:
                     tick(i, m, clk, nxt, dirty)
-                    r_ = add_hl((h << 8) | l, ((h << 8) | l), f)
-                    f = r_ >> 16
-                    v16_ = (r_ & 0xFFFF) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x2A:  # LD A,(HL+)
-                    hl_ = (h << 8) | l
-                    a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                    v16_ = (hl_ + 1) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x2B:  # DEC HL
-                    tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
-                    v16_ = (((h << 8) | l) - 1) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x2C:  # INC L
-                    v_ = l
-                    r_ = inc8(v_, f)
-                    f = r_ >> 8
-                    l = r_ & 0xFF
-                    continue
-                if op == 0x2D:  # DEC L
-                    v_ = l
-                    r_ = dec8(v_, f)
-                    f = r_ >> 8
-                    l = r_ & 0xFF
-                    continue
-                if op == 0x2E:  # LD L,d8
-                    l = n_
-                    continue
-                if op == 0x2F:  # CPL
-                    a = a ^ 0xFF
-                    f = f | 0x60
-                    continue
-            if g_ == 6:
-                if op == 0x30:  # JR NC,r8
-                    if (f & 0x10) == 0:
-                        tick(i, m, clk, nxt, dirty)
-                        pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
-                    if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                            if maybe_loop(m, oplen, pc, rom0, rom1):
-                                m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                                if sk_ < 0:
-                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                                if sk_ > 0:
-                                    a = m.st[i, S_A]
-                                    f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
-                                    clk = m.st[i, S_CLK]
-                    continue
-                if op == 0x31:  # LD SP,d16
-                    sp = (nn_) & 0xFFFF
-                    continue
-                if op == 0x32:  # LD (HL-),A
-                    hl_ = (h << 8) | l
-                    wr(i, m, hl_, a, clk, nxt, dirty, wram_end)
-                    v16_ = (hl_ - 1) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x33:  # INC SP
-                    tick_idu(i, m, sp, clk, nxt, dirty)
-                    sp = (sp + 1) & 0xFFFF
-                    continue
-                if op == 0x34:  # INC (HL)
-                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                    r_ = inc8(v_, f)
-                    f = r_ >> 8
-                    wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
-                    continue
-                if op == 0x35:  # DEC (HL)
-                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                    r_ = dec8(v_, f)
-                    f = r_ >> 8
-                    wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
-                    continue
-                if op == 0x36:  # LD (HL),d8
-                    wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end)
-                    continue
-                if op == 0x37:  # SCF
-                    f = (f & 0x80) | 0x10
-                    continue
-            if g_ == 7:
-                if op == 0x38:  # JR C,r8
-                    if (f & 0x10) != 0:
-                        tick(i, m, clk, nxt, dirty)
-                        pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
-                    if wp.static(IDLE_SKIP):
-                        if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                            if maybe_loop(m, oplen, pc, rom0, rom1):
-                                m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                                if sk_ < 0:
-                                    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                                if sk_ > 0:
-                                    a = m.st[i, S_A]
-                                    f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
-                                    clk = m.st[i, S_CLK]
-                    continue
-                if op == 0x39:  # ADD HL,SP
+                    pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
+                if wp.static(IDLE_SKIP):
+                    if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                continue
+            if op == 0x31:  # LD SP,d16
+                sp = (nn_) & 0xFFFF
+                continue
+            if op == 0x32:  # LD (HL-),A
+                hl_ = (h << 8) | l
+                wr(i, m, hl_, a, clk, nxt, dirty, wram_end)
+                v16_ = (hl_ - 1) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x33:  # INC SP
+                tick_idu(i, m, sp, clk, nxt, dirty)
+                sp = (sp + 1) & 0xFFFF
+                continue
+            if op == 0x34:  # INC (HL)
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                r_ = inc8(v_, f)
+                f = r_ >> 8
+                wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
+                continue
+            if op == 0x35:  # DEC (HL)
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                r_ = dec8(v_, f)
+                f = r_ >> 8
+                wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
+                continue
+            if op == 0x36:  # LD (HL),d8
+                wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end)
+                continue
+            if op == 0x37:  # SCF
+                f = (f & 0x80) | 0x10
+                continue
+            if op == 0x38:  # JR C,r8
+                if (f & 0x10) != 0:
                     tick(i, m, clk, nxt, dirty)
-                    r_ = add_hl((h << 8) | l, sp, f)
-                    f = r_ >> 16
-                    v16_ = (r_ & 0xFFFF) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x3A:  # LD A,(HL-)
-                    hl_ = (h << 8) | l
-                    a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                    v16_ = (hl_ - 1) & 0xFFFF
-                    h = v16_ >> 8
-                    l = v16_ & 0xFF
-                    continue
-                if op == 0x3B:  # DEC SP
-                    tick_idu(i, m, sp, clk, nxt, dirty)
-                    sp = (sp - 1) & 0xFFFF
-                    continue
-                if op == 0x3C:  # INC A
-                    v_ = a
-                    r_ = inc8(v_, f)
-                    f = r_ >> 8
-                    a = r_ & 0xFF
-                    continue
-                if op == 0x3D:  # DEC A
-                    v_ = a
-                    r_ = dec8(v_, f)
-                    f = r_ >> 8
-                    a = r_ & 0xFF
-                    continue
-                if op == 0x3E:  # LD A,d8
-                    a = n_
-                    continue
-                if op == 0x3F:  # CCF
-                    f = (f & 0x90) ^ 0x10
-                    continue
+                    pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
+                if wp.static(IDLE_SKIP):
+                    if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            if sk_ < 0:
+                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                continue
+            if op == 0x39:  # ADD HL,SP
+                tick(i, m, clk, nxt, dirty)
+                r_ = add_hl((h << 8) | l, sp, f)
+                f = r_ >> 16
+                v16_ = (r_ & 0xFFFF) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x3A:  # LD A,(HL-)
+                hl_ = (h << 8) | l
+                a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                v16_ = (hl_ - 1) & 0xFFFF
+                h = v16_ >> 8
+                l = v16_ & 0xFF
+                continue
+            if op == 0x3B:  # DEC SP
+                tick_idu(i, m, sp, clk, nxt, dirty)
+                sp = (sp - 1) & 0xFFFF
+                continue
+            if op == 0x3C:  # INC A
+                v_ = a
+                r_ = inc8(v_, f)
+                f = r_ >> 8
+                a = r_ & 0xFF
+                continue
+            if op == 0x3D:  # DEC A
+                v_ = a
+                r_ = dec8(v_, f)
+                f = r_ >> 8
+                a = r_ & 0xFF
+                continue
+            if op == 0x3E:  # LD A,d8
+                a = n_
+                continue
+            if op == 0x3F:  # CCF
+                f = (f & 0x90) ^ 0x10
+                continue
         if op < 0xC0:
             if op == 0x76:  # HALT
                 pend_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
@@ -765,282 +755,274 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 tick(i, m, clk, nxt, dirty)
                 pc = (hi_ << 8) | lo_
             continue
-        if g_ == 24:
-            if op == 0xC2:  # JP NZ,a16
-                if wp.static(IDLE_SKIP):
-                    pj_ = pc
-                if (f & 0x80) == 0:
-                    tick(i, m, clk, nxt, dirty)
-                    pc = nn_
-                if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                continue
-            if op == 0xC3:  # JP a16
-                if wp.static(IDLE_SKIP):
-                    pj_ = pc
+        if op == 0xC2:  # JP NZ,a16
+            if wp.static(IDLE_SKIP):
+                pj_ = pc
+            if (f & 0x80) == 0:
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
-                if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                continue
-            if op == 0xC6:  # ADD A,d8
-                r_ = alu8(0, a, n_, f)
-                a = r_ & 0xFF
-                f = r_ >> 8
-                continue
-        if g_ == 25:
-            if op == 0xC9:  # RET
-                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                sp = (sp + 1) & 0xFFFF
-                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                sp = (sp + 1) & 0xFFFF
-                nn_ = (hi_ << 8) | lo_
+            if wp.static(IDLE_SKIP):
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                        m.st[i, S_CLK] = clk
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        if sk_ < 0:
+                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                        if sk_ > 0:
+                            a = m.st[i, S_A]
+                            f = m.st[i, S_F]
+                            b = m.st[i, S_B]
+                            c = m.st[i, S_C]
+                            d = m.st[i, S_D]
+                            e = m.st[i, S_E]
+                            h = m.st[i, S_H]
+                            l = m.st[i, S_L]
+                            clk = m.st[i, S_CLK]
+            continue
+        if op == 0xC3:  # JP a16
+            if wp.static(IDLE_SKIP):
+                pj_ = pc
+            tick(i, m, clk, nxt, dirty)
+            pc = nn_
+            if wp.static(IDLE_SKIP):
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                        m.st[i, S_CLK] = clk
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        if sk_ < 0:
+                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                        if sk_ > 0:
+                            a = m.st[i, S_A]
+                            f = m.st[i, S_F]
+                            b = m.st[i, S_B]
+                            c = m.st[i, S_C]
+                            d = m.st[i, S_D]
+                            e = m.st[i, S_E]
+                            h = m.st[i, S_H]
+                            l = m.st[i, S_L]
+                            clk = m.st[i, S_CLK]
+            continue
+        if op == 0xC6:  # ADD A,d8
+            r_ = alu8(0, a, n_, f)
+            a = r_ & 0xFF
+            f = r_ >> 8
+            continue
+        if op == 0xC9:  # RET
+            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            sp = (sp + 1) & 0xFFFF
+            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            sp = (sp + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | lo_
+            tick(i, m, clk, nxt, dirty)
+            pc = nn_
+            continue
+        if op == 0xCA:  # JP Z,a16
+            if wp.static(IDLE_SKIP):
+                pj_ = pc
+            if (f & 0x80) != 0:
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
+            if wp.static(IDLE_SKIP):
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                        m.st[i, S_CLK] = clk
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        if sk_ < 0:
+                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                        if sk_ > 0:
+                            a = m.st[i, S_A]
+                            f = m.st[i, S_F]
+                            b = m.st[i, S_B]
+                            c = m.st[i, S_C]
+                            d = m.st[i, S_D]
+                            e = m.st[i, S_E]
+                            h = m.st[i, S_H]
+                            l = m.st[i, S_L]
+                            clk = m.st[i, S_CLK]
+            continue
+        if op == 0xCB:  # CB prefix
+            # CB page: register index (bits 0-2), bit/operation (3-5), group (6-7)
+            cb_ = n_
+            reg_ = cb_ & 7
+            grp_ = cb_ >> 6
+            k_ = (cb_ >> 3) & 7
+            v_ = int(0)
+            if reg_ == 6:
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            else:
+                v_ = getr(reg_, b, c, d, e, h, l, a)
+            if grp_ == 1:
+                f = (f & 0x10) | 0x20
+                if ((v_ >> k_) & 1) == 0:
+                    f = f | 0x80
                 continue
-            if op == 0xCA:  # JP Z,a16
-                if wp.static(IDLE_SKIP):
-                    pj_ = pc
-                if (f & 0x80) != 0:
-                    tick(i, m, clk, nxt, dirty)
-                    pc = nn_
-                if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                continue
-            if op == 0xCB:  # CB prefix
-                # CB page: register index (bits 0-2), bit/operation (3-5), group (6-7)
-                cb_ = n_
-                reg_ = cb_ & 7
-                grp_ = cb_ >> 6
-                k_ = (cb_ >> 3) & 7
-                v_ = int(0)
-                if reg_ == 6:
-                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                else:
-                    v_ = getr(reg_, b, c, d, e, h, l, a)
-                if grp_ == 1:
-                    f = (f & 0x10) | 0x20
-                    if ((v_ >> k_) & 1) == 0:
-                        f = f | 0x80
-                    continue
-                if grp_ == 0:
-                    r_ = rot8(k_, v_, f)
-                    v_ = r_ & 0xFF
-                    f = r_ >> 8
-                elif grp_ == 2:
-                    v_ = v_ & ((1 << k_) ^ 0xFF)
-                else:
-                    v_ = v_ | (1 << k_)
-                if reg_ == 0:
-                    b = v_
-                elif reg_ == 1:
-                    c = v_
-                elif reg_ == 2:
-                    d = v_
-                elif reg_ == 3:
-                    e = v_
-                elif reg_ == 4:
-                    h = v_
-                elif reg_ == 5:
-                    l = v_
-                elif reg_ == 6:
-                    wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end)
-                else:
-                    a = v_
-                continue
-            if op == 0xCE:  # ADC A,d8
-                r_ = alu8(1, a, n_, f)
-                a = r_ & 0xFF
+            if grp_ == 0:
+                r_ = rot8(k_, v_, f)
+                v_ = r_ & 0xFF
                 f = r_ >> 8
-                continue
-        if g_ == 26:
-            if op == 0xD2:  # JP NC,a16
-                if wp.static(IDLE_SKIP):
-                    pj_ = pc
-                if (f & 0x10) == 0:
-                    tick(i, m, clk, nxt, dirty)
-                    pc = nn_
-                if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                continue
-            if op == 0xD6:  # SUB A,d8
-                r_ = alu8(2, a, n_, f)
-                a = r_ & 0xFF
-                f = r_ >> 8
-                continue
-        if g_ == 27:
-            if op == 0xD9:  # RETI
-                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                sp = (sp + 1) & 0xFFFF
-                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                sp = (sp + 1) & 0xFFFF
-                nn_ = (hi_ << 8) | lo_
+            elif grp_ == 2:
+                v_ = v_ & ((1 << k_) ^ 0xFF)
+            else:
+                v_ = v_ | (1 << k_)
+            if reg_ == 0:
+                b = v_
+            elif reg_ == 1:
+                c = v_
+            elif reg_ == 2:
+                d = v_
+            elif reg_ == 3:
+                e = v_
+            elif reg_ == 4:
+                h = v_
+            elif reg_ == 5:
+                l = v_
+            elif reg_ == 6:
+                wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end)
+            else:
+                a = v_
+            continue
+        if op == 0xCE:  # ADC A,d8
+            r_ = alu8(1, a, n_, f)
+            a = r_ & 0xFF
+            f = r_ >> 8
+            continue
+        if op == 0xD2:  # JP NC,a16
+            if wp.static(IDLE_SKIP):
+                pj_ = pc
+            if (f & 0x10) == 0:
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
-                ime = 1
-                ei_ = 0
-                continue
-            if op == 0xDA:  # JP C,a16
-                if wp.static(IDLE_SKIP):
-                    pj_ = pc
-                if (f & 0x10) != 0:
-                    tick(i, m, clk, nxt, dirty)
-                    pc = nn_
-                if wp.static(IDLE_SKIP):
-                    if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                continue
-            if op == 0xDE:  # SBC A,d8
-                r_ = alu8(3, a, n_, f)
-                a = r_ & 0xFF
-                f = r_ >> 8
-                continue
-        if g_ == 28:
-            if op == 0xE0:  # LDH (a8),A
-                wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end)
-                continue
-            if op == 0xE2:  # LD (C),A
-                wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end)
-                continue
-            if op == 0xE6:  # AND A,d8
-                r_ = alu8(4, a, n_, f)
-                a = r_ & 0xFF
-                f = r_ >> 8
-                continue
-        if g_ == 29:
-            if op == 0xE8:  # ADD SP,r8
+            if wp.static(IDLE_SKIP):
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                        m.st[i, S_CLK] = clk
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        if sk_ < 0:
+                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                        if sk_ > 0:
+                            a = m.st[i, S_A]
+                            f = m.st[i, S_F]
+                            b = m.st[i, S_B]
+                            c = m.st[i, S_C]
+                            d = m.st[i, S_D]
+                            e = m.st[i, S_E]
+                            h = m.st[i, S_H]
+                            l = m.st[i, S_L]
+                            clk = m.st[i, S_CLK]
+            continue
+        if op == 0xD6:  # SUB A,d8
+            r_ = alu8(2, a, n_, f)
+            a = r_ & 0xFF
+            f = r_ >> 8
+            continue
+        if op == 0xD9:  # RETI
+            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            sp = (sp + 1) & 0xFFFF
+            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            sp = (sp + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | lo_
+            tick(i, m, clk, nxt, dirty)
+            pc = nn_
+            ime = 1
+            ei_ = 0
+            continue
+        if op == 0xDA:  # JP C,a16
+            if wp.static(IDLE_SKIP):
+                pj_ = pc
+            if (f & 0x10) != 0:
                 tick(i, m, clk, nxt, dirty)
-                tick(i, m, clk, nxt, dirty)
-                r_ = add_sp(sp, n_)
-                f = r_ >> 16
-                sp = r_ & 0xFFFF
-                continue
-            if op == 0xE9:  # JP HL
-                pc = (h << 8) | l
-                continue
-            if op == 0xEA:  # LD (a16),A
-                wr(i, m, nn_, a, clk, nxt, dirty, wram_end)
-                continue
-            if op == 0xEE:  # XOR A,d8
-                r_ = alu8(5, a, n_, f)
-                a = r_ & 0xFF
-                f = r_ >> 8
-                continue
-        if g_ == 30:
-            if op == 0xF0:  # LDH A,(a8)
-                a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                continue
-            if op == 0xF2:  # LD A,(C)
-                a = rd(i, m, 0xFF00 | c, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                continue
-            if op == 0xF3:  # DI
-                ime = 0
-                ei_ = 0
-                continue
-            if op == 0xF6:  # OR A,d8
-                r_ = alu8(6, a, n_, f)
-                a = r_ & 0xFF
-                f = r_ >> 8
-                continue
-        if g_ == 31:
-            if op == 0xF8:  # LD HL,SP+r8
-                tick(i, m, clk, nxt, dirty)
-                r_ = add_sp(sp, n_)
-                f = r_ >> 16
-                v16_ = (r_ & 0xFFFF) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
-                continue
-            if op == 0xF9:  # LD SP,HL
-                tick(i, m, clk, nxt, dirty)
-                sp = (h << 8) | l
-                continue
-            if op == 0xFA:  # LD A,(a16)
-                a = rd(i, m, nn_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                continue
-            if op == 0xFB:  # EI
-                if ime == 0 and ei_ == 0:
-                    ei_ = 2
-                continue
-            if op == 0xFE:  # CP A,d8
-                r_ = alu8(7, a, n_, f)
-                a = r_ & 0xFF
-                f = r_ >> 8
-                continue
+                pc = nn_
+            if wp.static(IDLE_SKIP):
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                        m.st[i, S_CLK] = clk
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        if sk_ < 0:
+                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
+                        if sk_ > 0:
+                            a = m.st[i, S_A]
+                            f = m.st[i, S_F]
+                            b = m.st[i, S_B]
+                            c = m.st[i, S_C]
+                            d = m.st[i, S_D]
+                            e = m.st[i, S_E]
+                            h = m.st[i, S_H]
+                            l = m.st[i, S_L]
+                            clk = m.st[i, S_CLK]
+            continue
+        if op == 0xDE:  # SBC A,d8
+            r_ = alu8(3, a, n_, f)
+            a = r_ & 0xFF
+            f = r_ >> 8
+            continue
+        if op == 0xE0:  # LDH (a8),A
+            wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end)
+            continue
+        if op == 0xE2:  # LD (C),A
+            wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end)
+            continue
+        if op == 0xE6:  # AND A,d8
+            r_ = alu8(4, a, n_, f)
+            a = r_ & 0xFF
+            f = r_ >> 8
+            continue
+        if op == 0xE8:  # ADD SP,r8
+            tick(i, m, clk, nxt, dirty)
+            tick(i, m, clk, nxt, dirty)
+            r_ = add_sp(sp, n_)
+            f = r_ >> 16
+            sp = r_ & 0xFFFF
+            continue
+        if op == 0xE9:  # JP HL
+            pc = (h << 8) | l
+            continue
+        if op == 0xEA:  # LD (a16),A
+            wr(i, m, nn_, a, clk, nxt, dirty, wram_end)
+            continue
+        if op == 0xEE:  # XOR A,d8
+            r_ = alu8(5, a, n_, f)
+            a = r_ & 0xFF
+            f = r_ >> 8
+            continue
+        if op == 0xF0:  # LDH A,(a8)
+            a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            continue
+        if op == 0xF2:  # LD A,(C)
+            a = rd(i, m, 0xFF00 | c, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            continue
+        if op == 0xF3:  # DI
+            ime = 0
+            ei_ = 0
+            continue
+        if op == 0xF6:  # OR A,d8
+            r_ = alu8(6, a, n_, f)
+            a = r_ & 0xFF
+            f = r_ >> 8
+            continue
+        if op == 0xF8:  # LD HL,SP+r8
+            tick(i, m, clk, nxt, dirty)
+            r_ = add_sp(sp, n_)
+            f = r_ >> 16
+            v16_ = (r_ & 0xFFFF) & 0xFFFF
+            h = v16_ >> 8
+            l = v16_ & 0xFF
+            continue
+        if op == 0xF9:  # LD SP,HL
+            tick(i, m, clk, nxt, dirty)
+            sp = (h << 8) | l
+            continue
+        if op == 0xFA:  # LD A,(a16)
+            a = rd(i, m, nn_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            continue
+        if op == 0xFB:  # EI
+            if ime == 0 and ei_ == 0:
+                ei_ = 2
+            continue
+        if op == 0xFE:  # CP A,d8
+            r_ = alu8(7, a, n_, f)
+            a = r_ & 0xFF
+            f = r_ >> 8
+            continue
         # illegal opcode: the DMG locks up
         m.st[i, S_LOCKED] = 1
         break

@@ -35,7 +35,7 @@ from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bu
 from torchrl_dreamer.emulator.ppu import oam_read_blocked, oam_write_blocked, vram_blocked
 from torchrl_dreamer.emulator.scheduler import sync
 
-__all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now",
+__all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op",
            "wr"]
 
 
@@ -170,6 +170,19 @@ def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
     nxt = m.st[i, S_NEXT]  # noqa: F841 (wp.ref: assigns the caller's local)
     dirty = 1  # noqa: F841 (wp.ref: assigns the caller's local)
     return v
+
+
+@wp.func(inline=True)
+def rd_op(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
+          dirty: wp.ref[int], rom0: int, rom1: int, boot: int, wram_end: int, rom_end: int,
+          rom0_end: int) -> int:
+    """:func:`rd_now` for the opcode fetch: the same result, with the ROM ranges tested first
+    (code mostly runs from ROM, data mostly lives in WRAM)."""
+    if ad < rom0_end and (ad >= 0x100 or boot == 0):
+        return int(m.rom[rom0 + ad])
+    if ad >= 0x4000 and ad < rom_end:
+        return int(m.rom[rom1 + ad - 0x4000])
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
 
 
 @wp.func(inline=True)

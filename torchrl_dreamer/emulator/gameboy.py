@@ -171,6 +171,11 @@ class GameBoy:
         for name in (*_STATE_ARRAYS, "rom", "boot", "fb"):
             setattr(self._mem, name, wp.from_torch(getattr(self, "_" + name)))
         self._mem.obs = wp.from_torch(self.packed2)
+        # gb_run launches are recorded once (per kernel) and replayed with new scalar arguments:
+        # packing the Mem struct and wrapping tensors costs ~35 us a launch, more than a frame
+        self._btn = torch.zeros(n, 1, dtype=torch.uint8, device=dev)
+        self._run_cmd = None
+        self._peek_cmds: dict[int, tuple[torch.Tensor, object]] = {}  # read_memory, by length
         self.reset_power_on()
 
     # ------------------------------------------------------------------------------ internals
@@ -186,6 +191,35 @@ class GameBoy:
                 wp.launch(kernel, dim=self.num_envs, inputs=inputs, device=wdev)
         else:
             wp.launch(kernel, dim=self.num_envs, inputs=inputs, device=wdev)
+
+    def _run(self, buttons: torch.Tensor | int | None, frames: int, press_frames: int,
+             pack: int) -> None:
+        """Launch ``gb_run`` with the observation in :attr:`packed2` through a recorded launch
+        (rebuilt when the kernel module changes); ``buttons`` go through a persistent array."""
+        b = self._buttons(buttons)
+        if b is self._no_buttons:
+            self._btn.zero_()
+        else:
+            self._btn.copy_(b.view(-1, 1))
+        kernel = self._kmod.gb_run
+        cmd = self._run_cmd
+        if cmd is None or cmd.kernel is not kernel:
+            self._mem.obs = wp.from_torch(self.packed2)
+            cmd = wp.launch(kernel, dim=self.num_envs, device=_wp_device(self.device),
+                            inputs=[self._mem, self._oplen, wp.from_torch(self._btn), 0, 0, 0, 0],
+                            record_cmd=True)
+            self._run_cmd = cmd
+        cmd.set_param_at_index(3, int(frames))
+        cmd.set_param_at_index(4, int(press_frames))
+        cmd.set_param_at_index(5, int(pack))
+        self._replay(cmd)
+
+    def _replay(self, cmd) -> None:
+        """Launch a recorded command (on PyTorch's current stream on CUDA, as ``_launch`` does)."""
+        if self.device.type == "cuda":
+            cmd.launch(stream=wp.stream_from_torch(torch.cuda.current_stream(self.device)))
+        else:
+            cmd.launch()
 
     def _buttons(self, buttons: torch.Tensor | int | None) -> torch.Tensor:
         if buttons is None:
@@ -249,9 +283,7 @@ class GameBoy:
             raise ValueError(f"n must be >= 0, got {n}")
         if n == 0:
             return
-        b = self._buttons(buttons)
-        self._mem.obs = wp.from_torch(self.packed2)
-        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(n), int(n), int(bool(render)), 0])
+        self._run(buttons, n, n, int(bool(render)))
 
     def step(
         self,
@@ -268,8 +300,11 @@ class GameBoy:
         """
         if frames < 1:
             raise ValueError(f"frames must be >= 1, got {frames}")
+        if obs_out is None:
+            self._run(buttons, frames, press_frames, 1)
+            return self.packed2
         b = self._buttons(buttons)
-        out = self.packed2 if obs_out is None else obs_out
+        out = obs_out
         if out.shape != (self.num_envs, 1, 72, 20) or out.dtype != torch.uint8:
             raise ValueError(f"obs_out must be uint8 [{self.num_envs}, 1, 72, 20], got "
                              f"{out.dtype} {tuple(out.shape)}")
@@ -312,9 +347,16 @@ class GameBoy:
             raise ValueError(f"addr must be in 0..0xFFFF, got {addr:#x}")
         if length < 1:
             raise ValueError(f"length must be >= 1, got {length}")
-        out = torch.empty(self.num_envs, length, dtype=torch.uint8, device=self.device)
-        self._launch(self._kmod.gb_peek, [self._mem, int(addr), wp.from_torch(out)])
-        return out
+        # a recorded gb_peek launch per length, replayed with the address (see _run)
+        buf, cmd = self._peek_cmds.get(length, (None, None))
+        if cmd is None or cmd.kernel is not self._kmod.gb_peek:
+            buf = torch.empty(self.num_envs, length, dtype=torch.uint8, device=self.device)
+            cmd = wp.launch(self._kmod.gb_peek, dim=self.num_envs, device=_wp_device(self.device),
+                            inputs=[self._mem, 0, wp.from_torch(buf)], record_cmd=True)
+            self._peek_cmds[length] = (buf, cmd)
+        cmd.set_param_at_index(1, int(addr))
+        self._replay(cmd)
+        return buf.clone()
 
     def write_memory(self, addr: int, values, mask: torch.Tensor | None = None) -> None:
         """Write bytes at ``addr..`` through the bus (RAM, cart RAM, IO) of the masked envs.

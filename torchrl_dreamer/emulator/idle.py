@@ -16,6 +16,9 @@ where ``k`` ends strictly before the next event and before anything the loop rea
   or an immediate, or ``BIT b,A``. The byte read is a WRAM/HRAM byte (only the CPU writes those),
   JOYP (changes only at frame boundaries, which are events) or LY/STAT (a function of the dot
   counter: :func:`~torchrl_dreamer.emulator.ppu.ppu_poll`). Jcc is ``JR cc`` or ``JP cc``.
+  An LY/STAT poll is skipped on through each following value that still keeps the branch
+  taken (a wait for LY 144 across lines, for mode 0 through modes 2 and 3), up to the next
+  event, instead of stopping at every change of the value.
 - **countdown**: NOP / ``JR +0`` fillers around ``DEC r`` and a ``JR NZ|JP NZ`` back, or around
   ``DEC rr; LD A,hi; OR lo`` (either order) closed by ``JR NZ|JP NZ`` back or by an exit
   ``RET Z|JR Z|JP Z`` and an unconditional ``JR|JP`` back.
@@ -150,6 +153,28 @@ def store_regs(i: int, m: wp.ref[Mem], a: int, f: int, b: int, c: int, d: int, e
     m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + skipped
 
 
+@wp.func
+def poll_iteration(v: int, bit: int, tk: int, tv: int, tbit: int, a: int, f: int) -> int:
+    """``A | F << 8`` after one iteration of a poll loop that reads ``v``: ``BIT bit,(HL)``
+    (``bit >= 0``: A unchanged), else ``LD A,v`` then the ALU op ``tk`` with operand ``tv``
+    (-1: A itself) or ``BIT tbit,A``. (ADC / SBC are not poll tests, so F's carry-in matters
+    only where BIT keeps it.)"""
+    if bit >= 0:
+        nf = (f & 0x10) | 0x20
+        if ((v >> bit) & 1) == 0:
+            nf = nf | 0x80
+        return a | (nf << 8)
+    if tk >= 0:
+        w = tv
+        if w < 0:
+            w = v
+        return alu8(tk, v, w, f)
+    nf = (f & 0x10) | 0x20
+    if ((v >> tbit) & 1) == 0:
+        nf = nf | 0x80
+    return v | (nf << 8)
+
+
 @wp.func(inline=False)
 def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: int, b: int, c: int,
               d: int, e: int, h: int, l: int, clk: int, nxt: int, ime: int) -> int:  # noqa: E741
@@ -246,6 +271,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         v = 0
         if k <= 0:
             return 0
+        kmax = k
         if ppu:
             vl = ppu_poll(i, m, src - 0xFF00, clk + 4 * lm)  # the first read ends before NEXT
             v = vl & 0xFF
@@ -256,27 +282,20 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
             v = joyp_value(i, m)
         else:
             v = peek(i, m, src)
-        na = a
-        nf = f
-        if bit >= 0:
-            nf = (f & 0x10) | 0x20
-            if ((v >> bit) & 1) == 0:
-                nf = nf | 0x80
-        else:
-            na = v
-            if tk >= 0:
-                if tv < 0:
-                    tv = v
-                r = alu8(tk, v, tv, f)
-                na = r & 0xFF
-                nf = r >> 8
-            else:
-                nf = (f & 0x10) | 0x20
-                if ((v >> tbit) & 1) == 0:
-                    nf = nf | 0x80
-        if k <= 0 or not branch_cond(op, nf):
+        r = poll_iteration(v, bit, tk, tv, tbit, a, f)
+        if k <= 0 or not branch_cond(op, r >> 8):
             return 0
-        store_regs(i, m, na, nf, b, c, d, e, h, l, clk + per * k, ins * k)
+        # LY / STAT: go on through the following values the loop reads as long as each one
+        # keeps the branch taken (e.g. a wait for LY 144 across lines), still before NEXT
+        # (``ppu_poll`` is exact there: ``kmax`` iterations end before the next event)
+        while ppu and k < kmax:
+            vl = ppu_poll(i, m, src - 0xFF00, clk + per * k + 4 * lm)
+            r2 = poll_iteration(vl & 0xFF, bit, tk, tv, tbit, a, f)
+            if not branch_cond(op, r2 >> 8):
+                break
+            r = r2
+            k = wp.min(k + ((vl >> 8) - 1) // per + 1, kmax)
+        store_regs(i, m, r & 0xFF, r >> 8, b, c, d, e, h, l, clk + per * k, ins * k)
         return ins * k
     # ---------------------------------------------------------------- countdown / spin
     # (int(...): Warp variables assigned in the loop below must not start as constants)
