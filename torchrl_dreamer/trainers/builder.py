@@ -141,7 +141,9 @@ class RunFactories:
         cfg = self.config
         return DreamerV3Learner(world_model, actor, critic, cfg.loss_config(),
                                 optim=cfg.learner_config(),
-                                autocast_dtype=precision_dtype(cfg.precision))
+                                autocast_dtype=precision_dtype(cfg.precision),
+                                compile=cfg.compile, capture=cfg.capture,
+                                strict=cfg.strict_acceleration)
 
     @staticmethod
     def player(world_model: Any, actor: Any, env: Any) -> Any:
