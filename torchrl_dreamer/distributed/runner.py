@@ -23,9 +23,9 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl_dreamer.collectors.env_driver import EnvDriver
+from torchrl_dreamer.collectors.protocols import Parametrised, RecurrentPolicy, Seedable
 from torchrl_dreamer.data import TimeMajorStorage
 from torchrl_dreamer.distributed.cluster import call, get
-from torchrl_dreamer.distributed.protocols import Parametrised, RecurrentPolicy, Seedable
 from torchrl_dreamer.distributed.weights import apply_weights, unpack_weights
 
 __all__ = ["EnvRunner"]

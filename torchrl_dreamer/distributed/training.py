@@ -22,11 +22,10 @@ from typing import Any
 
 import torch
 
-from torchrl_dreamer.collectors.protocols import Learner
+from torchrl_dreamer.collectors.protocols import Checkpointable, HasOptimizers, Learner
 from torchrl_dreamer.distributed.cluster import call, call_async, get, init_ray, is_actor, put
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.pool import RunnerPool
-from torchrl_dreamer.distributed.protocols import Checkpointable, HasOptimizers
 from torchrl_dreamer.distributed.replay_service import ReplayService, batch_from_numpy
 from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
 from torchrl_dreamer.distributed.runner import EnvRunner

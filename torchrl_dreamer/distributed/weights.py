@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchrl_dreamer.distributed.protocols import Checkpointable, DreamerParts
+from torchrl_dreamer.collectors.protocols import Checkpointable, DreamerParts
 
 __all__ = ["WeightPacket", "WeightStore", "apply_weights", "extract_weights", "pack_weights",
            "unpack_weights"]
