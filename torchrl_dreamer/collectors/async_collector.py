@@ -494,6 +494,10 @@ class AsyncDreamerCollector(BaseCollector):
             tick[0] += 1
 
     def _run_reference(self) -> Iterator[TensorDictBase]:
+        """The sequential loop: sync the player's weights, act for one window (each step written
+        to the ring, committed every ``commit_stride`` steps, after each commit as many updates
+        as the replay ratio allows), repeat. No threads; the device-ordering calls it shares
+        with the threaded backend (``self._sync``) do nothing on the CPU."""
         tick = [0]
         while not self._done_collecting():
             self._publish()
