@@ -422,3 +422,28 @@ def test_resume_from_checkpoint_continues_the_run(tmp_path):
     second.service.check_invariants()  # restarted runners continued their episode ids
     with pytest.raises(FileNotFoundError, match="resume_from"):
         RayDreamerTrainer(_small_cfg(resume_from=str(tmp_path)), f.env, None, f.learner).start()
+
+
+def test_gameboy_dreamer_builds_through_the_run_factories():
+    """GameBoyDreamer is a thin wrapper over RunFactories: its learner has the named preset's
+    loss and optimiser settings (not the maze's training defaults), env_kwargs override the run's
+    env settings, and the learner's published weights load into its player (Protocol paths of
+    extract_weights / apply_weights)."""
+    from torchrl_dreamer.distributed import GameBoyDreamer, apply_weights, extract_weights
+    from torchrl_dreamer.objectives import LEARNER_PRESETS, LOSS_PRESETS
+
+    f = GameBoyDreamer("maze", num_envs=2, loss_preset="sheeprl", env_kwargs={"frame_skip": 6})
+    learner = f.learner()
+    assert learner.config == LOSS_PRESETS["sheeprl"]
+    assert learner.optim == LEARNER_PRESETS["sheeprl"]
+    env = f.env()
+    try:
+        assert (env.frame_skip, env.press_frames, int(env.batch_size[0])) == (6, 6, 2)
+        player = f.policy(env)
+        apply_weights(player, extract_weights(learner))
+        for a, b in zip(player.actor.parameters(), learner.actor.parameters()):
+            assert torch.equal(a, b)
+        for a, b in zip(player.world_model.parameters(), learner.world_model.parameters()):
+            assert torch.equal(a, b)
+    finally:
+        env.close()

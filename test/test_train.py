@@ -188,3 +188,39 @@ def test_entropy_coef_reaches_the_run_learner(tmp_path, monkeypatch):
     assert cfg.entropy_coef == LOSS_PRESETS[cfg.loss_preset].entropy_coef
     args = build_parser("train").parse_args(["--entropy-coef", "0.004"])
     assert args.entropy_coef == 0.004
+
+
+def test_capture_and_compile_reach_the_learner_with_one_warning_or_strict_error(tmp_path):
+    """--capture / --compile / --strict-acceleration reach the run's learner through the trainer:
+    on the CPU capture=True warns once and trains on the static-buffer path; strict fails
+    before training; an unknown mode is a ConfigError; the flags parse."""
+    import warnings
+
+    from torchrl_dreamer.train import build_parser
+    from torchrl_dreamer.trainers.config import ConfigError
+
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "total_steps": 64,
+                         "checkpoint_every": 0, "logger": "none", "capture": True})
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        trainer = DreamerTrainer(cfg, quiet=True)
+    ours = [w for w in record if issubclass(w.category, RuntimeWarning)
+            and "capture=True uses CUDA graphs" in str(w.message)]
+    assert len(ours) == 1
+    learner = trainer.parts.learner
+    assert (learner.compile_mode, learner.capture) == (None, True)
+    trainer.train()
+    assert learner.num_updates > 0 and learner._static is not None  # the static-buffer path ran
+    trainer.close()
+    with pytest.raises(RuntimeError, match="strict=True"):
+        DreamerTrainer(cfg.with_(strict_acceleration=True, log_dir=str(tmp_path / "b")),
+                       quiet=True)
+    with pytest.raises(RuntimeError, match="compile='reduce-overhead' uses CUDA graphs"):
+        DreamerTrainer(cfg.with_(capture=False, compile="reduce-overhead",
+                                 strict_acceleration=True, log_dir=str(tmp_path / "c")),
+                       quiet=True)
+    with pytest.raises(ConfigError, match="unknown compile mode 'fast'"):
+        cfg.with_(compile="fast")
+    args = build_parser("train").parse_args(["--compile", "default", "--capture",
+                                             "--strict-acceleration"])
+    assert (args.compile, args.capture, args.strict_acceleration) == ("default", True, True)

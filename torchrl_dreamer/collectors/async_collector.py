@@ -49,7 +49,17 @@ from torchrl_dreamer.collectors.config import AsyncCollectorConfig
 from torchrl_dreamer.collectors.env_driver import EnvDriver
 from torchrl_dreamer.collectors.failfast import FailFast
 from torchrl_dreamer.collectors.metrics import MetricsAccumulator
-from torchrl_dreamer.collectors.protocols import Learner, ReplayStorage, SequenceSampler
+from torchrl_dreamer.collectors.protocols import (
+    Autocasting,
+    Checkpointable,
+    DreamerParts,
+    Learner,
+    LoadsWeights,
+    RecurrentPolicy,
+    ReplayStorage,
+    Seedable,
+    SequenceSampler,
+)
 from torchrl_dreamer.collectors.rate_limiter import RateLimiter
 from torchrl_dreamer.collectors.ratio import UpdateSchedule
 from torchrl_dreamer.collectors.streams import make_sync
@@ -68,7 +78,7 @@ def default_weight_sync(player: Any, learner: Any) -> None:
     :class:`~torchrl_dreamer.objectives.DreamerV3Learner`; pass ``weight_sync=`` to the collector
     for other pairs.
     """
-    if hasattr(player, "load_from") and hasattr(learner, "world_model"):
+    if isinstance(player, LoadsWeights) and isinstance(learner, DreamerParts):
         player.load_from(learner.world_model, learner.actor)
         return
     raise TypeError(
@@ -263,7 +273,7 @@ class AsyncDreamerCollector(BaseCollector):
                 f"{cfg.device!r}; move the modules (make_dreamer(...) then .to(device)) or set "
                 "config.device to match."
             )
-        if hasattr(learner, "autocast_dtype"):
+        if isinstance(learner, Autocasting):
             have = learner.autocast_dtype
             if cfg.precision == "fp32" and have not in (None, torch.float32):
                 raise ValueError(
@@ -278,7 +288,7 @@ class AsyncDreamerCollector(BaseCollector):
 
     def _learner_autocast(self):
         """Autocast for learners that do not handle precision themselves (no autocast_dtype)."""
-        if self.config.precision == "fp32" or hasattr(self.learner, "autocast_dtype"):
+        if self.config.precision == "fp32" or isinstance(self.learner, Autocasting):
             return contextlib.nullcontext()
         return torch.autocast(self.learner_device.type, dtype=self.config.autocast_dtype)
 
@@ -366,7 +376,7 @@ class AsyncDreamerCollector(BaseCollector):
                 random = self.policy_steps < cfg.learning_starts
                 if not random and not self._policy_started:
                     self._policy_started = True
-                    if hasattr(self.player, "init_states"):
+                    if isinstance(self.player, RecurrentPolicy):
                         self.player.init_states()
                 t = self.driver.step(random=random)
                 if (t + 1) % cfg.commit_stride == 0:
@@ -484,6 +494,10 @@ class AsyncDreamerCollector(BaseCollector):
             tick[0] += 1
 
     def _run_reference(self) -> Iterator[TensorDictBase]:
+        """The sequential loop: sync the player's weights, act for one window (each step written
+        to the ring, committed every ``commit_stride`` steps, after each commit as many updates
+        as the replay ratio allows), repeat. No threads; the device-ordering calls it shares
+        with the threaded backend (``self._sync``) do nothing on the CPU."""
         tick = [0]
         while not self._done_collecting():
             self._publish()
@@ -710,7 +724,7 @@ class AsyncDreamerCollector(BaseCollector):
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Seeds torch, the env, the random-action generator and the sampler's generator."""
         torch.manual_seed(seed)
-        if hasattr(self.env, "set_seed"):
+        if isinstance(self.env, Seedable):
             self.env.set_seed(seed, static_seed=static_seed)
         self._random_gen.manual_seed(seed + 1)
         self.sampler.generator.manual_seed(seed + 2)
@@ -747,9 +761,9 @@ class AsyncDreamerCollector(BaseCollector):
             },
             random_generator=self._random_gen.get_state(),
         )
-        if hasattr(self.player, "state_dict"):
+        if isinstance(self.player, Checkpointable):
             sd["player"] = self.player.state_dict()
-        if hasattr(self.sampler, "state_dict"):
+        if isinstance(self.sampler, Checkpointable):
             sd["sampler"] = self.sampler.state_dict()
         return sd
 
@@ -769,9 +783,9 @@ class AsyncDreamerCollector(BaseCollector):
         self.driver.env_steps = int(c["env_steps"])
         self._policy_started = bool(c["policy_started"])
         self._random_gen.set_state(state_dict["random_generator"])
-        if "player" in state_dict and hasattr(self.player, "load_state_dict"):
+        if "player" in state_dict and isinstance(self.player, Checkpointable):
             self.player.load_state_dict(state_dict["player"])
-        if "sampler" in state_dict and hasattr(self.sampler, "load_state_dict"):
+        if "sampler" in state_dict and isinstance(self.sampler, Checkpointable):
             self.sampler.load_state_dict(state_dict["sampler"])
 
     def env_state(self) -> dict[str, Any]:

@@ -22,6 +22,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Categorical, OneHot
 
+from torchrl_dreamer.collectors.protocols import FastStepEnv
+
 __all__ = ["EnvDriver"]
 
 _FLAG_KEYS = ("is_first", "terminated", "truncated")
@@ -91,7 +93,7 @@ class EnvDriver:
         self.obs_keys = [k for k in env.observation_spec.keys(True, True)
                          if k not in _NON_OBS and not (isinstance(k, tuple) and k[0] == "next")]
         self.action_spec = env.action_spec
-        self._fast = hasattr(env, "fast_step")
+        self._fast = isinstance(env, FastStepEnv)
         self._zero_copy_key = None
         if zero_copy and self._fast and getattr(env, "pixels_format", None) == "packed2":
             self._zero_copy_key = "pixels"

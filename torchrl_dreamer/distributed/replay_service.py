@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
@@ -55,7 +56,7 @@ def batch_from_numpy(out: tuple[dict, dict] | None) -> tuple[TensorDictBase, dic
     td = TensorDict({}, batch_size=shape)
     for k, v in tensors.items():
         td.set(k, v)
-    info = {k: (torch.from_numpy(v.copy()) if hasattr(v, "dtype") else v)
+    info = {k: (torch.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v)
             for k, v in info.items()}
     return td, info
 

@@ -23,6 +23,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl_dreamer.collectors.env_driver import EnvDriver
+from torchrl_dreamer.collectors.protocols import Parametrised, RecurrentPolicy, Seedable
 from torchrl_dreamer.data import TimeMajorStorage
 from torchrl_dreamer.distributed.cluster import call, get
 from torchrl_dreamer.distributed.weights import apply_weights, unpack_weights
@@ -93,7 +94,7 @@ class EnvRunner:
         torch.manual_seed(seed)
         self.name = str(name)
         self.env = env_factory()
-        if hasattr(self.env, "set_seed"):
+        if isinstance(self.env, Seedable):
             self.env.set_seed(seed)
         self.policy = policy_factory(self.env) if policy_factory is not None else None
         self.service, self.weights = service, weights
@@ -157,7 +158,7 @@ class EnvRunner:
         )
         if not random and not self._policy_started:
             self._policy_started = True  # recurrent state from the current (published) weights
-            if hasattr(self.policy, "init_states"):
+            if isinstance(self.policy, RecurrentPolicy):
                 self.policy.init_states()
         first = self.buffer.total_steps
         for _ in range(self.chunk_len):
@@ -243,7 +244,7 @@ class EnvRunner:
 
     def weights_checksum(self) -> float:
         """Sum of the policy's floating-point weights (to check which version it acts with)."""
-        if self.policy is None or not hasattr(self.policy, "parameters"):
+        if not isinstance(self.policy, Parametrised):
             return 0.0
         return float(sum(p.detach().double().sum() for p in self.policy.parameters()))
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from torchrl_dreamer.collectors.protocols import Checkpointable, HasOptimizers, Learner
 from torchrl_dreamer.distributed.cluster import call, call_async, get, init_ray, is_actor, put
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.pool import RunnerPool
@@ -40,16 +41,21 @@ class TrainingTimeout(TimeoutError):
 
 @dataclasses.dataclass
 class GameBoyDreamer:
-    """Default factories: ``GameBoyEnv(task)`` runners, ``DreamerPlayer`` policies, a
-    ``DreamerV3Learner``; picklable, so Ray ships them to the runner actors. ``device`` places
-    the envs, players and learner (e.g. ``"cuda"``; runners then need a GPU each).
-    ``loss_preset`` is a preset name or a ``DreamerV3LossConfig``. (A ``TrainConfig`` run on Ray
-    uses :class:`~torchrl_dreamer.trainers.RunFactories` instead.)
+    """Factories for a hand-built Ray job: ``GameBoyEnv(task)`` runners, ``DreamerPlayer``
+    policies and a ``DreamerV3Learner``, each built by the one composition root
+    (:class:`~torchrl_dreamer.trainers.RunFactories` of :meth:`train_config`); picklable, so Ray
+    ships them to the runner actors. ``device`` places the envs, players and learner (e.g.
+    ``"cuda"``; runners then need a GPU each). ``loss_preset`` names a loss and learner preset
+    (its discount and entropy bonus, not the task's training defaults). A
+    :class:`~torchrl_dreamer.trainers.TrainConfig` run with ``backend="ray"`` needs none of this:
+    ``python -m torchrl_dreamer.train --backend ray``.
 
     Example:
         >>> f = GameBoyDreamer("maze", num_envs=4, preset="tiny")
         >>> f.action_dim()  # the maze's d-pad: no-op + 4 directions
         5
+        >>> f.train_config().loss_preset, f.train_config().num_envs
+        ('sheeprl', 4)
     """
 
     task: str = "maze"
@@ -57,7 +63,24 @@ class GameBoyDreamer:
     preset: str = "tiny"
     env_kwargs: dict[str, Any] | None = None
     device: str = "cpu"
-    loss_preset: Any = "sheeprl"
+    loss_preset: str = "sheeprl"
+
+    def train_config(self) -> Any:
+        """The :class:`~torchrl_dreamer.trainers.TrainConfig` these factories build from (built
+        on use, so a ``"cuda"`` job can be described on a machine without a GPU)."""
+        from torchrl_dreamer.objectives import LOSS_PRESETS
+        from torchrl_dreamer.trainers import TrainConfig
+
+        preset = LOSS_PRESETS[self.loss_preset]
+        return TrainConfig(task=self.task, num_envs=self.num_envs, preset=self.preset,
+                           device=self.device, loss_preset=self.loss_preset,
+                           gamma=preset.gamma, entropy_coef=preset.entropy_coef, progress=False)
+
+    def _factories(self) -> Any:
+        from torchrl_dreamer.trainers import RunFactories
+
+        return RunFactories(self.train_config(), obs={"pixels": "packed2"},
+                            action_dim=self.action_dim())
 
     def action_dim(self) -> int:
         """Actions of the task's default action set."""
@@ -65,31 +88,22 @@ class GameBoyDreamer:
 
         return make_action_set(make_task(self.task).default_action_set).n
 
-    def _nets(self, action_dim: int):
-        from torchrl_dreamer.modules import make_dreamer
-
-        nets = make_dreamer(self.preset, {"pixels": "packed2"}, action_dim=action_dim)
-        return tuple(n.to(self.device) for n in nets)
-
     def env(self) -> Any:
-        """A ``GameBoyEnv`` with ``num_envs`` consoles."""
-        from torchrl_dreamer.envs import GameBoyEnv
+        """A ``GameBoyEnv`` with ``num_envs`` consoles (``env_kwargs`` override the run's)."""
+        from torchrl_dreamer.trainers.builder import make_env
 
-        return GameBoyEnv(self.task, num_envs=self.num_envs, device=self.device,
-                          **(self.env_kwargs or {}))
+        return make_env(self.train_config(), **(self.env_kwargs or {}))
 
     def policy(self, env: Any) -> Any:
         """A ``DreamerPlayer`` for ``env`` (its weights come from the learner's publications)."""
-        from torchrl_dreamer.modules import DreamerPlayer
+        from torchrl_dreamer.trainers import RunFactories
 
-        wm, actor, _ = self._nets(int(env.action_spec.space.n))
-        return DreamerPlayer(wm, actor, num_envs=int(env.batch_size[0]))
+        return RunFactories(self.train_config()).policy(env)
 
     def learner(self) -> Any:
         """A ``DreamerV3Learner`` with the same architecture."""
-        from torchrl_dreamer.objectives import DreamerV3Learner
-
-        return DreamerV3Learner(*self._nets(self.action_dim()), config=self.loss_preset)
+        f = self._factories()
+        return f.learner(*f.networks())
 
 
 class RayDreamerTrainer:
@@ -138,7 +152,7 @@ class RayDreamerTrainer:
         self.use_ray = cfg.use_ray
         torch.manual_seed(cfg.seed)
         self.learner = learner_factory()
-        if not hasattr(self.learner, "update"):
+        if not isinstance(self.learner, Learner):
             raise TypeError(
                 f"learner {type(self.learner).__name__} has no update(batch); pass a "
                 "DreamerV3Learner factory or an object with update(batch) -> metrics."
@@ -396,10 +410,10 @@ class RayDreamerTrainer:
         call(self.service, "checkpoint", str(base / "replay_agent"))
         if self.human_service is not None:
             call(self.human_service, "checkpoint", str(base / "replay_human"))
-        if hasattr(self.learner, "state_dict"):
+        if isinstance(self.learner, Checkpointable):
             state = {"learner": self.learner.state_dict(), "updates": self.updates,
                      "version": self.version}
-            if hasattr(self.learner, "optimizers"):
+            if isinstance(self.learner, HasOptimizers):
                 state["optimizers"] = {k: o.state_dict()
                                        for k, o in self.learner.optimizers().items()}
             torch.save(state, base / "learner.pt")
@@ -417,10 +431,12 @@ class RayDreamerTrainer:
         if self.human_service is not None and (base / "replay_human").is_dir():
             call(self.human_service, "restore", str(base / "replay_human"))
         learner_file = base / "learner.pt"
-        if learner_file.is_file() and hasattr(self.learner, "load_state_dict"):
+        if learner_file.is_file() and isinstance(self.learner, Checkpointable):
             state = torch.load(learner_file, map_location=self.learner_device)
             self.learner.load_state_dict(state["learner"])
-            for k, o in getattr(self.learner, "optimizers", dict)().items():
+            optimizers = (self.learner.optimizers() if isinstance(self.learner, HasOptimizers)
+                          else {})
+            for k, o in optimizers.items():
                 if k in state.get("optimizers", {}):
                     o.load_state_dict(state["optimizers"][k])
             self.updates = int(state["updates"])

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from torchrl_dreamer.collectors.protocols import Checkpointable, DreamerParts
+
 __all__ = ["WeightPacket", "WeightStore", "apply_weights", "extract_weights", "pack_weights",
            "unpack_weights"]
 
@@ -99,11 +101,11 @@ def extract_weights(learner: Any) -> dict[str, torch.Tensor]:
     Works with :class:`~torchrl_dreamer.objectives.DreamerV3Learner`; any other ``nn.Module``
     publishes its whole ``state_dict``.
     """
-    if hasattr(learner, "world_model") and hasattr(learner, "actor"):
+    if isinstance(learner, DreamerParts):
         out = {f"world_model.{k}": v for k, v in learner.world_model.state_dict().items()}
         out.update({f"actor.{k}": v for k, v in learner.actor.state_dict().items()})
         return out
-    if hasattr(learner, "state_dict"):
+    if isinstance(learner, Checkpointable):
         return dict(learner.state_dict())
     raise TypeError(
         f"cannot extract weights from {type(learner).__name__}: pass extract_fn= to the trainer."
@@ -117,7 +119,7 @@ def apply_weights(policy: Any, weights: Mapping[str, torch.Tensor]) -> None:
     A :class:`~torchrl_dreamer.modules.DreamerPlayer` (``world_model`` + ``actor``) loads the
     ``world_model.*`` / ``actor.*`` parts; any other module loads the dict as its state_dict.
     """
-    if hasattr(policy, "world_model") and hasattr(policy, "actor") and any(
+    if isinstance(policy, DreamerParts) and any(
         k.startswith("world_model.") for k in weights
     ):
         for part in ("world_model", "actor"):
@@ -125,7 +127,7 @@ def apply_weights(policy: Any, weights: Mapping[str, torch.Tensor]) -> None:
             sd = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
             getattr(policy, part).load_state_dict(sd)
         return
-    if hasattr(policy, "load_state_dict"):
+    if isinstance(policy, Checkpointable):
         policy.load_state_dict(dict(weights))
         return
     raise TypeError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from dataclasses import dataclass, replace
+from typing import Literal, get_args
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -28,6 +29,7 @@ from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
 
 __all__ = [
     "COMPILE_MODES",
+    "CompileMode",
     "DreamerV3Learner",
     "DreamerV3LearnerConfig",
     "LEARNER_PRESETS",
@@ -91,12 +93,10 @@ def _adam(params, lr: float, eps: float) -> torch.optim.Adam:
     return torch.optim.Adam(list(params), lr=lr, eps=eps, fused=True)
 
 
-COMPILE_MODES: tuple[str, ...] = (
-    "default",
-    "reduce-overhead",
-    "max-autotune",
-    "max-autotune-no-cudagraphs",
-)
+CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+"""A ``torch.compile`` mode :class:`DreamerV3Learner` accepts (``compile=``)."""
+
+COMPILE_MODES: tuple[str, ...] = get_args(CompileMode)
 """``torch.compile`` modes :class:`DreamerV3Learner` accepts (``compile=``)."""
 
 _CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")

@@ -57,7 +57,8 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
     """The env of ``cfg``: a :class:`~torchrl_dreamer.envs.GameBoyEnv` (task, ROM, device, frame
     skip) or, for ``task="gym:<id>"``, a :class:`~torchrl_dreamer.trainers.gym_env.DeferredResetGymEnv`.
 
-    A missing ROM raises :class:`ConfigError` saying where it was looked for.
+    ``kwargs`` go to ``GameBoyEnv`` and override the config's (e.g. ``frame_skip=6``). A missing
+    ROM raises :class:`ConfigError` saying where it was looked for.
     """
     from torchrl_dreamer.envs import GameBoyEnv
 
@@ -72,11 +73,11 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
         from torchrl_dreamer.envs import load_task_spec
 
         task, rom = load_task_spec(cfg.task_spec, rom=cfg.rom), None
+    opts = dict(rom=rom, frame_skip=cfg.frame_skip, seed=cfg.seed, ppu=cfg.ppu)
+    opts.update(kwargs)
+    opts.setdefault("press_frames", min(8, opts["frame_skip"]))
     try:
-        return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device,
-                          rom=rom, frame_skip=cfg.frame_skip,
-                          press_frames=min(8, cfg.frame_skip), seed=cfg.seed, ppu=cfg.ppu,
-                          **kwargs)
+        return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device, **opts)
     except FileNotFoundError as err:
         raise ConfigError(f"{err}. Pass --rom PATH to a ROM you own.") from err
 
@@ -142,7 +143,9 @@ class RunFactories:
         cfg = self.config
         return DreamerV3Learner(world_model, actor, critic, cfg.loss_config(),
                                 optim=cfg.learner_config(),
-                                autocast_dtype=precision_dtype(cfg.precision))
+                                autocast_dtype=precision_dtype(cfg.precision),
+                                compile=cfg.compile, capture=cfg.capture,
+                                strict=cfg.strict_acceleration)
 
     @staticmethod
     def player(world_model: Any, actor: Any, env: Any) -> Any:

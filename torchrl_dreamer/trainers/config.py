@@ -34,6 +34,7 @@ import torch
 
 from torchrl_dreamer.collectors.config import AsyncCollectorConfig as _COLLECTOR
 from torchrl_dreamer.collectors.config import Precision
+from torchrl_dreamer.objectives.learner import COMPILE_MODES, CompileMode
 
 __all__ = [
     "TrainConfig",
@@ -164,6 +165,14 @@ class TrainConfig:
     """Gradient steps between metric logs."""
     precision: Precision = _COLLECTOR.precision
     """Learner autocast: ``fp32`` (off), ``bf16`` or ``fp16``."""
+    compile: CompileMode | None = None
+    """``torch.compile`` mode of the learner's update (unset: eager). A mode the device cannot
+    use (CUDA graphs on the CPU) falls back with one warning (``--strict-acceleration``: error)."""
+    capture: bool = False
+    """Learner copies each batch into static buffers (the CUDA-graph path; on the CPU the same
+    path runs eagerly, after one warning)."""
+    strict_acceleration: bool = False
+    """Fail instead of warning when ``compile`` / ``capture`` cannot run as asked here."""
     threads: int = 1
     """Torch intra-op threads of the training process on CPU."""
     frame_skip: int = 24
@@ -275,6 +284,9 @@ class TrainConfig:
             raise ConfigError(f"entropy_coef must be >= 0, got {self.entropy_coef}.")
         if not 0.0 <= float(self.event_fraction) <= 1.0:
             raise ConfigError(f"event_fraction must lie in [0, 1], got {self.event_fraction}.")
+        if self.compile is not None and self.compile not in COMPILE_MODES:
+            raise ConfigError(f"unknown compile mode {self.compile!r}; choose one of "
+                              f"{', '.join(COMPILE_MODES)} (or leave it unset: eager).")
         if not isinstance(self.threads, int) or self.threads < 1:
             raise ConfigError(f"threads must be an integer >= 1, got {self.threads!r}.")
         if self.replay_capacity < self.seq_len * self.num_envs:

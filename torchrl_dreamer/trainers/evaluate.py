@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from torchrl_dreamer.collectors.protocols import FastStepEnv
+
 __all__ = ["EvalResult", "evaluate", "evaluate_checkpoint", "modules_from_checkpoint",
            "world_model_video_checkpoint"]
 
@@ -101,7 +103,7 @@ def evaluate(
             break
         first = td.get("is_first").reshape(n).bool()
         action = player.act({k: td.get(k) for k in keys}, first)
-        if hasattr(env, "fast_step"):
+        if isinstance(env, FastStepEnv):
             td = env.fast_step(action)
         else:
             step = td.select(*keys).set("action", action)
