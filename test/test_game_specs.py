@@ -143,3 +143,22 @@ def test_postbot_start_lands_in_the_level(roms):
     rew, term, _ = _play(env, lambda t: "A", 3)
     assert env.gb.read_memory(0xC0B9)[:, 0].tolist() == [2, 2]
     assert not term.any() and (rew > 0).all() and (rew < 0.05).all()
+
+
+def test_random_baseline_script(roms):
+    """examples/random_baseline.py: random snake episodes end in a death (-1) long before the
+    400-step limit; the script's JSON line reports them."""
+    import json
+    import runpy
+
+    mod = runpy.run_path(str(EXAMPLES.parent / "random_baseline.py"))
+    env = _env(roms, "snake", num_envs=4)
+    returns, lengths = mod["random_returns"](env, 8, seed=0)
+    assert len(returns) == 8 and all(r <= 1.0 for r in returns) and -1.0 in returns
+    assert all(1 <= n < 400 for n in lengths)
+    out = []
+    mod["main"].__globals__["print"] = out.append
+    assert mod["main"](["--task-spec", str(EXAMPLES / "snake.yaml"), "--rom",
+                        str(rom_path(roms, GAMES["snake"])), "--episodes", "4", "--envs", "2"]) == 0
+    row = json.loads(out[0])
+    assert row["episodes"] == 4 and row["max_episode_steps"] == 400 and row["mean_return"] < 0.5
