@@ -1,12 +1,16 @@
 """The batched RAM finder ranks the addresses a game's RAM map documents (our catch, and the
-shared snake whose head bytes the snake task uses), and refuses a ROM that does not boot."""
+shared homebrew games whose addresses examples/tasks/ confirms by play), and refuses a ROM that
+does not boot."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from conftest import rom_path as shared_rom
 
-from torchrl_dreamer.envs.spec import parse_task_spec
+from torchrl_dreamer.envs.actions import make_action_set
+from torchrl_dreamer.envs.spec import load_task_spec, parse_task_spec
 from torchrl_dreamer.ramsearch import RamSearchError, draft_spec, main, ram_search
 from torchrl_dreamer.roms import ram_map, rom_path
 
@@ -47,3 +51,59 @@ def test_rom_that_does_not_boot(tmp_path):
     path = tmp_path / "dead.gb"
     path.write_bytes(bytes(rom))
     assert main([str(path), "--envs", "2", "--steps", "4"]) == 2
+
+
+# ---------------------------------------------------------------- the shared homebrew games
+# Started through the shipped specs (their start macro and action set: the second pass of the
+# documented workflow), ranked against the addresses the spec files confirm by play.
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+GAMES = {"snake": "games/gb_raw_snake/snake.gb", "2048": "games/2048-wyattferguson/2048.gb",
+         "tobutobugirl": "games/tobutobugirl/tobu.gb",
+         "pandoras_blocks": "games/pandoras-blocks/PandorasBlocks.gbc"}
+
+
+def _search(roms, game):
+    spec = load_task_spec(EXAMPLES / f"{game}.yaml").spec
+    return ram_search(shared_rom(roms, GAMES[game]), num_envs=16, steps=256, frame_skip=8,
+                      macro=spec.macro, actions=list(make_action_set(spec.actions).names), seed=0)
+
+
+def _rank(cands, address):
+    return [c.address for c in cands].index(address)
+
+
+def test_pandoras_blocks_level_and_piece_x_found(roms):
+    res = _search(roms, "pandoras_blocks")
+    assert _rank(res.score, 0xFF8E) <= 2  # hLevel: +1 per piece
+    assert _rank(res.position, 0xFFA8) <= 3  # hWantX (0xFFE0 hCurrentPieceX close behind)
+
+
+def test_tobutobugirl_player_death_and_progress_found(roms):
+    res = _search(roms, "tobutobugirl")
+    assert res.position[0].address == 0xC0BB  # player_x
+    assert _rank(res.game_over, 0xC0A5) <= 7  # scene_state turns 1 when she dies
+    assert _rank(res.score, 0xC19E) <= 11  # progress (climb)
+
+
+def test_snake_food_counter_found(roms):
+    res = _search(roms, "snake")
+    assert _rank(res.score, 0xC00C) <= 2  # food eaten this life
+    assert {0xC004, 0xC005} <= {c.address for c in res.position[:6]}
+
+
+def test_2048_score_found_as_a_16_bit_counter(roms):
+    res = _search(roms, "2048")
+    c = res.score[_rank(res.score, 0xC0E9)]
+    assert _rank(res.score, 0xC0E9) <= 7 and c.detail.startswith("u16le")
+    assert 0xC0EA not in [x.address for x in res.score]  # its high byte is not listed alone
+
+
+def test_cli_uses_a_spec_start_and_writes_a_valid_draft(roms, tmp_path):
+    import yaml
+
+    out = tmp_path / "draft.yaml"
+    assert main([str(shared_rom(roms, GAMES["snake"])), "--spec", str(EXAMPLES / "snake.yaml"),
+                 "--envs", "4", "--steps", "24", "--out", str(out)]) == 0
+    spec = parse_task_spec(yaml.safe_load(out.read_text()))
+    assert spec.actions == ["NOOP", "UP", "DOWN", "LEFT", "RIGHT"]
+    assert spec.macro == [(0, 120), (8, 24)]

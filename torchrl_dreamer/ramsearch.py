@@ -5,16 +5,23 @@ consoles at once: :func:`ram_search` boots ``num_envs`` consoles, plays random b
 held for one env step), records WRAM and HRAM after every step and ranks addresses by how they
 behave:
 
-- **score**: bytes that only grow (never decrease within an episode), change rarely (not a
-  frame counter) and grow on some consoles but not all at the same steps;
-- **lives / game over**: small bytes equal on every console at the start that only decrease, by
-  one, rarely;
+- **score**: counters that only grow (never decrease within an episode, except a reset to the
+  start value), change rarely (not a frame counter) and grow on some consoles but not all at the
+  same steps; single bytes and 16-bit little-endian pairs (a score that carries past 255);
+- **lives**: small bytes equal on every console at the start that only decrease, by one, rarely;
+- **game over / death**: bytes that change just before a *game event* and rarely otherwise. A
+  console's game events are the steps where its screen goes static for a while (a game-over
+  screen) or where many bytes snap back to their start values at once (the game restarts a
+  life or a level); a byte is ranked by how many events it announces (recall) times the share
+  of its changes that announce one (precision);
 - **position**: bytes whose change follows a direction button (RIGHT vs LEFT for x, DOWN vs UP
   for y), measured as a standardised difference of mean changes;
 - **start values**: bytes equal on every console at the start and constant for a while.
 
 It prints a table and writes a draft task spec (see :mod:`torchrl_dreamer.envs.spec`) that a
-user then edits. Run it as ``python -m torchrl_dreamer.ramsearch ROM [--state S] [--out spec.yaml]``.
+user then edits. Run it as ``python -m torchrl_dreamer.ramsearch ROM [--state S] [--out spec.yaml]``;
+``--spec draft.yaml`` reuses a spec's start (savestate or button macro into gameplay) and its
+action set, the usual second pass once a first draft gets past the title screen.
 
 Example:
     >>> from torchrl_dreamer.ramsearch import ram_search
@@ -64,14 +71,18 @@ class SearchResult:
     score: list[Candidate] = field(default_factory=list)
     lives: list[Candidate] = field(default_factory=list)
     position: list[Candidate] = field(default_factory=list)
+    game_over: list[Candidate] = field(default_factory=list)
     start_values: dict[int, int] = field(default_factory=dict)
+    events: int = 0
+    """Game events (static screens, restarts) seen over all consoles."""
 
     def table(self, top: int = 5) -> str:
         """The candidates as a plain-text table."""
         rows = ["kind      address  score   detail"]
-        for kind in ("score", "lives", "position"):
+        for kind in ("score", "lives", "game_over", "position"):
             for c in getattr(self, kind)[:top]:
                 rows.append(f"{kind:<9} ${c.address:04X}    {c.score:6.3f}  {c.detail}")
+        rows.append(f"({self.events} game events: static screens or restarts)")
         return "\n".join(rows)
 
 
@@ -87,7 +98,7 @@ def _snapshot(gb) -> torch.Tensor:
 def ram_search(rom, num_envs: int = 32, steps: int = 256, frame_skip: int = 8,
                macro: list[tuple[int, int]] | None = None, state=None,
                pokes: list[tuple[int, int]] = (), seed: int = 0, warmup: int = 4,
-               progress: bool = False) -> SearchResult:
+               actions: list[str] | None = None, progress: bool = False) -> SearchResult:
     """Play random buttons on ``num_envs`` consoles and rank RAM addresses (see the module doc).
 
     Args:
@@ -101,6 +112,8 @@ def ram_search(rom, num_envs: int = 32, steps: int = 256, frame_skip: int = 8,
         seed: seed of the random buttons.
         warmup: steps played but not analysed (a new game initialises its RAM in lockstep on
             every console, which would look like score or lives changes).
+        actions: the action names played at random (default: NOOP, A, B, START and the four
+            directions), e.g. a task spec's action set that leaves out a pause button.
         progress: print a progress line every 32 steps to stderr.
 
     Raises:
@@ -129,26 +142,65 @@ def ram_search(rom, num_envs: int = 32, steps: int = 256, frame_skip: int = 8,
     for addr, v in pokes:
         gb.write_memory(addr, v)
     g = torch.Generator().manual_seed(seed)
-    masks = torch.tensor([sum(BUTTON_BITS.get(p, 0) for p in a.split("+")) for a in _ACTIONS],
+    names = [a.upper() for a in (actions or _ACTIONS)]
+    masks = torch.tensor([sum(BUTTON_BITS.get(p.strip(), 0) for p in a.split("+")) for a in names],
                          dtype=torch.uint8)
-    snaps = [_snapshot(gb)]
-    actions = []
+    weights = torch.randint(1, 2**31 - 1, (72 * 20,), generator=torch.Generator().manual_seed(7))
+    snaps, frames = [_snapshot(gb)], [_frame_hash(gb.packed2, weights)]
+    played = []
     for t in range(steps + warmup):
-        a = torch.randint(0, len(_ACTIONS), (num_envs,), generator=g)
-        gb.step(masks[a], frames=frame_skip, press_frames=frame_skip)
-        actions.append(a)
+        a = torch.randint(0, len(names), (num_envs,), generator=g)
+        obs = gb.step(masks[a], frames=frame_skip, press_frames=frame_skip)
+        played.append(_as_base_action(names, a))
         snaps.append(_snapshot(gb))
+        frames.append(_frame_hash(obs, weights))
         if progress and (t + 1) % 32 == 0:
             print(f"ramsearch: {t + 1}/{steps} steps", file=sys.stderr, flush=True)
     ram = torch.stack(snaps).to(torch.int64)  # [T+1, N, B]
     if bool((ram == ram[:1]).all()):
         raise RamSearchError(f"{rom}: no RAM byte changed in {steps} steps of random play; "
                              "the game may wait for an input we do not press (try --macro)")
-    return _rank(ram[warmup:], torch.stack(actions)[warmup:])
+    return _rank(ram[warmup:], torch.stack(played)[warmup:], torch.stack(frames)[warmup:])
 
 
-def _rank(ram: torch.Tensor, actions: torch.Tensor) -> SearchResult:
-    """Rank addresses from ``ram [T+1, N, B]`` and ``actions [T, N]``."""
+def _frame_hash(packed2: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``int64 [N]``: a hash of each console's packed2 frame (equal frames, equal hashes)."""
+    return (packed2.reshape(packed2.shape[0], -1).to(torch.int64) * weights).sum(1)
+
+
+def _as_base_action(names: list[str], a: torch.Tensor) -> torch.Tensor:
+    """Indices into ``_ACTIONS`` of the played actions: the direction of a combo such as
+    ``LEFT+B`` (what the position ranking compares), else the button, else NOOP."""
+    table = []
+    for n in names:
+        parts = [p.strip() for p in n.split("+")]
+        pick = next((p for p in parts if p in ("UP", "DOWN", "LEFT", "RIGHT")), None)
+        pick = pick or next((p for p in parts if p in _ACTIONS), "NOOP")
+        table.append(_ACTIONS.index(pick))
+    return torch.tensor(table)[a]
+
+
+def _game_events(ram: torch.Tensor, frames: torch.Tensor | None, still: int = 12) -> torch.Tensor:
+    """``bool [T, N]``: steps where a console's game ends a life or a game: its screen starts a
+    run of ``still`` unchanged frames, or many bytes return to their start values at once."""
+    start = ram[0]
+    away = ram != start.unsqueeze(0)  # [T+1, N, B]
+    back = (away[:-1] & ~away[1:]).sum(2)  # bytes returning to their start value per step
+    moving = away.any(0).sum(1).clamp(min=1)  # bytes that ever left their start value
+    restart = back >= torch.maximum(torch.full_like(moving, 8), moving // 5).unsqueeze(0)
+    if frames is None:
+        return restart
+    same = frames[1:] == frames[:-1]  # [T, N]: step t left the screen unchanged
+    T = same.shape[0]
+    run = torch.zeros_like(same)
+    for t in range(T - still + 1):
+        run[t] = same[t:t + still].all(0)
+    onset = run & torch.cat([torch.ones_like(run[:1]), ~run[:-1]])
+    return restart | onset
+
+
+def _rank(ram: torch.Tensor, actions: torch.Tensor, frames: torch.Tensor | None = None) -> SearchResult:
+    """Rank addresses from ``ram [T+1, N, B]``, ``actions [T, N]`` and frame hashes ``[T+1, N]``."""
     addrs = _addresses()
     T, N = actions.shape
     d = ram[1:] - ram[:-1]  # [T, N, B]
@@ -162,19 +214,21 @@ def _rank(ram: torch.Tensor, actions: torch.Tensor) -> SearchResult:
         same_start & (ram[: min(8, T)] == start).all(0).all(0)).flatten()[:64]}
 
     # score: increases on some consoles, never decreases (except a reset to the start value),
-    # rarely changes (not a timer), not in lockstep on every console
-    back_to_start = dec & (ram[1:] == start.unsqueeze(0))
-    bad_dec = (dec & ~back_to_start).sum((0, 1))
-    env_inc = (n_inc > 0).float().mean(0)  # share of consoles where it grew
-    rate = changes.mean(0) / T
-    lockstep = (inc.float().mean(1) > 0.9).float().mean(0)  # steps where all consoles grow
-    s = env_inc * (1 - rate) * (1 - lockstep) * same_start.float()
-    counter = n_inc.amax(0) >= 2  # a score grows more than once somewhere (not a state flag)
-    s = torch.where((bad_dec == 0) & counter & (rate < 0.25), s, torch.zeros_like(s))
+    # rarely changes (not a timer), not in lockstep on every console; bytes and u16le pairs
     bcd = ((ram & 0x0F) <= 9).all(0).all(0) & ((ram >> 4) <= 9).all(0).all(0)
-    res.score = _top(addrs, s, "score", lambda b: (
-        f"grew on {env_inc[b]:.0%} of consoles, {rate[b]:.3f} changes/step"
-        + (", BCD digits" if bcd[b] else "")))
+    s8 = _counter_score(ram, same_start)
+    wide = ram[..., :-1] + 256 * ram[..., 1:]  # u16le of (b, b+1); WRAM/HRAM seam is harmless
+    s16 = _counter_score(wide, same_start[:-1] & same_start[1:])
+    wraps = (dec[..., :-1] & inc[..., 1:]).any(0).any(0)  # low byte falls as the high one grows
+    is16 = torch.zeros_like(same_start)
+    is16[:-1] = wraps & (s16 > 0)  # a counter that carries: report the pair, not its bytes
+    best = torch.where(is16, torch.cat([s16, s16[-1:]]), s8)
+    best[1:] = torch.where(is16[:-1], torch.zeros_like(best[1:]), best[1:])
+    rate = changes.mean(0) / T
+    env_inc = (n_inc > 0).float().mean(0)
+    res.score = _top(addrs, best, "score", lambda b: (
+        ("u16le, " if is16[b] else "") + f"grew on {env_inc[b]:.0%} of consoles, "
+        f"{rate[b]:.3f} changes/step" + (", BCD digits" if bcd[b] and not is16[b] else "")))
 
     # lives: small equal start value, only decreases (by 1), rarely, on some consoles
     by_one = (dec & (d == -1)).sum((0, 1)) == n_dec.sum(0)
@@ -185,6 +239,12 @@ def _rank(ram: torch.Tensor, actions: torch.Tensor) -> SearchResult:
     s = torch.where((any_inc_not_reset == 0) & (n_dec.sum(0) > 0), s, torch.zeros_like(s))
     res.lives = _top(addrs, s, "lives", lambda b: (
         f"start {int(start[0, b])}, fell on {env_dec[b]:.0%} of consoles"))
+
+    # game over / death: bytes whose changes announce game events
+    events = _game_events(ram, frames)
+    res.events = int(events.sum())
+    if res.events:
+        res.game_over = _event_bytes(ram, events, addrs)
 
     # position: the sign of the change follows direction buttons (signs are robust to wrap-
     # arounds and respawns); bytes whose *value* is a function of the button held (joypad
@@ -214,6 +274,53 @@ def _rank(ram: torch.Tensor, actions: torch.Tensor) -> SearchResult:
             best[c.address] = c
     res.position = sorted(best.values(), key=lambda c: -c.score)
     return res
+
+
+def _counter_score(ram: torch.Tensor, same_start: torch.Tensor) -> torch.Tensor:
+    """``[B]`` score of each series of ``ram [T+1, N, B]`` as a game score (see the module doc)."""
+    d = ram[1:] - ram[:-1]
+    inc, dec = d > 0, d < 0
+    start, floor = ram[0], ram.amin((0, 1))  # a new life or game resets to one of these
+    reset = dec & ((ram[1:] == start.unsqueeze(0)) | (ram[1:] == floor))
+    bad_dec = (dec & ~reset).sum((0, 1))
+    n_inc = inc.sum(0)
+    env_inc = (n_inc > 0).float().mean(0)
+    rate = (inc | dec).float().mean((0, 1))
+    lockstep = (inc.float().mean(1) > 0.9).float().mean(0)  # steps where all consoles grow
+    s = env_inc * (1 - rate) * (1 - lockstep) * (1 + same_start.float()) / 2  # equal starts: likelier
+    # a score takes many values over the consoles (a flag or a pointer a few)
+    srt = torch.sort(ram.reshape(-1, ram.shape[-1]), 0).values
+    distinct = 1 + (srt[1:] != srt[:-1]).sum(0)
+    s = s * (distinct - 1).clamp(max=8).float() / 8
+    counter = n_inc.amax(0) >= 2  # a score grows more than once somewhere (not a state flag)
+    return torch.where((bad_dec == 0) & counter & (rate < 0.5), s, torch.zeros_like(s))
+
+
+def _event_bytes(ram: torch.Tensor, events: torch.Tensor, addrs: torch.Tensor,
+                 window: int = 2) -> list[Candidate]:
+    """Rank bytes whose changes announce ``events [T, N]`` (a change at most ``window`` steps
+    before an event): recall (events announced) x precision (changes that announce one)."""
+    T = events.shape[0]
+    ch = ram[1:] != ram[:-1]  # [T, N, B]
+    soon = torch.zeros_like(events)  # an event at t..t+window
+    for k in range(window + 1):
+        soon[: T - k] |= events[k:]
+    recent = torch.zeros_like(ch)  # a change at t-window..t
+    for k in range(window + 1):
+        recent[k:] |= ch[: T - k]
+    n_ev = events.sum()
+    recall = (recent & events.unsqueeze(2)).sum((0, 1)).float() / n_ev.clamp(min=1)
+    n_ch = ch.sum((0, 1)).float()
+    precision = (ch & soon.unsqueeze(2)).sum((0, 1)).float() / n_ch.clamp(min=1)
+    score = torch.where(n_ch > 0, recall * precision, torch.zeros_like(recall))
+    at_event = ram[1:][events]  # [E, B]: values right at the events
+
+    def detail(b: int) -> str:
+        v = int(torch.mode(at_event[:, b]).values) if len(at_event) else 0
+        return (f"value {v} at events; announces {recall[b]:.0%} of {int(n_ev)} events, "
+                f"{precision[b]:.0%} of its changes do")
+
+    return _top(addrs, score, "game_over", detail)
 
 
 def _last_direction(actions: torch.Tensor) -> torch.Tensor:
@@ -251,24 +358,35 @@ def _top(addrs: torch.Tensor, score: torch.Tensor, kind: str, detail, k: int = 1
     return out
 
 
-def draft_spec(result: SearchResult, rom_path: str | Path | None = None) -> str:
-    """A draft task spec (YAML text) from the best candidates, to be checked and edited."""
+def draft_spec(result: SearchResult, rom_path: str | Path | None = None,
+               start: str | None = None, actions: str = "minimal") -> str:
+    """A draft task spec (YAML text) from the best candidates, to be checked and edited.
+
+    ``start`` / ``actions``: YAML text of the ``start`` mapping and the ``actions`` value to
+    write (default: the search's own boot macro and the ``minimal`` set)."""
+    start = start or "{macro: [{wait: 120}, {press: START, frames: 8}, {wait: 60}]}"
     lines = ["# Draft task spec written by torchrl_dreamer.ramsearch: CHECK every address.",
-             f"name: {Path(rom_path).stem if rom_path else 'my_game'}", "actions: minimal",
-             "max_episode_steps: 2000", "start:", "  macro: [{wait: 120}, {press: START, frames: 8}, {wait: 60}]",
-             "reward:"]
+             f"name: {Path(rom_path).stem if rom_path else 'my_game'}", f"actions: {actions}",
+             "max_episode_steps: 2000", f"start: {start}", "reward:"]
     if result.score:
         c = result.score[0]
-        enc = "bcd" if "BCD" in c.detail else "u8"
+        enc = "u16le, length: 2" if c.detail.startswith("u16le") else "bcd" if "BCD" in c.detail else "u8"
         lines.append(f"  - {{kind: delta, address: 0x{c.address:04X}, encoding: {enc}}}   # score? {c.detail}")
     if result.lives:
         c = result.lives[0]
         lines.append(f"  - {{kind: event, address: 0x{c.address:04X}, op: decreased, scale: -1}}   # life lost? {c.detail}")
     if not result.score and not result.lives:
         lines.append("  - {kind: level, address: 0xC000, scale: 0.0}   # no score found: edit me")
+    ends = []
     if result.lives:
         c = result.lives[0]
-        lines += ["terminate:", f"  - {{address: 0x{c.address:04X}, op: decreased}}   # end the episode on a lost life"]
+        ends.append(f"  - {{address: 0x{c.address:04X}, op: decreased}}   # end the episode on a lost life")
+    if result.game_over:
+        c = result.game_over[0]
+        v = int(c.detail.split()[1])
+        ends.append(f"  - {{address: 0x{c.address:04X}, op: \"==\", value: {v}}}   # game over? {c.detail}")
+    if ends:
+        lines += ["terminate:", *ends]
     xy = []
     for c in result.position:
         if c.address not in xy:
@@ -281,6 +399,11 @@ def draft_spec(result: SearchResult, rom_path: str | Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mask_name(mask: int) -> str:
+    """``"START"`` / ``"UP+A"``: the button names of a buttons mask."""
+    return "+".join(n for n, bit in BUTTON_BITS.items() if mask & bit)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``python -m torchrl_dreamer.ramsearch ROM [options]``."""
     ap = argparse.ArgumentParser(prog="python -m torchrl_dreamer.ramsearch", description=(
@@ -288,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
         "by playing random buttons on many consoles at once; writes a draft task spec."))
     ap.add_argument("rom", type=Path, help="the game's ROM file")
     ap.add_argument("--state", type=Path, default=None, help="savestate to start from")
+    ap.add_argument("--spec", type=Path, default=None, help=(
+        "a task spec whose start (savestate or macro) and action set the search uses"))
     ap.add_argument("--envs", type=int, default=32, help="consoles run together (default 32)")
     ap.add_argument("--steps", type=int, default=256, help="random steps recorded (default 256)")
     ap.add_argument("--frame-skip", type=int, default=8, help="frames per step (default 8)")
@@ -300,14 +425,34 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("envs", "steps", "frame_skip"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
+    macro, state, actions, start_yaml, actions_yaml = None, args.state, None, None, "minimal"
+    if args.spec is not None:
+        from torchrl_dreamer.envs.actions import make_action_set
+        from torchrl_dreamer.envs.spec import TaskSpecError, load_task_spec
+
+        try:
+            spec = load_task_spec(args.spec).spec
+        except TaskSpecError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        state = state or spec.state
+        macro = spec.macro
+        actions = list(make_action_set(spec.actions).names)
+        actions_yaml = "[" + ", ".join(actions) + "]"
+        if spec.state is None:
+            start_yaml = "{macro: [" + ", ".join(
+                f"{{press: {_mask_name(b)}, frames: {f}}}" if b else f"{{wait: {f}}}"
+                for b, f in spec.macro) + "]}"
+        else:
+            start_yaml = f"{{state: {spec.state}}}"
     try:
-        res = ram_search(args.rom, args.envs, args.steps, args.frame_skip, state=args.state,
-                         seed=args.seed, progress=True)
+        res = ram_search(args.rom, args.envs, args.steps, args.frame_skip, macro=macro,
+                         state=state, seed=args.seed, actions=actions, progress=True)
     except RamSearchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(res.table(args.top))
-    spec = draft_spec(res, args.rom)
+    spec = draft_spec(res, args.rom, start=start_yaml, actions=actions_yaml)
     if args.out:
         args.out.write_text(spec)
         print(f"draft spec written to {args.out}")

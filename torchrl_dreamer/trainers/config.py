@@ -182,6 +182,10 @@ class TrainConfig:
     right pixel) or ``line`` (whole lines; see docs/emulator.md)."""
     eval_episodes: int = 32
     """Episodes of the final evaluation (0: none)."""
+    video_every: int = 0
+    """Policy steps between world-model open-loop videos during training (0: none): real |
+    reconstruction | imagination of 4 replay windows, as ``<log_dir>/videos/wm_step_<N>.mp4``
+    (GIF without ffmpeg) and as TensorBoard video when that logger is on."""
     logger: LoggerKind = "csv"
     """Metric logs: ``csv``, ``tensorboard``, ``both`` or ``none``."""
     progress: bool = True
@@ -274,6 +278,8 @@ class TrainConfig:
             raise ConfigError(f"seq_len must be >= 2, got {self.seq_len}.")
         if self.checkpoint_every < 0 or self.eval_episodes < 0:
             raise ConfigError("checkpoint_every and eval_episodes must be >= 0.")
+        if self.video_every < 0:
+            raise ConfigError(f"video_every must be >= 0 (0: no videos), got {self.video_every}.")
         if not self.replay_ratio >= 0:
             raise ConfigError(f"replay_ratio must be >= 0, got {self.replay_ratio}.")
         if self.learning_starts < 0:

@@ -38,6 +38,23 @@ class MultiLogger:
         for name, value in metrics.items():
             self.log_scalar(name, float(value), step=step)
 
+    def log_video(self, name: str, frames: Any, step: int | None = None, fps: float = 8.0) -> bool:
+        """Log ``frames`` (``uint8 [T, H, W]`` Game Boy shades 0..3) as a video to every logger
+        that draws videos (TensorBoard's ``add_video``; CSV has none). Returns whether one did."""
+        import torch
+
+        from torchrl_dreamer.trainers.gif import GAMEBOY_PALETTE
+
+        grey = torch.tensor([c[0] for c in GAMEBOY_PALETTE], dtype=torch.uint8)
+        video = grey[frames.long().clamp(0, 3)].unsqueeze(1).expand(-1, 3, -1, -1)  # [T, 3, H, W]
+        done = False
+        for lg in self.loggers:
+            writer = getattr(lg, "experiment", None)
+            if writer is not None and hasattr(writer, "add_video"):
+                writer.add_video(name, video.unsqueeze(0), global_step=step, fps=fps)
+                done = True
+        return done
+
     def log_hparams(self, cfg: Mapping[str, Any]) -> None:
         """Log the run's settings where the backend supports it."""
         for lg in self.loggers:

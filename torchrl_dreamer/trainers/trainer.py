@@ -236,10 +236,13 @@ class DreamerTrainer:
         t_start = t_chunk = time.perf_counter()
         steps0 = self.policy_steps
         every = cfg.checkpoint_every or cfg.total_steps
+        vevery = cfg.video_every or cfg.total_steps
+        next_ckpt = (self.policy_steps // every + 1) * every
+        next_video = (self.policy_steps // vevery + 1) * vevery
         row: dict[str, float] = {}
         try:
             while self.policy_steps < cfg.total_steps:
-                target = min(cfg.total_steps, (self.policy_steps // every + 1) * every)
+                target = min(cfg.total_steps, next_ckpt, next_video)
                 c.total_frames = target
                 for _ in c.iterator():
                     row = self._record(bar, t_start, steps0, t_chunk)
@@ -251,14 +254,37 @@ class DreamerTrainer:
                 if self.logger is not None:
                     self.logger.log_metrics({f"progress/{k}": v for k, v in row.items()
                                              if not math.isnan(v)}, step=self.policy_steps)
-                if cfg.checkpoint_every or self.policy_steps >= cfg.total_steps:
+                if cfg.video_every and self.policy_steps >= next_video:
+                    self.write_video()
+                    next_video = (self.policy_steps // vevery + 1) * vevery
+                if (cfg.checkpoint_every and self.policy_steps >= next_ckpt) \
+                        or self.policy_steps >= cfg.total_steps:
                     self.save()
+                    next_ckpt = (self.policy_steps // every + 1) * every
         finally:
             if bar is not None:
                 bar.close()
             c.shutdown(close_env=False)
         (self.run_dir / "progress.json").write_text(json.dumps(self.history, indent=1))
         return row
+
+    def write_video(self) -> Path | None:
+        """Write the world model's open-loop report on replay windows now (see
+        :attr:`TrainConfig.video_every`); ``None`` when there is nothing to draw yet (replay
+        shorter than a sequence) or this run has no local replay (Ray)."""
+        from torchrl_dreamer.trainers.video import replay_open_loop, write_video
+
+        p = self.parts
+        if p.storage is None or "pixels" not in getattr(p.world_model, "decoders", {}):
+            return None
+        frames = replay_open_loop(p.world_model, p.storage, sequences=4, length=32, context=8,
+                                  seed=self.config.seed + self.policy_steps)
+        if frames is None:
+            return None
+        path = write_video(self.run_dir / "videos" / f"wm_step_{self.policy_steps}.mp4", frames)
+        if self.logger is not None:
+            self.logger.log_video("world_model/open_loop", frames, step=self.policy_steps)
+        return path
 
     def close(self) -> None:
         """Stop the collector and close the env."""

@@ -35,7 +35,7 @@ import torch
 
 from torchrl_dreamer.trainers.gif import GAMEBOY_PALETTE, write_gif
 
-__all__ = ["open_loop_frames", "write_video", "BAR_ROWS"]
+__all__ = ["open_loop_frames", "replay_open_loop", "write_video", "BAR_ROWS"]
 
 BAR_ROWS = 4
 """Rows of the context/imagination indicator bar under each frame."""
@@ -94,6 +94,34 @@ def open_loop_frames(world_model, pixels: torch.Tensor, prev_action: torch.Tenso
     bar[context:, :, :, 2 * W // 3:] = 3  # imagination: dark bar under the open-loop panel
     bar[:, :, 0] = 1  # a light separator line
     return torch.cat([panels.cpu(), bar], 2).transpose(0, 1).contiguous()
+
+
+def replay_open_loop(world_model, storage, sequences: int = 4, length: int = 32,
+                     context: int = 8, seed: int = 0) -> torch.Tensor | None:
+    """The open-loop report on ``sequences`` random windows of a replay storage
+    (:class:`~torchrl_dreamer.data.storage.TimeMajorStorage`), stacked vertically:
+    ``uint8 [T, sequences * (72 + BAR_ROWS), 240]`` shades, or ``None`` while the replay holds
+    fewer than ``length`` committed rows. Its own generator (``seed``): the training sampler's
+    draws are left alone."""
+    from torchrl_dreamer.data.dreamer_inputs import shift_actions
+    from torchrl_dreamer.objectives.world_model import action_to_vector
+
+    lo, hi = storage.sampleable_range()
+    if hi - lo < length:
+        return None
+    g = torch.Generator().manual_seed(seed)
+    start = torch.randint(hi - lo - length + 1, (sequences,), generator=g) + lo
+    env = torch.randint(storage.num_envs, (sequences,), generator=g)
+    rows = (start.unsqueeze(0) + torch.arange(length).unsqueeze(1)) % storage.capacity  # [T, B]
+    data = storage.get((rows.to(storage.device), env.expand_as(rows).to(storage.device)))
+    dev = next(world_model.parameters()).device
+    is_first = data.get("is_first").reshape(length, sequences).bool().clone().to(dev)
+    is_first[0] = True
+    action = action_to_vector(data.get("action").to(dev), world_model.action_dim)
+    frames = open_loop_frames(world_model, data.get("pixels").to(dev),
+                              shift_actions(action, is_first), is_first,
+                              context=min(context, length))
+    return torch.cat(list(frames), 1)
 
 
 def write_video(path: str | Path, frames: torch.Tensor, fps: float = 8.0, scale: int = 2) -> Path:

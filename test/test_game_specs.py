@@ -1,0 +1,164 @@
+"""The task specs shipped in examples/tasks/ for the five shared homebrew games: each validates
+against its ROM, builds an env, and scripted play produces the rewards and episode ends the
+spec promises (addresses in each file's header)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import rom_path
+from tensordict import TensorDict
+
+from torchrl_dreamer.envs import GameBoyEnv
+from torchrl_dreamer.envs.spec import load_task_spec
+from torchrl_dreamer.envs.task import TaskMismatchError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+GAMES = {
+    "snake": "games/gb_raw_snake/snake.gb",
+    "2048": "games/2048-wyattferguson/2048.gb",
+    "pandoras_blocks": "games/pandoras-blocks/PandorasBlocks.gbc",
+    "tobutobugirl": "games/tobutobugirl/tobu.gb",
+    "postbot": "games/postbot/PostBot.gb",
+}
+
+
+def _env(roms, game: str, num_envs: int = 2, **kw) -> GameBoyEnv:
+    task = load_task_spec(EXAMPLES / f"{game}.yaml", rom=rom_path(roms, GAMES[game]))
+    env = GameBoyEnv(task, num_envs=num_envs, seed=0, **kw)
+    env.reset()
+    return env
+
+
+def _play(env: GameBoyEnv, actions, steps: int):
+    """Step ``steps`` times with ``actions(t)`` (names); per-step rewards, terminated, truncated."""
+    names = env.action_set.names
+    rew, term, trunc = [], [], []
+    for t in range(steps):
+        a = actions(t)
+        idx = torch.tensor([names.index(x) for x in a] if isinstance(a, list)
+                           else [names.index(a)] * env.num_envs)
+        nxt = env.step(TensorDict({"action": idx}, batch_size=[env.num_envs]))["next"]
+        rew.append(nxt["reward"].reshape(-1).clone())
+        term.append(nxt["terminated"].reshape(-1).clone())
+        trunc.append(nxt["truncated"].reshape(-1).clone())
+    return torch.stack(rew), torch.stack(term), torch.stack(trunc)
+
+
+def test_every_game_has_a_spec():
+    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {"catch"}
+    assert shipped == set(GAMES)
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_spec_fits_its_rom_and_not_another(roms, game):
+    env = _env(roms, game, num_envs=1)
+    assert env.max_episode_steps == env.task.spec.max_episode_steps
+    other = next(g for g in GAMES if g != game)
+    task = load_task_spec(EXAMPLES / f"{game}.yaml", rom=rom_path(roms, GAMES[other]))
+    with pytest.raises(TaskMismatchError, match="sha256"):
+        GameBoyEnv(task, num_envs=1)
+
+
+def test_snake_wall_ends_the_episode(roms):
+    """Going straight on, the snake hits the right wall (x 40 -> 160 at 24 px a step): the death
+    sound ends the episode with -1, every time."""
+    env = _env(roms, "snake")
+    rew, term, _ = _play(env, lambda t: "NOOP", 20)
+    first = int(torch.nonzero(term[:, 0])[0])
+    assert 3 <= first <= 7
+    assert rew[first].tolist() == [-1.0, -1.0] and rew[:first].abs().sum() == 0
+    assert int(term[:, 0].sum()) >= 3  # each new episode runs into the wall again
+
+
+def test_snake_food_pays(roms):
+    """Steered to the food (right until under it, then up), the snake eats it: +1 once."""
+    env = _env(roms, "snake", num_envs=1, frame_skip=8, press_frames=8)
+    head, food = env.gb.read_memory(0xC004, 2)[0], env.gb.read_memory(0xC008, 2)[0]
+    assert head[0] > food[0] and head[1] < food[1]  # food up and to the right of the head
+    plan = ["NOOP"] * ((int(food[1]) - int(head[1])) // 8) + ["UP"] + ["NOOP"] * 8  # 8 px a step
+    rew, term, _ = _play(env, lambda t: plan[t], len(plan))
+    assert rew.reshape(-1).tolist().count(1.0) == 1 and not term.any()
+
+
+def test_2048_merge_pays_and_full_board_ends(roms):
+    """The start board holds two 2s stacked in column 2: UP merges them (score +4 -> reward 1).
+    A board filled with tiles that cannot merge ends the game on the next move."""
+    env = _env(roms, "2048")
+    board = env.gb.read_memory(0xC0B1, 50)  # UINT16 board[5][5], little-endian
+    assert board[0].reshape(25, 2)[:, 0].tolist().count(2) == 2
+    rew, term, _ = _play(env, lambda t: "UP", 1)
+    assert rew[0].tolist() == [1.0, 1.0] and not term.any()
+    vals = []
+    for r in range(5):
+        for c in range(5):
+            v = (2 if (r + c) % 2 == 0 else 4) * (1 if r % 2 == 0 else 4)
+            vals += [v & 255, v >> 8]
+    env.gb.write_memory(0xC0B1, torch.tensor([vals] * 2, dtype=torch.uint8))
+    rew, term, _ = _play(env, lambda t: "LEFT", 2)
+    assert term.any(0).tolist() == [True, True] and (rew >= 0).all()
+
+
+def test_2048_episodes_draw_new_tiles(roms):
+    """The on_reset RNG seed gives each console its own tile sequence."""
+    env = _env(roms, "2048", num_envs=4)
+    _play(env, lambda t: ["LEFT", "UP", "RIGHT", "DOWN"][t % 4], 6)
+    boards = env.gb.read_memory(0xC0B1, 50)
+    assert len({tuple(b.tolist()) for b in boards}) > 1
+
+
+def test_pandoras_blocks_pieces_pay_until_game_over(roms):
+    """Soft-dropping every piece in the middle stacks them to the top: +1 per piece, then
+    MODE_GAME_OVER ends the episode."""
+    env = _env(roms, "pandoras_blocks")
+    rew, term, _ = _play(env, lambda t: "DOWN", 200)
+    assert term.any(0).all()
+    first = int(torch.nonzero(term[:, 0])[0])
+    assert rew[:first, 0].sum() >= 8 and (rew >= 0).all()
+
+
+def test_tobutobugirl_fall_ends_and_climb_pays(roms):
+    """Holding LEFT the girl misses the first bat and falls (-1, episode over); random play
+    bounces on bats and climbs (progress reward)."""
+    env = _env(roms, "tobutobugirl")
+    rew, term, _ = _play(env, lambda t: "LEFT", 30)
+    first = int(torch.nonzero(term[:, 0])[0])
+    assert rew[first, 0] == -1.0 and first < 20
+    env = _env(roms, "tobutobugirl", num_envs=8)
+    g = torch.Generator().manual_seed(0)
+    names = env.action_set.names
+    rew, term, _ = _play(env, lambda t: [names[i] for i in torch.randint(0, len(names), (8,),
+                                                                            generator=g)], 150)
+    assert (rew > 0).any() and term.any()
+
+
+def test_postbot_start_lands_in_the_level(roms):
+    """The start macro reaches level 1 (screen 1, one objective); A runs the robot's program
+    (screen 2); nothing pays but the exploration bonus, and nothing ends the episode."""
+    env = _env(roms, "postbot")
+    assert env.gb.read_memory(0xC0B9)[:, 0].tolist() == [1, 1]
+    assert env.gb.read_memory(0xC0BB)[:, 0].tolist() == [1, 1]
+    rew, term, _ = _play(env, lambda t: "A", 3)
+    assert env.gb.read_memory(0xC0B9)[:, 0].tolist() == [2, 2]
+    assert not term.any() and (rew > 0).all() and (rew < 0.05).all()
+
+
+def test_random_baseline_script(roms):
+    """examples/random_baseline.py: random snake episodes end in a death (-1) long before the
+    400-step limit; the script's JSON line reports them."""
+    import json
+    import runpy
+
+    mod = runpy.run_path(str(EXAMPLES.parent / "random_baseline.py"))
+    env = _env(roms, "snake", num_envs=4)
+    returns, lengths = mod["random_returns"](env, 8, seed=0)
+    assert len(returns) == 8 and all(r <= 1.0 for r in returns) and -1.0 in returns
+    assert all(1 <= n < 400 for n in lengths)
+    out = []
+    mod["main"].__globals__["print"] = out.append
+    assert mod["main"](["--task-spec", str(EXAMPLES / "snake.yaml"), "--rom",
+                        str(rom_path(roms, GAMES["snake"])), "--episodes", "4", "--envs", "2"]) == 0
+    row = json.loads(out[0])
+    assert row["episodes"] == 4 and row["max_episode_steps"] == 400 and row["mean_return"] < 0.5
