@@ -447,7 +447,8 @@ def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
 
     The line is the OR of the enabled sources, so a source rising while another holds the line
     high requests nothing ("STAT blocking"). ``oam_quirk``: line 144 also raises the mode 2
-    source at the VBlank point, with the VBlank interrupt (vblank_stat_intr). With the LCD off the line keeps its level.
+    source at the VBlank point, with the VBlank interrupt (vblank_stat_intr). With the LCD off
+    the line keeps its level.
     """
     if not lcd_on(i, m):
         return
