@@ -40,6 +40,13 @@ def roms() -> Path:
     return d
 
 
+def missing_roms(msg: str) -> None:
+    """A suite's ROMs are absent: fail in CI, skip otherwise (the placeholder case of a ROM suite)."""
+    if IN_CI:
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
 def rom_path(roms: Path, rel: str) -> Path:
     """Path of one ROM under the shared directory, failing in CI / skipping otherwise if absent."""
     p = roms / rel

@@ -259,6 +259,15 @@ start:
 
 
 # ------------------------------------------------------------------ HALT wake-up timing
+def _clock_left_after_3_frames(src: str) -> int:
+    """Run ``src`` for 3 frames; the system counter (DIV16 + pending CLK) then, which counts the
+    T-cycles since the program's last DIV reset."""
+    gb = GameBoy(bytes(build_rom(assemble(src))), check_header=False)
+    gb.run_frames(3)
+    st = gb.state_tensors()["st"][0]
+    return (int(st[FIELDS["DIV16"]]) + int(st[FIELDS["CLK"]])) & 0xFFFF
+
+
 def _handler_entry_clock(irq: str, halt: bool) -> int:
     """T-cycles from the interrupt handler's DIV reset to the end of frame 3 (the handler then
     halts for good), for an interrupt that wakes HALT or interrupts a run of NOPs."""
@@ -284,10 +293,7 @@ start:
     ldh [$FF], a
     halt                    ; IME = 0, IE = 0: halted to the end
 """
-    gb = GameBoy(bytes(build_rom(assemble(src))), check_header=False)
-    gb.run_frames(3)
-    st = gb.state_tensors()["st"][0]
-    return (int(st[FIELDS["DIV16"]]) + int(st[FIELDS["CLK"]])) & 0xFFFF
+    return _clock_left_after_3_frames(src)
 
 
 def test_halt_wakeup_matches_nops_for_vblank_and_is_one_m_cycle_later_for_timer():
@@ -331,10 +337,7 @@ handler:
     ldh [$FF], a
     halt                    ; IME = 0, IE = 0: halted to the end
 """
-    gb = GameBoy(bytes(build_rom(assemble(src))), check_header=False)
-    gb.run_frames(3)
-    st = gb.state_tensors()["st"][0]
-    return (int(st[FIELDS["DIV16"]]) + int(st[FIELDS["CLK"]])) & 0xFFFF
+    return _clock_left_after_3_frames(src)
 
 
 def test_line_144_mode2_stat_wakes_halt_with_vblank():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import IN_CI
+from conftest import missing_roms
 
 from torchrl_dreamer._roms import roms_dir
 from torchrl_dreamer.emulator import GameBoy
@@ -71,10 +71,7 @@ def run_mooneye(path, max_frames: int = MAX_FRAMES) -> tuple[str, GameBoy]:
 @pytest.mark.parametrize("rel", _params())
 def test_mooneye(roms, rel):
     if rel == "<missing>":
-        msg = f"no mooneye ROMs under {roms / 'mooneye'}"
-        if IN_CI:
-            pytest.fail(msg)
-        pytest.skip(msg)
+        missing_roms(f"no mooneye ROMs under {roms / 'mooneye'}")
     path = roms / "mooneye" / rel
     if rel.startswith("manual-only/"):
         gb = GameBoy(path, check_header=False, framebuffer=True)

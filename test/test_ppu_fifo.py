@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import warp as wp
-from conftest import IN_CI
+from conftest import missing_roms
 from mealybug import mealybug_names, run_mealybug
 
 from torchrl_dreamer.emulator import GameBoy
@@ -185,10 +185,7 @@ def _mealybug_params():
 @pytest.mark.parametrize("name", _mealybug_params())
 def test_mealybug(roms, name):
     if name == "<missing>":
-        msg = f"no mealybug ROMs under {roms / 'mealybug'}"
-        if IN_CI:
-            pytest.fail(msg)
-        pytest.skip(msg)
+        missing_roms(f"no mealybug ROMs under {roms / 'mealybug'}")
     got, want = run_mealybug(name, "fifo", roms)
     bad = got != want
     assert not bad.any(), f"{int(bad.sum())} pixels differ, rows {sorted(set(np.nonzero(bad)[0].tolist()))[:10]}"
