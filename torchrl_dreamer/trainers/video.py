@@ -104,16 +104,15 @@ def replay_open_loop(world_model, storage, sequences: int = 4, length: int = 32,
     fewer than ``length`` committed rows. Its own generator (``seed``): the training sampler's
     draws are left alone."""
     from torchrl_dreamer.data.dreamer_inputs import shift_actions
+    from torchrl_dreamer.data.sampler import ChronologicalSliceSampler
     from torchrl_dreamer.objectives.world_model import action_to_vector
 
     lo, hi = storage.sampleable_range()
     if hi - lo < length:
         return None
-    g = torch.Generator().manual_seed(seed)
-    start = torch.randint(hi - lo - length + 1, (sequences,), generator=g) + lo
-    env = torch.randint(storage.num_envs, (sequences,), generator=g)
-    rows = (start.unsqueeze(0) + torch.arange(length).unsqueeze(1)) % storage.capacity  # [T, B]
-    data = storage.get((rows.to(storage.device), env.expand_as(rows).to(storage.device)))
+    sampler = ChronologicalSliceSampler(slice_len=length,
+                                        generator=torch.Generator().manual_seed(seed))
+    data, _ = sampler.sample_sequences(storage, sequences * length)  # [T, B]
     dev = next(world_model.parameters()).device
     is_first = data.get("is_first").reshape(length, sequences).bool().clone().to(dev)
     is_first[0] = True
