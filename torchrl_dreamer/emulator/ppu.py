@@ -60,7 +60,13 @@ from torchrl_dreamer.emulator.registers import (
     STAT_SOURCES,
     STAT_VBLANK,
 )
-from torchrl_dreamer.emulator.render import pack_line_packed2, render_scanline
+from torchrl_dreamer.emulator.render import (
+    WIN_COUNT_MASK,
+    pack_line_packed2,
+    render_scanline,
+    window_line,
+    window_state,
+)
 
 __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
@@ -585,6 +591,14 @@ def quiet_line_start(i: int, m: wp.ref[Mem], line: int) -> bool:
     return lyc != line and lyc + 1 != line and not (line == 0 and lyc == LAST_LINE)
 
 
+@wp.func
+def pipe_run(i: int, m: wp.ref[Mem], line: int, to_dot: int, draw: bool):
+    """ppu="fifo": run ``line``'s pixel pipeline up to ``to_dot`` (drawing if ``draw``) with the
+    window state as it stands (the first frame after LCD on draws shade 0)."""
+    wl = m.st[i, S_WIN_LINE]
+    fifo_run(i, m, line, pipe_t0(line), to_dot, draw, (wl & WIN_BLANK) != 0, window_line(wl))
+
+
 @wp.func(inline=False)
 def fifo_finish(i: int, m: wp.ref[Mem], line: int):
     """ppu="fifo": draw the rest of ``line``'s pipeline (when one runs on it), advance the window
@@ -594,12 +608,10 @@ def fifo_finish(i: int, m: wp.ref[Mem], line: int):
     m.st[i, S_FIFO_LINE] = 0
     if lcd_on(i, m) and m.st[i, S_PACK] != 0:
         wl = m.st[i, S_WIN_LINE]
-        fifo_run(i, m, line, pipe_t0(line), 1 << 20, True, (wl & WIN_BLANK) != 0, wl & 0xFF)
-        win = m.st[i, S_FIFO_WIN]
-        wl = (wl & WIN_BLANK) | (((wl & 0xFF) + (win & 1)) & 0xFF)
-        if (win & 2) != 0:
-            wl = wl | 0x100
-        m.st[i, S_WIN_LINE] = wl
+        pipe_run(i, m, line, 1 << 20, True)
+        win = m.st[i, S_FIFO_WIN]  # bit 0: the window was drawn, bit 1: the WY latch
+        m.st[i, S_WIN_LINE] = (wl & WIN_BLANK) | window_state(window_line(wl) + (win & 1),
+                                                              (win & 2) != 0)
         if (line & 1) == 0:
             pack_line_packed2(i, line, m.fb, m.obs)
 
@@ -615,9 +627,7 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
         # pixels leave after this point as a CPU write sees it (WRITE_LAG), so it is finished
         # at the end of the line (fifo_finish); writes until then still reach it
         if on and m.st[i, S_PACK] != 0:
-            wl = m.st[i, S_WIN_LINE]
-            fifo_run(i, m, line, pipe_t0(line), m.st[i, S_PPU_DOT] + WRITE_LAG, True,
-                     (wl & WIN_BLANK) != 0, wl & 0xFF)
+            pipe_run(i, m, line, m.st[i, S_PPU_DOT] + WRITE_LAG, True)
     elif on and m.st[i, S_PACK] != 0:
         lcdc = int(m.hram[i, R_LCDC])
         if (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:
@@ -857,9 +867,9 @@ def redo_with_pipeline(i: int, m: wp.ref[Mem], line: int):
     mode 3 ended: this is the line's first such write)."""
     wl = m.st[i, S_WIN_LINE]
     fifo_start(i, m, line, pipe_t0(line), wl)
-    fifo_run(i, m, line, pipe_t0(line), 1 << 20, False, False, wl & 0xFF)
+    fifo_run(i, m, line, pipe_t0(line), 1 << 20, False, False, window_line(wl))
     drew = m.st[i, S_FIFO_WIN] & 1
-    m.st[i, S_WIN_LINE] = (wl & ~0xFF) | (((wl & 0xFF) - drew) & 0xFF)
+    m.st[i, S_WIN_LINE] = (wl & ~WIN_COUNT_MASK) | ((window_line(wl) - drew) & WIN_COUNT_MASK)
     m.st[i, S_FIFO_LINE] = 0
 
 
@@ -893,24 +903,21 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     if active:
         if m.st[i, S_FIFO_LINE] != line + 1:
             fifo_start(i, m, line, pipe_t0(line), wl)
-        lag = write_lag(r)
-        fifo_run(i, m, line, pipe_t0(line), dot + lag, m.st[i, S_PACK] != 0,
-                 (wl & WIN_BLANK) != 0, wl & 0xFF)
+        draw = m.st[i, S_PACK] != 0
+        pipe_run(i, m, line, dot + write_lag(r), draw)
         if r >= R_BGP and r <= R_OBP1:
             # DMG: on the dot of a palette write the pixel sees the old and new values ORed
             m.hram[i, r] = wp.uint8(int(m.hram[i, r]) | v)
-            fifo_run(i, m, line, pipe_t0(line), dot + WRITE_LAG + 1, m.st[i, S_PACK] != 0,
-                     (wl & WIN_BLANK) != 0, wl & 0xFF)
+            pipe_run(i, m, line, dot + WRITE_LAG + 1, draw)
         if r == R_LCDC and ((int(m.hram[i, r]) ^ v) & LCDC_OBJ_ON) != 0:
             # the object enable bit reaches the pipeline one dot after the other LCDC bits
             m.hram[i, r] = wp.uint8((v & ~LCDC_OBJ_ON) | (int(m.hram[i, r]) & LCDC_OBJ_ON))
-            fifo_run(i, m, line, pipe_t0(line), dot + WRITE_LAG + 1, m.st[i, S_PACK] != 0,
-                     (wl & WIN_BLANK) != 0, wl & 0xFF)
+            pipe_run(i, m, line, dot + WRITE_LAG + 1, draw)
     if r == R_LCDC:
         lcdc_write(i, m, v)
     else:
         m.hram[i, r] = wp.uint8(v)
     if active and lcd_on(i, m) and m.st[i, S_MODE] == PH_DRAW and dot < mode3_end(i, m, line):
-        e = fifo_dry_end(i, m, line, pipe_t0(line), wl & 0xFF) + MODE3_DOT - pipe_t0(line)
+        e = fifo_dry_end(i, m, line, pipe_t0(line), window_line(wl)) + MODE3_DOT - pipe_t0(line)
         m.st[i, S_PPU_M0] = ((line + 1) << 9) | e
         m.st[i, S_PPU_NEXT] = e + IRQ_LAG

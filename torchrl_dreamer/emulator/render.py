@@ -52,6 +52,9 @@ __all__ = [
     "pack_line_packed2",
     "pack_row_packed2",
     "window_line",
+    "window_state",
+    "WIN_TRIGGERED",
+    "WIN_COUNT_MASK",
     "line_registers",
     "render_frame",
 ]
@@ -65,8 +68,10 @@ LINE_REGISTERS = ("lcdc", "scx", "scy", "wx", "wy", "bgp", "obp0", "obp1")
 WINDOW_STATE_RESET = 0
 """Window state at the start of every frame (counter 0, WY latch clear)."""
 
-_WIN_TRIGGERED = 0x100  # WY latch flag: LY == WY happened this frame
-_WIN_COUNT_MASK = 0xFF
+WIN_TRIGGERED = 0x100
+"""Window state bit: the WY latch (LY == WY happened this frame)."""
+WIN_COUNT_MASK = 0xFF
+"""Window state bits holding the window line counter."""
 _CLAIMED = 0x80  # composition byte: an object pixel decided this pixel (shade in bits 2-3)
 _SCREEN_W = 160
 _SCREEN_H = 144
@@ -125,8 +130,8 @@ def render_scanline_row(
             fb[i, row, x] = wp.uint8(0)
         return win_line
 
-    triggered = (win_line & _WIN_TRIGGERED) != 0 or ly == wy
-    win_count = win_line & _WIN_COUNT_MASK
+    triggered = (win_line & WIN_TRIGGERED) != 0 or ly == wy
+    win_count = win_line & WIN_COUNT_MASK
     window_on = (lcdc & 0x21) == 0x21 and triggered and wx < 167
     win_x0 = wx - 7
 
@@ -230,7 +235,7 @@ def render_scanline_row(
 
     state = win_count
     if triggered:
-        state = state | _WIN_TRIGGERED
+        state = state | WIN_TRIGGERED
     return state
 
 
@@ -290,7 +295,16 @@ def pack_line_packed2(
 @wp.func
 def window_line(win_state: int) -> int:
     """The window's internal line counter held in a window state word."""
-    return win_state & _WIN_COUNT_MASK
+    return win_state & WIN_COUNT_MASK
+
+
+@wp.func
+def window_state(count: int, triggered: bool) -> int:
+    """The window state word of a window line counter (wrapped to 8 bits) and the WY latch."""
+    state = count & WIN_COUNT_MASK
+    if triggered:
+        state = state | WIN_TRIGGERED
+    return state
 
 
 @wp.kernel
