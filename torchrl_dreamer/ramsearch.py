@@ -12,8 +12,10 @@ behave:
 - **game over / death**: bytes that change just before a *game event* and rarely otherwise. A
   console's game events are the steps where its screen goes static for a while (a game-over
   screen) or where many bytes snap back to their start values at once (the game restarts a
-  life or a level); a byte is ranked by how many events it announces (recall) times the share
-  of its changes that announce one (precision);
+  life or a level) or, in a game with neither (one that respawns the player by itself), where
+  a top position byte jumps by several times its usual step (the player put back at a spawn
+  point); a byte is ranked by how many events it announces (recall) times the share of its
+  changes that announce one (precision);
 - **position**: bytes whose change follows a direction button (RIGHT vs LEFT for x, DOWN vs UP
   for y), measured as a standardised difference of mean changes;
 - **start values**: bytes equal on every console at the start and constant for a while.
@@ -74,7 +76,7 @@ class SearchResult:
     game_over: list[Candidate] = field(default_factory=list)
     start_values: dict[int, int] = field(default_factory=dict)
     events: int = 0
-    """Game events (static screens, restarts) seen over all consoles."""
+    """Game events (static screens, restarts, respawn jumps) seen over all consoles."""
 
     def table(self, top: int = 5) -> str:
         """The candidates as a plain-text table."""
@@ -82,7 +84,7 @@ class SearchResult:
         for kind in ("score", "lives", "game_over", "position"):
             for c in getattr(self, kind)[:top]:
                 rows.append(f"{kind:<9} ${c.address:04X}    {c.score:6.3f}  {c.detail}")
-        rows.append(f"({self.events} game events: static screens or restarts)")
+        rows.append(f"({self.events} game events: static screens, restarts or respawn jumps)")
         return "\n".join(rows)
 
 
@@ -240,12 +242,6 @@ def _rank(ram: torch.Tensor, actions: torch.Tensor, frames: torch.Tensor | None 
     res.lives = _top(addrs, s, "lives", lambda b: (
         f"start {int(start[0, b])}, fell on {env_dec[b]:.0%} of consoles"))
 
-    # game over / death: bytes whose changes announce game events
-    events = _game_events(ram, frames)
-    res.events = int(events.sum())
-    if res.events:
-        res.game_over = _event_bytes(ram, events, addrs)
-
     # position: the sign of the change follows direction buttons (signs are robust to wrap-
     # arounds and respawns); bytes whose *value* is a function of the button held (joypad
     # mirrors) are left out
@@ -273,7 +269,36 @@ def _rank(ram: torch.Tensor, actions: torch.Tensor, frames: torch.Tensor | None 
         if c.address not in best or c.score > best[c.address].score:
             best[c.address] = c
     res.position = sorted(best.values(), key=lambda c: -c.score)
+
+    # game over / death: bytes whose changes announce game events; a game that respawns the
+    # player with neither a static screen nor a restart (snake) shows its deaths as the
+    # player's position jumping back
+    events = _game_events(ram, frames)
+    if not bool(events.any()):
+        events = _teleports(ram, [int((addrs == c.address).nonzero()) for c in res.position[:4]])
+    res.events = int(events.sum())
+    if res.events:
+        res.game_over = _event_bytes(ram, events, addrs)
     return res
+
+
+def _teleports(ram: torch.Tensor, columns: list[int], jump: float = 3.0,
+               max_rate: float = 0.1) -> torch.Tensor:
+    """``bool [T, N]``: steps where a position byte (``ram[..., columns]``) changes by more
+    than ``jump`` times its usual step (the median of its non-zero changes, at least 2): the
+    player put back at a spawn point. Empty when such jumps are not rare (more than
+    ``max_rate`` of the steps: a byte that jumps as a matter of course, e.g. each new piece of a
+    falling-block game)."""
+    d = (ram[1:] - ram[:-1]).abs()
+    out = torch.zeros(d.shape[:2], dtype=torch.bool)
+    for col in columns:
+        moves = d[..., col][d[..., col] > 0]
+        if len(moves) == 0:
+            continue
+        usual = float(moves.float().median())
+        if usual >= 2:
+            out |= d[..., col] > jump * usual
+    return out if float(out.float().mean()) <= max_rate else torch.zeros_like(out)
 
 
 def _counter_score(ram: torch.Tensor, same_start: torch.Tensor) -> torch.Tensor:
