@@ -19,9 +19,10 @@ Prints one JSON line per result: ``{"bench", "case", "ours", "peer", "unit", "sp
   by default (``--profile-threads``), median of alternating rounds (``--profile-rounds``).
   Phases a revision does not have (e.g. separate actor and critic backward passes) show
   ``null`` on the other side; compare the ``all/`` totals.
-- ``aten_ops``: dispatched aten ops per update (a ``TorchDispatchMode`` counter; our proxy for
-  GPU kernel launches), ours vs the baseline on the maze configuration, and ours vs TorchRL's
-  ``DreamerV3Loss`` at equal sizes (preset ``tiny``, B8xT32 64x64 grey images, 8 actions).
+- ``aten_ops``: dispatched aten ops per update (a ``TorchDispatchMode`` counter), all of them
+  and those that are not views (our proxy for GPU kernel launches), ours vs the baseline on the
+  maze configuration, and ours vs TorchRL's ``DreamerV3Loss`` at equal sizes (preset ``tiny``,
+  B8xT32 64x64 grey images, 8 actions).
 - ``learner_update``: seconds per update vs TorchRL's ``DreamerV3Loss`` at equal sizes (one
   thread, process CPU time on CPU, B16 x T64 by default); ``--peer-presets`` picks the presets.
 
@@ -297,16 +298,20 @@ def _time_interleaved(cases, repeats: int, device: torch.device) -> list[float]:
 class OpCounter(TorchDispatchMode):
     """Counts the aten ops dispatched while active (forward, backward and optimiser alike).
 
-    Every dispatched op is one kernel launch on a GPU (views aside), so the count is a
-    device-free proxy for launch overhead.
+    Every dispatched op that is not a view is one kernel launch on a GPU, so ``kernels`` is a
+    device-free proxy for launch overhead; ``total`` also counts views (``slice``, ``t``,
+    ``detach``, ...), which only make tensor metadata.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.counts: collections.Counter[str] = collections.Counter()
+        self.kernels = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.counts[str(func.overloadpacket)] += 1
+        if func.namespace == "aten" and not func.is_view:
+            self.kernels += 1
         return func(*args, **(kwargs or {}))
 
     @property
@@ -314,12 +319,13 @@ class OpCounter(TorchDispatchMode):
         return sum(self.counts.values())
 
 
-def count_ops(update, batch) -> int:
-    """Aten ops dispatched by one ``update(batch)`` (after a warm-up update)."""
+def count_ops(update, batch) -> tuple[int, int]:
+    """``(all dispatched aten ops, those that are not views)`` of one ``update(batch)``
+    (after a warm-up update)."""
     update(batch)
     with OpCounter() as counter:
         update(batch)
-    return counter.total
+    return counter.total, counter.kernels
 
 
 def _emit(bench: str, case: str, ours: float | None, peer: float | None, unit: str,
@@ -544,8 +550,10 @@ def _maze_benches(args, benches: set[str]) -> None:
                           t[1] if len(t) > 1 else None, f"s/update ({name}, median)")
         if "ops" in benches:
             ops = [w(op="ops") for w in workers]
-            _emit("aten_ops", f"{case}_vs_{peer_name}", ops[0], ops[1] if len(ops) > 1 else None,
-                  "aten ops/update")
+            peer = ops[1] if len(ops) > 1 else (None, None)
+            _emit("aten_ops", f"{case}_vs_{peer_name}", ops[0][0], peer[0], "aten ops/update")
+            _emit("aten_ops", f"{case}_non_view_vs_{peer_name}", ops[0][1], peer[1],
+                  "non-view aten ops (kernel launches)/update")
         if "profile" in benches:
             n = args.profile_threads
             for w in workers:
@@ -594,8 +602,10 @@ def _torchrl_ops(args) -> None:
     peer_update, peer_batch = _peer("tiny", device, 3)
     ours = count_ops(ours_update, ours_batch(T, B))
     peer = count_ops(peer_update, peer_batch(T, B))
-    _emit("aten_ops", f"tiny_B{B}xT{T}_64x64_vs_torchrl_DreamerV3Loss", ours, peer,
+    _emit("aten_ops", f"tiny_B{B}xT{T}_64x64_vs_torchrl_DreamerV3Loss", ours[0], peer[0],
           "aten ops/update")
+    _emit("aten_ops", f"tiny_B{B}xT{T}_64x64_non_view_vs_torchrl_DreamerV3Loss", ours[1],
+          peer[1], "non-view aten ops (kernel launches)/update")
 
 
 def _torchrl_time(args) -> None:
