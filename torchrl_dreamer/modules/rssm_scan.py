@@ -4,18 +4,21 @@ Why: under autograd every op of the 32-step posterior scan records a graph node,
 backward runs ~80 dispatched ops per step, among them one gradient accumulation per weight per
 step (``aten.add`` of each weight's gradient, 32 times over). Here the forward runs without a
 graph, keeps what the backward needs, and the backward walks the steps in reverse carrying only
-the state gradients (~27 ops a step); every weight and LayerNorm gradient is then one matrix
-product (or one batched ``native_layer_norm_backward``) over all ``T x B`` rows at once. On the
-``tiny`` maze update this cuts the dispatched ops (the GPU launch proxy of
-``benchmarks/learner.py``) by about a third.
+the state gradients (~22 kernels a step); every weight and LayerNorm gradient is then one
+matrix product (or one batched ``native_layer_norm_backward``) over all ``T x B`` rows at once.
+The forward draws every step's uniforms at once and scatters the one-hot samples into one
+buffer. On the ``tiny`` maze update (B8xT32) this cuts the dispatched aten ops from 5,376 to
+3,759 and the non-view ones (kernel launches on a GPU; ``benchmarks/learner.py``) from 3,704 to
+2,672; CPU time barely moves (the update is compute-bound there).
 
 The maths is the eager scan's (:meth:`RSSM._observe_body`) step for step: the same reset mix,
-input MLP, LayerNorm GRU, posterior head, 1 % unimix and one uniform draw per step from the
-global generator in the same order, so with the same seed both give the same samples;
-``test/test_rssm_scan.py`` checks outputs and every gradient against autograd through the
-eager scan. The straight-through sample is returned as the exact one-hot (the eager path's
-``hard + probs - probs`` differs from it by float rounding); its gradient is the identity onto
-the probabilities, as there.
+input MLP, LayerNorm GRU, posterior head and 1 % unimix, and the same inverse-CDF samples: on a
+CPU one draw of ``T x B x S`` uniforms gives the numbers ``T`` per-step draws give, in the same
+order, so with the same seed both paths sample the same latents (on CUDA the draws differ, the
+distribution does not). ``test/test_rssm_scan.py`` checks outputs and every gradient against
+autograd through the eager scan. The straight-through sample is returned as the exact one-hot
+(the eager path's ``hard + probs - probs`` differs from it by float rounding); its gradient is
+the identity onto the probabilities, as there.
 
 Example:
     >>> from torchrl_dreamer.modules.rssm import RSSM
@@ -30,8 +33,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-
-from torchrl_dreamer.modules.functional import sample_categorical
 
 __all__ = ["fused_observe_scan"]
 
@@ -99,11 +100,16 @@ class _ObserveScan(torch.autograd.Function):
         floor = torch.full((h.shape[0], stoch, classes), unimix / classes, dtype=h.dtype,
                            device=h.device)
         names = ("hin", "zin", "x1", "n1", "m1", "r1", "xh", "g", "m2", "r2", "r", "pc", "c",
-                 "u", "h", "y1", "n3", "m3", "r3", "y2", "soft", "z")
+                 "u", "h", "y1", "n3", "m3", "r3", "y2", "soft")
         saved: dict[str, list[torch.Tensor]] = {k: [] for k in names}
-        for keep_t, hr_t, zr_t, a_t, e_t in zip(
+        T, B = a_proj.shape[:2]
+        # every step's uniforms in one draw (on a CPU the same numbers, in the same order, as
+        # one draw of sample_categorical per step) and the one-hots scattered into one buffer
+        uniforms = torch.rand(T, B, stoch, 1, dtype=h.dtype, device=h.device)
+        z_all = torch.zeros(T, B, stoch, classes, dtype=h.dtype, device=h.device)
+        for keep_t, hr_t, zr_t, a_t, e_t, u_t, z_t in zip(
             keep.unbind(0), h_reset.unbind(0), z_reset.unbind(0), a_proj.unbind(0),
-            e_proj.unbind(0),
+            e_proj.unbind(0), uniforms.unbind(0), z_all.unbind(0),
         ):
             hin = torch.addcmul(hr_t, h, keep_t)
             zin = torch.addcmul(zr_t, z, keep_t)
@@ -123,19 +129,20 @@ class _ObserveScan(torch.autograd.Function):
             logits = torch.addmm(b_out, y2, w_out_t).view(-1, stoch, classes)
             soft = logits.softmax(-1)
             probs = torch.add(floor, soft, alpha=1.0 - unimix)
-            idx = sample_categorical(probs)
-            z3 = torch.zeros_like(probs).scatter_(-1, idx.unsqueeze(-1), 1.0)
-            z = z3.view(z3.shape[0], -1)
+            # inverse CDF as sample_categorical; searching the first C - 1 sums lands past
+            # rounding at the last class without a clamp
+            idx = torch.searchsorted(probs[..., :-1].cumsum(-1), u_t)
+            z = z_t.scatter_(-1, idx, 1.0).view(B, -1)
             for k, v in zip(names, (hin, zin, x1, n1, m1, r1, xh, g, m2, r2, r, pc, c, u, h,
-                                    y1, n3, m3, r3, y2, soft, z3)):
+                                    y1, n3, m3, r3, y2, soft)):
                 saved[k].append(v)
             saved.setdefault("probs", []).append(probs)
         h_all = torch.stack(saved["h"], 0)
-        z_all = torch.stack(saved["z"], 0).flatten(-2)
+        z_all = z_all.view(T, B, -1)
         probs_all = torch.stack(saved.pop("probs"), 0)
         ctx.consts = consts
         if any(ctx.needs_input_grad):
-            stacked = {k: torch.stack(v, 0) for k, v in saved.items() if k not in ("h", "z")}
+            stacked = {k: torch.stack(v, 0) for k, v in saved.items() if k != "h"}
             ctx.names = tuple(stacked)
             ctx.save_for_backward(
                 keep, w_in_z, ln1_w, ln1_b, w_gru, ln2_w, ln2_b_u, w_post_h, ln3_w, ln3_b, w_out,
@@ -157,24 +164,27 @@ class _ObserveScan(torch.autograd.Function):
         g_h = g_h.unbind(0)
         per_t = {k: v.unbind(0) for k, v in s.items()}
         keep_t = keep.unbind(0)
-        d_logits, d_n3, d_y1, d_n2, d_g, d_n1, d_x1, d_hin, d_zin = ([] for _ in range(9))
-        dh = torch.zeros_like(h_all[0])
-        dz = None
+        d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin = ([] for _ in range(8))
+        # the GRU norm's output gradient, written in place by its three gate parts
+        d_n2 = torch.empty_like(s["g"])
+        d_n2_t = d_n2.unbind(0)
+        gh, gp = g_h[T - 1], g_p[T - 1]  # gradients reaching step t's h and probabilities
         for t in range(T - 1, -1, -1):
             p = {k: v[t] for k, v in per_t.items()}  # the saved values of step t
-            gp = g_p[t] if dz is None else g_p[t] + dz.view(B, stoch, classes)
             dl = _aten._softmax_backward_data(gp, p["soft"], -1, gp.dtype).view(B, -1)
             dn3 = _aten.silu_backward(dl @ w_out_s, p["n3"])
             dy1 = _aten.native_layer_norm_backward(
                 dn3, p["y1"], [H], p["m3"], p["r3"], ln3_w, ln3_b, [True, False, False])[0]
-            dht = torch.addmm(g_h[t] + dh, dy1, w_post_h)
+            dht = torch.addmm(gh, dy1, w_post_h)
             hin, c, u, r, pc = p["hin"], p["c"], p["u"], p["r"], p["pc"]
             dc = dht * u
             du = dht * (c - hin)
             dhin = dht - dc
             dct = _aten.tanh_backward(dc, c)
-            dpr = _aten.sigmoid_backward(dct * pc, r)
-            dn2 = torch.cat([dpr, dct * r, _aten.sigmoid_backward(du, u)], -1)
+            dn2 = d_n2_t[t]
+            _aten.sigmoid_backward.grad_input(dct * pc, r, grad_input=dn2[:, :D])
+            torch.mul(dct, r, out=dn2[:, D : 2 * D])
+            _aten.sigmoid_backward.grad_input(du, u, grad_input=dn2[:, 2 * D :])
             dg = _aten.native_layer_norm_backward(
                 dn2, p["g"], [3 * D], p["m2"], p["r2"], ln2_w, ln2_b_u, [True, False, False])[0]
             dxh = dg @ w_gru
@@ -183,14 +193,17 @@ class _ObserveScan(torch.autograd.Function):
             dx1 = _aten.native_layer_norm_backward(
                 dn1, p["x1"], [H], p["m1"], p["r1"], ln1_w, ln1_b, [True, False, False])[0]
             dzin = dx1 @ w_in_z
-            dh = dhin * keep_t[t]
-            dz = dzin * keep_t[t]
-            for lst, v in zip((d_logits, d_n3, d_y1, d_n2, d_g, d_n1, d_x1, d_hin, d_zin),
-                              (dl, dn3, dy1, dn2, dg, dn1, dx1, dhin, dzin)):
+            if t > 0:  # through the reset mix into step t - 1's outputs
+                gh = torch.addcmul(g_h[t - 1], dhin, keep_t[t])
+                gp = torch.addcmul(g_p[t - 1], dzin.view(B, stoch, classes),
+                                   keep_t[t].unsqueeze(-1))
+            for lst, v in zip((d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin),
+                              (dl, dn3, dy1, dg, dn1, dx1, dhin, dzin)):
                 lst.append(v)
+        dh, dz = dhin * keep_t[0], dzin * keep_t[0]  # into the state before step 0
         rev = lambda lst: torch.stack(lst[::-1], 0)  # noqa: E731 -- steps back in time order
-        d_logits, d_n3, d_y1, d_n2, d_g, d_n1, d_x1, d_hin, d_zin = map(
-            rev, (d_logits, d_n3, d_y1, d_n2, d_g, d_n1, d_x1, d_hin, d_zin))
+        d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin = map(
+            rev, (d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin))
         need = ctx.needs_input_grad
         g_ln1 = _ln_params(d_n1, s["x1"], s["m1"], s["r1"], ln1_w, ln1_b) if need[8] else (None,) * 2
         g_ln2 = _ln_params(d_n2, s["g"], s["m2"], s["r2"], ln2_w, ln2_b_u) if need[11] else (None,) * 2
