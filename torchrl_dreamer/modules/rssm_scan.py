@@ -8,8 +8,8 @@ the state gradients (~22 kernels a step); every weight and LayerNorm gradient is
 matrix product (or one batched ``native_layer_norm_backward``) over all ``T x B`` rows at once.
 The forward draws every step's uniforms at once and scatters the one-hot samples into one
 buffer. On the ``tiny`` maze update (B8xT32) this cuts the dispatched aten ops from 5,376 to
-3,759 and the non-view ones (kernel launches on a GPU; ``benchmarks/learner.py``) from 3,704 to
-2,672; CPU time barely moves (the update is compute-bound there).
+3,759 and the non-view ones (kernel launches on a GPU; ``benchmarks/learner.py``) from 3,718 to
+2,685; CPU time barely moves at one thread (the update is compute-bound there), 1.11x at two.
 
 The maths is the eager scan's (:meth:`RSSM._observe_body`) step for step: the same reset mix,
 input MLP, LayerNorm GRU, posterior head and 1 % unimix, and the same inverse-CDF samples: on a
