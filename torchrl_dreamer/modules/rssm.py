@@ -234,35 +234,36 @@ class RSSM(nn.Module):
         keep = 1.0 - mask
         e_proj = F.linear(embed, w.post_e)  # whole sequence at once
         a_proj = F.linear(prev_action.to(h.dtype) * keep, w.in_a)
+        # reset values depend only on parameters: precompute the mixed-in part.
+        h_reset, z_reset = h0 * mask, z0 * mask
         if self._uses_fused_scan(h):
             h_all, z_all, probs_all = fused_observe_scan(
-                self, h, z, keep, h0 * mask, z0 * mask, a_proj, e_proj
+                self, h, z, keep, h_reset, z_reset, a_proj, e_proj
             )
-            return {
-                "h": h_all,
-                "z": z_all,
-                "post_logits": probs_all.log(),
-                "prior_logits": self.prior_logits(h_all),
-            }
-        # reset values depend only on parameters: precompute the mixed-in part.
-        steps = zip(
-            keep.unbind(0), (h0 * mask).unbind(0), (z0 * mask).unbind(0),
-            a_proj.unbind(0), e_proj.unbind(0),
-        )
+        else:
+            h_all, z_all, probs_all = self._eager_scan(
+                h, z, keep, h_reset, z_reset, a_proj, e_proj, w
+            )
+        return {
+            "h": h_all,
+            "z": z_all,
+            "post_logits": probs_all.log(),
+            "prior_logits": self.prior_logits(h_all),
+        }
+
+    def _eager_scan(self, h, z, keep, h_reset, z_reset, a_proj, e_proj, w):
+        """:meth:`observe`'s loop over its (eager or compiled) step body, under autograd:
+        ``(h [T, B, D], z [T, B, S*C], probs [T, B, S, C])``."""
+        steps = zip(keep.unbind(0), h_reset.unbind(0), z_reset.unbind(0), a_proj.unbind(0),
+                    e_proj.unbind(0))
         hs, zs, probs_all = [], [], []
         body = self._observe_body if self._compiled_observe is None else self._compiled_observe
-        for keep_t, h_reset, z_reset, a_t, e_t in steps:
-            h, z, probs = body(h, z, keep_t, h_reset, z_reset, a_t, e_t, w)
+        for keep_t, h_reset_t, z_reset_t, a_t, e_t in steps:
+            h, z, probs = body(h, z, keep_t, h_reset_t, z_reset_t, a_t, e_t, w)
             hs.append(h)
             zs.append(z)
             probs_all.append(probs)
-        h_all = torch.stack(hs, 0)
-        return {
-            "h": h_all,
-            "z": torch.stack(zs, 0),
-            "post_logits": torch.stack(probs_all, 0).log(),
-            "prior_logits": self.prior_logits(h_all),
-        }
+        return torch.stack(hs, 0), torch.stack(zs, 0), torch.stack(probs_all, 0)
 
     def _uses_fused_scan(self, h: torch.Tensor) -> bool:
         """Whether :meth:`observe` runs :func:`fused_observe_scan`: when ``fused_scan`` is on,
