@@ -224,3 +224,30 @@ def test_capture_and_compile_reach_the_learner_with_one_warning_or_strict_error(
     args = build_parser("train").parse_args(["--compile", "default", "--capture",
                                              "--strict-acceleration"])
     assert (args.compile, args.capture, args.strict_acceleration) == ("default", True, True)
+
+
+def test_cli_trains_a_shared_game_from_its_spec_file(roms, tmp_path):
+    """The path from a ROM we did not write to a training run needs no code: ``--rom`` and
+    ``--task-spec`` (snake's spec: its start macro, action set, rewards and death) train, log
+    episodes that end on the game's own death signal, and evaluate."""
+    from pathlib import Path
+
+    from conftest import rom_path as shared_rom
+
+    spec = Path(__file__).resolve().parent.parent / "examples" / "tasks" / "snake.yaml"
+    rom = shared_rom(roms, "games/gb_raw_snake/snake.gb")
+    torch.set_num_threads(1)
+    args = list(SMALL_ARGS)
+    args[args.index("--task") : args.index("--task") + 2] = ["--rom", str(rom), "--task-spec",
+                                                           str(spec)]
+    args[args.index("--frame-skip") + 1] = "24"
+    run = tmp_path / "snake"
+    assert main([*args, "--total-steps", "160", "--eval-episodes", "2", "--log-dir", str(run)]) == 0
+    config = json.loads((run / "config.json").read_text())
+    assert config["task"] == "snake_spec" and config["task_spec"] == str(spec)
+    returns = (run / "logs" / "scalars" / "episode" / "return.csv").read_text().splitlines()[1:]
+    values = [float(r.split(",")[1]) for r in returns]
+    assert len(values) >= 3  # random early play dies within a few steps: episodes end
+    assert all(v.is_integer() for v in values) and -1.0 in values  # food +1, death -1
+    evaluation = json.loads((run / "eval.json").read_text())
+    assert evaluation["episodes"] == 2 and len(evaluation["returns"]) == 2
