@@ -181,16 +181,19 @@ def one_hot(index: torch.Tensor, num_classes: int, dtype: torch.dtype = torch.fl
     return out.scatter_(-1, index.unsqueeze(-1), 1.0)
 
 
-def sample_categorical(probs: torch.Tensor) -> torch.Tensor:
+def sample_categorical(probs: torch.Tensor, uniform: torch.Tensor | None = None) -> torch.Tensor:
     """Indices ``[...]`` sampled from ``probs`` ``[..., C]`` by inverse CDF (one uniform each).
 
     Cheaper than ``torch.multinomial`` for many small categoricals, and free of host syncs.
+    ``uniform``: the ``[..., 1]`` draws to use (e.g. a scan's, drawn for all its steps at once);
+    by default drawn here from the global generator.
     """
-    u = torch.rand(probs.shape[:-1] + (1,), device=probs.device, dtype=probs.dtype)
-    # first index whose CDF reaches u (= how many CDF entries are below u), without a bool
-    # comparison tensor and its conversion to int64 for the sum
-    idx = torch.searchsorted(probs.cumsum(-1), u).squeeze(-1)
-    return idx.clamp_(max=probs.shape[-1] - 1)
+    u = uniform
+    if u is None:
+        u = torch.rand(probs.shape[:-1] + (1,), device=probs.device, dtype=probs.dtype)
+    # first index whose CDF reaches u (= how many CDF entries are below u); searching the first
+    # C - 1 sums only, a u past the last sum (rounding) lands on the last class without a clamp
+    return torch.searchsorted(probs[..., :-1].cumsum(-1), u).squeeze(-1)
 
 
 def straight_through_sample(logits: torch.Tensor) -> torch.Tensor:

@@ -34,6 +34,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from torchrl_dreamer.modules.functional import sample_categorical
+
 __all__ = ["fused_observe_scan"]
 
 _aten = torch.ops.aten
@@ -129,10 +131,8 @@ class _ObserveScan(torch.autograd.Function):
             logits = torch.addmm(b_out, y2, w_out_t).view(-1, stoch, classes)
             soft = logits.softmax(-1)
             probs = torch.add(floor, soft, alpha=1.0 - unimix)
-            # inverse CDF as sample_categorical; searching the first C - 1 sums lands past
-            # rounding at the last class without a clamp
-            idx = torch.searchsorted(probs[..., :-1].cumsum(-1), u_t)
-            z = z_t.scatter_(-1, idx, 1.0).view(B, -1)
+            idx = sample_categorical(probs, u_t)
+            z = z_t.scatter_(-1, idx.unsqueeze(-1), 1.0).view(B, -1)
             for k, v in zip(names, (hin, zin, x1, n1, m1, r1, xh, g, m2, r2, r, pc, c, u, h,
                                     y1, n3, m3, r3, y2, soft)):
                 saved[k].append(v)
