@@ -8,8 +8,8 @@ the state gradients (~22 kernels a step); every weight and LayerNorm gradient is
 matrix product (or one batched ``native_layer_norm_backward``) over all ``T x B`` rows at once.
 The forward draws every step's uniforms at once and scatters the one-hot samples into one
 buffer. On the ``tiny`` maze update (B8xT32) this cuts the dispatched aten ops from 5,376 to
-3,759 and the non-view ones (kernel launches on a GPU; ``benchmarks/learner.py``) from 3,718 to
-2,685; CPU time barely moves at one thread (the update is compute-bound there), 1.11x at two.
+3,823 and the non-view ones (kernel launches on a GPU; ``benchmarks/learner.py``) from 3,718 to
+2,654; CPU time barely moves at one thread (the update is compute-bound there), 1.11x at two.
 
 The maths is the eager scan's (:meth:`RSSM._observe_body`) step for step: the same reset mix,
 input MLP, LayerNorm GRU, posterior head and 1 % unimix, and the same inverse-CDF samples: on a
@@ -101,9 +101,11 @@ class _ObserveScan(torch.autograd.Function):
         w_in_z_t, w_gru_t, w_post_h_t, w_out_t = w_in_z.t(), w_gru.t(), w_post_h.t(), w_out.t()
         floor = torch.full((h.shape[0], stoch, classes), unimix / classes, dtype=h.dtype,
                            device=h.device)
-        names = ("hin", "zin", "x1", "n1", "m1", "r1", "xh", "g", "m2", "r2", "r", "pc", "c",
-                 "u", "h", "y1", "n3", "m3", "r3", "y2", "soft")
+        # what the backward reads (the GRU input h is xh's second half)
+        names = ("zin", "x1", "n1", "m1", "r1", "xh", "g", "m2", "r2", "r", "pc", "c", "u", "h",
+                 "y1", "n3", "m3", "r3", "y2", "soft")
         saved: dict[str, list[torch.Tensor]] = {k: [] for k in names}
+        probs_steps = []
         T, B = a_proj.shape[:2]
         # every step's uniforms in one draw (on a CPU the same numbers, in the same order, as
         # one draw of sample_categorical per step) and the one-hots scattered into one buffer
@@ -133,13 +135,13 @@ class _ObserveScan(torch.autograd.Function):
             probs = torch.add(floor, soft, alpha=1.0 - unimix)
             idx = sample_categorical(probs, u_t)
             z = z_t.scatter_(-1, idx.unsqueeze(-1), 1.0).view(B, -1)
-            for k, v in zip(names, (hin, zin, x1, n1, m1, r1, xh, g, m2, r2, r, pc, c, u, h,
-                                    y1, n3, m3, r3, y2, soft)):
+            for k, v in zip(names, (zin, x1, n1, m1, r1, xh, g, m2, r2, r, pc, c, u, h, y1, n3,
+                                    m3, r3, y2, soft)):
                 saved[k].append(v)
-            saved.setdefault("probs", []).append(probs)
+            probs_steps.append(probs)
         h_all = torch.stack(saved["h"], 0)
         z_all = z_all.view(T, B, -1)
-        probs_all = torch.stack(saved.pop("probs"), 0)
+        probs_all = torch.stack(probs_steps, 0)
         ctx.consts = consts
         if any(ctx.needs_input_grad):
             stacked = {k: torch.stack(v, 0) for k, v in saved.items() if k != "h"}
@@ -163,6 +165,7 @@ class _ObserveScan(torch.autograd.Function):
         g_p = (g_probs + g_z.view_as(g_probs)).unbind(0)
         g_h = g_h.unbind(0)
         per_t = {k: v.unbind(0) for k, v in s.items()}
+        per_t["hin"] = s["xh"][..., H:].unbind(0)  # the GRU's input state: xh's second half
         keep_t = keep.unbind(0)
         d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin = ([] for _ in range(8))
         # the GRU norm's output gradient, written in place by its three gate parts
