@@ -182,23 +182,26 @@ def _as_base_action(names: list[str], a: torch.Tensor) -> torch.Tensor:
     return torch.tensor(table)[a]
 
 
-def _game_events(ram: torch.Tensor, frames: torch.Tensor | None, still: int = 12) -> torch.Tensor:
+def _game_events(ram: torch.Tensor, frames: torch.Tensor | None, still: int = 12,
+                 positions: tuple[int, ...] = ()) -> torch.Tensor:
     """``bool [T, N]``: steps where a console's game ends a life or a game: its screen starts a
-    run of ``still`` unchanged frames, or many bytes return to their start values at once."""
+    run of ``still`` unchanged frames, or many bytes return to their start values at once. In a
+    game with neither (one that respawns the player by itself, like snake), the steps where a
+    byte of ``positions`` (columns of ``ram``: the top position candidates) jumps back
+    (:func:`_teleports`)."""
     start = ram[0]
     away = ram != start.unsqueeze(0)  # [T+1, N, B]
     back = (away[:-1] & ~away[1:]).sum(2)  # bytes returning to their start value per step
     moving = away.any(0).sum(1).clamp(min=1)  # bytes that ever left their start value
-    restart = back >= torch.maximum(torch.full_like(moving, 8), moving // 5).unsqueeze(0)
-    if frames is None:
-        return restart
-    same = frames[1:] == frames[:-1]  # [T, N]: step t left the screen unchanged
-    T = same.shape[0]
-    run = torch.zeros_like(same)
-    for t in range(T - still + 1):
-        run[t] = same[t:t + still].all(0)
-    onset = run & torch.cat([torch.ones_like(run[:1]), ~run[:-1]])
-    return restart | onset
+    events = back >= torch.maximum(torch.full_like(moving, 8), moving // 5).unsqueeze(0)
+    if frames is not None:
+        same = frames[1:] == frames[:-1]  # [T, N]: step t left the screen unchanged
+        T = same.shape[0]
+        run = torch.zeros_like(same)
+        for t in range(T - still + 1):
+            run[t] = same[t:t + still].all(0)
+        events = events | (run & torch.cat([torch.ones_like(run[:1]), ~run[:-1]]))
+    return events if bool(events.any()) else _teleports(ram, list(positions))
 
 
 def _rank(ram: torch.Tensor, actions: torch.Tensor, frames: torch.Tensor | None = None) -> SearchResult:
@@ -270,12 +273,10 @@ def _rank(ram: torch.Tensor, actions: torch.Tensor, frames: torch.Tensor | None 
             best[c.address] = c
     res.position = sorted(best.values(), key=lambda c: -c.score)
 
-    # game over / death: bytes whose changes announce game events; a game that respawns the
-    # player with neither a static screen nor a restart (snake) shows its deaths as the
-    # player's position jumping back
-    events = _game_events(ram, frames)
-    if not bool(events.any()):
-        events = _teleports(ram, [int((addrs == c.address).nonzero()) for c in res.position[:4]])
+    # game over / death: bytes whose changes announce game events (which, for a game that
+    # respawns its player by itself, come from the top position bytes: ranked first, above)
+    top_positions = tuple(int((addrs == c.address).nonzero()) for c in res.position[:4])
+    events = _game_events(ram, frames, positions=top_positions)
     res.events = int(events.sum())
     if res.events:
         res.game_over = _event_bytes(ram, events, addrs)
