@@ -6,7 +6,7 @@ envs from a snapshot on the device; :func:`load_pyboy_state` reads PyBoy 2.8 ``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 __all__ = [
     "GameBoy",
@@ -29,7 +29,23 @@ __all__ = [
     "PyBoyState",
     "PyBoyStateError",
     "PYBOY_STATE_VERSIONS",
+    "PpuMode",
+    "PPU_MODES",
+    "DEFAULT_PPU",
 ]
+
+PpuMode = Literal["fifo", "line"]
+"""A PPU mode of ``GameBoy(ppu=...)`` (and ``GameBoyEnv`` / ``TrainConfig.ppu``)."""
+
+PPU_MODES: tuple[str, ...] = get_args(PpuMode)
+"""Values of ``GameBoy(ppu=...)``: ``"fifo"`` runs the mode-3 pixel pipeline on lines where an
+LCD register is written during mode 3 (mid-scanline effects land on the right pixel; other
+lines are drawn whole); ``"line"`` draws every line whole from the registers at the end of its
+mode 3 (see docs/emulator.md for the trade-off)."""
+
+DEFAULT_PPU: PpuMode = "fifo"
+"""The default PPU mode: ``fifo``, which measured within noise of ``line`` on every game
+(``benchmarks/ppu_modes.py``, docs/emulator.md "PPU modes")."""
 
 BUTTON_A = 1
 """Button mask bit for A (bit 0 of the ``uint8 [N]`` buttons tensor)."""

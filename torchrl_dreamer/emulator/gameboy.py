@@ -31,6 +31,9 @@ from torchrl_dreamer.emulator import (  # button bits live in the light package 
     BUTTON_SELECT,
     BUTTON_START,
     BUTTON_UP,
+    DEFAULT_PPU,
+    PPU_MODES,
+    PpuMode,
     layout,
 )
 from torchrl_dreamer.emulator.battery import RTC_TRAILER_SIZES, pack_rtc, unpack_rtc
@@ -41,7 +44,6 @@ from torchrl_dreamer.emulator.memory import Mem
 
 __all__ = [
     "GameBoy",
-    "PPU_MODES",
     "BUTTON_A",
     "BUTTON_B",
     "BUTTON_SELECT",
@@ -66,13 +68,6 @@ _POST_BOOT_REGS = {"A": 0x01, "F": 0xB0, "B": 0x00, "C": 0x13, "D": 0x00, "E": 0
 _POST_BOOT_DIV16 = 0xABC8
 
 _STATE_ARRAYS = ("st", "vram", "oam", "wram", "hram", "cram", "ser")
-
-PPU_MODES = ("fifo", "line")
-"""Values of ``GameBoy(ppu=...)``: ``"fifo"`` runs the mode-3 pixel pipeline on lines where an
-LCD register is written during mode 3 (mid-scanline effects land on the right pixel; other
-lines are drawn whole); ``"line"`` draws every line whole from the registers at the end of its
-mode 3 (see docs/emulator.md for the trade-off)."""
-
 
 def _wp_device(device: torch.device) -> str:
     return "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
@@ -102,7 +97,7 @@ class GameBoy:
             :mod:`~torchrl_dreamer.emulator.idle`) by whole iterations (bit-identical results;
             ``False`` only for comparisons/debugging).
         ppu: ``"fifo"`` (pixel pipeline for mid-scanline register writes) or ``"line"`` (whole
-            lines); see :data:`PPU_MODES`. Same timing (STAT, LY, interrupts) in both.
+            lines); see :data:`~torchrl_dreamer.emulator.PPU_MODES`. Same timing (STAT, LY, interrupts) in both.
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
@@ -119,7 +114,7 @@ class GameBoy:
         check_header: bool = True,
         memory_layout: str | None = None,
         idle_skip: bool = True,
-        ppu: str = "fifo",
+        ppu: PpuMode = DEFAULT_PPU,
     ) -> None:
         if ppu not in PPU_MODES:
             raise ValueError(f"unknown ppu mode {ppu!r}; expected one of {', '.join(PPU_MODES)}")

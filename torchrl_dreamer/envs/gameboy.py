@@ -96,7 +96,7 @@ class GameBoyEnv(EnvBase):
         backend: object with ``GameBoy`` and ``ResetCache`` (default: :mod:`torchrl_dreamer.emulator`);
             lets tests and alternative emulators plug in.
         ppu: the emulator's PPU mode, ``"fifo"`` or ``"line"``
-            (:data:`~torchrl_dreamer.emulator.gameboy.PPU_MODES`); default: the emulator's.
+            (:data:`~torchrl_dreamer.emulator.PPU_MODES`); default: the emulator's.
     """
 
     _PIXELS_KEY = "pixels"

@@ -34,6 +34,7 @@ import torch
 
 from torchrl_dreamer.collectors.config import AsyncCollectorConfig as _COLLECTOR
 from torchrl_dreamer.collectors.config import Precision
+from torchrl_dreamer.emulator import DEFAULT_PPU, PpuMode
 from torchrl_dreamer.objectives.learner import COMPILE_MODES, CompileMode
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
 Backend = Literal["reference", "threaded", "cuda", "ray"]
 ReplayBacking = Literal["memory", "memmap"]
 LoggerKind = Literal["csv", "tensorboard", "both", "none"]
-PpuMode = Literal["fifo", "line"]
 
 BACKENDS: tuple[str, ...] = get_args(Backend)
 """Collector backends; ``ray`` runs the collection on Ray (:mod:`torchrl_dreamer.distributed`)."""
@@ -177,7 +177,7 @@ class TrainConfig:
     """Torch intra-op threads of the training process on CPU."""
     frame_skip: int = 24
     """Emulated frames per env step (Game Boy tasks)."""
-    ppu: PpuMode = "fifo"
+    ppu: PpuMode = DEFAULT_PPU
     """Emulator PPU mode (Game Boy tasks): ``fifo`` (mid-scanline register writes land on the
     right pixel) or ``line`` (whole lines; see docs/emulator.md)."""
     eval_episodes: int = 32
