@@ -41,12 +41,9 @@ class MultiLogger:
     def log_video(self, name: str, frames: Any, step: int | None = None, fps: float = 8.0) -> bool:
         """Log ``frames`` (``uint8 [T, H, W]`` Game Boy shades 0..3) as a video to every logger
         that draws videos (TensorBoard's ``add_video``; CSV has none). Returns whether one did."""
-        import torch
+        from torchrl_dreamer.trainers.video import shades_to_grey
 
-        from torchrl_dreamer.trainers.gif import GAMEBOY_PALETTE
-
-        grey = torch.tensor([c[0] for c in GAMEBOY_PALETTE], dtype=torch.uint8)
-        video = grey[frames.long().clamp(0, 3)].unsqueeze(1).expand(-1, 3, -1, -1)  # [T, 3, H, W]
+        video = shades_to_grey(frames).unsqueeze(1).expand(-1, 3, -1, -1)  # [T, 3, H, W]
         done = False
         for lg in self.loggers:
             writer = getattr(lg, "experiment", None)

@@ -35,7 +35,7 @@ import torch
 
 from torchrl_dreamer.trainers.gif import GAMEBOY_PALETTE, write_gif
 
-__all__ = ["open_loop_frames", "replay_open_loop", "write_video", "BAR_ROWS"]
+__all__ = ["open_loop_frames", "replay_open_loop", "shades_to_grey", "write_video", "BAR_ROWS"]
 
 BAR_ROWS = 4
 """Rows of the context/imagination indicator bar under each frame."""
@@ -123,6 +123,13 @@ def replay_open_loop(world_model, storage, sequences: int = 4, length: int = 32,
     return torch.cat(list(frames), 1)
 
 
+def shades_to_grey(frames: torch.Tensor) -> torch.Tensor:
+    """Game Boy shades ``0..3`` (any shape) -> ``uint8`` grey levels of :data:`GAMEBOY_PALETTE`
+    (the videos' and the TensorBoard logger's picture of a frame)."""
+    grey = torch.tensor([c[0] for c in GAMEBOY_PALETTE], dtype=torch.uint8)
+    return grey[frames.long().clamp(0, 3)]
+
+
 def write_video(path: str | Path, frames: torch.Tensor, fps: float = 8.0, scale: int = 2) -> Path:
     """Write ``frames`` (``uint8 [T, H, W]`` shades 0..3) as MP4, or as GIF for a ``.gif``
     path or when imageio/ffmpeg is unavailable (one warning; the path's suffix then becomes
@@ -139,9 +146,7 @@ def write_video(path: str | Path, frames: torch.Tensor, fps: float = 8.0, scale:
             import imageio.v2 as imageio
             import imageio_ffmpeg  # noqa: F401  (ships the ffmpeg binary)
 
-            grey = torch.tensor([c[0] for c in GAMEBOY_PALETTE], dtype=torch.uint8)
-            rgb = grey[frames.long().clamp(0, 3)]
-            rgb = rgb.repeat_interleave(scale, 1).repeat_interleave(scale, 2)
+            rgb = shades_to_grey(frames).repeat_interleave(scale, 1).repeat_interleave(scale, 2)
             H, W = rgb.shape[1:]
             pad_h, pad_w = (-H) % 16, (-W) % 16  # codecs want multiples of 16
             rgb = torch.nn.functional.pad(rgb, (0, pad_w, 0, pad_h), value=255)
