@@ -287,25 +287,53 @@ def test_ly_stat_poll_skips_through_values_that_keep_waiting():
     assert total - skipped < 40 * frames
 
 
-def test_no_skip_while_oam_dma_runs():
-    """The HRAM wait of the usual OAM-DMA routine (``dec a; jr nz`` for 160 M-cycles) is not
-    fast-forwarded while the DMA runs (its byte copies and bus conflicts are cycle-exact); the
-    same routine without the DMA write is. OAM and every state column stay identical."""
+def test_hram_dma_wait_skipped_while_the_dma_runs():
+    """The HRAM wait of the usual OAM-DMA routine (``dec a; jr nz``) reads only registers and
+    fetches its opcodes from HRAM, which no DMA conflicts with: it is fast-forwarded while the
+    DMA runs, and what follows sees what it would have seen had the loop run: a read of the
+    DMA's bus (WRAM) gets the byte the DMA reads then and an OAM read FF while the transfer
+    runs; every state column, OAM and the picture stay identical. Waits
+    from 3 to 60 iterations end before, at and after the transfer's 160 M-cycles."""
     torch.set_num_threads(1)
     code = bytes([0xF3, 0xCD, 0x80, 0xFF, 0x04, 0x18, 0xFD])  # di; call $FF80; .x: inc b; jr .x
-    no_dma = bytes([0x3E, 0xC0, 0x00, 0x00]) + _DMA_ROUTINE[4:]  # the ldh (DMA),a made NOPs
     cyc = FIELDS["CYCLES"]
-    for routine, skips in ((_DMA_ROUTINE, False), (no_dma, True)):
+    pattern = torch.tensor([(7 * k + 3) & 0xFF for k in range(256)], dtype=torch.uint8)
+    for n in (3, 10, 30, 39, 40, 41, 45, 60):
+        # ld a,$C0; ldh (DMA),a; ld a,n; .w: dec a; jr nz,.w; ld a,($C010); ldh ($F0),a;
+        # ld a,($FE00); ldh ($F1),a; ret
+        routine = bytes([0x3E, 0xC0, 0xE0, 0x46, 0x3E, n, 0x3D, 0x20, 0xFD, 0xFA, 0x10, 0xC0,
+                         0xE0, 0xF0, 0xFA, 0x00, 0xFE, 0xE0, 0xF1, 0xC9])
         runs = {}
         for skip in (True, False):
             gb = GameBoy(make_rom(code), framebuffer=True, idle_skip=skip)
+            gb.write_memory(0xC000, pattern)
             gb.write_memory(0xFF80, torch.tensor(list(routine), dtype=torch.uint8))
             gb.run_frames(2)
             runs[skip] = gb
         fast, slow = runs[True], runs[False]
-        assert (int(fast.state_tensors()["st"][0, cyc]) > 0) == skips
+        assert int(fast.state_tensors()["st"][0, cyc]) > 0, n  # the wait was skipped
         _assert_same_consoles(slow, fast)
         assert torch.equal(slow.read_memory(0xFE00, 160), fast.read_memory(0xFE00, 160))
+        if n <= 30:  # the transfer still runs at the reads: OAM reads FF, WRAM the DMA's byte
+            assert int(slow.read_memory(0xFFF1, 1)[0, 0]) == 0xFF, n
+            assert int(slow.read_memory(0xFFF0, 1)[0, 0]) != int(pattern[0x10]), n
+
+
+def test_no_dma_time_poll_skip():
+    """A poll loop (here on an HRAM byte) is not fast-forwarded while an OAM DMA runs, even from
+    HRAM (its reads are cycle-exact then); once the transfer is over it is."""
+    torch.set_num_threads(1)
+    code = bytes([0xF3, 0xCD, 0x80, 0xFF, 0x04, 0x18, 0xFD])
+    # ld a,$C0; ldh (DMA),a; .w: ldh a,($F2); cp $00; jr z,.w (forever: $F2 stays 0)
+    routine = bytes([0x3E, 0xC0, 0xE0, 0x46, 0xF0, 0xF2, 0xFE, 0x00, 0x28, 0xFA])
+    runs = {}
+    for skip in (True, False):
+        gb = GameBoy(make_rom(code), framebuffer=True, idle_skip=skip)
+        gb.write_memory(0xFF80, torch.tensor(list(routine), dtype=torch.uint8))
+        gb.run_frames(2)
+        runs[skip] = gb
+    _assert_same_consoles(runs[False], runs[True])
+    assert int(runs[True].state_tensors()["st"][0, FIELDS["CYCLES"]]) > 0  # after the DMA
 
 
 def test_no_skip_from_a_branch_that_ended_the_frame():

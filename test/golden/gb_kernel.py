@@ -209,7 +209,6 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         op = rd_op(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
         pc = (pc + 1 - halt_bug) & 0xFFFF  # HALT bug: the byte after HALT is read twice
         halt_bug = 0
-        ln_ = int(oplen[0, op])
         if wp.static(TRACE):
             tp_ = m.st[i, S_CYCLES]
             m.st[i, S_CYCLES] = tp_ + 1
@@ -219,22 +218,22 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 1] = wp.uint8(tpc_ >> 8)
             m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 2] = wp.uint8(op)
             m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 3] = wp.uint8(m.st[i, S_ROM_OFF1] >> 14)
+        # immediates: each opcode's block reads its own (_fetch_lines; the LD r,r' and ALU A,r
+        # families have none), so the dispatch waits on the opcode byte only
         n_ = int(0)
         nn_ = int(0)
-        if ln_ >= 2:
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-            pc = (pc + 1) & 0xFFFF
-            nn_ = n_
-            if ln_ == 3:
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
-                pc = (pc + 1) & 0xFFFF
-                nn_ = (hi_ << 8) | n_
 
         if op < 0x40:
             if op == 0x00:  # NOP
                 pass
                 continue
             if op == 0x01:  # LD BC,d16
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
                 b = v16_ >> 8
                 c = v16_ & 0xFF
@@ -261,6 +260,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 b = r_ & 0xFF
                 continue
             if op == 0x06:  # LD B,d8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 b = n_
                 continue
             if op == 0x07:  # RLCA
@@ -269,6 +271,12 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x08:  # LD (a16),SP
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = (hi_ << 8) | n_
                 wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty, wram_end)
                 wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8, clk, nxt, dirty, wram_end)
                 continue
@@ -302,6 +310,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 c = r_ & 0xFF
                 continue
             if op == 0x0E:  # LD C,d8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 c = n_
                 continue
             if op == 0x0F:  # RRCA
@@ -321,6 +332,12 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     halted = 1
                 continue
             if op == 0x11:  # LD DE,d16
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
                 d = v16_ >> 8
                 e = v16_ & 0xFF
@@ -347,6 +364,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 d = r_ & 0xFF
                 continue
             if op == 0x16:  # LD D,d8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 d = n_
                 continue
             if op == 0x17:  # RLA
@@ -355,10 +375,13 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x18:  # JR r8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 tick(i, m, clk, nxt, dirty)
                 pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -374,6 +397,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x19:  # ADD HL,DE
                 tick(i, m, clk, nxt, dirty)
@@ -405,6 +429,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 e = r_ & 0xFF
                 continue
             if op == 0x1E:  # LD E,d8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 e = n_
                 continue
             if op == 0x1F:  # RRA
@@ -413,11 +440,14 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x20:  # JR NZ,r8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 if (f & 0x80) == 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -433,8 +463,15 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x21:  # LD HL,d16
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
                 h = v16_ >> 8
                 l = v16_ & 0xFF
@@ -465,6 +502,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 h = r_ & 0xFF
                 continue
             if op == 0x26:  # LD H,d8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 h = n_
                 continue
             if op == 0x27:  # DAA
@@ -473,11 +513,14 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 f = r_ >> 8
                 continue
             if op == 0x28:  # JR Z,r8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 if (f & 0x80) != 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -493,6 +536,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x29:  # ADD HL,HL
                 tick(i, m, clk, nxt, dirty)
@@ -528,6 +572,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 l = r_ & 0xFF
                 continue
             if op == 0x2E:  # LD L,d8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 l = n_
                 continue
             if op == 0x2F:  # CPL
@@ -535,11 +582,14 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 f = f | 0x60
                 continue
             if op == 0x30:  # JR NC,r8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 if (f & 0x10) == 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -555,8 +605,15 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x31:  # LD SP,d16
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = (hi_ << 8) | n_
                 sp = (nn_) & 0xFFFF
                 continue
             if op == 0x32:  # LD (HL-),A
@@ -583,17 +640,23 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
                 continue
             if op == 0x36:  # LD (HL),d8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end)
                 continue
             if op == 0x37:  # SCF
                 f = (f & 0x80) | 0x10
                 continue
             if op == 0x38:  # JR C,r8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 if (f & 0x10) != 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                    if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, oplen, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -609,6 +672,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x39:  # ADD HL,SP
                 tick(i, m, clk, nxt, dirty)
@@ -642,6 +706,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 a = r_ & 0xFF
                 continue
             if op == 0x3E:  # LD A,d8
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+                pc = (pc + 1) & 0xFFFF
+                nn_ = n_
                 a = n_
                 continue
             if op == 0x3F:  # CCF
@@ -735,6 +802,12 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             continue
         if (op & 0xE7) == 0xC4 or op == 0xCD:
             # CALL cc,nn / CALL nn
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | n_
             if op == 0xCD or cond_ok((op >> 3) & 3, f):
                 tick_idu(i, m, sp, clk, nxt, dirty)
                 pv_ = pc
@@ -756,13 +829,19 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = (hi_ << 8) | lo_
             continue
         if op == 0xC2:  # JP NZ,a16
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
                 pj_ = pc
             if (f & 0x80) == 0:
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, oplen, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -778,14 +857,21 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC3:  # JP a16
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
                 pj_ = pc
             tick(i, m, clk, nxt, dirty)
             pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, oplen, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -801,8 +887,12 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC6:  # ADD A,d8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             r_ = alu8(0, a, n_, f)
             a = r_ & 0xFF
             f = r_ >> 8
@@ -817,13 +907,19 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             pc = nn_
             continue
         if op == 0xCA:  # JP Z,a16
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
                 pj_ = pc
             if (f & 0x80) != 0:
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, oplen, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -839,8 +935,12 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xCB:  # CB prefix
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             # CB page: register index (bits 0-2), bit/operation (3-5), group (6-7)
             cb_ = n_
             reg_ = cb_ & 7
@@ -882,18 +982,27 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 a = v_
             continue
         if op == 0xCE:  # ADC A,d8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             r_ = alu8(1, a, n_, f)
             a = r_ & 0xFF
             f = r_ >> 8
             continue
         if op == 0xD2:  # JP NC,a16
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
                 pj_ = pc
             if (f & 0x10) == 0:
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, oplen, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -909,8 +1018,12 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xD6:  # SUB A,d8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             r_ = alu8(2, a, n_, f)
             a = r_ & 0xFF
             f = r_ >> 8
@@ -927,13 +1040,19 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             ei_ = 0
             continue
         if op == 0xDA:  # JP C,a16
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
                 pj_ = pc
             if (f & 0x10) != 0:
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, oplen, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
@@ -949,24 +1068,37 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xDE:  # SBC A,d8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             r_ = alu8(3, a, n_, f)
             a = r_ & 0xFF
             f = r_ >> 8
             continue
         if op == 0xE0:  # LDH (a8),A
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end)
             continue
         if op == 0xE2:  # LD (C),A
             wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end)
             continue
         if op == 0xE6:  # AND A,d8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             r_ = alu8(4, a, n_, f)
             a = r_ & 0xFF
             f = r_ >> 8
             continue
         if op == 0xE8:  # ADD SP,r8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             tick(i, m, clk, nxt, dirty)
             tick(i, m, clk, nxt, dirty)
             r_ = add_sp(sp, n_)
@@ -977,14 +1109,26 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             pc = (h << 8) | l
             continue
         if op == 0xEA:  # LD (a16),A
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | n_
             wr(i, m, nn_, a, clk, nxt, dirty, wram_end)
             continue
         if op == 0xEE:  # XOR A,d8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             r_ = alu8(5, a, n_, f)
             a = r_ & 0xFF
             f = r_ >> 8
             continue
         if op == 0xF0:  # LDH A,(a8)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
             continue
         if op == 0xF2:  # LD A,(C)
@@ -995,11 +1139,17 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             ei_ = 0
             continue
         if op == 0xF6:  # OR A,d8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             r_ = alu8(6, a, n_, f)
             a = r_ & 0xFF
             f = r_ >> 8
             continue
         if op == 0xF8:  # LD HL,SP+r8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             tick(i, m, clk, nxt, dirty)
             r_ = add_sp(sp, n_)
             f = r_ >> 16
@@ -1012,6 +1162,12 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             sp = (h << 8) | l
             continue
         if op == 0xFA:  # LD A,(a16)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = (hi_ << 8) | n_
             a = rd(i, m, nn_, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
             continue
         if op == 0xFB:  # EI
@@ -1019,6 +1175,9 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 ei_ = 2
             continue
         if op == 0xFE:  # CP A,d8
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+            pc = (pc + 1) & 0xFFFF
+            nn_ = n_
             r_ = alu8(7, a, n_, f)
             a = r_ & 0xFF
             f = r_ >> 8

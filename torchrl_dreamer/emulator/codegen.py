@@ -144,15 +144,34 @@ def _push(expr: str) -> list[str]:
 
 
 def _expand_push(template: str) -> list[str]:
-    """Template lines, each ``PUSH(expr)`` line expanded into :func:`_push`'s lines (same indent)."""
+    """Template lines, each ``PUSH(expr)`` line expanded into :func:`_push`'s lines and each
+    ``FETCH(n)`` line into :func:`_fetch_lines`' (same indent)."""
     out: list[str] = []
     for line in template.splitlines():
         body = line.lstrip()
         if body.startswith("PUSH(") and body.endswith(")"):
             pad = line[: len(line) - len(body)]
             out += [pad + x for x in _push(body[len("PUSH("):-1])]
+        elif body.startswith("FETCH(") and body.endswith(")"):
+            pad = line[: len(line) - len(body)]
+            out += [pad + x for x in _fetch_lines(int(body[len("FETCH("):-1]))]
         else:
             out.append(line)
+    return out
+
+
+def _fetch_lines(length: int) -> list[str]:
+    """The immediate reads of an instruction of ``length`` bytes (:func:`operand_lengths`):
+    ``n_`` the first byte, ``nn_`` the 8- or 16-bit value, each read a bus M-cycle at PC.
+    Emitted at the top of the opcode's own block rather than once before the dispatch: a
+    shared fetch branched on a table lookup of the opcode's length, which put a load and two
+    data-dependent branches between the opcode fetch and the dispatch (the hottest spot of a
+    ``perf`` profile of 2048)."""
+    out: list[str] = []
+    if length >= 2:
+        out += ["n_ = rd(i, m, pc)", "pc = (pc + 1) & 0xFFFF", "nn_ = n_"]
+    if length == 3:
+        out += ["hi_ = rd(i, m, pc)", "pc = (pc + 1) & 0xFFFF", "nn_ = (hi_ << 8) | n_"]
     return out
 
 
@@ -409,6 +428,7 @@ if (op & 0xCF) == 0xC1:
     continue
 if (op & 0xE7) == 0xC4 or op == 0xCD:
     # CALL cc,nn / CALL nn
+    FETCH(3)
     if op == 0xCD or cond_ok((op >> 3) & 3, f):
         tick_idu(i, m, sp)
         PUSH(pc)
@@ -651,7 +671,6 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
         op = rd_op(i, m, pc)
         pc = (pc + 1 - halt_bug) & 0xFFFF  # HALT bug: the byte after HALT is read twice
         halt_bug = 0
-        ln_ = int(oplen[0, op])
         if wp.static(TRACE):
             tp_ = m.st[i, S_CYCLES]
             m.st[i, S_CYCLES] = tp_ + 1
@@ -661,16 +680,10 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 1] = wp.uint8(tpc_ >> 8)
             m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 2] = wp.uint8(op)
             m.fb[i, tk_ // 40, (tk_ % 40) * 4 + 3] = wp.uint8(m.st[i, S_ROM_OFF1] >> 14)
+        # immediates: each opcode's block reads its own (_fetch_lines; the LD r,r' and ALU A,r
+        # families have none), so the dispatch waits on the opcode byte only
         n_ = int(0)
         nn_ = int(0)
-        if ln_ >= 2:
-            n_ = rd(i, m, pc)
-            pc = (pc + 1) & 0xFFFF
-            nn_ = n_
-            if ln_ == 3:
-                hi_ = rd(i, m, pc)
-                pc = (pc + 1) & 0xFFFF
-                nn_ = (hi_ << 8) | n_
 '''
 
 _FOOTER = '''\
@@ -710,6 +723,7 @@ _IDLE_RELOAD = [
     "    h = m.st[i, S_H]",
     "    l = m.st[i, S_L]",
     "    clk = m.st[i, S_CLK]",
+    "    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds",
 ]
 _IDLE_CALL = "sk_ = idle_loop(i, m, pc, {br}, op, a, f, b, c, d, e, h, l, clk, nxt, ime)"
 _JP_LOOP = (0xC2, 0xC3, 0xCA, 0xD2, 0xDA)
@@ -719,16 +733,17 @@ def _idle_skip_lines(code: int) -> tuple[list[str], list[str]]:
     """(prefix, tail) lines around a JR / JR cc / JP / JP cc body: a taken backward branch of a
     short loop calls the fast-forward. Not when the branch itself synced (``dirty``): the frame
     may have ended or an IRQ been requested there, which the loop head must see first. Not while
-    an OAM DMA runs (``wram_end`` shrunk, as of the last ``dirty``): ``idle_loop`` would decline
-    anyway, and the usual HRAM DMA wait loop would call it out of line on every iteration
-    (~40 calls a frame). Both tests only ever leave out a skip."""
+    an OAM DMA runs (``wram_end`` shrunk, as of the last ``dirty``) unless the loop runs from
+    HRAM: ``idle_loop`` skips only an HRAM countdown or spin then (the usual DMA wait loop) and
+    would decline any other loop. Both tests only ever leave out a skip."""
     if code in _JP_LOOP:
-        test = ("pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and wram_end == 0xE000"
-                " and pc != nol_")  # taken, backward
+        test = ("pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0"
+                " and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_")  # taken, backward
         br, prefix = "pj_ - 3", ["pj_ = pc"]
     else:
         taken = "" if code == 0x18 else f" and {_COND[isa.OPCODES[code].operands[0]]}"
-        test = f"n_ >= 0xE6{taken} and ei_ == 0 and dirty == 0 and wram_end == 0xE000 and pc != nol_"
+        test = (f"n_ >= 0xE6{taken} and ei_ == 0 and dirty == 0"
+                " and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_")
         br, prefix = "(pc + 254 - n_) & 0xFFFF", []
     call = ["m.st[i, S_CLK] = clk", _IDLE_CALL.format(br=br), *_IDLE_RELOAD]
     body = [f"if {test}:", *_indent(["if maybe_loop(m, oplen, pc, rom0, rom1):",
@@ -810,6 +825,7 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
     out = [_HEADER.format(key=key, opt=opt_level, step=step, trace=trace, idle_skip=idle_skip,
                           count=count)]
     body: list[str] = []
+    lengths = operand_lengths()
     groups = {"ld_r_r": _LD_R_R, "alu_r": _ALU_R}
     # quarter 0 (0x00-0x3F) and 3 (0xC0-0xFF) are emitted opcode by opcode, each quarter as one
     # run of `if op == k` blocks (no nesting by opcode group: the compiler dispatches a run with
@@ -819,7 +835,8 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
     for code in range(0x40):
         body += _indent([f"if op == 0x{code:02X}:  # {isa.OPCODES[code].text}"], 4)
         pre, tail = _idle_skip_lines(code) if code in _JR_LOOP else ([], [])
-        body += _indent([*pre, *_emit(isa.OPCODES[code]), *tail, "continue"], 8)
+        fetch = _fetch_lines(lengths[code])
+        body += _indent([*fetch, *pre, *_emit(isa.OPCODES[code]), *tail, "continue"], 8)
     body.append("if op < 0xC0:")
     body += _indent(["if op == 0x76:  # HALT", *_indent([*_emit(isa.OPCODES[0x76]), "continue"], 4)], 4)
     body += _indent(["if op < 0x80:", *_indent(groups["ld_r_r"].splitlines(), 4)], 4)
@@ -830,11 +847,12 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
         if code in _STACK_CODES:
             continue
         if code == 0xCB:
-            body += [f"if op == 0x{code:02X}:  # CB prefix", *_indent(_CB.splitlines(), 4)]
+            body += [f"if op == 0x{code:02X}:  # CB prefix",
+                     *_indent([*_fetch_lines(lengths[code]), *_CB.splitlines()], 4)]
         elif row is not None:
             pre, tail = _idle_skip_lines(code) if code in _JP_LOOP else ([], [])
             body += [f"if op == 0x{code:02X}:  # {row.text}"]
-            body += _indent([*pre, *_emit(row), *tail, "continue"], 4)
+            body += _indent([*_fetch_lines(lengths[code]), *pre, *_emit(row), *tail, "continue"], 4)
     body += ["# illegal opcode: the DMG locks up", "m.st[i, S_LOCKED] = 1", "break"]
     out += _indent(body, 8)
     out.append(_FOOTER)
@@ -845,6 +863,8 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
     for code in range(0x40, 0xC0):
         row = isa.OPCODES[code]
         assert row is not None and (row.group in groups or code == 0x76)
+        assert lengths[code] == 1  # the structural families fetch no immediates
+    assert all(lengths[c] == (3 if isa.OPCODES[c].mnemonic == "CALL" else 1) for c in _STACK_CODES)
     return head + "def gb_run(" + kern + "\n"
 
 

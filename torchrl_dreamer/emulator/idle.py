@@ -25,7 +25,8 @@ where ``k`` ends strictly before the next event and before anything the loop rea
 - **spin**: fillers only and an unconditional ``JR|JP`` back (``JR @``).
 
 Not skipped: an interrupt pending with IME=1 or an ``EI`` in flight (the loop is about to be
-left), an OAM DMA in progress (:func:`~torchrl_dreamer.emulator.dma.dma_busy`). Registers,
+left), and an OAM DMA in progress (:func:`~torchrl_dreamer.emulator.dma.dma_busy`) unless
+the loop is a countdown or spin running from HRAM (the usual DMA wait). Registers,
 memory, timers, APU, PPU and frames are bit-identical to running the loop (``test/test_emulator_idle.py``); skipped
 *instructions* are added to ``S_CYCLES``.
 """
@@ -190,10 +191,10 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
     if not code_ok(i, m, head) or not code_ok(i, m, br + tb // 4 - 1):
         return -1  # (the branch is 2 bytes for JR, 3 for JP)
     # not now (0, not -1): an interrupt is taken at the next opcode fetch, or an OAM DMA is in
-    # progress (its bus conflicts and OAM copies are cycle-exact: nothing is skipped meanwhile)
-    blocked = dma_busy(i, m, clk)
-    if ime != 0 and (int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK) != 0:
-        blocked = True
+    # progress (its bus conflicts and OAM copies are cycle-exact: no poll is skipped meanwhile)
+    irq = ime != 0 and (int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK) != 0
+    dma = dma_busy(i, m, clk)
+    blocked = irq or dma
     kev = nxt - clk - 1  # T-cycles the skipped iterations may use (they end before NEXT)
     o0 = peek(i, m, head)
     # ---------------------------------------------------------------- poll: LOAD; TEST; Jcc
@@ -364,7 +365,11 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
             return -1
         if (stage == 4 and not uncond) or (stage == 3 and not nz):
             return -1
-    if blocked:
+    # A countdown or spin reads nothing but registers: run from HRAM (the usual OAM-DMA wait,
+    # `LD A,40; DEC A; JR NZ`) its only bus accesses are HRAM opcode fetches, which no DMA
+    # conflicts with, and the transfer's OAM copy is lazy (done by whatever next reads OAM or
+    # the DMA's bus, at its own time), so it is skipped during a DMA too.
+    if irq or (dma and head < 0xFF80):
         return 0
     if cnt < 0:
         if k <= 0:
