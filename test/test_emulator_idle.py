@@ -320,8 +320,9 @@ def test_hram_dma_wait_skipped_while_the_dma_runs():
 
 
 def test_no_dma_time_poll_skip():
-    """A poll loop (here on an HRAM byte) is not fast-forwarded while an OAM DMA runs, even from
-    HRAM (its reads are cycle-exact then); once the transfer is over it is."""
+    """A poll loop run from HRAM (here on an HRAM byte) that starts with an OAM DMA: every state
+    column and the picture are the same with and without the fast-forward, which takes the
+    loop over once the transfer is done (``idle_loop`` declines polls during a DMA)."""
     torch.set_num_threads(1)
     code = bytes([0xF3, 0xCD, 0x80, 0xFF, 0x04, 0x18, 0xFD])
     # ld a,$C0; ldh (DMA),a; .w: ldh a,($F2); cp $00; jr z,.w (forever: $F2 stays 0)
