@@ -71,7 +71,7 @@ def gb_poke(m: Mem, addr: int, values: wp.array2d(dtype=wp.uint8), mask: wp.arra
 
 
 @wp.kernel
-def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=wp.uint8),
+def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp.uint8),
            n_frames: int, press_frames: int, pack: int, max_steps: int):
     """Run ``n_frames`` frames on every console; buttons held for the first ``press_frames``.
 
@@ -382,7 +382,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
                     if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                        if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                             if sk_ < 0:
@@ -448,7 +448,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
                     if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                        if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                             if sk_ < 0:
@@ -521,7 +521,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
                     if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                        if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                             if sk_ < 0:
@@ -590,7 +590,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
                     if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                        if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                             if sk_ < 0:
@@ -657,7 +657,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
                     if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, oplen, pc, rom0, rom1):
+                        if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
                             sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                             if sk_ < 0:
@@ -842,7 +842,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = nn_
             if wp.static(IDLE_SKIP):
                 if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                    if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                         if sk_ < 0:
@@ -872,7 +872,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
             pc = nn_
             if wp.static(IDLE_SKIP):
                 if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                    if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                         if sk_ < 0:
@@ -920,7 +920,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = nn_
             if wp.static(IDLE_SKIP):
                 if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                    if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                         if sk_ < 0:
@@ -1003,7 +1003,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = nn_
             if wp.static(IDLE_SKIP):
                 if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                    if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                         if sk_ < 0:
@@ -1053,7 +1053,7 @@ def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=
                 pc = nn_
             if wp.static(IDLE_SKIP):
                 if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, oplen, pc, rom0, rom1):
+                    if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
                         sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
                         if sk_ < 0:

@@ -67,7 +67,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator import isa
 
-__all__ = ["generate_source", "kernel_hash", "load_kernel_module", "cache_dir", "opcode_table"]
+__all__ = ["generate_source", "kernel_hash", "load_kernel_module", "cache_dir"]
 
 _R8 = {"B": "b", "C": "c", "D": "d", "E": "e", "H": "h", "L": "l", "A": "a"}
 _RP = {"BC": ("b", "c"), "DE": ("d", "e"), "HL": ("h", "l")}
@@ -88,10 +88,10 @@ def cache_dir() -> Path:
 
 
 # ------------------------------------------------------------------------------ code fragments
-# Immediates are fetched once, right after the opcode (M-cycles 2 and 3), into ``n_`` / ``nn_``
-# by the kernel's shared fetch (see ``operand_lengths``), so opcode bodies only use them.
+# Immediates are read right after the opcode (M-cycles 2 and 3), into ``n_`` / ``nn_``, by the
+# first lines of each opcode's block (``_fetch_lines``), so opcode bodies only use them.
 def operand_lengths() -> list[int]:
-    """Bytes fetched per opcode by the kernel's shared immediate fetch (CB counts its 2nd byte).
+    """Bytes fetched per opcode by its block's immediate reads (CB counts its 2nd byte).
 
     STOP's padding byte is skipped by its own code, without a bus read.
     """
@@ -104,14 +104,6 @@ def operand_lengths() -> list[int]:
         else:
             out.append(row.length)
     return out
-
-
-def opcode_table() -> list[list[int]]:
-    """The kernel's ``oplen`` argument: row 0 :func:`operand_lengths`, row 1
-    :func:`~torchrl_dreamer.emulator.idle.loop_heads` (the idle fast-forward's pre-filter)."""
-    from torchrl_dreamer.emulator.idle import loop_heads
-
-    return [operand_lengths(), loop_heads()]
 
 
 def _get16(name: str) -> str:
@@ -143,7 +135,7 @@ def _push(expr: str) -> list[str]:
     ]
 
 
-def _expand_push(template: str) -> list[str]:
+def _expand_macros(template: str) -> list[str]:
     """Template lines, each ``PUSH(expr)`` line expanded into :func:`_push`'s lines and each
     ``FETCH(n)`` line into :func:`_fetch_lines`' (same indent)."""
     out: list[str] = []
@@ -533,7 +525,7 @@ def gb_poke(m: Mem, addr: int, values: wp.array2d(dtype=wp.uint8), mask: wp.arra
 
 
 @wp.kernel
-def gb_run(m: Mem, oplen: wp.array2d(dtype=wp.uint8), buttons: wp.array2d(dtype=wp.uint8),
+def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp.uint8),
            n_frames: int, press_frames: int, pack: int, max_steps: int):
     """Run ``n_frames`` frames on every console; buttons held for the first ``press_frames``.
 
@@ -746,7 +738,7 @@ def _idle_skip_lines(code: int) -> tuple[list[str], list[str]]:
                 " and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_")
         br, prefix = "(pc + 254 - n_) & 0xFFFF", []
     call = ["m.st[i, S_CLK] = clk", _IDLE_CALL.format(br=br), *_IDLE_RELOAD]
-    body = [f"if {test}:", *_indent(["if maybe_loop(m, oplen, pc, rom0, rom1):",
+    body = [f"if {test}:", *_indent(["if maybe_loop(m, heads, pc, rom0, rom1):",
                                      *_indent(call, 4)], 4)]
     return (["if wp.static(IDLE_SKIP):", *_indent(prefix, 4)] if prefix else [],
             ["if wp.static(IDLE_SKIP):", *_indent(body, 4)])
@@ -841,7 +833,7 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
     body += _indent(["if op == 0x76:  # HALT", *_indent([*_emit(isa.OPCODES[0x76]), "continue"], 4)], 4)
     body += _indent(["if op < 0x80:", *_indent(groups["ld_r_r"].splitlines(), 4)], 4)
     body += _indent(groups["alu_r"].splitlines(), 4)
-    body += _expand_push(_STACK)
+    body += _expand_macros(_STACK)
     for code in range(0xC0, 0x100):
         row = isa.OPCODES[code]
         if code in _STACK_CODES:

@@ -39,7 +39,8 @@ from torchrl_dreamer.emulator import (  # button bits live in the light package 
 from torchrl_dreamer.emulator.battery import RTC_TRAILER_SIZES, pack_rtc, unpack_rtc
 from torchrl_dreamer.emulator.boot_vram import boot_vram
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
-from torchrl_dreamer.emulator.codegen import load_kernel_module, opcode_table
+from torchrl_dreamer.emulator.codegen import load_kernel_module
+from torchrl_dreamer.emulator.idle import loop_heads
 from torchrl_dreamer.emulator.memory import Mem
 
 __all__ = [
@@ -160,7 +161,7 @@ class GameBoy:
         self._rom = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(dev)
         self._boot = torch.frombuffer(bytearray(boot if boot else b"\x00"), dtype=torch.uint8).to(dev)
         self._no_buttons = torch.zeros(n, dtype=torch.uint8, device=dev)
-        self._oplen = wp.from_torch(torch.tensor(opcode_table(), dtype=torch.uint8, device=dev))
+        self._heads = wp.from_torch(torch.tensor(loop_heads(), dtype=torch.uint8, device=dev))
         self._all = torch.ones(n, dtype=torch.uint8, device=dev)
         self._mem = Mem()
         for name in (*_STATE_ARRAYS, "rom", "boot", "fb"):
@@ -201,7 +202,7 @@ class GameBoy:
         if cmd is None or cmd.kernel is not kernel:
             self._mem.obs = wp.from_torch(self.packed2)
             cmd = wp.launch(kernel, dim=self.num_envs, device=_wp_device(self.device),
-                            inputs=[self._mem, self._oplen, wp.from_torch(self._btn), 0, 0, 0, 0],
+                            inputs=[self._mem, self._heads, wp.from_torch(self._btn), 0, 0, 0, 0],
                             record_cmd=True)
             self._run_cmd = cmd
         cmd.set_param_at_index(3, int(frames))
@@ -306,7 +307,7 @@ class GameBoy:
         if out.device != self.device:
             raise ValueError(f"obs_out is on {out.device}, the emulator on {self.device}")
         self._mem.obs = wp.from_torch(out)
-        self._launch(self._kmod.gb_run, [self._mem, self._oplen, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1, 0])
+        self._launch(self._kmod.gb_run, [self._mem, self._heads, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1, 0])
         self._mem.obs = wp.from_torch(self.packed2)
         return out
 
@@ -327,7 +328,7 @@ class GameBoy:
             self._step_kmod = load_kernel_module(_wp_device(self.device), step=True)
         b = wp.from_torch(self._no_buttons.view(-1, 1))
         self._launch(self._step_kmod.gb_run,
-                     [self._mem, self._oplen, b, int(max_frames), 0, 0, int(n)])
+                     [self._mem, self._heads, b, int(max_frames), 0, 0, int(n)])
 
     # ------------------------------------------------------------------------------ inspection
     def registers(self) -> dict[str, torch.Tensor]:

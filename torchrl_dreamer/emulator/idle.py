@@ -67,8 +67,8 @@ __all__ = ["idle_loop", "loop_heads", "maybe_loop"]
 
 
 def loop_heads() -> list[int]:
-    """Per opcode 1 if a loop :func:`idle_loop` knows can start with it (row 1 of the kernel's
-    ``oplen`` table): the kernel asks :func:`idle_loop` only about loops whose first opcode is
+    """Per opcode 1 if a loop :func:`idle_loop` knows can start with it (the kernel's ``heads``
+    argument): the kernel asks :func:`idle_loop` only about loops whose first opcode is
     one of these, so ordinary loops (copies, fills) cost one table read per taken branch."""
     heads = {0xF0, 0xFA, 0x7E, 0x1A, 0x0A, 0xCB, 0x00, 0x18, 0xC3, 0x0B, 0x1B, 0x2B}
     heads |= {0x05 + 8 * r for r in range(8) if r != 6}  # DEC r
@@ -85,13 +85,13 @@ def code_ok(i: int, m: wp.ref[Mem], addr: int) -> bool:
 
 
 @wp.func
-def maybe_loop(m: wp.ref[Mem], oplen: wp.array2d(dtype=wp.uint8), head: int, rom0: int, rom1: int) -> bool:
+def maybe_loop(m: wp.ref[Mem], heads: wp.array(dtype=wp.uint8), head: int, rom0: int, rom1: int) -> bool:
     """Cheap pre-filter: can the ROM code at ``head`` start a loop :func:`idle_loop` knows?
     (Code outside ROM is always handed to :func:`idle_loop`, which checks it.)"""
     if head < 0x4000:
-        return oplen[1, int(m.rom[rom0 + head])] != wp.uint8(0)
+        return heads[int(m.rom[rom0 + head])] != wp.uint8(0)
     if head < 0x8000:
-        return oplen[1, int(m.rom[rom1 + head - 0x4000])] != wp.uint8(0)
+        return heads[int(m.rom[rom1 + head - 0x4000])] != wp.uint8(0)
     return True
 
 
