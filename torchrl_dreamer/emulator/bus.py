@@ -7,10 +7,12 @@ place. The clock lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), whi
 functions take by reference (``wp.ref``), as they do the console's memory ``m`` (so no copy of
 the ``Mem`` struct is made per access). While an OAM DMA runs the in-place WRAM and ROM ranges
 are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_end``), so every access but HRAM's
-goes out of line. Every other access goes through :func:`cpu_read` / :func:`cpu_write`, which
-apply what an OAM DMA in progress does to the CPU's accesses (:mod:`.dma`: OAM unavailable, bus
-conflicts) and the PPU's VRAM/OAM blocking, and then call :func:`peek` / :func:`poke`, the plain
-memory map (also the host's ``read_memory`` / ``write_memory`` view, which sees OAM as it is).
+goes out of line. The in-place accesses use :mod:`.raw`'s loads and stores (Warp's indexing
+without its negative-index wrap). Every other access goes through :func:`cpu_read` /
+:func:`cpu_write`, which apply what an OAM DMA in progress does to the CPU's accesses
+(:mod:`.dma`: OAM unavailable, bus conflicts) and the PPU's VRAM/OAM blocking, and then call
+:func:`peek` / :func:`poke`, the plain memory map (also the host's ``read_memory`` /
+``write_memory`` view, which sees OAM as it is).
 Accesses to FE00-FEFF, and the IDU steps of :func:`tick_idu` / :func:`rd_idu` on such an address,
 trigger the DMG OAM bug (:mod:`.oam_bug`); the check costs one comparison on paths that already
 leave the in-place fast path (and on POP / RET / ``LD A,(HL+/-)``). The hardware
@@ -33,6 +35,7 @@ from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write, 
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.ppu import oam_read_blocked, oam_write_blocked, vram_blocked
+from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
 from torchrl_dreamer.emulator.scheduler import sync
 
 __all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op",
@@ -149,19 +152,20 @@ def tick_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int]
 
 @wp.func(inline=True)
 def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
-           dirty: wp.ref[int], rom0: int, rom1: int, boot: int, wram_end: int, rom_end: int,
+           dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int,
            rom0_end: int) -> int:
     """The read of an M-cycle already ticked (the opcode fetch): WRAM below ``wram_end``, ROM
-    below ``rom_end`` / ``rom0_end`` (``rom0`` / ``rom1`` bank offsets, boot ROM mapped while
-    ``boot``) and HRAM in place, the rest through :func:`cpu_read` at the current cycle."""
+    below ``rom_end`` / ``rom0_end`` and from ``rom0_lo`` on (``rom0`` / ``rom1`` bank offsets;
+    ``rom0_lo`` is 0x100 while the boot ROM is mapped, else 0) and HRAM in place, the rest
+    through :func:`cpu_read` at the current cycle."""
     if ad >= 0xC000 and ad < wram_end:
-        return int(m.wram[i, ad - 0xC000])
+        return u8_at(m.wram, i, ad - 0xC000)
     if ad >= 0x4000 and ad < rom_end:
-        return int(m.rom[rom1 + ad - 0x4000])
-    if ad < rom0_end and (ad >= 0x100 or boot == 0):
-        return int(m.rom[rom0 + ad])
+        return rom_at(m.rom, rom1 + ad - 0x4000)
+    if ad < rom0_end and ad >= rom0_lo:
+        return rom_at(m.rom, rom0 + ad)
     if ad >= 0xFF80 and ad < 0xFFFF:
-        return int(m.hram[i, ad - 0xFF00])
+        return u8_at(m.hram, i, ad - 0xFF00)
     m.st[i, S_CLK] = clk
     if ad >= 0xFE00 and ad < 0xFF00:
         oam_bug(i, m, clk, OAM_BUG_READ)
@@ -174,23 +178,23 @@ def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
 
 @wp.func(inline=True)
 def rd_op(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
-          dirty: wp.ref[int], rom0: int, rom1: int, boot: int, wram_end: int, rom_end: int,
+          dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int,
           rom0_end: int) -> int:
     """:func:`rd_now` for the opcode fetch: the same result, with the ROM ranges tested first
     (code mostly runs from ROM, data mostly lives in WRAM)."""
-    if ad < rom0_end and (ad >= 0x100 or boot == 0):
-        return int(m.rom[rom0 + ad])
+    if ad < rom0_end and ad >= rom0_lo:
+        return rom_at(m.rom, rom0 + ad)
     if ad >= 0x4000 and ad < rom_end:
-        return int(m.rom[rom1 + ad - 0x4000])
-    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+        return rom_at(m.rom, rom1 + ad - 0x4000)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
 
 
 @wp.func(inline=True)
 def rd(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.ref[int],
-       rom0: int, rom1: int, boot: int, wram_end: int, rom_end: int, rom0_end: int) -> int:
+       rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int, rom0_end: int) -> int:
     """One read M-cycle: :func:`tick`, then :func:`rd_now`."""
     tick(i, m, clk, nxt, dirty)
-    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
 
 
 @wp.func(inline=True)
@@ -200,9 +204,9 @@ def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[in
     ``wram_end`` and HRAM in place, the rest through :func:`cpu_write` at the current cycle)."""
     tick(i, m, clk, nxt, dirty)
     if ad >= 0xC000 and ad < wram_end:
-        m.wram[i, ad - 0xC000] = wp.uint8(v & 0xFF)
+        u8_set(m.wram, i, ad - 0xC000, v)
     elif ad >= 0xFF80 and ad < 0xFFFF:
-        m.hram[i, ad - 0xFF00] = wp.uint8(v & 0xFF)
+        u8_set(m.hram, i, ad - 0xFF00, v)
     else:
         m.st[i, S_CLK] = clk
         if ad >= 0xFE00 and ad < 0xFF00:
@@ -215,11 +219,11 @@ def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[in
 
 @wp.func(inline=True)
 def rd_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
-           dirty: wp.ref[int], rom0: int, rom1: int, boot: int, wram_end: int, rom_end: int,
+           dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int,
            rom0_end: int) -> int:
     """A read M-cycle in which the IDU also steps the register holding ``ad`` (``POP``, ``RET``,
     ``LD A,(HL+/-)``): the OAM bug's "read during increase" pattern on FE00-FEFF."""
     tick(i, m, clk, nxt, dirty)
     if ad >= 0xFE00 and ad < 0xFF00:
         oam_bug_read_idu(i, m, clk)
-    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, boot, wram_end, rom_end, rom0_end)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)

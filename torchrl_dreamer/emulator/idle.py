@@ -54,6 +54,7 @@ from torchrl_dreamer.emulator.layout import (
 )
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_poll
+from torchrl_dreamer.emulator.raw import rom_at
 from torchrl_dreamer.emulator.registers import (
     IRQ_MASK,
     R_IE,
@@ -89,9 +90,9 @@ def maybe_loop(m: wp.ref[Mem], heads: wp.array(dtype=wp.uint8), head: int, rom0:
     """Cheap pre-filter: can the ROM code at ``head`` start a loop :func:`idle_loop` knows?
     (Code outside ROM is always handed to :func:`idle_loop`, which checks it.)"""
     if head < 0x4000:
-        return heads[int(m.rom[rom0 + head])] != wp.uint8(0)
+        return rom_at(heads, rom_at(m.rom, rom0 + head)) != 0
     if head < 0x8000:
-        return heads[int(m.rom[rom1 + head - 0x4000])] != wp.uint8(0)
+        return rom_at(heads, rom_at(m.rom, rom1 + head - 0x4000)) != 0
     return True
 
 
