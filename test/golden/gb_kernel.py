@@ -90,20 +90,20 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     l = int(m.st[i, S_L])
     sp = int(m.st[i, S_SP])
     pc = int(m.st[i, S_PC])
-    ime = int(m.st[i, S_IME])
-    ei_ = int(m.st[i, S_EI_PEND])
-    halted = int(m.st[i, S_HALTED])
     halt_bug = int(m.st[i, S_HALT_BUG])
     clk = int(m.st[i, S_CLK])
     nxt = int(m.st[i, S_NEXT])
     rom0 = int(m.st[i, S_ROM_OFF0])
     rom1 = int(m.st[i, S_ROM_OFF1])
-    rom0_lo = int(0)  # first ROM0 address read in place: 0x100 while the boot ROM is mapped
-    # Ends of the in-place (fast) WRAM and ROM ranges: while an OAM DMA runs they shrink to
-    # nothing, so every access but HRAM's goes through cpu_read / cpu_write (bus conflicts).
+    # Bounds of the in-place (fast) WRAM and ROM ranges: ROM0 from rom0_lo (0x100 while the
+    # boot ROM is mapped) to 4000, ROM1 to rom_end, WRAM to wram_end. While an OAM DMA runs they
+    # shrink to nothing, so every access but HRAM's goes through cpu_read / cpu_write (bus
+    # conflicts). Only the ROM and WRAM paths and the idle test read them; the interrupt
+    # state (IME, EI countdown, halted) lives in the state row, not in locals, so that fewer
+    # values live across the dispatch loop.
+    rom0_lo = int(0)
     wram_end = int(0xE000)
     rom_end = int(0x8000)
-    rom0_end = int(0x4000)
     fidx = int(0)
     steps_ = int(0)
     held = int(buttons[i, 0])
@@ -122,7 +122,6 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     # (Every assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which
     # the bus functions could not take by reference.)
     dirty = int(1)
-    pend = int(0)
     nol_ = int(-1)  # head of the last branch target the idle fast-forward rejected
     while True:
         fresh_ = dirty
@@ -138,7 +137,6 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     m.st[i, S_PACK] = 1
                 continue
             dirty = int(0)
-            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             # mapper banks / boot ROM only change through out-of-line writes (then dirty is set;
             # no instruction reads ROM after such a write before the next instruction starts)
             rom0 = m.st[i, S_ROM_OFF0]
@@ -149,26 +147,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             if dma_busy(i, m, clk):
                 wram_end = 0xC000
                 rom_end = 0x4000
-                rom0_end = 0
+                rom0_lo = int(0x4000)
             else:
                 wram_end = 0xE000
                 rom_end = 0x8000
-                rom0_end = 0x4000
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
         if fresh_ != 0:
-            if ei_ != 0:
-                ei_ = ei_ - 1
-                if ei_ == 0:
-                    ime = 1
+            ep_ = m.st[i, S_EI_PEND]
+            if ep_ != 0:
+                m.st[i, S_EI_PEND] = ep_ - 1
+                if ep_ == 1:
+                    m.st[i, S_IME] = 1
                 else:
                     dirty = int(1)  # count down again before the next instruction
-            if halted != 0:
+            if m.st[i, S_HALTED] != 0:
                 if m.st[i, S_STOPPED] != 0:
                     if m.st[i, S_JOY] != 0:
                         m.st[i, S_STOPPED] = 0
-                        halted = 0
+                        m.st[i, S_HALTED] = 0
                     else:
                         m.st[i, S_CLK] = clk
                         stop_advance(i, m)
@@ -176,48 +174,48 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         nxt = m.st[i, S_NEXT]
                         dirty = int(1)
                     continue
-                if pend == 0:
+                if (int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK) == 0:
                     m.st[i, S_CLK] = clk
                     halt_advance(i, m)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = int(1)
                     continue
-                halted = 0  # the wake-up M-cycle is the opcode fetch below
+                m.st[i, S_HALTED] = 0  # the wake-up M-cycle is the opcode fetch below
         # The opcode fetch M-cycle. The interrupt check sees IF as of its end (an IRQ raised by
         # an event during the fetch is taken now); the fetched opcode is then dropped and the
         # fetch counts as the first of the dispatch's 5 M-cycles (see the note above _HEADER).
         tick(i, m, clk, nxt, dirty)
         if (dirty | fresh_) != 0:
             pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-        if (dirty | fresh_) != 0 and ime != 0 and pend != 0:
-            if wp.static(STEP):
-                steps_ = steps_ + 1
-            ime = 0
-            tick_idu(i, m, sp, clk, nxt, dirty)
-            sp = (sp - 1) & 0xFFFF
-            wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end)
-            # The vector is chosen now, after the PC high byte push: if that push overwrote IE
-            # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
-            # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
-            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-            sp = (sp - 1) & 0xFFFF
-            wr(i, m, sp, pc & 0xFF, clk, nxt, dirty, wram_end)
-            pc = 0
-            if pend != 0:
-                bit = int(0)
-                while ((pend >> bit) & 1) == 0:
-                    bit = bit + 1
-                m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
-                pc = 0x40 + 8 * bit
-            dirty = int(1)
-            tick(i, m, clk, nxt, dirty)
-            continue
+            if m.st[i, S_IME] != 0 and pend != 0:
+                if wp.static(STEP):
+                    steps_ = steps_ + 1
+                m.st[i, S_IME] = 0
+                tick_idu(i, m, sp, clk, nxt, dirty)
+                sp = (sp - 1) & 0xFFFF
+                wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end)
+                # The vector is chosen now, after the PC high byte push: if that push overwrote IE
+                # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
+                # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
+                pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
+                sp = (sp - 1) & 0xFFFF
+                wr(i, m, sp, pc & 0xFF, clk, nxt, dirty, wram_end)
+                pc = 0
+                if pend != 0:
+                    bit = int(0)
+                    while ((pend >> bit) & 1) == 0:
+                        bit = bit + 1
+                    m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
+                    pc = 0x40 + 8 * bit
+                dirty = int(1)
+                tick(i, m, clk, nxt, dirty)
+                continue
         if wp.static(STEP):
             steps_ = steps_ + 1
         if wp.static(COUNT):
             m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + 1
-        op = rd_op(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+        op = rd_op(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
         pc = (pc + 1 - halt_bug) & 0xFFFF  # HALT bug: the byte after HALT is read twice
         halt_bug = 0
         if wp.static(TRACE):
@@ -239,10 +237,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 pass
                 continue
             if op == 0x01:  # LD BC,d16
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
@@ -271,7 +269,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 b = r_ & 0xFF
                 continue
             if op == 0x06:  # LD B,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 b = n_
@@ -282,10 +280,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x08:  # LD (a16),SP
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty, wram_end)
@@ -300,7 +298,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 l = v16_ & 0xFF
                 continue
             if op == 0x0A:  # LD A,(BC)
-                a = rd(i, m, ((b << 8) | c), clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                a = rd(i, m, ((b << 8) | c), clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 continue
             if op == 0x0B:  # DEC BC
                 tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
@@ -321,7 +319,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 c = r_ & 0xFF
                 continue
             if op == 0x0E:  # LD C,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 c = n_
@@ -340,13 +338,13 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 dirty = int(1)
                 if m.st[i, S_JOY] == 0:
                     m.st[i, S_STOPPED] = 1
-                    halted = 1
+                    m.st[i, S_HALTED] = 1
                 continue
             if op == 0x11:  # LD DE,d16
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
@@ -375,7 +373,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 d = r_ & 0xFF
                 continue
             if op == 0x16:  # LD D,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 d = n_
@@ -386,16 +384,16 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x18:  # JR r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 tick(i, m, clk, nxt, dirty)
                 pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                    if n_ >= 0xE6 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                             if sk_ > 0:
@@ -419,7 +417,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 l = v16_ & 0xFF
                 continue
             if op == 0x1A:  # LD A,(DE)
-                a = rd(i, m, ((d << 8) | e), clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                a = rd(i, m, ((d << 8) | e), clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 continue
             if op == 0x1B:  # DEC DE
                 tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
@@ -440,7 +438,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 e = r_ & 0xFF
                 continue
             if op == 0x1E:  # LD E,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 e = n_
@@ -451,17 +449,17 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x20:  # JR NZ,r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 if (f & 0x80) == 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x80) == 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                    if n_ >= 0xE6 and (f & 0x80) == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                             if sk_ > 0:
@@ -477,10 +475,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x21:  # LD HL,d16
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
@@ -513,7 +511,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 h = r_ & 0xFF
                 continue
             if op == 0x26:  # LD H,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 h = n_
@@ -524,17 +522,17 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = r_ >> 8
                 continue
             if op == 0x28:  # JR Z,r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 if (f & 0x80) != 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x80) != 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                    if n_ >= 0xE6 and (f & 0x80) != 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                             if sk_ > 0:
@@ -559,7 +557,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 continue
             if op == 0x2A:  # LD A,(HL+)
                 hl_ = (h << 8) | l
-                a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 v16_ = (hl_ + 1) & 0xFFFF
                 h = v16_ >> 8
                 l = v16_ & 0xFF
@@ -583,7 +581,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 l = r_ & 0xFF
                 continue
             if op == 0x2E:  # LD L,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 l = n_
@@ -593,17 +591,17 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = f | 0x60
                 continue
             if op == 0x30:  # JR NC,r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 if (f & 0x10) == 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x10) == 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                    if n_ >= 0xE6 and (f & 0x10) == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                             if sk_ > 0:
@@ -619,10 +617,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x31:  # LD SP,d16
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 sp = (nn_) & 0xFFFF
@@ -639,19 +637,19 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 sp = (sp + 1) & 0xFFFF
                 continue
             if op == 0x34:  # INC (HL)
-                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
                 wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
                 continue
             if op == 0x35:  # DEC (HL)
-                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
                 wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
                 continue
             if op == 0x36:  # LD (HL),d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end)
@@ -660,17 +658,17 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = (f & 0x80) | 0x10
                 continue
             if op == 0x38:  # JR C,r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 if (f & 0x10) != 0:
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x10) != 0 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                    if n_ >= 0xE6 and (f & 0x10) != 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                             if sk_ > 0:
@@ -695,7 +693,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 continue
             if op == 0x3A:  # LD A,(HL-)
                 hl_ = (h << 8) | l
-                a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 v16_ = (hl_ - 1) & 0xFFFF
                 h = v16_ >> 8
                 l = v16_ & 0xFF
@@ -717,7 +715,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 a = r_ & 0xFF
                 continue
             if op == 0x3E:  # LD A,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 a = n_
@@ -728,12 +726,12 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
         if op < 0xC0:
             if op == 0x76:  # HALT
                 pend_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-                if pend_ != 0 and ime == 0 and ei_ != 0:
+                if pend_ != 0 and m.st[i, S_IME] == 0 and m.st[i, S_EI_PEND] != 0:
                     pc = (pc - 1) & 0xFFFF  # EI; HALT with an IRQ pending: the handler returns to HALT
-                elif pend_ != 0 and ime == 0:
+                elif pend_ != 0 and m.st[i, S_IME] == 0:
                     halt_bug = 1  # the next opcode byte is read twice
                 elif pend_ == 0:
-                    halted = 1
+                    m.st[i, S_HALTED] = 1
                     dirty = int(1)  # halted time runs in the dirty block
                 continue
             if op < 0x80:
@@ -741,7 +739,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 src_ = op & 7
                 v_ = int(0)
                 if src_ == 6:
-                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 else:
                     v_ = getr(src_, b, c, d, e, h, l, a)
                 dst_ = (op >> 3) & 7
@@ -766,7 +764,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             src_ = op & 7
             v_ = int(0)
             if src_ == 6:
-                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             else:
                 v_ = getr(src_, b, c, d, e, h, l, a)
             r_ = alu8((op >> 3) & 7, a, v_, f)
@@ -794,9 +792,9 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             continue
         if (op & 0xCF) == 0xC1:
             # POP rr (BC DE HL AF)
-            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             sp = (sp + 1) & 0xFFFF
-            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             sp = (sp + 1) & 0xFFFF
             k_ = (op >> 4) & 3
             if k_ == 0:
@@ -814,10 +812,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             continue
         if (op & 0xE7) == 0xC4 or op == 0xCD:
             # CALL cc,nn / CALL nn
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if op == 0xCD or cond_ok((op >> 3) & 3, f):
@@ -833,18 +831,18 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             # RET cc
             tick(i, m, clk, nxt, dirty)
             if cond_ok((op >> 3) & 3, f):
-                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 sp = (sp + 1) & 0xFFFF
-                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 sp = (sp + 1) & 0xFFFF
                 tick(i, m, clk, nxt, dirty)
                 pc = (hi_ << 8) | lo_
             continue
         if op == 0xC2:  # JP NZ,a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -853,10 +851,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                         if sk_ < 0:
                             nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                         if sk_ > 0:
@@ -872,10 +870,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC3:  # JP a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -883,10 +881,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             tick(i, m, clk, nxt, dirty)
             pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                         if sk_ < 0:
                             nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                         if sk_ > 0:
@@ -902,7 +900,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC6:  # ADD A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(0, a, n_, f)
@@ -910,19 +908,19 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xC9:  # RET
-            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             sp = (sp + 1) & 0xFFFF
-            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             sp = (sp + 1) & 0xFFFF
             nn_ = (hi_ << 8) | lo_
             tick(i, m, clk, nxt, dirty)
             pc = nn_
             continue
         if op == 0xCA:  # JP Z,a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -931,10 +929,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                         if sk_ < 0:
                             nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                         if sk_ > 0:
@@ -950,7 +948,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xCB:  # CB prefix
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             # CB page: register index (bits 0-2), bit/operation (3-5), group (6-7)
@@ -960,7 +958,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             k_ = (cb_ >> 3) & 7
             v_ = int(0)
             if reg_ == 6:
-                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             else:
                 v_ = getr(reg_, b, c, d, e, h, l, a)
             if grp_ == 1:
@@ -994,7 +992,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 a = v_
             continue
         if op == 0xCE:  # ADC A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(1, a, n_, f)
@@ -1002,10 +1000,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xD2:  # JP NC,a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -1014,10 +1012,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                         if sk_ < 0:
                             nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                         if sk_ > 0:
@@ -1033,7 +1031,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xD6:  # SUB A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(2, a, n_, f)
@@ -1041,22 +1039,22 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xD9:  # RETI
-            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            lo_ = rd_idu(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             sp = (sp + 1) & 0xFFFF
-            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, sp, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             sp = (sp + 1) & 0xFFFF
             nn_ = (hi_ << 8) | lo_
             tick(i, m, clk, nxt, dirty)
             pc = nn_
-            ime = 1
-            ei_ = 0
+            m.st[i, S_IME] = 1
+            m.st[i, S_EI_PEND] = 0
             dirty = int(1)  # an IRQ still pending is taken after RETI
             continue
         if op == 0xDA:  # JP C,a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -1065,10 +1063,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
                     if maybe_loop(m, heads, pc, rom0, rom1):
                         m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, ime)
+                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
                         if sk_ < 0:
                             nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
                         if sk_ > 0:
@@ -1084,7 +1082,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xDE:  # SBC A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(3, a, n_, f)
@@ -1092,7 +1090,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xE0:  # LDH (a8),A
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end)
@@ -1101,7 +1099,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end)
             continue
         if op == 0xE6:  # AND A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(4, a, n_, f)
@@ -1109,7 +1107,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xE8:  # ADD SP,r8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             tick(i, m, clk, nxt, dirty)
@@ -1122,16 +1120,16 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             pc = (h << 8) | l
             continue
         if op == 0xEA:  # LD (a16),A
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             wr(i, m, nn_, a, clk, nxt, dirty, wram_end)
             continue
         if op == 0xEE:  # XOR A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(5, a, n_, f)
@@ -1139,20 +1137,20 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xF0:  # LDH A,(a8)
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             continue
         if op == 0xF2:  # LD A,(C)
-            a = rd(i, m, 0xFF00 | c, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            a = rd(i, m, 0xFF00 | c, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             continue
         if op == 0xF3:  # DI
-            ime = 0
-            ei_ = 0
+            m.st[i, S_IME] = 0
+            m.st[i, S_EI_PEND] = 0
             continue
         if op == 0xF6:  # OR A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(6, a, n_, f)
@@ -1160,7 +1158,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xF8:  # LD HL,SP+r8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             tick(i, m, clk, nxt, dirty)
@@ -1175,21 +1173,21 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             sp = (h << 8) | l
             continue
         if op == 0xFA:  # LD A,(a16)
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
-            a = rd(i, m, nn_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            a = rd(i, m, nn_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             continue
         if op == 0xFB:  # EI
-            if ime == 0 and ei_ == 0:
-                ei_ = 2
+            if m.st[i, S_IME] == 0 and m.st[i, S_EI_PEND] == 0:
+                m.st[i, S_EI_PEND] = 2
                 dirty = int(1)  # the countdown runs in the dirty block
             continue
         if op == 0xFE:  # CP A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(7, a, n_, f)
@@ -1210,8 +1208,5 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     m.st[i, S_L] = l
     m.st[i, S_SP] = sp
     m.st[i, S_PC] = pc
-    m.st[i, S_IME] = ime
-    m.st[i, S_EI_PEND] = ei_
-    m.st[i, S_HALTED] = halted
     m.st[i, S_HALT_BUG] = halt_bug
 

@@ -6,7 +6,7 @@ The CPU kernel (:mod:`~torchrl_dreamer.emulator.codegen`) accesses the bus throu
 place. The clock lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these
 functions take by reference (``wp.ref``), as they do the console's memory ``m`` (so no copy of
 the ``Mem`` struct is made per access). While an OAM DMA runs the in-place WRAM and ROM ranges
-are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_end``), so every access but HRAM's
+are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_lo``), so every access but HRAM's
 goes out of line. The in-place accesses use :mod:`.raw`'s loads and stores (Warp's indexing
 without its negative-index wrap). Every other access goes through :func:`cpu_read` /
 :func:`cpu_write`, which apply what an OAM DMA in progress does to the CPU's accesses
@@ -152,17 +152,17 @@ def tick_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int]
 
 @wp.func(inline=True)
 def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
-           dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int,
-           rom0_end: int) -> int:
+           dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int,
+           rom_end: int) -> int:
     """The read of an M-cycle already ticked (the opcode fetch): WRAM below ``wram_end``, ROM
-    below ``rom_end`` / ``rom0_end`` and from ``rom0_lo`` on (``rom0`` / ``rom1`` bank offsets;
-    ``rom0_lo`` is 0x100 while the boot ROM is mapped, else 0) and HRAM in place, the rest
+    below ``rom_end`` and ROM0 from ``rom0_lo`` on (``rom0`` / ``rom1`` bank offsets; ``rom0_lo``
+    is 0x100 while the boot ROM is mapped, 0x4000 during an OAM DMA, else 0) and HRAM in place, the rest
     through :func:`cpu_read` at the current cycle."""
     if ad >= 0xC000 and ad < wram_end:
         return u8_at(m.wram, i, ad - 0xC000)
     if ad >= 0x4000 and ad < rom_end:
         return rom_at(m.rom, rom1 + ad - 0x4000)
-    if ad < rom0_end and ad >= rom0_lo:
+    if ad < 0x4000 and ad >= rom0_lo:
         return rom_at(m.rom, rom0 + ad)
     if ad >= 0xFF80 and ad < 0xFFFF:
         return u8_at(m.hram, i, ad - 0xFF00)
@@ -178,23 +178,23 @@ def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
 
 @wp.func(inline=True)
 def rd_op(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
-          dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int,
-          rom0_end: int) -> int:
+          dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int,
+          rom_end: int) -> int:
     """:func:`rd_now` for the opcode fetch: the same result, with the ROM ranges tested first
     (code mostly runs from ROM, data mostly lives in WRAM)."""
-    if ad < rom0_end and ad >= rom0_lo:
+    if ad < 0x4000 and ad >= rom0_lo:
         return rom_at(m.rom, rom0 + ad)
     if ad >= 0x4000 and ad < rom_end:
         return rom_at(m.rom, rom1 + ad - 0x4000)
-    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
 
 
 @wp.func(inline=True)
 def rd(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.ref[int],
-       rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int, rom0_end: int) -> int:
+       rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int) -> int:
     """One read M-cycle: :func:`tick`, then :func:`rd_now`."""
     tick(i, m, clk, nxt, dirty)
-    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
 
 
 @wp.func(inline=True)
@@ -219,11 +219,11 @@ def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[in
 
 @wp.func(inline=True)
 def rd_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
-           dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int,
-           rom0_end: int) -> int:
+           dirty: wp.ref[int], rom0: int, rom1: int, rom0_lo: int, wram_end: int,
+           rom_end: int) -> int:
     """A read M-cycle in which the IDU also steps the register holding ``ad`` (``POP``, ``RET``,
     ``LD A,(HL+/-)``): the OAM bug's "read during increase" pattern on FE00-FEFF."""
     tick(i, m, clk, nxt, dirty)
     if ad >= 0xFE00 and ad < 0xFF00:
         oam_bug_read_idu(i, m, clk)
-    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end)
+    return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)

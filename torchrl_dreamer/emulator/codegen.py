@@ -32,7 +32,7 @@ Its CUDA module compiles ahead of time for sm_90 through NVRTC (no GPU: the slow
 test_codegen.py) in 286 s wall / 93 s CPU on the loaded 2-core machine, 2,423,224 bytes (with
 the OAM bug hooks added since: 440 s wall / 95 s CPU under a heavier load, 2,562,104 bytes).
 When OAM DMA bus conflicts and the PPU's VRAM/OAM blocking came to the text expansion (the
-in-place ranges bounded by the kernel locals ``wram_end`` / ``rom_end`` / ``rom0_end``, empty while
+in-place ranges bounded by the kernel locals ``wram_end`` / ``rom_end`` (and now ``rom0_lo``), empty while
 a DMA runs; ``bus.cpu_read`` / ``cpu_write`` as the slow paths), the functions were given the
 same semantics (those bounds are passed by value) and measured again against it, with the OAM bug
 hooks included (frames/s, process CPU time, 1000 frames of scripted input after 300, medians of 5
@@ -271,23 +271,24 @@ def _emit(op: isa.OpInfo) -> list[str]:
     if mn == "RET" and not ops:
         return [*_pop("nn_"), "tick(i, m)", "pc = nn_"]
     if mn == "RETI":
-        return [*_pop("nn_"), "tick(i, m)", "pc = nn_", "ime = 1", "ei_ = 0",
+        return [*_pop("nn_"), "tick(i, m)", "pc = nn_", "m.st[i, S_IME] = 1", "m.st[i, S_EI_PEND] = 0",
                 "dirty = int(1)  # an IRQ still pending is taken after RETI"]
     if mn == "DI":
-        return ["ime = 0", "ei_ = 0"]
+        return ["m.st[i, S_IME] = 0", "m.st[i, S_EI_PEND] = 0"]
     if mn == "EI":
         # IME is set after the next instruction; an EI while one is pending does not push that
         # back (EI; EI takes an interrupt after the second EI: mooneye ei_sequence)
-        return ["if ime == 0 and ei_ == 0:", "    ei_ = 2", "    dirty = int(1)  # the countdown runs in the dirty block"]
+        return ["if m.st[i, S_IME] == 0 and m.st[i, S_EI_PEND] == 0:", "    m.st[i, S_EI_PEND] = 2",
+                "    dirty = int(1)  # the countdown runs in the dirty block"]
     if mn == "HALT":
         return [
             "pend_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK",
-            "if pend_ != 0 and ime == 0 and ei_ != 0:",
+            "if pend_ != 0 and m.st[i, S_IME] == 0 and m.st[i, S_EI_PEND] != 0:",
             "    pc = (pc - 1) & 0xFFFF  # EI; HALT with an IRQ pending: the handler returns to HALT",
-            "elif pend_ != 0 and ime == 0:",
+            "elif pend_ != 0 and m.st[i, S_IME] == 0:",
             "    halt_bug = 1  # the next opcode byte is read twice",
             "elif pend_ == 0:",
-            "    halted = 1",
+            "    m.st[i, S_HALTED] = 1",
             "    dirty = int(1)  # halted time runs in the dirty block",
         ]
     if mn == "STOP":
@@ -300,7 +301,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
             "dirty = int(1)",
             "if m.st[i, S_JOY] == 0:",
             "    m.st[i, S_STOPPED] = 1",
-            "    halted = 1",
+            "    m.st[i, S_HALTED] = 1",
         ]
     raise NotImplementedError(f"codegen has no emitter for {op.text}")
 
@@ -546,20 +547,20 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     l = int(m.st[i, S_L])
     sp = int(m.st[i, S_SP])
     pc = int(m.st[i, S_PC])
-    ime = int(m.st[i, S_IME])
-    ei_ = int(m.st[i, S_EI_PEND])
-    halted = int(m.st[i, S_HALTED])
     halt_bug = int(m.st[i, S_HALT_BUG])
     clk = int(m.st[i, S_CLK])
     nxt = int(m.st[i, S_NEXT])
     rom0 = int(m.st[i, S_ROM_OFF0])
     rom1 = int(m.st[i, S_ROM_OFF1])
-    rom0_lo = int(0)  # first ROM0 address read in place: 0x100 while the boot ROM is mapped
-    # Ends of the in-place (fast) WRAM and ROM ranges: while an OAM DMA runs they shrink to
-    # nothing, so every access but HRAM's goes through cpu_read / cpu_write (bus conflicts).
+    # Bounds of the in-place (fast) WRAM and ROM ranges: ROM0 from rom0_lo (0x100 while the
+    # boot ROM is mapped) to 4000, ROM1 to rom_end, WRAM to wram_end. While an OAM DMA runs they
+    # shrink to nothing, so every access but HRAM's goes through cpu_read / cpu_write (bus
+    # conflicts). Only the ROM and WRAM paths and the idle test read them; the interrupt
+    # state (IME, EI countdown, halted) lives in the state row, not in locals, so that fewer
+    # values live across the dispatch loop.
+    rom0_lo = int(0)
     wram_end = int(0xE000)
     rom_end = int(0x8000)
-    rom0_end = int(0x4000)
     fidx = int(0)
     steps_ = int(0)
     held = int(buttons[i, 0])
@@ -578,7 +579,6 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     # (Every assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which
     # the bus functions could not take by reference.)
     dirty = int(1)
-    pend = int(0)
     nol_ = int(-1)  # head of the last branch target the idle fast-forward rejected
     while True:
         fresh_ = dirty
@@ -594,7 +594,6 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     m.st[i, S_PACK] = 1
                 continue
             dirty = int(0)
-            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
             # mapper banks / boot ROM only change through out-of-line writes (then dirty is set;
             # no instruction reads ROM after such a write before the next instruction starts)
             rom0 = m.st[i, S_ROM_OFF0]
@@ -605,26 +604,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             if dma_busy(i, m, clk):
                 wram_end = 0xC000
                 rom_end = 0x4000
-                rom0_end = 0
+                rom0_lo = int(0x4000)
             else:
                 wram_end = 0xE000
                 rom_end = 0x8000
-                rom0_end = 0x4000
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
         if fresh_ != 0:
-            if ei_ != 0:
-                ei_ = ei_ - 1
-                if ei_ == 0:
-                    ime = 1
+            ep_ = m.st[i, S_EI_PEND]
+            if ep_ != 0:
+                m.st[i, S_EI_PEND] = ep_ - 1
+                if ep_ == 1:
+                    m.st[i, S_IME] = 1
                 else:
                     dirty = int(1)  # count down again before the next instruction
-            if halted != 0:
+            if m.st[i, S_HALTED] != 0:
                 if m.st[i, S_STOPPED] != 0:
                     if m.st[i, S_JOY] != 0:
                         m.st[i, S_STOPPED] = 0
-                        halted = 0
+                        m.st[i, S_HALTED] = 0
                     else:
                         m.st[i, S_CLK] = clk
                         stop_advance(i, m)
@@ -632,43 +631,43 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         nxt = m.st[i, S_NEXT]
                         dirty = int(1)
                     continue
-                if pend == 0:
+                if (int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK) == 0:
                     m.st[i, S_CLK] = clk
                     halt_advance(i, m)
                     clk = m.st[i, S_CLK]
                     nxt = m.st[i, S_NEXT]
                     dirty = int(1)
                     continue
-                halted = 0  # the wake-up M-cycle is the opcode fetch below
+                m.st[i, S_HALTED] = 0  # the wake-up M-cycle is the opcode fetch below
         # The opcode fetch M-cycle. The interrupt check sees IF as of its end (an IRQ raised by
         # an event during the fetch is taken now); the fetched opcode is then dropped and the
         # fetch counts as the first of the dispatch's 5 M-cycles (see the note above _HEADER).
         tick(i, m)
         if (dirty | fresh_) != 0:
             pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-        if (dirty | fresh_) != 0 and ime != 0 and pend != 0:
-            if wp.static(STEP):
-                steps_ = steps_ + 1
-            ime = 0
-            tick_idu(i, m, sp)
-            sp = (sp - 1) & 0xFFFF
-            wr(i, m, sp, pc >> 8)
-            # The vector is chosen now, after the PC high byte push: if that push overwrote IE
-            # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
-            # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
-            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
-            sp = (sp - 1) & 0xFFFF
-            wr(i, m, sp, pc & 0xFF)
-            pc = 0
-            if pend != 0:
-                bit = int(0)
-                while ((pend >> bit) & 1) == 0:
-                    bit = bit + 1
-                m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
-                pc = 0x40 + 8 * bit
-            dirty = int(1)
-            tick(i, m)
-            continue
+            if m.st[i, S_IME] != 0 and pend != 0:
+                if wp.static(STEP):
+                    steps_ = steps_ + 1
+                m.st[i, S_IME] = 0
+                tick_idu(i, m, sp)
+                sp = (sp - 1) & 0xFFFF
+                wr(i, m, sp, pc >> 8)
+                # The vector is chosen now, after the PC high byte push: if that push overwrote IE
+                # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
+                # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
+                pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
+                sp = (sp - 1) & 0xFFFF
+                wr(i, m, sp, pc & 0xFF)
+                pc = 0
+                if pend != 0:
+                    bit = int(0)
+                    while ((pend >> bit) & 1) == 0:
+                        bit = bit + 1
+                    m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
+                    pc = 0x40 + 8 * bit
+                dirty = int(1)
+                tick(i, m)
+                continue
         if wp.static(STEP):
             steps_ = steps_ + 1
         if wp.static(COUNT):
@@ -703,9 +702,6 @@ _FOOTER = '''\
     m.st[i, S_L] = l
     m.st[i, S_SP] = sp
     m.st[i, S_PC] = pc
-    m.st[i, S_IME] = ime
-    m.st[i, S_EI_PEND] = ei_
-    m.st[i, S_HALTED] = halted
     m.st[i, S_HALT_BUG] = halt_bug
 '''
 
@@ -730,7 +726,7 @@ _IDLE_RELOAD = [
     "    clk = m.st[i, S_CLK]",
     "    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds",
 ]
-_IDLE_CALL = "sk_ = idle_loop(i, m, pc, {br}, op, a, f, b, c, d, e, h, l, clk, nxt, ime)"
+_IDLE_CALL = "sk_ = idle_loop(i, m, pc, {br}, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])"
 _JP_LOOP = (0xC2, 0xC3, 0xCA, 0xD2, 0xDA)
 
 
@@ -742,12 +738,12 @@ def _idle_skip_lines(code: int) -> tuple[list[str], list[str]]:
     HRAM: ``idle_loop`` skips only an HRAM countdown or spin then (the usual DMA wait loop) and
     would decline any other loop. Both tests only ever leave out a skip."""
     if code in _JP_LOOP:
-        test = ("pc < pj_ and pj_ - pc <= 27 and ei_ == 0 and dirty == 0"
+        test = ("pc < pj_ and pj_ - pc <= 27 and dirty == 0"
                 " and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_")  # taken, backward
         br, prefix = "pj_ - 3", ["pj_ = pc"]
     else:
         taken = "" if code == 0x18 else f" and {_COND[isa.OPCODES[code].operands[0]]}"
-        test = (f"n_ >= 0xE6{taken} and ei_ == 0 and dirty == 0"
+        test = (f"n_ >= 0xE6{taken} and dirty == 0"
                 " and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_")
         br, prefix = "(pc + 254 - n_) & 0xFFFF", []
     call = ["m.st[i, S_CLK] = clk", _IDLE_CALL.format(br=br), *_IDLE_RELOAD]
@@ -766,9 +762,9 @@ _BUS_LOCALS = {
     "tick": "clk, nxt, dirty",
     "tick_idu": "clk, nxt, dirty",
     "wr": "clk, nxt, dirty, wram_end",
-    "rd": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end",
-    "rd_op": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end",
-    "rd_idu": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end, rom0_end",
+    "rd": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
+    "rd_op": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
+    "rd_idu": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
 }
 
 
@@ -777,7 +773,7 @@ def _bind_bus_locals(lines: list[str]) -> list[str]:
     ``tick_idu(i, m, addr)``, ``x = rd|rd_op|rd_idu(i, m, addr)`` and ``wr(i, m, addr, v)``
     become calls of the :mod:`~torchrl_dreamer.emulator.bus` functions with the kernel's clock
     locals appended (``_BUS_LOCALS``), taken by reference, and for reads and writes the ROM
-    mapping and the in-place range bounds (``wram_end`` / ``rom_end`` / ``rom0_end``), by value
+    mapping and the in-place range bounds (``wram_end`` / ``rom_end`` / ``rom0_lo``), by value
     (see the module docstring)."""
     out: list[str] = []
     for line in lines:
