@@ -9,14 +9,18 @@ Cases:
   ``run_frames(8, button, render=False)`` + ``run_frames(32, render=False)``; the peer: PyBoy
   ``button_press``, ``tick(8, False)``, ``button_release``, ``tick(32, False)`` (on a copy of
   the ROM whose header title is blanked, so PyBoy's per-title game-wrapper plugins, e.g. the
-  2048 one that raises on every tick without a symbol file, do not run).
+  2048 one that raises on every tick without a symbol file, do not run). Each side is the
+  median of ``--rounds`` runs (default 3) of the whole protocol, ours and PyBoy alternating,
+  so a drift in the machine's speed hits both (single runs varied by up to 20 % on the shared
+  2-core machine).
 - ``insns/<game>``: emulated instructions per frame in the same run: ours = executed with the
   idle-loop fast-forward, peer = executed without it (the ``count`` kernel variant; the runs
   are bit-identical), speedup = the reduction.
 - ``env/N=<n>``: env steps/s of ``GameBoyEnv("maze", num_envs=n).fast_step`` (24 frames, the
   observation rendered and packed every step) vs PyBoy stepped the same way (``tick(8)``,
   ``tick(15)``, ``tick(1, True)``, a screen copy, one RAM read) on ``min(n, 16)`` instances
-  (its rate does not grow with n: it steps them one after another).
+  (its rate does not grow with n: it steps them one after another). Medians of ``--rounds``
+  alternated runs, as for gameplay.
 - ``idle_skip_vs_off/<game>`` (``--idle-off``): gameplay frames/s with the fast-forward vs
   without it (needs one more kernel compile).
 - ``compile/*``: cold / cached compile time of the kernel (cold: fresh Warp cache dir in a
@@ -25,7 +29,7 @@ Cases:
 Throughput uses the process CPU time (both emulators are single-threaded here), which keeps the
 ratio meaningful on a machine shared with other jobs; ``--wall`` switches to wall-clock time.
 
-Run: ``python benchmarks/emulator.py [--quick] [--games 2048 snake] [--envs 1 16 256]``.
+Run: ``python benchmarks/emulator.py [--quick] [--games 2048 snake] [--envs 1 16 256] [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -257,7 +262,11 @@ def main():
     ap.add_argument("--idle-off", action="store_true", help="also time without the fast-forward")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time cases")
     ap.add_argument("--wall", action="store_true", help="time with wall clock, not CPU time")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="gameplay runs per game and emulator, alternated; medians reported")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.wall:
         global clock
         clock = time.perf_counter
@@ -267,8 +276,14 @@ def main():
         path = allg[name]
         if not path.is_file():
             continue
-        ours, gb, c0 = ours_gameplay(path, frames)
-        emit("emulator", f"gameplay/{name}", ours, peer_gameplay(path, frames), "frames/s")
+        runs, peers = [], []
+        for _ in range(args.rounds):
+            ours, gb, c0 = ours_gameplay(path, frames)
+            runs.append(ours)
+            peers.append(peer_gameplay(path, frames))
+        ours = statistics.median(runs)
+        peer = None if None in peers else statistics.median(peers)
+        emit("emulator", f"gameplay/{name}", ours, peer, "frames/s")
         if not args.no_insns:
             skipped = (int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]]) - c0) / frames
             total = instructions(path, frames, skipped)
@@ -279,8 +294,12 @@ def main():
             emit("emulator", f"idle_skip_vs_off/{name}", ours, off, "frames/s")
     for n in args.envs:
         steps = max(2, (20 if args.quick else 60) // max(1, n // 4))
-        emit("emulator", f"env/N={n}", ours_env(n, steps), peer_env(min(n, 16), 10 if args.quick else 30),
-             "env_steps/s")
+        runs, peers = [], []
+        for _ in range(args.rounds):
+            runs.append(ours_env(n, steps))
+            peers.append(peer_env(min(n, 16), 10 if args.quick else 30))
+        peer = None if None in peers else statistics.median(peers)
+        emit("emulator", f"env/N={n}", statistics.median(runs), peer, "env_steps/s")
     if not args.no_compile:
         (cold, cold_cpu), (cached, cached_cpu) = compile_times()
         emit("emulator", "compile/cold/wall", cold, None, "s", higher_is_better=False)
