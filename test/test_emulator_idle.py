@@ -287,6 +287,39 @@ def test_ly_stat_poll_skips_through_values_that_keep_waiting():
     assert total - skipped < 40 * frames
 
 
+def test_ly_poll_runs_its_last_iteration_in_the_fast_forward():
+    """Waits for LY 145 ... 152 (each exits mid-VBlank, with no event in between): the
+    fast-forward also runs the iteration that reads the exit value and hands back the PC after
+    the loop, so each wait executes only its first iteration (3 instructions, not 6), and the
+    consoles stay bit-identical. Fails if the last iteration is left to the kernel."""
+    torch.set_num_threads(1)
+    from torchrl_dreamer.emulator.codegen import load_kernel_module
+
+    waits = bytes([0xF0, 0x44, 0xFE, 0x90, 0x20, 0xFA])  # ldh a,(LY); cp 144; jr nz
+    for ly in range(145, 153):
+        waits += bytes([0xF0, 0x44, 0xFE, ly, 0x20, 0xFA])
+    body = waits + bytes([0xF0, 0x04, 0x12, 0x1C]) + bytes(24)  # log DIV; NOPs (a long jr back)
+    code = bytes([0xF3, 0x11, 0x00, 0xC1]) + body + bytes([0x18, (-(len(body) + 2)) & 0xFF])
+    rom = make_rom(code)
+    frames = 20
+    runs = {}
+    for name, kw in (("fast", {"idle_skip": True}), ("slow", {"idle_skip": False}),
+                     ("count", {})):
+        gb = GameBoy(rom, framebuffer=True, **kw)
+        if name == "count":
+            gb._kmod = load_kernel_module("cpu", count=True)
+        gb.run_frames(frames, render=False)
+        runs[name] = gb
+    _assert_same_consoles(runs["slow"], runs["fast"])
+    assert int(runs["slow"].read_memory(0xC100, 32)[0].count_nonzero()) >= frames - 2
+    cyc = FIELDS["CYCLES"]
+    total = int(runs["count"].state_tensors()["st"][0, cyc])
+    executed = (total - int(runs["fast"].state_tensors()["st"][0, cyc])) / frames
+    # per frame: 29 for the log, NOPs and jr, ~10 for the LY 144 wait (its exit follows the
+    # VBlank event), 3 for each of the 8 others; 6 each would give ~87
+    assert executed < 29 + 10 + 8 * 3 + 6, executed
+
+
 def test_hram_dma_wait_skipped_while_the_dma_runs():
     """The HRAM wait of the usual OAM-DMA routine (``dec a; jr nz``) reads only registers and
     fetches its opcodes from HRAM, which no DMA conflicts with: it is fast-forwarded while the

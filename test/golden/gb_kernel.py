@@ -406,6 +406,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x19:  # ADD HL,DE
@@ -472,6 +473,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x21:  # LD HL,d16
@@ -545,6 +547,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x29:  # ADD HL,HL
@@ -614,6 +617,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x31:  # LD SP,d16
@@ -681,6 +685,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 h = m.st[i, S_H]
                                 l = m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x39:  # ADD HL,SP
@@ -867,6 +872,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC3:  # JP a16
@@ -897,6 +903,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC6:  # ADD A,d8
@@ -945,6 +952,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xCB:  # CB prefix
@@ -1028,6 +1036,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xD6:  # SUB A,d8
@@ -1079,6 +1088,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                             h = m.st[i, S_H]
                             l = m.st[i, S_L]
                             clk = m.st[i, S_CLK]
+                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                             dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xDE:  # SBC A,d8

@@ -724,6 +724,7 @@ _IDLE_RELOAD = [
     "    h = m.st[i, S_H]",
     "    l = m.st[i, S_L]",
     "    clk = m.st[i, S_CLK]",
+    "    pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there",
     "    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds",
 ]
 _IDLE_CALL = "sk_ = idle_loop(i, m, pc, {br}, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])"

@@ -18,7 +18,9 @@ where ``k`` ends strictly before the next event and before anything the loop rea
   counter: :func:`~torchrl_dreamer.emulator.ppu.ppu_poll`). Jcc is ``JR cc`` or ``JP cc``.
   An LY/STAT poll is skipped on through each following value that still keeps the branch
   taken (a wait for LY 144 across lines, for mode 0 through modes 2 and 3), up to the next
-  event, instead of stopping at every change of the value.
+  event, instead of stopping at every change of the value; when the value that leaves the loop
+  is read before the next event, that last iteration runs here too (the kernel continues after
+  the branch: 2048's HBlank waits, one LDH / test / branch and an IO read fewer per wait).
 - **countdown**: NOP / ``JR +0`` fillers around ``DEC r`` and a ``JR NZ|JP NZ`` back, or around
   ``DEC rr; LD A,hi; OR lo`` (either order) closed by ``JR NZ|JP NZ`` back or by an exit
   ``RET Z|JR Z|JP Z`` and an unconditional ``JR|JP`` back.
@@ -51,6 +53,7 @@ from torchrl_dreamer.emulator.layout import (
     S_F,
     S_H,
     S_L,
+    S_PC,
 )
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_poll
@@ -141,8 +144,10 @@ def branch_cond(op: int, f: int) -> bool:
 
 @wp.func
 def store_regs(i: int, m: wp.ref[Mem], a: int, f: int, b: int, c: int, d: int, e: int, h: int, l: int,  # noqa: E741
-               clk: int, skipped: int):
-    """Hand the registers and clock after a fast-forward back to the kernel (which reloads them)."""
+               pc: int, clk: int, skipped: int):
+    """Hand the registers, PC and clock after a fast-forward back to the kernel (which reloads
+    them)."""
+    m.st[i, S_PC] = pc
     m.st[i, S_A] = a
     m.st[i, S_F] = f
     m.st[i, S_B] = b
@@ -182,7 +187,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
               d: int, e: int, h: int, l: int, clk: int, nxt: int, ime: int) -> int:  # noqa: E741
     """Fast-forward the loop ``head .. br`` (``br``: address of its closing branch ``op``, just
     taken back to ``head``; the clock is ``clk`` of ``nxt``). Returns the instructions skipped
-    (then the registers and clock are in the state row, :func:`store_regs`), 0 when nothing can
+    (then the registers, PC and clock are in the state row, :func:`store_regs`), 0 when nothing can
     be skipped now, or -1 when the code at ``head`` is not a loop this fast-forward knows (the
     kernel then stops asking for this ``head`` until another loop is rejected).
     """
@@ -294,10 +299,18 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
             vl = ppu_poll(i, m, src - 0xFF00, clk + per * k + 4 * lm)
             r2 = poll_iteration(vl & 0xFF, bit, tk, tv, tbit, a, f)
             if not branch_cond(op, r2 >> 8):
+                # the loop's last iteration (it reads the value that leaves the loop): run it
+                # here too when it also ends before NEXT, and continue after the branch (not
+                # taken: 4 T-cycles less than taken)
+                last = per * k + 4 * (lm + tm) + tb - 4
+                if last <= kev:
+                    store_regs(i, m, r2 & 0xFF, r2 >> 8, b, c, d, e, h, l, br + tb // 4 - 1,
+                               clk + last, ins * (k + 1))
+                    return ins * (k + 1)
                 break
             r = r2
             k = wp.min(k + ((vl >> 8) - 1) // per + 1, kmax)
-        store_regs(i, m, r & 0xFF, r >> 8, b, c, d, e, h, l, clk + per * k, ins * k)
+        store_regs(i, m, r & 0xFF, r >> 8, b, c, d, e, h, l, head, clk + per * k, ins * k)
         return ins * k
     # ---------------------------------------------------------------- countdown / spin
     # (int(...): Warp variables assigned in the loop below must not start as constants)
@@ -375,7 +388,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
     if cnt < 0:
         if k <= 0:
             return 0
-        store_regs(i, m, a, f, b, c, d, e, h, l, clk + per * k, nin * k)  # spin
+        store_regs(i, m, a, f, b, c, d, e, h, l, head, clk + per * k, nin * k)  # spin
         return nin * k
     if cnt < 8:
         v = reg8(cnt, b, c, d, e, h, l, a)
@@ -402,7 +415,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
             l = nv  # noqa: E741
         else:
             a = nv
-        store_regs(i, m, a, nf, b, c, d, e, h, l, clk + per * k, nin * k)
+        store_regs(i, m, a, nf, b, c, d, e, h, l, head, clk + per * k, nin * k)
         return nin * k
     # 16-bit: LD A,x; OR y over the pair's two halves; closed by JR/JP NZ, or exit + JR/JP back
     hi = 2 * (cnt - 8)
@@ -425,5 +438,5 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         h = nr >> 8
         l = nr & 0xFF  # noqa: E741
     na = reg8(ldx, b, c, d, e, h, l, a) | reg8(ory, b, c, d, e, h, l, a)  # LD A,x; OR y
-    store_regs(i, m, na, 0, b, c, d, e, h, l, clk + per * k, nin * k)  # nonzero: Z, N, H, C clear
+    store_regs(i, m, na, 0, b, c, d, e, h, l, head, clk + per * k, nin * k)  # nonzero: Z, N, H, C clear
     return nin * k
