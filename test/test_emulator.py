@@ -139,6 +139,29 @@ def test_joypad_register_per_env():
     assert gb.read_memory(0xC000, 1)[:, 0].tolist() == [0xDF, 0xDE, 0xD5]
 
 
+def test_run_frames_int_buttons_and_changing_lengths_match_single_frames():
+    """An int button mask held for 8 frames then nothing for 32, alternated (the launch's
+    frame count and mask change every call, its other parameters do not), gives the same
+    console as the same inputs one frame per call; a mask outside 0..255 is refused."""
+    code = b"\x3e\x10\xe0\x00\xf0\x00\xea\x00\xc0\x18\xf9"  # loop: C000 = JOYP (buttons)
+    a = GameBoy(make_rom(code), check_header=False)
+    b = GameBoy(make_rom(code), check_header=False)
+    seen = []
+    for mask in (BUTTON_A, BUTTON_START, 0, BUTTON_B):
+        a.run_frames(8, mask, render=False)
+        a.run_frames(32, render=False)
+        for _ in range(8):
+            b.run_frames(1, torch.tensor([mask], dtype=torch.uint8), render=False)
+        seen.append(int(b.read_memory(0xC000, 1)[0, 0]))
+        for _ in range(32):
+            b.run_frames(1, render=False)
+    assert seen == [0xDE, 0xD7, 0xDF, 0xDD]  # A, START, none, B held while they ran
+    for name, t in a.state_tensors().items():
+        assert torch.equal(t, b.state_tensors()[name]), name
+    with pytest.raises(ValueError, match="0..255"):
+        a.run_frames(1, 256)
+
+
 def test_joypad_interrupt_on_press():
     code = b"\x3e\x10\xe0\x00" + ie(0x10) + IRQ_SETUP
     gb = GameBoy(make_rom(code, vectors={0x60: COUNT_IRQ}), num_envs=2, check_header=False)
