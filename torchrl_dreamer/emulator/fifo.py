@@ -135,8 +135,7 @@ def fifo_start(i: int, m: wp.ref[Mem], line: int, dot: int, win_state: int):
 @wp.func
 def object_key(i: int, m: wp.ref[Mem], line: int, h: int, s: int) -> int:
     """X * 64 + ``s`` if OAM entry ``s`` covers ``line`` (height ``h``), else -1."""
-    sy = int(m.oam[i, s * 4]) - 16
-    if line >= sy and line < sy + h:
+    if ((line + 16 - int(m.oam[i, s * 4])) & -h) == 0:  # Y - 16 <= line < Y - 16 + h (h: 8, 16)
         return int(m.oam[i, s * 4 + 1]) * 64 + s
     return -1
 

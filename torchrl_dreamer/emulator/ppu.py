@@ -34,6 +34,7 @@ from torchrl_dreamer.emulator.layout import (
     S_WIN_LINE,
 )
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.raw import u8_at
 from torchrl_dreamer.emulator.registers import (
     IRQ_STAT,
     IRQ_VBLANK,
@@ -166,10 +167,11 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     m4 = int(0)  # noqa: UP018 (a dynamic Warp variable)
     for k in range(40):
         if n < OBJ_LIMIT:
-            y = int(m.oam[i, 4 * k]) - 16
-            if line >= y and line < y + h:
+            # line in [Y - 16, Y - 16 + h), h a power of 2: one test (a STAT read on a new line
+            # scans all 40 entries, so this loop is where such reads spend their time)
+            if ((line + 16 - u8_at(m.oam, i, 4 * k)) & -h) == 0:
                 n = n + 1
-                x = int(m.oam[i, 4 * k + 1])
+                x = u8_at(m.oam, i, 4 * k + 1)
                 if x < 168:
                     pen = pen + 6
                     px = x + (scx & 7)

@@ -181,8 +181,7 @@ def render_scanline_row(
         n = int(0)  # noqa: UP018
         for s in range(40):
             if n < 10:
-                sy = int(oam[i, s * 4]) - 16
-                if ly >= sy and ly < sy + height:
+                if ((ly + 16 - int(oam[i, s * 4])) & -height) == 0:  # Y - 16 <= ly < Y - 16 + h
                     key = int(oam[i, s * 4 + 1]) * 64 + s  # X first, then OAM index
                     k = n
                     while k > 0:
