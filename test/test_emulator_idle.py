@@ -58,6 +58,24 @@ def _assert_same_consoles(slow: GameBoy, fast: GameBoy) -> None:
     assert torch.equal(slow.packed2, fast.packed2)
 
 
+def _fast_slow_count(rom: bytes, run) -> tuple[GameBoy, GameBoy, float]:
+    """``run(gb)`` on three consoles of ``rom``: fast-forward on, off, and the instruction
+    counting variant. Returns (fast, slow, executed): the instructions the fast console ran
+    itself (all the count variant ran, less what the fast one skipped)."""
+    from torchrl_dreamer.emulator.codegen import load_kernel_module
+
+    runs = {}
+    for name, kw in (("fast", {"idle_skip": True}), ("slow", {"idle_skip": False}),
+                     ("count", {})):
+        gb = GameBoy(rom, framebuffer=True, **kw)
+        if name == "count":
+            gb._kmod = load_kernel_module("cpu", count=True)
+        run(gb)
+        runs[name] = gb
+    cyc = FIELDS["CYCLES"]
+    total = int(runs["count"].state_tensors()["st"][0, cyc])
+    return runs["fast"], runs["slow"], total - int(runs["fast"].state_tensors()["st"][0, cyc])
+
 def test_idle_skip_is_bit_identical_and_skips():
     torch.set_num_threads(1)
     fast, slow = _run(True, 12), _run(False, 12)
@@ -253,8 +271,6 @@ def test_ly_stat_poll_skips_through_values_that_keep_waiting():
     to the next event), so a frame executes a handful of instructions instead of >= 3 per line,
     and stays bit-identical. Fails if the skip stops at every LY / STAT change."""
     torch.set_num_threads(1)
-    from torchrl_dreamer.emulator.codegen import load_kernel_module
-
     code = bytes([
         0xF3, 0x06, 0x90, 0x11, 0x00, 0xC1, 0x21, 0x41, 0xFF,  # di; b = 144; de = C100; hl = STAT
         0xF0, 0x44, 0xB8, 0x20, 0xFB,  # wait: ldh a,(LY); cp b; jr nz,wait (LY == 144)
@@ -266,25 +282,18 @@ def test_ly_stat_poll_skips_through_values_that_keep_waiting():
         0xF0, 0x04, 0x12, 0x1C,  # log
         0x18, 0xDC,  # jr back to the LY == 144 wait
     ])
-    rom = make_rom(code)
-    runs = {}
-    for name, kw in (("fast", {"idle_skip": True}), ("slow", {"idle_skip": False}),
-                     ("count", {})):
-        gb = GameBoy(rom, framebuffer=True, **kw)
-        if name == "count":
-            gb._kmod = load_kernel_module("cpu", count=True)
+    def run(gb: GameBoy) -> None:
         for k in range(6):
             gb.run_frames(5 + k, render=False)
-        runs[name] = gb
-    _assert_same_consoles(runs["slow"], runs["fast"])
-    log = runs["slow"].read_memory(0xC100, 256)
+
+    fast, slow, executed = _fast_slow_count(make_rom(code), run)
+    _assert_same_consoles(slow, fast)
+    log = slow.read_memory(0xC100, 256)
     assert int(log[0].count_nonzero()) > 40  # both waits exited every frame
-    cyc = FIELDS["CYCLES"]
-    total = int(runs["count"].state_tensors()["st"][0, cyc])
-    skipped = int(runs["fast"].state_tensors()["st"][0, cyc])
     frames = sum(5 + k for k in range(6))
+    total = executed + int(fast.state_tensors()["st"][0, FIELDS["CYCLES"]])
     assert total > 3 * 144 * frames  # without skipping: >= one 3-instruction iteration a line
-    assert total - skipped < 40 * frames
+    assert executed < 40 * frames
 
 
 def test_ly_poll_runs_its_last_iteration_in_the_fast_forward():
@@ -293,28 +302,17 @@ def test_ly_poll_runs_its_last_iteration_in_the_fast_forward():
     the loop, so each wait executes only its first iteration (3 instructions, not 6), and the
     consoles stay bit-identical. Fails if the last iteration is left to the kernel."""
     torch.set_num_threads(1)
-    from torchrl_dreamer.emulator.codegen import load_kernel_module
-
     waits = bytes([0xF0, 0x44, 0xFE, 0x90, 0x20, 0xFA])  # ldh a,(LY); cp 144; jr nz
     for ly in range(145, 153):
         waits += bytes([0xF0, 0x44, 0xFE, ly, 0x20, 0xFA])
     body = waits + bytes([0xF0, 0x04, 0x12, 0x1C]) + bytes(24)  # log DIV; NOPs (a long jr back)
     code = bytes([0xF3, 0x11, 0x00, 0xC1]) + body + bytes([0x18, (-(len(body) + 2)) & 0xFF])
-    rom = make_rom(code)
     frames = 20
-    runs = {}
-    for name, kw in (("fast", {"idle_skip": True}), ("slow", {"idle_skip": False}),
-                     ("count", {})):
-        gb = GameBoy(rom, framebuffer=True, **kw)
-        if name == "count":
-            gb._kmod = load_kernel_module("cpu", count=True)
-        gb.run_frames(frames, render=False)
-        runs[name] = gb
-    _assert_same_consoles(runs["slow"], runs["fast"])
-    assert int(runs["slow"].read_memory(0xC100, 32)[0].count_nonzero()) >= frames - 2
-    cyc = FIELDS["CYCLES"]
-    total = int(runs["count"].state_tensors()["st"][0, cyc])
-    executed = (total - int(runs["fast"].state_tensors()["st"][0, cyc])) / frames
+    fast, slow, executed = _fast_slow_count(make_rom(code),
+                                            lambda gb: gb.run_frames(frames, render=False))
+    _assert_same_consoles(slow, fast)
+    assert int(slow.read_memory(0xC100, 32)[0].count_nonzero()) >= frames - 2
+    executed = executed / frames
     # per frame: 29 for the log, NOPs and jr, ~10 for the LY 144 wait (its exit follows the
     # VBlank event), 3 for each of the 8 others; 6 each would give ~87
     assert executed < 29 + 10 + 8 * 3 + 6, executed
