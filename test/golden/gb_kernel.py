@@ -122,7 +122,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     # (Every assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which
     # the bus functions could not take by reference.)
     dirty = int(1)
-    nol_ = int(-1)  # head of the last branch target the idle fast-forward rejected
+    nol_ = int(-1)  # address of the last loop-closing branch the idle fast-forward rejected
     while True:
         fresh_ = dirty
         if dirty != 0:
@@ -390,24 +390,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, heads, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                    if n_ >= 0xE6 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                        br_ = (pc + 254 - n_) & 0xFFFF
+                        if br_ != nol_:
+                            if maybe_loop(m, heads, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                if sk_ < 0:
+                                    nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
+                                    pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x19:  # ADD HL,DE
                 tick(i, m, clk, nxt, dirty)
@@ -457,24 +459,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x80) == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, heads, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                    if n_ >= 0xE6 and (f & 0x80) == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                        br_ = (pc + 254 - n_) & 0xFFFF
+                        if br_ != nol_:
+                            if maybe_loop(m, heads, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                if sk_ < 0:
+                                    nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
+                                    pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x21:  # LD HL,d16
                 n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -531,24 +535,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x80) != 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, heads, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                    if n_ >= 0xE6 and (f & 0x80) != 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                        br_ = (pc + 254 - n_) & 0xFFFF
+                        if br_ != nol_:
+                            if maybe_loop(m, heads, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                if sk_ < 0:
+                                    nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
+                                    pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x29:  # ADD HL,HL
                 tick(i, m, clk, nxt, dirty)
@@ -601,24 +607,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x10) == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, heads, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                    if n_ >= 0xE6 and (f & 0x10) == 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                        br_ = (pc + 254 - n_) & 0xFFFF
+                        if br_ != nol_:
+                            if maybe_loop(m, heads, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                if sk_ < 0:
+                                    nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
+                                    pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x31:  # LD SP,d16
                 n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -669,24 +677,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     tick(i, m, clk, nxt, dirty)
                     pc = (pc + n_ - ((n_ >> 7) << 8)) & 0xFFFF
                 if wp.static(IDLE_SKIP):
-                    if n_ >= 0xE6 and (f & 0x10) != 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                        if maybe_loop(m, heads, pc, rom0, rom1):
-                            m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, (pc + 254 - n_) & 0xFFFF, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                            if sk_ < 0:
-                                nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                            if sk_ > 0:
-                                a = m.st[i, S_A]
-                                f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
-                                clk = m.st[i, S_CLK]
-                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                    if n_ >= 0xE6 and (f & 0x10) != 0 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                        br_ = (pc + 254 - n_) & 0xFFFF
+                        if br_ != nol_:
+                            if maybe_loop(m, heads, pc, rom0, rom1):
+                                m.st[i, S_CLK] = clk
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                if sk_ < 0:
+                                    nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                                if sk_ > 0:
+                                    a = m.st[i, S_A]
+                                    f = m.st[i, S_F]
+                                    b = m.st[i, S_B]
+                                    c = m.st[i, S_C]
+                                    d = m.st[i, S_D]
+                                    e = m.st[i, S_E]
+                                    h = m.st[i, S_H]
+                                    l = m.st[i, S_L]
+                                    clk = m.st[i, S_CLK]
+                                    pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x39:  # ADD HL,SP
                 tick(i, m, clk, nxt, dirty)
@@ -856,24 +866,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, heads, pc, rom0, rom1):
-                        m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                        if sk_ < 0:
-                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                        if sk_ > 0:
-                            a = m.st[i, S_A]
-                            f = m.st[i, S_F]
-                            b = m.st[i, S_B]
-                            c = m.st[i, S_C]
-                            d = m.st[i, S_D]
-                            e = m.st[i, S_E]
-                            h = m.st[i, S_H]
-                            l = m.st[i, S_L]
-                            clk = m.st[i, S_CLK]
-                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                    br_ = pj_ - 3
+                    if br_ != nol_:
+                        if maybe_loop(m, heads, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            if sk_ < 0:
+                                nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC3:  # JP a16
             n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -887,24 +899,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             tick(i, m, clk, nxt, dirty)
             pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, heads, pc, rom0, rom1):
-                        m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                        if sk_ < 0:
-                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                        if sk_ > 0:
-                            a = m.st[i, S_A]
-                            f = m.st[i, S_F]
-                            b = m.st[i, S_B]
-                            c = m.st[i, S_C]
-                            d = m.st[i, S_D]
-                            e = m.st[i, S_E]
-                            h = m.st[i, S_H]
-                            l = m.st[i, S_L]
-                            clk = m.st[i, S_CLK]
-                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                    br_ = pj_ - 3
+                    if br_ != nol_:
+                        if maybe_loop(m, heads, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            if sk_ < 0:
+                                nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC6:  # ADD A,d8
             n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -936,24 +950,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, heads, pc, rom0, rom1):
-                        m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                        if sk_ < 0:
-                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                        if sk_ > 0:
-                            a = m.st[i, S_A]
-                            f = m.st[i, S_F]
-                            b = m.st[i, S_B]
-                            c = m.st[i, S_C]
-                            d = m.st[i, S_D]
-                            e = m.st[i, S_E]
-                            h = m.st[i, S_H]
-                            l = m.st[i, S_L]
-                            clk = m.st[i, S_CLK]
-                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                    br_ = pj_ - 3
+                    if br_ != nol_:
+                        if maybe_loop(m, heads, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            if sk_ < 0:
+                                nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xCB:  # CB prefix
             n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -1020,24 +1036,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, heads, pc, rom0, rom1):
-                        m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                        if sk_ < 0:
-                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                        if sk_ > 0:
-                            a = m.st[i, S_A]
-                            f = m.st[i, S_F]
-                            b = m.st[i, S_B]
-                            c = m.st[i, S_C]
-                            d = m.st[i, S_D]
-                            e = m.st[i, S_E]
-                            h = m.st[i, S_H]
-                            l = m.st[i, S_L]
-                            clk = m.st[i, S_CLK]
-                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                    br_ = pj_ - 3
+                    if br_ != nol_:
+                        if maybe_loop(m, heads, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            if sk_ < 0:
+                                nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xD6:  # SUB A,d8
             n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -1072,24 +1090,26 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick(i, m, clk, nxt, dirty)
                 pc = nn_
             if wp.static(IDLE_SKIP):
-                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_:
-                    if maybe_loop(m, heads, pc, rom0, rom1):
-                        m.st[i, S_CLK] = clk
-                        sk_ = idle_loop(i, m, pc, pj_ - 3, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
-                        if sk_ < 0:
-                            nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)
-                        if sk_ > 0:
-                            a = m.st[i, S_A]
-                            f = m.st[i, S_F]
-                            b = m.st[i, S_B]
-                            c = m.st[i, S_C]
-                            d = m.st[i, S_D]
-                            e = m.st[i, S_E]
-                            h = m.st[i, S_H]
-                            l = m.st[i, S_L]
-                            clk = m.st[i, S_CLK]
-                            pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
-                            dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
+                if pc < pj_ and pj_ - pc <= 27 and dirty == 0 and (wram_end == 0xE000 or pc >= 0xFF80):
+                    br_ = pj_ - 3
+                    if br_ != nol_:
+                        if maybe_loop(m, heads, pc, rom0, rom1):
+                            m.st[i, S_CLK] = clk
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            if sk_ < 0:
+                                nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
+                            if sk_ > 0:
+                                a = m.st[i, S_A]
+                                f = m.st[i, S_F]
+                                b = m.st[i, S_B]
+                                c = m.st[i, S_C]
+                                d = m.st[i, S_D]
+                                e = m.st[i, S_E]
+                                h = m.st[i, S_H]
+                                l = m.st[i, S_L]
+                                clk = m.st[i, S_CLK]
+                                pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
+                                dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xDE:  # SBC A,d8
             n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)

@@ -579,7 +579,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     # (Every assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which
     # the bus functions could not take by reference.)
     dirty = int(1)
-    nol_ = int(-1)  # head of the last branch target the idle fast-forward rejected
+    nol_ = int(-1)  # address of the last loop-closing branch the idle fast-forward rejected
     while True:
         fresh_ = dirty
         if dirty != 0:
@@ -713,7 +713,7 @@ _FOOTER = '''\
 # comparison per taken branch). It hands registers and clock back in the state row.
 _IDLE_RELOAD = [
     "if sk_ < 0:",
-    "    nol_ = pc  # not a known loop: do not ask again for this head (a hint, never a skip)",
+    "    nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)",
     "if sk_ > 0:",
     "    a = m.st[i, S_A]",
     "    f = m.st[i, S_F]",
@@ -727,7 +727,7 @@ _IDLE_RELOAD = [
     "    pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there",
     "    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds",
 ]
-_IDLE_CALL = "sk_ = idle_loop(i, m, pc, {br}, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])"
+_IDLE_CALL = "sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])"
 _JP_LOOP = (0xC2, 0xC3, 0xCA, 0xD2, 0xDA)
 
 
@@ -740,16 +740,20 @@ def _idle_skip_lines(code: int) -> tuple[list[str], list[str]]:
     would decline any other loop. Both tests only ever leave out a skip."""
     if code in _JP_LOOP:
         test = ("pc < pj_ and pj_ - pc <= 27 and dirty == 0"
-                " and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_")  # taken, backward
+                " and (wram_end == 0xE000 or pc >= 0xFF80)")  # taken, backward
         br, prefix = "pj_ - 3", ["pj_ = pc"]
     else:
         taken = "" if code == 0x18 else f" and {_COND[isa.OPCODES[code].operands[0]]}"
         test = (f"n_ >= 0xE6{taken} and dirty == 0"
-                " and (wram_end == 0xE000 or pc >= 0xFF80) and pc != nol_")
+                " and (wram_end == 0xE000 or pc >= 0xFF80)")
         br, prefix = "(pc + 254 - n_) & 0xFFFF", []
-    call = ["m.st[i, S_CLK] = clk", _IDLE_CALL.format(br=br), *_IDLE_RELOAD]
-    body = [f"if {test}:", *_indent(["if maybe_loop(m, heads, pc, rom0, rom1):",
-                                     *_indent(call, 4)], 4)]
+    # the rejected-loop hint is keyed by the closing branch, not the head: an unknown outer
+    # loop back to a poll's head (`w: ldh a,(LY); cp n; jr nz,w; ...; jr w`) must not switch
+    # off the poll's fast-forward
+    call = ["m.st[i, S_CLK] = clk", _IDLE_CALL, *_IDLE_RELOAD]
+    body = [f"if {test}:", *_indent([f"br_ = {br}", "if br_ != nol_:",
+                                     *_indent(["if maybe_loop(m, heads, pc, rom0, rom1):",
+                                               *_indent(call, 4)], 4)], 4)]
     return (["if wp.static(IDLE_SKIP):", *_indent(prefix, 4)] if prefix else [],
             ["if wp.static(IDLE_SKIP):", *_indent(body, 4)])
 
