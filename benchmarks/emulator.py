@@ -263,7 +263,7 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time cases")
     ap.add_argument("--wall", action="store_true", help="time with wall clock, not CPU time")
     ap.add_argument("--rounds", type=int, default=3,
-                    help="gameplay runs per game and emulator, alternated; medians reported")
+                    help="runs of each gameplay and env case per emulator, alternated; medians")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")

@@ -32,8 +32,8 @@ Its CUDA module compiles ahead of time for sm_90 through NVRTC (no GPU: the slow
 test_codegen.py) in 286 s wall / 93 s CPU on the loaded 2-core machine, 2,423,224 bytes (with
 the OAM bug hooks added since: 440 s wall / 95 s CPU under a heavier load, 2,562,104 bytes).
 When OAM DMA bus conflicts and the PPU's VRAM/OAM blocking came to the text expansion (the
-in-place ranges bounded by the kernel locals ``wram_end`` / ``rom_end`` (and now ``rom0_lo``), empty while
-a DMA runs; ``bus.cpu_read`` / ``cpu_write`` as the slow paths), the functions were given the
+in-place ranges bounded by kernel locals, today ``wram_end`` / ``rom_end`` / ``rom0_lo``, empty
+while a DMA runs; ``bus.cpu_read`` / ``cpu_write`` as the slow paths), the functions were given the
 same semantics (those bounds are passed by value) and measured again against it, with the OAM bug
 hooks included (frames/s, process CPU time, 1000 frames of scripted input after 300, medians of 5
 alternated runs on the loaded 2-core machine; same VRAM/WRAM/OAM/IO bytes on 7 games after 1,600
