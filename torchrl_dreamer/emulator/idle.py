@@ -11,9 +11,9 @@ cannot change), recognises one of the families below and skips ``k`` whole itera
 ``k`` periods to the clock and setting the registers to what the ``k``-th iteration leaves,
 where ``k`` ends strictly before the next event and before anything the loop reads can change:
 
-- **poll**: ``LOAD; [TEST]; Jcc back`` where LOAD is ``LDH A,(a8)``, ``LD A,(a16)``,
-  ``LD A,(HL)|(DE)|(BC)`` or ``BIT b,(HL)`` and TEST is an ALU op (not ADC/SBC) with a register
-  or an immediate, or ``BIT b,A``. The byte read is a WRAM/HRAM byte (only the CPU writes those),
+- **poll**: ``LOAD; [TEST...]; Jcc back`` where LOAD is ``LDH A,(a8)``, ``LDH A,(C)``,
+  ``LD A,(a16)``, ``LD A,(HL)|(DE)|(BC)`` or ``BIT b,(HL)`` and TEST is one to three of: an ALU
+  op (not ADC/SBC) with a register or an immediate, ``BIT b,A`` (e.g. ``and 3; cp 1``). The byte read is a WRAM/HRAM byte (only the CPU writes those),
   JOYP (changes only at frame boundaries, which are events) or LY/STAT (a function of the dot
   counter: :func:`~torchrl_dreamer.emulator.ppu.ppu_poll`). Jcc is ``JR cc`` or ``JP cc``.
   An LY/STAT poll is skipped on through each following value that still keeps the branch
@@ -75,7 +75,7 @@ def loop_heads() -> list[int]:
     """Per opcode 1 if a loop :func:`idle_loop` knows can start with it (the kernel's ``heads``
     argument): the kernel asks :func:`idle_loop` only about loops whose first opcode is
     one of these, so ordinary loops (copies, fills) cost one table read per taken branch."""
-    heads = {0xF0, 0xFA, 0x7E, 0x1A, 0x0A, 0xCB, 0x00, 0x18, 0xC3, 0x0B, 0x1B, 0x2B}
+    heads = {0xF0, 0xF2, 0xFA, 0x7E, 0x1A, 0x0A, 0xCB, 0x00, 0x18, 0xC3, 0x0B, 0x1B, 0x2B}
     heads |= {0x05 + 8 * r for r in range(8) if r != 6}  # DEC r
     return [int(op in heads) for op in range(256)]  # "does not change before the next event" (T-cycles)
 
@@ -162,25 +162,36 @@ def store_regs(i: int, m: wp.ref[Mem], a: int, f: int, b: int, c: int, d: int, e
 
 
 @wp.func
-def poll_iteration(v: int, bit: int, tk: int, tv: int, tbit: int, a: int, f: int) -> int:
+def poll_test(t: int, w: int, r: int) -> int:
+    """One TEST of a poll loop on ``r = A | F << 8``: ``t`` 0-7 the ALU op (not ADC / SBC) with
+    operand ``w`` (-1: A itself), 8-15 ``BIT t-8,A``, -1 none."""
+    if t < 0:
+        return r
+    x = r & 0xFF
+    f = r >> 8
+    if t >= 8:
+        nf = (f & 0x10) | 0x20
+        if ((x >> (t - 8)) & 1) == 0:
+            nf = nf | 0x80
+        return x | (nf << 8)
+    ww = w
+    if ww < 0:
+        ww = x
+    return alu8(t, x, ww, f)
+
+
+@wp.func
+def poll_iteration(v: int, bit: int, t1: int, w1: int, t2: int, w2: int, t3: int, w3: int,
+                   a: int, f: int) -> int:
     """``A | F << 8`` after one iteration of a poll loop that reads ``v``: ``BIT bit,(HL)``
-    (``bit >= 0``: A unchanged), else ``LD A,v`` then the ALU op ``tk`` with operand ``tv``
-    (-1: A itself) or ``BIT tbit,A``. (ADC / SBC are not poll tests, so F's carry-in matters
-    only where BIT keeps it.)"""
+    (``bit >= 0``: A unchanged), else ``LD A,v`` then up to three TESTs (:func:`poll_test`).
+    (ADC / SBC are not poll tests, so F's carry-in matters only where BIT keeps it.)"""
     if bit >= 0:
         nf = (f & 0x10) | 0x20
         if ((v >> bit) & 1) == 0:
             nf = nf | 0x80
         return a | (nf << 8)
-    if tk >= 0:
-        w = tv
-        if w < 0:
-            w = v
-        return alu8(tk, v, w, f)
-    nf = (f & 0x10) | 0x20
-    if ((v >> tbit) & 1) == 0:
-        nf = nf | 0x80
-    return v | (nf << 8)
+    return poll_test(t3, w3, poll_test(t2, w2, poll_test(t1, w1, v | (f << 8))))
 
 
 @wp.func(inline=False)
@@ -229,6 +240,10 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         src = (b << 8) | c
         ll = 1
         lm = 2
+    elif o0 == 0xF2:
+        src = 0xFF00 | c
+        ll = 1
+        lm = 2
     elif o0 == 0xCB:
         o1 = peek(i, m, head + 1)
         if (o1 & 0xC7) == 0x46:
@@ -243,33 +258,52 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         ppu = src == 0xFF00 + R_LY or src == 0xFF00 + R_STAT
         if not (ram or ppu or src == 0xFF00 + R_JOYP):
             return -1
-        p = head + ll
-        tk = -1  # ALU op index of TEST (-1: none)
-        tv = 0  # its operand (-1: A itself)
-        tbit = -1  # BIT b,A
-        tm = 0
-        ins = 2
+        p = int(head + ll)
+        # up to three TESTs (poll_test codes: ALU op 0-7 or 8 + b for BIT b,A; operand -1: A)
+        t1 = int(-1)  # noqa: UP018 (a dynamic Warp variable)
+        w1 = int(0)  # noqa: UP018 (a dynamic Warp variable)
+        t2 = int(-1)  # noqa: UP018
+        w2 = int(0)  # noqa: UP018
+        t3 = int(-1)  # noqa: UP018
+        w3 = int(0)  # noqa: UP018
+        nt = int(0)  # noqa: UP018
+        tm = int(0)  # noqa: UP018  (their M-cycles)
         if bit < 0:
-            t0 = peek(i, m, p)
-            if t0 >= 0x80 and t0 < 0xC0 and (t0 & 7) != 6:
-                tk = (t0 >> 3) & 7
-                tv = reg8(t0 & 7, b, c, d, e, h, l, -1)
-                p = p + 1
-                tm = 1
-            elif (t0 & 0xC7) == 0xC6:
-                tk = (t0 >> 3) & 7
-                tv = peek(i, m, p + 1)
-                p = p + 2
-                tm = 2
-            elif t0 == 0xCB and (peek(i, m, p + 1) & 0xC7) == 0x47:
-                tbit = (peek(i, m, p + 1) >> 3) & 7
-                p = p + 2
-                tm = 2
-            else:
+            while p < br and nt < 3:
+                t0 = peek(i, m, p)
+                tk = int(-1)  # noqa: UP018
+                tw = int(0)  # noqa: UP018
+                if t0 >= 0x80 and t0 < 0xC0 and (t0 & 7) != 6:
+                    tk = (t0 >> 3) & 7
+                    tw = reg8(t0 & 7, b, c, d, e, h, l, -1)
+                    p = p + 1
+                    tm = tm + 1
+                elif (t0 & 0xC7) == 0xC6:
+                    tk = (t0 >> 3) & 7
+                    tw = peek(i, m, p + 1)
+                    p = p + 2
+                    tm = tm + 2
+                elif t0 == 0xCB and (peek(i, m, p + 1) & 0xC7) == 0x47:
+                    tk = 8 + ((peek(i, m, p + 1) >> 3) & 7)
+                    p = p + 2
+                    tm = tm + 2
+                else:
+                    return -1
+                if tk == 1 or tk == 3:
+                    return -1  # ADC / SBC: the result depends on the previous iteration's carry
+                if nt == 0:
+                    t1 = tk
+                    w1 = tw
+                elif nt == 1:
+                    t2 = tk
+                    w2 = tw
+                else:
+                    t3 = tk
+                    w3 = tw
+                nt = nt + 1
+            if nt == 0:
                 return -1
-            if tk == 1 or tk == 3:
-                return -1  # ADC / SBC: the result depends on the previous iteration's carry
-            ins = 3
+        ins = 2 + nt
         if p != br:
             return -1
         if blocked:
@@ -290,7 +324,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
             v = joyp_value(i, m)
         else:
             v = peek(i, m, src)
-        r = poll_iteration(v, bit, tk, tv, tbit, a, f)
+        r = poll_iteration(v, bit, t1, w1, t2, w2, t3, w3, a, f)
         if k <= 0 or not branch_cond(op, r >> 8):
             return 0
         # LY / STAT: go on through the following values the loop reads as long as each one
@@ -298,7 +332,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         # (``ppu_poll`` is exact there: ``kmax`` iterations end before the next event)
         while ppu and k < kmax:
             vl = ppu_poll(i, m, src - 0xFF00, clk + per * k + 4 * lm)
-            r2 = poll_iteration(vl & 0xFF, bit, tk, tv, tbit, a, f)
+            r2 = poll_iteration(vl & 0xFF, bit, t1, w1, t2, w2, t3, w3, a, f)
             if not branch_cond(op, r2 >> 8):
                 # the loop's last iteration (it reads the value that leaves the loop): run it
                 # here too when it also ends before NEXT, and continue after the branch (not
