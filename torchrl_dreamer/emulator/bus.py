@@ -156,8 +156,8 @@ def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
            rom_end: int) -> int:
     """The read of an M-cycle already ticked (the opcode fetch): WRAM below ``wram_end``, ROM
     below ``rom_end`` and ROM0 from ``rom0_lo`` on (``rom0`` / ``rom1`` bank offsets; ``rom0_lo``
-    is 0x100 while the boot ROM is mapped, 0x4000 during an OAM DMA, else 0) and HRAM in place, the rest
-    through :func:`cpu_read` at the current cycle."""
+    is 0x100 while the boot ROM is mapped, 0x4000 during an OAM DMA, else 0) and HRAM in place,
+    the rest through :func:`cpu_read` at the current cycle."""
     if ad >= 0xC000 and ad < wram_end:
         return u8_at(m.wram, i, ad - 0xC000)
     if ad >= 0x4000 and ad < rom_end:

@@ -282,7 +282,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
                 "    dirty = int(1)  # the countdown runs in the dirty block"]
     if mn == "HALT":
         return [
-            "pend_ = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK",
+            "pend_ = pending_irqs(i, m)",
             "if pend_ != 0 and m.st[i, S_IME] == 0 and m.st[i, S_EI_PEND] != 0:",
             "    pc = (pc - 1) & 0xFFFF  # EI; HALT with an IRQ pending: the handler returns to HALT",
             "elif pend_ != 0 and m.st[i, S_IME] == 0:",
@@ -465,7 +465,8 @@ from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, tic
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import reg8 as getr
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
-from torchrl_dreamer.emulator.registers import IRQ_MASK, R_DIV, R_IE, R_IF
+from torchrl_dreamer.emulator.interrupts import pending_irqs
+from torchrl_dreamer.emulator.registers import R_DIV, R_IF
 from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_advance, sync
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
@@ -631,7 +632,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         nxt = m.st[i, S_NEXT]
                         dirty = int(1)
                     continue
-                if (int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK) == 0:
+                if pending_irqs(i, m) == 0:
                     m.st[i, S_CLK] = clk
                     halt_advance(i, m)
                     clk = m.st[i, S_CLK]
@@ -644,7 +645,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
         # fetch counts as the first of the dispatch's 5 M-cycles (see the note above _HEADER).
         tick(i, m)
         if (dirty | fresh_) != 0:
-            pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
+            pend = pending_irqs(i, m)
             if m.st[i, S_IME] != 0 and pend != 0:
                 if wp.static(STEP):
                     steps_ = steps_ + 1
@@ -655,7 +656,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 # The vector is chosen now, after the PC high byte push: if that push overwrote IE
                 # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
                 # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
-                pend = int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK
+                pend = pending_irqs(i, m)
                 sp = (sp - 1) & 0xFFFF
                 wr(i, m, sp, pc & 0xFF)
                 pc = 0

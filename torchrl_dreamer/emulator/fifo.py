@@ -83,6 +83,7 @@ from torchrl_dreamer.emulator.registers import (
     R_WX,
     R_WY,
 )
+from torchrl_dreamer.emulator.render import obj_on_line
 
 __all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "FIFO_START_T"]
 
@@ -135,7 +136,7 @@ def fifo_start(i: int, m: wp.ref[Mem], line: int, dot: int, win_state: int):
 @wp.func
 def object_key(i: int, m: wp.ref[Mem], line: int, h: int, s: int) -> int:
     """X * 64 + ``s`` if OAM entry ``s`` covers ``line`` (height ``h``), else -1."""
-    if ((line + 16 - int(m.oam[i, s * 4])) & -h) == 0:  # Y - 16 <= line < Y - 16 + h (h: 8, 16)
+    if obj_on_line(int(m.oam[i, s * 4]), line, h):
         return int(m.oam[i, s * 4 + 1]) * 64 + s
     return -1
 

@@ -41,6 +41,7 @@ import warp as wp
 from torchrl_dreamer.emulator.alu import alu8, dec8
 from torchrl_dreamer.emulator.bus import peek
 from torchrl_dreamer.emulator.dma import dma_busy
+from torchrl_dreamer.emulator.interrupts import pending_irqs
 from torchrl_dreamer.emulator.joypad import joyp_value
 from torchrl_dreamer.emulator.layout import (
     S_A,
@@ -60,9 +61,6 @@ from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_poll
 from torchrl_dreamer.emulator.raw import rom_at
 from torchrl_dreamer.emulator.registers import (
-    IRQ_MASK,
-    R_IE,
-    R_IF,
     R_JOYP,
     R_LY,
     R_STAT,
@@ -181,17 +179,20 @@ def poll_test(t: int, w: int, r: int) -> int:
 
 
 @wp.func
-def poll_iteration(v: int, bit: int, t1: int, w1: int, t2: int, w2: int, t3: int, w3: int,
-                   a: int, f: int) -> int:
+def poll_iteration(v: int, bit: int, ts: wp.vec3i, ws: wp.vec3i, a: int, f: int) -> int:
     """``A | F << 8`` after one iteration of a poll loop that reads ``v``: ``BIT bit,(HL)``
-    (``bit >= 0``: A unchanged), else ``LD A,v`` then up to three TESTs (:func:`poll_test`).
-    (ADC / SBC are not poll tests, so F's carry-in matters only where BIT keeps it.)"""
+    (``bit >= 0``: A unchanged), else ``LD A,v`` then the TESTs ``ts`` / ``ws`` in order
+    (:func:`poll_test`; -1 past the last). (ADC / SBC are not poll tests, so F's carry-in
+    matters only where BIT keeps it.)"""
     if bit >= 0:
         nf = (f & 0x10) | 0x20
         if ((v >> bit) & 1) == 0:
             nf = nf | 0x80
         return a | (nf << 8)
-    return poll_test(t3, w3, poll_test(t2, w2, poll_test(t1, w1, v | (f << 8))))
+    r = v | (f << 8)
+    for k in range(3):
+        r = poll_test(ts[k], ws[k], r)
+    return r
 
 
 @wp.func(inline=False)
@@ -210,7 +211,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         return -1  # (the branch is 2 bytes for JR, 3 for JP)
     # not now (0, not -1): an interrupt is taken at the next opcode fetch, or an OAM DMA is in
     # progress (its bus conflicts and OAM copies are cycle-exact: no poll is skipped meanwhile)
-    irq = ime != 0 and (int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK) != 0
+    irq = ime != 0 and pending_irqs(i, m) != 0
     dma = dma_busy(i, m, clk)
     blocked = irq or dma
     kev = nxt - clk - 1  # T-cycles the skipped iterations may use (they end before NEXT)
@@ -260,13 +261,9 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
             return -1
         p = int(head + ll)
         # up to three TESTs (poll_test codes: ALU op 0-7 or 8 + b for BIT b,A; operand -1: A)
-        t1 = int(-1)  # noqa: UP018 (a dynamic Warp variable)
-        w1 = int(0)  # noqa: UP018 (a dynamic Warp variable)
-        t2 = int(-1)  # noqa: UP018
-        w2 = int(0)  # noqa: UP018
-        t3 = int(-1)  # noqa: UP018
-        w3 = int(0)  # noqa: UP018
-        nt = int(0)  # noqa: UP018
+        ts = wp.vec3i(-1, -1, -1)
+        ws = wp.vec3i(0, 0, 0)
+        nt = int(0)  # noqa: UP018 (a dynamic Warp variable)
         tm = int(0)  # noqa: UP018  (their M-cycles)
         if bit < 0:
             while p < br and nt < 3:
@@ -291,15 +288,8 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
                     return -1
                 if tk == 1 or tk == 3:
                     return -1  # ADC / SBC: the result depends on the previous iteration's carry
-                if nt == 0:
-                    t1 = tk
-                    w1 = tw
-                elif nt == 1:
-                    t2 = tk
-                    w2 = tw
-                else:
-                    t3 = tk
-                    w3 = tw
+                ts[nt] = tk
+                ws[nt] = tw
                 nt = nt + 1
             if nt == 0:
                 return -1
@@ -324,7 +314,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
             v = joyp_value(i, m)
         else:
             v = peek(i, m, src)
-        r = poll_iteration(v, bit, t1, w1, t2, w2, t3, w3, a, f)
+        r = poll_iteration(v, bit, ts, ws, a, f)
         if k <= 0 or not branch_cond(op, r >> 8):
             return 0
         # LY / STAT: go on through the following values the loop reads as long as each one
@@ -332,7 +322,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         # (``ppu_poll`` is exact there: ``kmax`` iterations end before the next event)
         while ppu and k < kmax:
             vl = ppu_poll(i, m, src - 0xFF00, clk + per * k + 4 * lm)
-            r2 = poll_iteration(vl & 0xFF, bit, t1, w1, t2, w2, t3, w3, a, f)
+            r2 = poll_iteration(vl & 0xFF, bit, ts, ws, a, f)
             if not branch_cond(op, r2 >> 8):
                 # the loop's last iteration (it reads the value that leaves the loop): run it
                 # here too when it also ends before NEXT, and continue after the branch (not

@@ -20,7 +20,7 @@ def raise_irq(i: int, m: wp.ref[Mem], bit: int):
     m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) | bit)
 
 
-@wp.func
+@wp.func(inline=True)
 def pending_irqs(i: int, m: wp.ref[Mem]) -> int:
     """Requested and enabled interrupts (IF & IE, 5 bits)."""
     return int(m.hram[i, R_IF]) & int(m.hram[i, R_IE]) & IRQ_MASK

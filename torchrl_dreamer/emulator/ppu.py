@@ -63,6 +63,7 @@ from torchrl_dreamer.emulator.registers import (
 )
 from torchrl_dreamer.emulator.render import (
     WIN_COUNT_MASK,
+    obj_on_line,
     pack_line_packed2,
     render_scanline,
     window_line,
@@ -167,9 +168,8 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     m4 = int(0)  # noqa: UP018 (a dynamic Warp variable)
     for k in range(40):
         if n < OBJ_LIMIT:
-            # line in [Y - 16, Y - 16 + h), h a power of 2: one test (a STAT read on a new line
-            # scans all 40 entries, so this loop is where such reads spend their time)
-            if ((line + 16 - u8_at(m.oam, i, 4 * k)) & -h) == 0:
+            # (a STAT read on a new line scans all 40 entries: where such reads spend their time)
+            if obj_on_line(u8_at(m.oam, i, 4 * k), line, h):
                 n = n + 1
                 x = u8_at(m.oam, i, 4 * k + 1)
                 if x < 168:

@@ -57,6 +57,7 @@ __all__ = [
     "WIN_COUNT_MASK",
     "line_registers",
     "render_frame",
+    "obj_on_line",
 ]
 
 VRAM_SIZE = 0x2000
@@ -77,6 +78,14 @@ _SCREEN_W = 160
 _SCREEN_H = 144
 
 _vec10i = wp.types.vector(length=10, dtype=wp.int32)
+
+
+@wp.func
+def obj_on_line(y: int, line: int, h: int) -> bool:
+    """Whether an object with OAM Y byte ``y`` and height ``h`` (8 or 16) covers ``line``:
+    ``Y - 16 <= line < Y - 16 + h`` as one masked subtraction (the OAM scan of every
+    renderer and of the mode-3 length runs it on all 40 entries)."""
+    return ((line + 16 - y) & -h) == 0
 
 
 @wp.func
@@ -181,7 +190,7 @@ def render_scanline_row(
         n = int(0)  # noqa: UP018
         for s in range(40):
             if n < 10:
-                if ((ly + 16 - int(oam[i, s * 4])) & -height) == 0:  # Y - 16 <= ly < Y - 16 + h
+                if obj_on_line(int(oam[i, s * 4]), ly, height):
                     key = int(oam[i, s * 4 + 1]) * 64 + s  # X first, then OAM index
                     k = n
                     while k > 0:
