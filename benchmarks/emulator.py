@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 # Running a script puts its folder first on sys.path; benchmarks/ holds ray.py, which would
@@ -253,6 +254,16 @@ def compile_times():
     return out
 
 
+def alternated(rounds: int, ours, peer) -> tuple[list, float | None]:
+    """``ours()`` and ``peer()`` run alternately ``rounds`` times: every result of ours, and
+    the median of the peer's rates (None without the peer)."""
+    runs, peers = [], []
+    for _ in range(rounds):
+        runs.append(ours())
+        peers.append(peer())
+    return runs, None if None in peers else statistics.median(peers)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short runs (600 gameplay frames)")
@@ -276,13 +287,10 @@ def main():
         path = allg[name]
         if not path.is_file():
             continue
-        runs, peers = [], []
-        for _ in range(args.rounds):
-            ours, gb, c0 = ours_gameplay(path, frames)
-            runs.append(ours)
-            peers.append(peer_gameplay(path, frames))
-        ours = statistics.median(runs)
-        peer = None if None in peers else statistics.median(peers)
+        runs, peer = alternated(args.rounds, partial(ours_gameplay, path, frames),
+                                partial(peer_gameplay, path, frames))
+        ours = statistics.median(r[0] for r in runs)
+        _, gb, c0 = runs[-1]
         emit("emulator", f"gameplay/{name}", ours, peer, "frames/s")
         if not args.no_insns:
             skipped = (int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]]) - c0) / frames
@@ -294,11 +302,8 @@ def main():
             emit("emulator", f"idle_skip_vs_off/{name}", ours, off, "frames/s")
     for n in args.envs:
         steps = max(2, (20 if args.quick else 60) // max(1, n // 4))
-        runs, peers = [], []
-        for _ in range(args.rounds):
-            runs.append(ours_env(n, steps))
-            peers.append(peer_env(min(n, 16), 10 if args.quick else 30))
-        peer = None if None in peers else statistics.median(peers)
+        runs, peer = alternated(args.rounds, partial(ours_env, n, steps),
+                                partial(peer_env, min(n, 16), 10 if args.quick else 30))
         emit("emulator", f"env/N={n}", statistics.median(runs), peer, "env_steps/s")
     if not args.no_compile:
         (cold, cold_cpu), (cached, cached_cpu) = compile_times()
