@@ -429,13 +429,29 @@ def test_player_share_and_errors():
     assert act.shape == (2, 2) and act.abs().max() <= 1.0
 
 
-def test_space_to_depth_matches_pixel_shuffle_layout():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(3, 2, 8, 6), (2, 1, 6, 10)])
+def test_space_to_depth_matches_pixel_shuffle_layout(shape, dtype):
     from torchrl_dreamer.modules.encoders import DepthToSpace, SpaceToDepth
 
-    x = torch.randn(3, 2, 8, 6)
-    y = SpaceToDepth()(x)
-    assert torch.equal(y, torch.nn.functional.pixel_unshuffle(x, 2))
-    assert torch.equal(DepthToSpace()(y), x)
+    # 4- and 2-byte dtypes take the pair-view copies, float64 the plain permute; an odd
+    # storage offset (a view one element into a buffer) cannot be paired either
+    x = torch.randn(shape).to(dtype)
+    offset = torch.randn(x.numel() + 1).to(dtype)[1:].view(shape)
+    for img in (x, offset, x.contiguous(memory_format=torch.channels_last)):
+        y = SpaceToDepth()(img)
+        assert torch.equal(y, torch.nn.functional.pixel_unshuffle(img, 2))
+        assert y.is_contiguous(memory_format=torch.channels_last)
+        assert torch.equal(DepthToSpace()(y), img)
+        assert torch.equal(DepthToSpace()(y.contiguous()), img)
+    # gradients are the inverse rearrangement
+    x = x.float().requires_grad_()
+    w = torch.randn(shape[0], shape[1] * 4, shape[2] // 2, shape[3] // 2)
+    (SpaceToDepth()(x) * w).sum().backward()
+    assert torch.equal(x.grad, torch.nn.functional.pixel_shuffle(w, 2))
+    y = w.clone().requires_grad_()
+    (DepthToSpace()(y) * x.detach()).sum().backward()
+    assert torch.equal(y.grad, torch.nn.functional.pixel_unshuffle(x.detach(), 2))
 
 
 def test_rssm_compiled_scan_bodies_match_eager_fullgraph():

@@ -58,7 +58,8 @@ def unpack_packed2(packed: torch.Tensor, lut: torch.Tensor) -> torch.Tensor:
     """
     if packed.dtype != torch.uint8:
         raise TypeError(f"packed2 observations must be uint8, got {packed.dtype}")
-    out = lut[packed.long()]
+    # index_select with int32 indices: a third of the time of ``lut[packed.long()]`` on CPU
+    out = lut.index_select(0, packed.reshape(-1).int())
     return out.reshape(*packed.shape[:-1], packed.shape[-1] * 4)
 
 
@@ -73,27 +74,108 @@ def conv_stage_sizes(size: int, stages: int) -> list[int]:
     return sizes
 
 
+#: Integer dtype of the same size as two elements of a 2- or 4-byte dtype (the "pair" view).
+_PAIR_DTYPE = {2: torch.int32, 4: torch.int64}
+
+
+def _pairs(x: torch.Tensor) -> torch.Tensor | None:
+    """``x`` (contiguous, even last dim) viewed with each two neighbours of its last dim as one
+    element of twice the size, or ``None`` where that view does not exist.
+
+    A permute that keeps horizontal pixel pairs together then copies 8-byte elements instead of
+    strided 4-byte ones: the 2x2 rearrangements below cost a seventh of a plain permuted copy on
+    CPU (0.19 ms against 1.25 ms for 256 72x80 frames, one thread). Inside ``torch.compile``
+    the plain permute is left to the compiler.
+    """
+    pair = _PAIR_DTYPE.get(x.element_size())
+    if torch.compiler.is_compiling():  # a compiled graph fuses the plain permute by itself
+        return None
+    if pair is None or x.is_complex() or x.shape[-1] % 2 or x.storage_offset() % 2:
+        return None
+    return x.view(pair)
+
+
+def _space_to_depth(x: torch.Tensor) -> torch.Tensor:
+    """``[N, C, H, W] -> [N, 4C, H/2, W/2]`` in the channels-last memory format."""
+    n, c, h, w = x.shape
+    pairs = _pairs(x.contiguous())
+    if pairs is None:
+        y = x.reshape(n, c, h // 2, 2, w // 2, 2).permute(0, 2, 4, 1, 3, 5)
+        return y.reshape(n, h // 2, w // 2, c * 4).permute(0, 3, 1, 2)
+    # memory [N, C, H/2, dy, W/2] (pairs of dx) -> [N, H/2, W/2, C, dy]
+    y = pairs.reshape(n, c, h // 2, 2, w // 2).permute(0, 2, 4, 1, 3).contiguous()
+    return y.view(x.dtype).reshape(n, h // 2, w // 2, c * 4).permute(0, 3, 1, 2)
+
+
+def _depth_to_space(x: torch.Tensor) -> torch.Tensor:
+    """``[N, 4C, H, W]`` (any memory format) ``-> [N, C, 2H, 2W]``, contiguous."""
+    n, c4, h, w = x.shape
+    c = c4 // 4
+    hwc = x.permute(0, 2, 3, 1).contiguous()  # a view for channels-last inputs
+    pairs = _pairs(hwc)
+    if pairs is None:
+        y = hwc.reshape(n, h, w, c, 2, 2).permute(0, 3, 1, 4, 2, 5)
+        return y.reshape(n, c, h * 2, w * 2)
+    # memory [N, H, W, C, dy] (pairs of dx) -> [N, C, H, dy, W]
+    y = pairs.reshape(n, h, w, c, 2).permute(0, 3, 1, 4, 2).contiguous()
+    return y.view(x.dtype).reshape(n, c, h * 2, w * 2)
+
+
+class _SpaceToDepthFn(torch.autograd.Function):
+    """2x2 space-to-depth with the pair-view copies in both directions."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return _space_to_depth(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return _depth_to_space(grad)
+
+
+class _DepthToSpaceFn(torch.autograd.Function):
+    """2x2 depth-to-space with the pair-view copies in both directions."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return _depth_to_space(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return _space_to_depth(grad)
+
+
 class SpaceToDepth(nn.Module):
     """2x2 space-to-depth ``[N, C, H, W] -> [N, 4C, H/2, W/2]`` (``PixelUnshuffle(2)`` layout).
 
-    A reshape/permute instead of ``nn.PixelUnshuffle``, whose CPU kernel is several times slower.
+    The output is channels-last, as the convolution after it wants it, and is made by one copy
+    that moves horizontal pixel pairs as single 8-byte elements (see ``_pairs``): about a third
+    of the time of ``reshape/permute`` plus the convolution's own channels-last conversion, and
+    a seventh of ``nn.PixelUnshuffle``'s.
+
+    Example:
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> torch.equal(SpaceToDepth()(x), torch.nn.functional.pixel_unshuffle(x, 2))
+        True
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``[N, C, H, W] -> [N, 4C, H/2, W/2]``."""
-        n, c, h, w = x.shape
-        x = x.reshape(n, c, h // 2, 2, w // 2, 2).permute(0, 1, 3, 5, 2, 4)
-        return x.reshape(n, c * 4, h // 2, w // 2)
+        """``[N, C, H, W] -> [N, 4C, H/2, W/2]`` (channels-last memory)."""
+        return _SpaceToDepthFn.apply(x)
 
 
 class DepthToSpace(nn.Module):
-    """Inverse of :class:`SpaceToDepth` (``PixelShuffle(2)`` layout), as a reshape/permute."""
+    """Inverse of :class:`SpaceToDepth` (``PixelShuffle(2)`` layout), by the same pair copies.
+
+    Example:
+        >>> y = torch.arange(16.0).reshape(1, 4, 2, 2)
+        >>> torch.equal(DepthToSpace()(y), torch.nn.functional.pixel_shuffle(y, 2))
+        True
+    """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``[N, 4C, H, W] -> [N, C, 2H, 2W]``."""
-        n, c4, h, w = x.shape
-        x = x.reshape(n, c4 // 4, 2, 2, h, w).permute(0, 1, 4, 2, 5, 3)
-        return x.reshape(n, c4 // 4, h * 2, w * 2)
+        """``[N, 4C, H, W] -> [N, C, 2H, 2W]`` (contiguous)."""
+        return _DepthToSpaceFn.apply(x)
 
 
 def _stem_stages(stem: str, shape: tuple[int, int, int]) -> int:
