@@ -27,6 +27,7 @@ from torchrl.objectives import LossModule
 
 from torchrl_dreamer.modules.functional import discount_weights, lambda_returns
 from torchrl_dreamer.modules.heads import DreamerV3Actor, DreamerV3Critic
+from torchrl_dreamer.modules.rssm_imagine import fused_imagine, uses_fused_imagine
 from torchrl_dreamer.modules.world_model import WorldModel
 from torchrl_dreamer.objectives.config import DreamerV3LossConfig
 from torchrl_dreamer.objectives.utils import hold_out_params
@@ -120,10 +121,12 @@ class DreamerV3ActorLoss(LossModule):
         """
         horizon = self.config.horizon
         if self.actor.discrete:
+            rssm = self.world_model.rssm
             with torch.no_grad():
-                latents, actions = self.world_model.rssm.imagine(
-                    h, z, self.actor.sample_action, horizon
-                )
+                if uses_fused_imagine(rssm, self.actor, h):
+                    latents, actions = fused_imagine(rssm, self.actor, h, z, horizon)
+                else:
+                    latents, actions = rssm.imagine(h, z, self.actor.sample_action, horizon)
             with torch.enable_grad():
                 params = self.actor(latents[:-1])
             return latents, actions, params
