@@ -490,3 +490,32 @@ def test_sample_categorical_is_the_inverse_cdf_of_one_uniform_each():
     u = torch.rand(64, 16, 1)
     # the index is the number of CDF entries below u (clamped for rounding at the top)
     assert torch.equal(idx, (probs.cumsum(-1) < u).sum(-1).clamp(max=15))
+
+
+@pytest.mark.parametrize(
+    "shape,stem", [((1, 72, 80), "space_to_depth"), ((1, 72, 80), "conv"),
+                   ((3, 64, 64), "space_to_depth"), ((2, 50, 34), "conv")]
+)
+def test_image_decoder_subpixel_output_layer_matches_the_conv_transpose(shape, stem):
+    torch.manual_seed(0)
+    dec = ImageDecoder(24, shape, mult=4, stem=stem)
+    with torch.no_grad():  # non-zero biases and norms
+        for p in dec.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    assert dec.subpixel
+    latent = torch.randn(3, 2, 24)
+    target = torch.randn(3, 2, *shape)
+    outs, grads = [], []
+    for subpixel in (True, False):
+        dec.subpixel = subpixel
+        dec.zero_grad()
+        out = dec(latent)
+        ((out - target) ** 2).sum().backward()
+        outs.append(out.detach())
+        grads.append({k: p.grad.clone() for k, p in dec.named_parameters()})
+    assert outs[0].shape == (3, 2, *shape) and outs[0].is_contiguous()
+    torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+    for k in grads[1]:
+        torch.testing.assert_close(grads[0][k], grads[1][k], rtol=1e-4, atol=1e-4, msg=k)
+    # an output stage with output_padding (odd height) keeps the ConvT
+    assert not ImageDecoder(8, (1, 71, 80), mult=2).subpixel
