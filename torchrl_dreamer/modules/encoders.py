@@ -372,19 +372,47 @@ class ImageDecoder(nn.Module):
 
         Each output pixel of the ConvT sees a 2x2 window of input pixels, so one 3x3 conv with
         ``4 x C_out`` channels (phase ``(a, b)`` reading its own four taps, zeros elsewhere)
-        gives every phase at once; its weight is gathered from the ConvT's on every call, so
-        gradients reach the ConvT parameters. Same maths as ``net`` (outputs equal to float
-        rounding), a third less CPU time: oneDNN's transposed convolution to a few channels is
-        slow (maze decoder output layer fwd+bwd 24.9 -> 15.6 ms at B8xT32, one thread), and
-        the stem's depth-to-space folds into the same copy.
+        gives every phase at once; its weight is gathered from the ConvT's. The backward is the
+        ConvT's own (``aten.convolution_backward``), which has no zero taps to multiply. Same
+        maths as ``net`` (outputs and gradients equal to float rounding); on CPU oneDNN's
+        transposed convolution to a few channels is slow: the maze decoder's output layer
+        takes 9 ms forward and backward at B8xT32 instead of 16.7 (one thread).
         """
         conv = self.net[self._body]
-        flat = F.pad(conv.weight.reshape(-1), (0, 1))  # the last entry is the zero tap
-        weight = flat.index_select(0, self._subpixel_index.reshape(-1))
-        weight = weight.view(self._subpixel_index.shape)
-        bias = conv.bias.index_select(0, self._subpixel_bias_index)
-        y = F.conv2d(x, weight.contiguous(memory_format=torch.channels_last), bias, 1, 1)
-        return _DepthToSpaceFn.apply(y, self._block)
+        return _SubpixelConvT.apply(
+            x, conv.weight, conv.bias, self._subpixel_index, self._subpixel_bias_index,
+            self._block,
+        )
+
+
+class _SubpixelConvT(torch.autograd.Function):
+    """``ConvT(k4, s2, p1)`` (+ 2x2 depth-to-space for ``block`` 4): sub-pixel 3x3 conv
+    forward, the transposed convolution's backward."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, index, bias_index, block):  # noqa: D102
+        flat = F.pad(weight.reshape(-1), (0, 1))  # the last entry is the zero tap
+        k = flat.index_select(0, index.reshape(-1)).view(index.shape)
+        b = None if bias is None else bias.index_select(0, bias_index)
+        y = F.conv2d(x, k.contiguous(memory_format=torch.channels_last), b, 1, 1)
+        ctx.save_for_backward(x, weight)
+        ctx.block, ctx.has_bias = block, bias is not None
+        return _depth_to_space(y, block)
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: D102
+        x, weight = ctx.saved_tensors
+        # the gradient in the ConvT output's own layout (channels-last)
+        if ctx.block == 4:
+            grad = _space_to_depth(grad, 2)
+        else:
+            grad = grad.contiguous(memory_format=torch.channels_last)
+        need = ctx.needs_input_grad
+        gx, gw, gb = torch.ops.aten.convolution_backward(
+            grad, x, weight, [weight.shape[1]] if ctx.has_bias else None, [2, 2], [1, 1],
+            [1, 1], True, [0, 0], 1, [need[0], need[1], need[2] and ctx.has_bias],
+        )
+        return gx, gw, gb, None, None, None
 
 
 # ConvT(k4, s2, p1): output row 2i + a reads input rows i + dy through kernel row k
