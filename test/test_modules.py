@@ -361,6 +361,13 @@ def test_compile_rssm_step_and_encoder_fullgraph():
     cenc = torch.compile(enc, backend="aot_eager", fullgraph=True)
     x = enc.preprocess(torch.randint(0, 256, (2, 1, 72, 20), dtype=torch.uint8))
     torch.testing.assert_close(cenc(x), enc(x))
+    # the decoder's sub-pixel output layer (a custom autograd function) traces whole, both ways
+    dec = ImageDecoder(8, (1, 72, 80), mult=2, stem="space_to_depth")
+    cdec = torch.compile(dec, backend="aot_eager", fullgraph=True)
+    latent = torch.randn(2, 8, requires_grad=True)
+    grads = [torch.autograd.grad(m(latent).square().sum(), latent)[0] for m in (dec, cdec)]
+    torch.testing.assert_close(cdec(latent), dec(latent))
+    torch.testing.assert_close(grads[1], grads[0])
 
 
 def test_compile_inductor_small_head():
