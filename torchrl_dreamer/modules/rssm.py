@@ -271,19 +271,14 @@ class RSSM(nn.Module):
         step's pieces are this class's own (a subclass or instance that overrides
         ``sample_probs``, ``_cell`` or ``_observe_body``, or swaps the GRU or posterior
         module, gets the eager scan, which calls them)."""
-        own = all(
-            name not in self.__dict__ and getattr(type(self), name) is getattr(RSSM, name)
-            for name in ("sample_probs", "_cell", "_observe_body")
-        )
         return (
             self.fused_scan
-            and own
+            and _own_pieces(self, RSSM, ("sample_probs", "_cell", "_observe_body"))
             and type(self.gru) is LayerNormGRUCell
             and type(self.posterior) is _LatentHead
             and len(self.input_mlp) == 3
             and self._compiled_observe is None
-            and h.dtype in (torch.float32, torch.float64)
-            and not torch.is_autocast_enabled(h.device.type)
+            and _plain_precision(h)
         )
 
     def imagine(
@@ -366,6 +361,22 @@ class RSSM(nn.Module):
         self._compiled_observe = torch.compile(self._observe_body, **kwargs)
         self._compiled_imagine = torch.compile(self._imagine_body, **kwargs)
         return self
+
+
+def _own_pieces(obj: nn.Module, cls: type, names: tuple[str, ...]) -> bool:
+    """Whether ``obj`` runs ``cls``'s own methods ``names`` (no subclass or instance override):
+    the condition for a fused path to reproduce the eager one, which calls them."""
+    return all(
+        name not in obj.__dict__ and getattr(type(obj), name) is getattr(cls, name)
+        for name in names
+    )
+
+
+def _plain_precision(h: torch.Tensor) -> bool:
+    """Whether a fused scan may run on state ``h``: fp32/fp64 and no autocast active."""
+    return h.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(
+        h.device.type
+    )
 
 
 class _ScanWeights(NamedTuple):

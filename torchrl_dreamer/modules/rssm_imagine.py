@@ -46,23 +46,14 @@ def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bo
     the state is fp32/fp64. Otherwise the eager rollout runs, which calls those pieces."""
     from torchrl_dreamer.modules.heads import DreamerV3Actor
     from torchrl_dreamer.modules.layers import MLP, LayerNormGRUCell
-    from torchrl_dreamer.modules.rssm import RSSM, _LatentHead
+    from torchrl_dreamer.modules.rssm import RSSM, _LatentHead, _own_pieces, _plain_precision
 
-    own_rssm = all(
-        name not in rssm.__dict__ and getattr(type(rssm), name) is getattr(RSSM, name)
-        for name in ("imagine", "_imagine_body", "_cell")
-    )
-    own_actor = all(
-        name not in actor.__dict__
-        and getattr(type(actor), name) is getattr(DreamerV3Actor, name)
-        for name in ("forward", "sample_action")
-    )
     return (
         not torch.is_grad_enabled()
         and isinstance(rssm, RSSM)
-        and own_rssm
+        and _own_pieces(rssm, RSSM, ("imagine", "_imagine_body", "_cell"))
         and isinstance(actor, DreamerV3Actor)
-        and own_actor
+        and _own_pieces(actor, DreamerV3Actor, ("forward", "sample_action"))
         and actor.discrete
         and type(actor.net) is MLP
         and type(actor.out) is nn.Linear
@@ -70,8 +61,7 @@ def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bo
         and type(rssm.prior) is _LatentHead
         and len(rssm.input_mlp) == 3
         and rssm._compiled_imagine is None
-        and h.dtype in (torch.float32, torch.float64)
-        and not torch.is_autocast_enabled(h.device.type)
+        and _plain_precision(h)
     )
 
 
