@@ -12,7 +12,8 @@ Prints one JSON line per result: ``{"bench", "case", "ours", "peer", "unit", "sp
   Each learner runs in its own worker process and the parent alternates single updates between
   them, so both see the same background load of this shared machine.
 - ``maze_compile``: with ``--compile MODE``, the same learner built with ``compile=MODE`` (ours)
-  against ours uncompiled; the compile time (first updates) is a separate line.
+  against ours uncompiled: seconds per update, the compile time (first updates) and the kernel
+  launches per update (:func:`count_launches`, which sees compiled kernels too).
 - ``learner_profile``: per-phase wall time of a maze update (``torch.profiler`` over the
   learner's ``record_function`` phase labels -- world model, imagination, actor, critic; forward,
   backward, optimiser) for ours and the baseline, plus totals per kind (``all/...``); one thread
@@ -22,7 +23,8 @@ Prints one JSON line per result: ``{"bench", "case", "ours", "peer", "unit", "sp
 - ``aten_ops``: dispatched aten ops per update (a ``TorchDispatchMode`` counter), all of them
   and those that are not views (our proxy for GPU kernel launches), ours vs the baseline on the
   maze configuration, and ours vs TorchRL's ``DreamerV3Loss`` at equal sizes (preset ``tiny``,
-  B8xT32 64x64 grey images, 8 actions).
+  B8xT32 64x64 grey images, 8 actions); with ``--compile MODE`` also ours compiled vs TorchRL
+  in kernel launches counted the same way for both (:func:`count_launches`).
 - ``learner_update``: seconds per update vs TorchRL's ``DreamerV3Loss`` at equal sizes (one
   thread, process CPU time on CPU, B16 x T64 by default); ``--peer-presets`` picks the presets.
 
@@ -76,10 +78,11 @@ A = 8
 IMAGE = (1, 64, 64)
 
 
-def _ours(preset: str, device: torch.device, amp: torch.dtype | None = None):
+def _ours(preset: str, device: torch.device, amp: torch.dtype | None = None,
+          compile: str | None = None):
     wm, actor, critic = make_dreamer(preset, {"pixels": ("image", IMAGE)}, A)
     learner = DreamerV3Learner(
-        wm.to(device), actor.to(device), critic.to(device), autocast_dtype=amp
+        wm.to(device), actor.to(device), critic.to(device), autocast_dtype=amp, compile=compile
     )
 
     def batch(T, B):
@@ -328,6 +331,66 @@ def count_ops(update, batch) -> tuple[int, int]:
     return counter.total, counter.kernels
 
 
+#: aten ops that run no kernel: views and aliases (tensor metadata), allocations, and
+#: conversions that found nothing to convert
+_NO_KERNEL_OPS = frozenset(
+    "alias as_strided chunk contiguous detach expand expand_as flatten lift_fresh movedim "
+    "narrow permute reshape resolve_conj resolve_neg select slice split split_with_sizes "
+    "squeeze squeeze_ t transpose unbind unflatten unsqueeze unsqueeze_ view view_as "
+    "_reshape_alias _unsafe_view empty empty_like empty_strided resize_ to type_as "
+    "set_ item _local_scalar_dense".split()
+)
+#: CUDA runtime calls that put work on a stream (a kernel, a captured graph, a copy, a fill)
+_CUDA_LAUNCHES = frozenset(
+    "cudaLaunchKernel cudaLaunchKernelExC cuLaunchKernel cuLaunchKernelEx cudaGraphLaunch "
+    "cudaMemcpyAsync cudaMemsetAsync".split()
+)
+
+
+def count_launches(update, batch, device: str = "cpu") -> int:
+    """Kernel launches of one ``update(batch)`` (after a warm-up update), counted from a
+    ``torch.profiler`` trace, so that compiled code counts too (its fused kernels are not aten
+    ops; a dispatch counter would not see them).
+
+    On CUDA: the runtime's kernel, graph, copy and fill launches. On a CPU: every aten op that
+    runs a kernel of its own: an op counts as the kernels of the aten ops inside it, or as one
+    when those run none, unless it is a view, an allocation or a conversion that found nothing
+    to convert (``_NO_KERNEL_OPS``; ``linear`` counts as its ``addmm``, ``to`` as its
+    ``copy_``, ``cat`` as itself though it allocates with ``empty`` inside), plus every kernel a compiled graph runs
+    (``torch._inductor.config.cpp.enable_kernel_profile`` must be on when it compiles, so that
+    each kernel is a trace event). The same count applies to every learner compared.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    update(batch)
+    _sync(device)
+    activities = [ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        update(batch)
+        _sync(device)
+    events = prof.events()
+    if device.startswith("cuda"):
+        return sum(ev.name in _CUDA_LAUNCHES for ev in events)
+    children: dict[int, list] = collections.defaultdict(list)
+    top = []
+    for ev in events:
+        if not ev.name.startswith("aten::"):
+            continue
+        parent = ev.cpu_parent
+        while parent is not None and not parent.name.startswith("aten::"):
+            parent = parent.cpu_parent
+        (top if parent is None else children[parent.id]).append(ev)
+
+    def kernels(ev) -> int:
+        """Kernels run inside aten op ``ev``: its children's, or its own when they run none."""
+        inner = sum(kernels(child) for child in children[ev.id])
+        return inner or int(ev.name[6:] not in _NO_KERNEL_OPS)
+
+    return sum(kernels(ev) for ev in top) + sum("cpp_fused" in ev.name for ev in events)
+
+
 def _emit(bench: str, case: str, ours: float | None, peer: float | None, unit: str,
           lower_is_better: bool = True) -> None:
     speed = None
@@ -446,6 +509,7 @@ def _profile(learner, batch, updates: int = 3) -> dict[str, float]:
 
 def _worker() -> None:
     """Line protocol on stdin/stdout: one JSON command in, one JSON answer out."""
+    _trace_compiled_kernels()
     learner = batch = None
     device = "cpu"
     for line in sys.stdin:
@@ -476,6 +540,8 @@ def _worker() -> None:
             ans = [time.perf_counter() - t, time.process_time() - c]
         elif op == "ops":
             ans = count_ops(learner.update, batch)
+        elif op == "launches":
+            ans = count_launches(learner.update, batch, device)
         elif op == "profile":
             ans = _profile(learner, batch)
         else:
@@ -589,8 +655,19 @@ def _maze_benches(args, benches: set[str]) -> None:
             extra = sum(warm) - 3 * ours
             _emit("maze_compile", f"{case}_threads{n}_compile={args.compile}_break_even",
                   extra / gain if gain > 0 else None, None, "updates")
+            _emit("maze_compile", f"{case}_compile={args.compile}_launches_vs_eager",
+                  compiled(op="launches"), plain(op="launches"),
+                  "kernel launches/update (profiler: non-view aten ops + compiled kernels)")
             compiled.close()
             plain.close()
+
+
+def _trace_compiled_kernels() -> None:
+    """Make every kernel of CPU code compiled from here on a profiler event
+    (:func:`count_launches`)."""
+    import torch._inductor.config
+
+    torch._inductor.config.cpp.enable_kernel_profile = True
 
 
 def _torchrl_ops(args) -> None:
@@ -606,6 +683,15 @@ def _torchrl_ops(args) -> None:
           "aten ops/update")
     _emit("aten_ops", f"tiny_B{B}xT{T}_64x64_non_view_vs_torchrl_DreamerV3Loss", ours[1],
           peer[1], "non-view aten ops (kernel launches)/update")
+    if args.compile:  # launches of ours compiled (profiler count) vs TorchRL's, counted alike
+        _trace_compiled_kernels()
+        torch.manual_seed(0)
+        compiled_update, _ = _ours("tiny", device, compile=args.compile)
+        compiled_update(ours_batch(T, B))  # compiles
+        _emit("aten_ops", f"tiny_B{B}xT{T}_64x64_compile={args.compile}_launches_vs_torchrl_"
+              "DreamerV3Loss", count_launches(compiled_update, ours_batch(T, B)),
+              count_launches(peer_update, peer_batch(T, B)),
+              "kernel launches/update (profiler: non-view aten ops + compiled kernels)")
 
 
 def _torchrl_time(args) -> None:

@@ -76,3 +76,22 @@ def test_actor_loss_uses_the_fused_rollout_and_keeps_its_samples():
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
     torch.testing.assert_close(got[2], want[2])
     assert got[2].requires_grad  # the batched actor pass keeps its graph
+
+
+def test_compiled_rollout_step_samples_what_the_eager_one_samples():
+    """After ``compile_steps`` the graph-free rollout runs its compiled step (no graph break):
+    the same uniforms give the same actions and latents up to the compiler's rounding."""
+    rssm, actor, h, z = _parts(2)
+    with torch.no_grad():
+        torch.manual_seed(3)
+        want = fused_imagine(rssm, actor, h, z, 6)
+        rssm.compile_steps("default", fullgraph=True)
+        step, calls = rssm._compiled_rollout_step, []
+        rssm._compiled_rollout_step = lambda *a: calls.append(1) or step(*a)
+        assert uses_fused_imagine(rssm, actor, h)
+        torch.manual_seed(3)
+        got = fused_imagine(rssm, actor, h, z, 6)
+    assert len(calls) == 6
+    assert torch.equal(got[1], want[1])
+    torch.testing.assert_close(got[0], want[0])
+    assert torch.equal(got[0][..., :24], want[0][..., :24])  # the same one-hot latents

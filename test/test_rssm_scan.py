@@ -138,3 +138,48 @@ def test_fused_scan_steps_aside_for_overridden_step_pieces():
     out = variant.observe(torch.randn(T, B, E), torch.randn(T, B, A),
                           torch.zeros(T, B, dtype=torch.bool))
     assert out["h"].abs().max() <= 0.5  # the overridden cell ran: |h| = |lerp| / 2 <= 0.5
+
+
+def _counting(fn, calls, key):
+    def wrapped(*args):
+        calls[key] += 1
+        return fn(*args)
+
+    return wrapped
+
+
+def test_compiled_scan_steps_match_the_eager_fused_scan():
+    """``compile_steps``: the fused scan keeps its hand-written backward and runs its forward and
+    backward steps compiled (inductor, no graph break): same samples, outputs and gradients."""
+    rssm = _rssm()
+    embed = torch.randn(T, B, E, dtype=torch.float64, requires_grad=True)
+    act = torch.randn(T, B, A, dtype=torch.float64, requires_grad=True)
+    is_first = torch.zeros(T, B, dtype=torch.bool)
+    is_first[0, 0] = is_first[3, 1] = True
+    out_e, grads_e = _run(rssm, True, embed, act, is_first)
+    rssm.compile_steps("default", fullgraph=True)
+    calls = collections.Counter()
+    forward, backward = rssm._compiled_scan_steps
+    rssm._compiled_scan_steps = (_counting(forward, calls, "forward"),
+                                 _counting(backward, calls, "backward"))
+    assert rssm._uses_fused_scan(torch.zeros(B, 16, dtype=torch.float64))
+    out_c, grads_c = _run(rssm, True, embed, act, is_first)
+    assert calls == {"forward": T, "backward": T}  # every step ran compiled
+    assert torch.equal(out_c["z"], out_e["z"])  # the same uniforms: the same one-hots
+    for k in out_e:
+        torch.testing.assert_close(out_c[k], out_e[k], rtol=1e-9, atol=1e-10, msg=k)
+    assert grads_c.keys() == grads_e.keys()
+    for k in grads_e:
+        torch.testing.assert_close(grads_c[k], grads_e[k], rtol=1e-7, atol=1e-9, msg=k)
+    assert rssm.compile_steps(None)._compiled_scan_steps is None
+
+
+@pytest.mark.parametrize("mode,step_mode", [("default", "default"),
+                                            ("reduce-overhead", "default"),
+                                            ("max-autotune", "max-autotune-no-cudagraphs")])
+def test_compiled_steps_never_use_cuda_graphs(monkeypatch, mode, step_mode):
+    """A step's outputs outlive its next call, which a replayed CUDA graph would overwrite."""
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: seen.append(kw["mode"]) or fn)
+    _rssm(torch.float32).compile_steps(mode)
+    assert seen == [step_mode] * 5

@@ -181,19 +181,32 @@ def one_hot(index: torch.Tensor, num_classes: int, dtype: torch.dtype = torch.fl
     return out.scatter_(-1, index.unsqueeze(-1), 1.0)
 
 
-def sample_categorical(probs: torch.Tensor, uniform: torch.Tensor | None = None) -> torch.Tensor:
+def sample_categorical(
+    probs: torch.Tensor, uniform: torch.Tensor | None = None, keepdim: bool = False
+) -> torch.Tensor:
     """Indices ``[...]`` sampled from ``probs`` ``[..., C]`` by inverse CDF (one uniform each).
 
     Cheaper than ``torch.multinomial`` for many small categoricals, and free of host syncs.
     ``uniform``: the ``[..., 1]`` draws to use (e.g. a scan's, drawn for all its steps at once);
-    by default drawn here from the global generator.
+    by default drawn here from the global generator. ``keepdim``: return ``[..., 1]``.
+
+    Inside a ``torch.compile`` graph the CDF is a masked sum and the index a count of the sums
+    below ``u``, which the compiler fuses with what computes ``probs`` (it has no CPU kernel for
+    ``cumsum`` or ``searchsorted``, each a separate launch); the same index up to the rounding
+    of the sums.
     """
     u = uniform
     if u is None:
         u = torch.rand(probs.shape[:-1] + (1,), device=probs.device, dtype=probs.dtype)
     # first index whose CDF reaches u (= how many CDF entries are below u); searching the first
     # C - 1 sums only, a u past the last sum (rounding) lands on the last class without a clamp
-    return torch.searchsorted(probs[..., :-1].cumsum(-1), u).squeeze(-1)
+    if torch.compiler.is_compiling():
+        k = torch.arange(probs.shape[-1], device=probs.device)
+        below = k.unsqueeze(-1) <= k[:-1]  # [j, i]: class j counts in the i-th sum
+        cdf = (probs.unsqueeze(-1) * below).sum(-2)
+        return (cdf < u).sum(-1, keepdim=keepdim)
+    idx = torch.searchsorted(probs[..., :-1].cumsum(-1), u)
+    return idx if keepdim else idx.squeeze(-1)
 
 
 def straight_through_sample(logits: torch.Tensor) -> torch.Tensor:

@@ -97,8 +97,11 @@ class RSSM(nn.Module):
         #: (:func:`~torchrl_dreamer.modules.rssm_scan.fused_observe_scan`; same maths, about a
         #: third fewer dispatched ops per update); ``False``: autograd through the eager steps.
         self.fused_scan = True
-        # compiled scan bodies (compile_steps); plain attributes, not part of the state dict
+        # compiled scan bodies (compile_steps); plain attributes, not part of the state dict:
+        # the autograd bodies of the eager scan and rollout, the fused scan's forward and
+        # backward steps, the graph-free rollout's step
         self._compiled_observe = self._compiled_imagine = None
+        self._compiled_scan_steps = self._compiled_rollout_step = None
         hafner_init_(self)
         uniform_init_(self.prior.out, 1.0)
         uniform_init_(self.posterior.out, 1.0)
@@ -106,7 +109,8 @@ class RSSM(nn.Module):
     def __getstate__(self) -> dict:
         # copies (e.g. the player's) get eager bodies: a compiled body is bound to this module
         state = super().__getstate__()
-        return {**state, "_compiled_observe": None, "_compiled_imagine": None}
+        return {**state, "_compiled_observe": None, "_compiled_imagine": None,
+                "_compiled_scan_steps": None, "_compiled_rollout_step": None}
 
     @property
     def latent_dim(self) -> int:
@@ -266,18 +270,17 @@ class RSSM(nn.Module):
         return torch.stack(hs, 0), torch.stack(zs, 0), torch.stack(probs_all, 0)
 
     def _uses_fused_scan(self, h: torch.Tensor) -> bool:
-        """Whether :meth:`observe` runs :func:`fused_observe_scan`: when ``fused_scan`` is on,
-        the bodies are not compiled, no autocast is active, the state is fp32/fp64, and the
-        step's pieces are this class's own (a subclass or instance that overrides
-        ``sample_probs``, ``_cell`` or ``_observe_body``, or swaps the GRU or posterior
-        module, gets the eager scan, which calls them)."""
+        """Whether :meth:`observe` runs :func:`fused_observe_scan` (with compiled steps after
+        :meth:`compile_steps`): when ``fused_scan`` is on, no autocast is active, the state is
+        fp32/fp64, and the step's pieces are this class's own (a subclass or instance that
+        overrides ``sample_probs``, ``_cell`` or ``_observe_body``, or swaps the GRU or
+        posterior module, gets the eager scan, which calls them)."""
         return (
             self.fused_scan
             and _own_pieces(self, RSSM, ("sample_probs", "_cell", "_observe_body"))
             and type(self.gru) is LayerNormGRUCell
             and type(self.posterior) is _LatentHead
             and len(self.input_mlp) == 3
-            and self._compiled_observe is None
             and _plain_precision(h)
         )
 
@@ -341,11 +344,23 @@ class RSSM(nn.Module):
     def compile_steps(self, mode: str | None = "default", **kwargs) -> RSSM:
         """``torch.compile`` the per-step bodies of :meth:`observe` and :meth:`imagine`.
 
-        Shapes are static (``dynamic=False``): one graph per batch size, compiled at the first
-        scan. ``mode=None`` restores the eager bodies; ``kwargs`` go to ``torch.compile``
-        (e.g. ``backend="aot_eager"``, which takes no mode). Compiled bodies draw their latent
-        samples from the compiler's random stream, so samples differ from eager ones (same
-        distribution). Returns ``self``.
+        Compiled: the fused posterior scan's graph-free forward and backward steps
+        (:mod:`~torchrl_dreamer.modules.rssm_scan`), the graph-free rollout's step
+        (:mod:`~torchrl_dreamer.modules.rssm_imagine`), and the autograd bodies of the eager
+        scan and rollout that run when those fused paths cannot (overridden pieces, autocast,
+        a continuous actor). Each compiles at its first call. Shapes are static
+        (``dynamic=False``): one graph per batch size. ``mode=None`` restores the eager
+        bodies; ``kwargs`` go to ``torch.compile`` (e.g. ``backend="aot_eager"``, which takes no
+        mode).
+
+        The step bodies never use CUDA graphs: a step's outputs are kept (for the backward,
+        or as the next step's input) past the next call, and a replayed CUDA graph would
+        overwrite them; ``"reduce-overhead"`` compiles them with ``"default"`` and
+        ``"max-autotune"`` with ``"max-autotune-no-cudagraphs"``. The fused steps take the
+        uniforms drawn once per scan, so they sample what the eager steps sample (up to the
+        compiler's rounding of the probabilities); the eager autograd bodies, compiled, draw
+        from the compiler's random stream (same distribution, different samples).
+        Returns ``self``.
 
         Example:
             >>> rssm = RSSM(action_dim=4, embed_dim=16, deter=32, hidden=32, stoch=4, classes=4)
@@ -354,13 +369,25 @@ class RSSM(nn.Module):
         """
         if mode is None:
             self._compiled_observe = self._compiled_imagine = None
+            self._compiled_scan_steps = self._compiled_rollout_step = None
             return self
+        from torchrl_dreamer.modules.rssm_imagine import _rollout_step
+        from torchrl_dreamer.modules.rssm_scan import _backward_step, _forward_step
+
         kwargs.setdefault("dynamic", False)
         if kwargs.get("backend", "inductor") == "inductor":  # modes are inductor's
-            kwargs["mode"] = mode
+            kwargs["mode"] = _STEP_MODES.get(mode, mode)
         self._compiled_observe = torch.compile(self._observe_body, **kwargs)
         self._compiled_imagine = torch.compile(self._imagine_body, **kwargs)
+        self._compiled_scan_steps = (torch.compile(_forward_step, **kwargs),
+                                     torch.compile(_backward_step, **kwargs))
+        self._compiled_rollout_step = torch.compile(_rollout_step, **kwargs)
         return self
+
+
+#: ``torch.compile`` modes for per-step bodies: the CUDA-graph modes without CUDA graphs
+#: (see :meth:`RSSM.compile_steps`)
+_STEP_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 
 
 def _own_pieces(obj: nn.Module, cls: type, names: tuple[str, ...]) -> bool:

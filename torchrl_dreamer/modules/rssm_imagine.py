@@ -29,9 +29,13 @@ Example:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from torchrl_dreamer.modules.functional import sample_categorical
 
 __all__ = ["fused_imagine", "uses_fused_imagine"]
 
@@ -42,8 +46,9 @@ def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bo
     :class:`~torchrl_dreamer.modules.heads.DreamerV3Actor` and the RSSM an
     :class:`~torchrl_dreamer.modules.rssm.RSSM`, neither overriding the pieces the rollout
     runs (``imagine``, ``_imagine_body``, ``_cell``; ``forward``, ``sample_action``) nor
-    swapping their modules, the imagination body is not compiled, no autocast is active and
-    the state is fp32/fp64. Otherwise the eager rollout runs, which calls those pieces."""
+    swapping their modules, no autocast is active and the state is fp32/fp64 (after
+    ``RSSM.compile_steps`` the rollout's step runs compiled). Otherwise the eager rollout
+    runs, which calls those pieces."""
     from torchrl_dreamer.modules.heads import DreamerV3Actor
     from torchrl_dreamer.modules.layers import MLP, LayerNormGRUCell
     from torchrl_dreamer.modules.rssm import RSSM, _LatentHead, _own_pieces, _plain_precision
@@ -60,28 +65,75 @@ def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bo
         and type(rssm.gru) is LayerNormGRUCell
         and type(rssm.prior) is _LatentHead
         and len(rssm.input_mlp) == 3
-        and rssm._compiled_imagine is None
         and _plain_precision(h)
     )
 
 
-def _mlp_weights(mlp: nn.Sequential) -> list[tuple[torch.Tensor, nn.LayerNorm]]:
-    """``(weight.t(), norm)`` per ``Linear -> LayerNorm -> SiLU`` block of an MLP."""
-    return [(mlp[i].weight.t(), mlp[i + 1]) for i in range(0, len(mlp), 3)]
-
-
-def _ln(x: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-
-
-def _sample_into(probs: torch.Tensor, u: torch.Tensor, out: torch.Tensor, unimix: float) -> None:
+def _sample_into(
+    probs: torch.Tensor, u: torch.Tensor, out: torch.Tensor | None, unimix: float
+) -> torch.Tensor:
     """Unimix ``probs`` (softmax output, in place) and scatter its inverse-CDF one-hot sample
-    for uniforms ``u`` ``[..., 1]`` into the zeroed ``out`` (as ``unimix_probs`` and
-    ``sample_categorical`` + ``one_hot`` compute them)."""
+    for uniforms ``u`` ``[..., 1]`` into the zeroed ``out`` (a fresh one if ``None``), as
+    ``unimix_probs`` and ``sample_categorical`` + ``one_hot`` compute them."""
     if unimix > 0:
         probs.mul_(1.0 - unimix).add_(unimix / probs.shape[-1])
-    idx = torch.searchsorted(probs[..., :-1].cumsum(-1), u)
-    out.scatter_(-1, idx, 1.0)
+    idx = sample_categorical(probs, u, keepdim=True)
+    if out is None:
+        out = torch.zeros_like(probs)
+    return out.scatter_(-1, idx, 1.0)
+
+
+class _RolloutWeights(NamedTuple):
+    """What a rollout step reads: the actor's ``(weight.t(), norm weight, norm bias, eps)`` per
+    hidden layer and its output layer, the RSSM's transposed weights (``RSSM._scan_weights``),
+    its three LayerNorms' ``(weight, bias, eps)`` and the prior's output bias."""
+
+    actor_layers: tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, float], ...]
+    actor_out_t: torch.Tensor
+    actor_out_b: torch.Tensor
+    in_t: torch.Tensor
+    gru_t: torch.Tensor
+    prior_t: torch.Tensor
+    prior_out_t: torch.Tensor
+    prior_out_b: torch.Tensor
+    norms: tuple[tuple[torch.Tensor, torch.Tensor, float], ...]
+
+
+def _ln(x: torch.Tensor, norm: tuple[torch.Tensor, torch.Tensor, float]) -> torch.Tensor:
+    return F.layer_norm(x, (x.shape[-1],), norm[0], norm[1], norm[2])
+
+
+def _rollout_step(latent, z, h, u_action, u_latent, outs, w: _RolloutWeights, consts):
+    """One imagined step from ``latent = [z, h]``: the actor's sample, then the dynamics.
+
+    ``outs``: ``(action, h, z one-hot)`` buffers to write into (eager: views of the rollout's
+    output buffers, so nothing is copied), or ``None`` (a compiled step, whose outputs must not
+    alias its inputs): then returns ``(action, next latent)`` as fresh tensors.
+    """
+    stoch, classes, actor_unimix, unimix = consts
+    n = latent.shape[0]
+    action_out, h_out, z_out = (None, None, None) if outs is None else outs
+    in_norm, gru_norm, prior_norm = w.norms
+    # the actor's sample (DreamerV3Actor.sample_action)
+    x = latent
+    for weight_t, ln_w, ln_b, eps in w.actor_layers:
+        x = F.silu(_ln(x @ weight_t, (ln_w, ln_b, eps)), inplace=True)
+    probs = torch.addmm(w.actor_out_b, x, w.actor_out_t).softmax(-1)
+    action = _sample_into(probs, u_action, action_out, actor_unimix)
+    # the dynamics step (RSSM._imagine_body)
+    x = torch.cat([z, action], -1) @ w.in_t
+    x = F.silu(_ln(x, in_norm), inplace=True)
+    parts = _ln(torch.cat([x, h], -1) @ w.gru_t, gru_norm)
+    reset, cand, update = parts.chunk(3, -1)
+    cand = torch.tanh(torch.sigmoid(reset) * cand)
+    update = torch.sigmoid(update - 1.0)
+    h = torch.lerp(h, cand, update) if h_out is None else torch.lerp(h, cand, update, out=h_out)
+    y = F.silu(_ln(h @ w.prior_t, prior_norm), inplace=True)
+    probs = torch.addmm(w.prior_out_b, y, w.prior_out_t).view(n, stoch, classes).softmax(-1)
+    z = _sample_into(probs, u_latent, z_out, unimix)
+    if outs is None:
+        return action, torch.cat([z.view(n, -1), h], -1)
+    return action, None
 
 
 @torch.no_grad()
@@ -99,45 +151,45 @@ def fused_imagine(
 
     Returns:
         ``latents [H+1, N, S*C + D]`` (``[z, h]``) and one-hot ``actions [H, N, A]``.
+
+    After :meth:`RSSM.compile_steps <torchrl_dreamer.modules.rssm.RSSM.compile_steps>` the
+    step runs compiled (same uniforms, so the same samples up to the compiler's rounding).
     """
     n, sc = z.shape
     d = h.shape[-1]
     s, c = rssm.stoch, rssm.classes
     a_dim = actor.action_dim
     dtype = h.dtype
-    w = rssm._scan_weights()
-    actor_layers = _mlp_weights(actor.net)
-    actor_out_t = actor.out.weight.t()
-    in_norm = rssm.input_mlp[1]
-    gru_norm = rssm.gru.norm
-    prior_norm = rssm.prior.norm
+    sw = rssm._scan_weights()
+    norm = lambda m: (m.weight, m.bias, m.eps)  # noqa: E731
+    w = _RolloutWeights(
+        tuple((actor.net[i].weight.t(), *norm(actor.net[i + 1])) for i in range(0, len(actor.net), 3)),
+        actor.out.weight.t(), actor.out.bias, sw.in_t, sw.gru_t, sw.prior_t, sw.prior_out_t,
+        rssm.prior.out.bias, (norm(rssm.input_mlp[1]), norm(rssm.gru.norm), norm(rssm.prior.norm)),
+    )
+    consts = (s, c, float(actor.unimix), float(rssm.unimix))
+    step = rssm._compiled_rollout_step
+    # every step's uniforms in one draw: the action's N, then the latent's N x S
+    uniforms = torch.rand(horizon, n * (1 + s), dtype=dtype, device=h.device)
+    u_actions = uniforms[:, :n].unsqueeze(-1).unbind(0)
+    u_latents = uniforms[:, n:].unflatten(-1, (n, s, 1)).unbind(0)
+    if step is not None:  # compiled: fresh outputs each step, stacked at the end
+        latent = torch.cat([z, h], -1)
+        latents, actions = [latent], []
+        for t in range(horizon):
+            action, latent = step(latent, latent[:, :sc], latent[:, sc:], u_actions[t],
+                                  u_latents[t], None, w, consts)
+            latents.append(latent)
+            actions.append(action)
+        return torch.stack(latents, 0), torch.stack(actions, 0)
     latents = torch.zeros(horizon + 1, n, sc + d, dtype=dtype, device=h.device)
     latents[0, :, :sc] = z
     latents[0, :, sc:] = h
     actions = torch.zeros(horizon, n, a_dim, dtype=dtype, device=h.device)
-    # every step's uniforms in one draw: the action's N, then the latent's N x S
-    uniforms = torch.rand(horizon, n * (1 + s), dtype=dtype, device=h.device)
     # per-step views, taken once (each view is a dispatched op too)
     lat_z, lat_h = latents[..., :sc], latents[..., sc:]
     zs, z_onehots, hs = lat_z.unbind(0), lat_z.unflatten(-1, (s, c)).unbind(0), lat_h.unbind(0)
-    u_actions = uniforms[:, :n].unsqueeze(-1).unbind(0)
-    u_latents = uniforms[:, n:].unflatten(-1, (n, s, 1)).unbind(0)
     for t, (latent, action) in enumerate(zip(latents.unbind(0), actions.unbind(0))):
-        # the actor's sample (DreamerV3Actor.sample_action)
-        x = latent
-        for weight_t, norm in actor_layers:
-            x = F.silu(_ln(x @ weight_t, norm), inplace=True)
-        probs = torch.addmm(actor.out.bias, x, actor_out_t).softmax(-1)
-        _sample_into(probs, u_actions[t], action, actor.unimix)
-        # the dynamics step (RSSM._imagine_body)
-        x = torch.cat([zs[t], action], -1) @ w.in_t
-        x = F.silu(_ln(x, in_norm), inplace=True)
-        parts = _ln(torch.cat([x, hs[t]], -1) @ w.gru_t, gru_norm)
-        reset, cand, update = parts.chunk(3, -1)
-        cand = torch.tanh(torch.sigmoid(reset) * cand)
-        update = torch.sigmoid(update - 1.0)
-        h = torch.lerp(hs[t], cand, update, out=hs[t + 1])
-        y = F.silu(_ln(h @ w.prior_t, prior_norm), inplace=True)
-        probs = torch.addmm(rssm.prior.out.bias, y, w.prior_out_t).view(n, s, c).softmax(-1)
-        _sample_into(probs, u_latents[t], z_onehots[t + 1], rssm.unimix)
+        _rollout_step(latent, zs[t], hs[t], u_actions[t], u_latents[t],
+                      (action, hs[t + 1], z_onehots[t + 1]), w, consts)
     return latents, actions

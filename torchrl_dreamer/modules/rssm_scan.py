@@ -31,6 +31,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
 
@@ -77,6 +79,7 @@ def fused_observe_scan(
         post.out.weight, post.out.bias,
         (rssm.stoch, rssm.classes, float(rssm.unimix), float(ln1.eps), float(gru.norm.eps),
          float(post.norm.eps)),
+        rssm._compiled_scan_steps or (_forward_step, _backward_step),
     )
 
 
@@ -85,66 +88,165 @@ def _flat(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1, x.shape[-1])
 
 
+class _StepWeights(NamedTuple):
+    """What a posterior step reads: the weights (transposed once per scan) and LayerNorm
+    parameters of the input MLP (``in``), the GRU (``gru``; its update-gate bias shifted by
+    -1) and the posterior head (``post``, ``out``), and the unimix floor ``[B, S, C]``."""
+
+    in_z_t: torch.Tensor
+    ln1_w: torch.Tensor
+    ln1_b: torch.Tensor
+    gru_t: torch.Tensor
+    ln2_w: torch.Tensor
+    ln2_b_u: torch.Tensor
+    post_h_t: torch.Tensor
+    ln3_w: torch.Tensor
+    ln3_b: torch.Tensor
+    out_t: torch.Tensor
+    out_b: torch.Tensor
+    floor: torch.Tensor
+
+
+#: the per-step values :func:`_forward_step` returns for the backward, in order
+_SAVED = ("zin", "x1", "n1", "m1", "r1", "xh", "g", "m2", "r2", "r", "pc", "c", "u", "h", "y1",
+          "n3", "m3", "r3", "y2", "soft")
+
+
+def _forward_step(h, z, keep_t, hr_t, zr_t, a_t, e_t, u_t, z_out, w: _StepWeights, consts):
+    """One posterior step without a graph: ``(h, z, probs, saved)`` (``saved``: the
+    :data:`_SAVED` values). ``z_out``: the zeroed ``[B, S, C]`` buffer the one-hot sample is
+    scattered into (eager), or ``None`` to return a fresh one (a compiled step, whose outputs
+    must not alias its inputs)."""
+    stoch, classes, unimix, eps1, eps2, eps3 = consts
+    B = h.shape[0]
+    hin = torch.addcmul(hr_t, h, keep_t)
+    zin = torch.addcmul(zr_t, z, keep_t)
+    x1 = torch.addmm(a_t, zin, w.in_z_t)
+    n1, m1, r1 = _aten.native_layer_norm(x1, [x1.shape[-1]], w.ln1_w, w.ln1_b, eps1)
+    xh = torch.cat([torch.nn.functional.silu(n1), hin], -1)
+    g = xh @ w.gru_t
+    n2, m2, r2 = _aten.native_layer_norm(g, [g.shape[-1]], w.ln2_w, w.ln2_b_u, eps2)
+    pr, pc, pu = n2.chunk(3, -1)
+    r = torch.sigmoid(pr)
+    c = torch.tanh(r * pc)
+    u = torch.sigmoid(pu)
+    h = torch.lerp(hin, c, u)
+    y1 = torch.addmm(e_t, h, w.post_h_t)
+    n3, m3, r3 = _aten.native_layer_norm(y1, [y1.shape[-1]], w.ln3_w, w.ln3_b, eps3)
+    y2 = torch.nn.functional.silu(n3)
+    logits = torch.addmm(w.out_b, y2, w.out_t).view(-1, stoch, classes)
+    soft = logits.softmax(-1)
+    probs = torch.add(w.floor, soft, alpha=1.0 - unimix)
+    idx = sample_categorical(probs, u_t, keepdim=True)
+    if z_out is None:
+        z_out = torch.zeros_like(probs)
+    z = z_out.scatter_(-1, idx, 1.0).view(B, -1)
+    saved = (zin, x1, n1, m1, r1, xh, g, m2, r2, r, pc, c, u, h, y1, n3, m3, r3, y2, soft)
+    return h, z, probs, saved
+
+
+def _backward_step(gh, gp, gh_prev, gp_prev, keep_t, keep3_t, p, dn2, w: _BackWeights,
+                   consts):
+    """One posterior step back: the gradients reaching step ``t``'s ``h`` (``gh``) and
+    probabilities (``gp``) to those of its internals, and through the reset mix to step
+    ``t - 1``'s ``h`` and ``z`` (plus their own ``gh_prev`` / ``gp_prev``). ``p``: step ``t``'s
+    :data:`_SAVED` values and its GRU input ``hin``. ``dn2``: the ``[B, 3D]`` buffer the
+    GRU-norm gradient is written into (eager), or ``None`` to concatenate a fresh one
+    (compiled). Returns ``(gh_prev, gp_prev, dl, dn3, dy1, dg, dn1, dx1, dhin, dzin, dn2)``."""
+    stoch, classes, unimix, _, _, _ = consts
+    B, D = gh.shape
+    H = w.ln1_w.shape[0]
+    dl = _aten._softmax_backward_data(gp, p["soft"], -1, gp.dtype).view(B, -1)
+    dn3 = _aten.silu_backward(dl @ w.out_s, p["n3"])
+    dy1 = _aten.native_layer_norm_backward(
+        dn3, p["y1"], [H], p["m3"], p["r3"], w.ln3_w, w.ln3_b, [True, False, False])[0]
+    dht = torch.addmm(gh, dy1, w.post_h)
+    hin, c, u, r, pc = p["hin"], p["c"], p["u"], p["r"], p["pc"]
+    dc = dht * u
+    du = dht * (c - hin)
+    dhin = dht - dc
+    dct = _aten.tanh_backward(dc, c)
+    if dn2 is None:
+        dn2 = torch.cat([_aten.sigmoid_backward(dct * pc, r), dct * r,
+                         _aten.sigmoid_backward(du, u)], -1)
+    else:
+        _aten.sigmoid_backward.grad_input(dct * pc, r, grad_input=dn2[:, :D])
+        torch.mul(dct, r, out=dn2[:, D : 2 * D])
+        _aten.sigmoid_backward.grad_input(du, u, grad_input=dn2[:, 2 * D :])
+    dg = _aten.native_layer_norm_backward(
+        dn2, p["g"], [3 * D], p["m2"], p["r2"], w.ln2_w, w.ln2_b_u, [True, False, False])[0]
+    dxh = dg @ w.gru
+    dhin = dhin + dxh[:, H:]
+    dn1 = _aten.silu_backward(dxh[:, :H], p["n1"])
+    dx1 = _aten.native_layer_norm_backward(
+        dn1, p["x1"], [H], p["m1"], p["r1"], w.ln1_w, w.ln1_b, [True, False, False])[0]
+    dzin = dx1 @ w.in_z
+    gh_prev = torch.addcmul(gh_prev, dhin, keep_t)
+    gp_prev = torch.addcmul(gp_prev, dzin.view(B, stoch, classes), keep3_t)
+    return gh_prev, gp_prev, dl, dn3, dy1, dg, dn1, dx1, dhin, dzin, dn2
+
+
+class _BackWeights(NamedTuple):
+    """What a backward step reads: the untransposed weights (the posterior output's scaled by
+    ``1 - unimix``, the softmax-to-probabilities factor) and the LayerNorm parameters."""
+
+    out_s: torch.Tensor
+    post_h: torch.Tensor
+    gru: torch.Tensor
+    in_z: torch.Tensor
+    ln1_w: torch.Tensor
+    ln1_b: torch.Tensor
+    ln2_w: torch.Tensor
+    ln2_b_u: torch.Tensor
+    ln3_w: torch.Tensor
+    ln3_b: torch.Tensor
+
+
 class _ObserveScan(torch.autograd.Function):
     """Forward: the eager scan without a graph. Backward: state gradients step by step in
-    reverse, weight gradients batched over the sequence."""
+    reverse, weight gradients batched over the sequence. ``steps``: the ``(forward, backward)``
+    step functions (:func:`_forward_step`, :func:`_backward_step` or compiled versions)."""
 
     @staticmethod
     def forward(ctx, h, z, keep, h_reset, z_reset, a_proj, e_proj, w_in_z, ln1_w, ln1_b,
-                w_gru, ln2_w, ln2_b, w_post_h, ln3_w, ln3_b, w_out, b_out, consts):
-        stoch, classes, unimix, eps1, eps2, eps3 = consts
+                w_gru, ln2_w, ln2_b, w_post_h, ln3_w, ln3_b, w_out, b_out, consts, steps):
+        stoch, classes, unimix = consts[:3]
         deter = h.shape[-1]
+        compiled = steps[0] is not _forward_step
         # sigmoid(u - 1) of the GRU's update gate: the -1 folded into the norm's bias
         shift = torch.zeros_like(ln2_b)
         shift[2 * deter :] = 1.0
         ln2_b_u = ln2_b - shift
-        w_in_z_t, w_gru_t, w_post_h_t, w_out_t = w_in_z.t(), w_gru.t(), w_post_h.t(), w_out.t()
         floor = torch.full((h.shape[0], stoch, classes), unimix / classes, dtype=h.dtype,
                            device=h.device)
-        # what the backward reads (the GRU input h is xh's second half)
-        names = ("zin", "x1", "n1", "m1", "r1", "xh", "g", "m2", "r2", "r", "pc", "c", "u", "h",
-                 "y1", "n3", "m3", "r3", "y2", "soft")
-        saved: dict[str, list[torch.Tensor]] = {k: [] for k in names}
+        w = _StepWeights(w_in_z.t(), ln1_w, ln1_b, w_gru.t(), ln2_w, ln2_b_u, w_post_h.t(),
+                         ln3_w, ln3_b, w_out.t(), b_out, floor)
+        saved: list[list[torch.Tensor]] = [[] for _ in _SAVED]
         probs_steps = []
         T, B = a_proj.shape[:2]
         # every step's uniforms in one draw (on a CPU the same numbers, in the same order, as
-        # one draw of sample_categorical per step) and the one-hots scattered into one buffer
+        # one draw of sample_categorical per step); eager steps scatter the one-hots into one
+        # buffer, compiled ones return theirs
         uniforms = torch.rand(T, B, stoch, 1, dtype=h.dtype, device=h.device)
         z_all = torch.zeros(T, B, stoch, classes, dtype=h.dtype, device=h.device)
+        z_outs = [None] * T if compiled else z_all.unbind(0)
+        z_steps = []
         for keep_t, hr_t, zr_t, a_t, e_t, u_t, z_t in zip(
             keep.unbind(0), h_reset.unbind(0), z_reset.unbind(0), a_proj.unbind(0),
-            e_proj.unbind(0), uniforms.unbind(0), z_all.unbind(0),
+            e_proj.unbind(0), uniforms.unbind(0), z_outs,
         ):
-            hin = torch.addcmul(hr_t, h, keep_t)
-            zin = torch.addcmul(zr_t, z, keep_t)
-            x1 = torch.addmm(a_t, zin, w_in_z_t)
-            n1, m1, r1 = _aten.native_layer_norm(x1, [x1.shape[-1]], ln1_w, ln1_b, eps1)
-            xh = torch.cat([torch.nn.functional.silu(n1), hin], -1)
-            g = xh @ w_gru_t
-            n2, m2, r2 = _aten.native_layer_norm(g, [g.shape[-1]], ln2_w, ln2_b_u, eps2)
-            pr, pc, pu = n2.chunk(3, -1)
-            r = torch.sigmoid(pr)
-            c = torch.tanh(r * pc)
-            u = torch.sigmoid(pu)
-            h = torch.lerp(hin, c, u)
-            y1 = torch.addmm(e_t, h, w_post_h_t)
-            n3, m3, r3 = _aten.native_layer_norm(y1, [y1.shape[-1]], ln3_w, ln3_b, eps3)
-            y2 = torch.nn.functional.silu(n3)
-            logits = torch.addmm(b_out, y2, w_out_t).view(-1, stoch, classes)
-            soft = logits.softmax(-1)
-            probs = torch.add(floor, soft, alpha=1.0 - unimix)
-            idx = sample_categorical(probs, u_t)
-            z = z_t.scatter_(-1, idx.unsqueeze(-1), 1.0).view(B, -1)
-            for k, v in zip(names, (zin, x1, n1, m1, r1, xh, g, m2, r2, r, pc, c, u, h, y1, n3,
-                                    m3, r3, y2, soft)):
-                saved[k].append(v)
+            h, z, probs, step_saved = steps[0](h, z, keep_t, hr_t, zr_t, a_t, e_t, u_t, z_t, w,
+                                               consts)
+            for lst, v in zip(saved, step_saved):
+                lst.append(v)
             probs_steps.append(probs)
-        h_all = torch.stack(saved["h"], 0)
-        z_all = z_all.view(T, B, -1)
+            z_steps.append(z)
+        stacked = {k: torch.stack(v, 0) for k, v in zip(_SAVED, saved)}
+        h_all = stacked.pop("h")
+        z_all = torch.stack(z_steps, 0) if compiled else z_all.view(T, B, -1)
         probs_all = torch.stack(probs_steps, 0)
-        ctx.consts = consts
+        ctx.consts, ctx.steps = consts, steps
         if any(ctx.needs_input_grad):
-            stacked = {k: torch.stack(v, 0) for k, v in saved.items() if k != "h"}
             ctx.names = tuple(stacked)
             ctx.save_for_backward(
                 keep, w_in_z, ln1_w, ln1_b, w_gru, ln2_w, ln2_b_u, w_post_h, ln3_w, ln3_b, w_out,
@@ -154,59 +256,42 @@ class _ObserveScan(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g_h, g_z, g_probs):
-        stoch, classes, unimix, _, _, _ = ctx.consts
+        consts, steps = ctx.consts, ctx.steps
+        stoch, classes, unimix = consts[:3]
+        compiled = steps[1] is not _backward_step
         (keep, w_in_z, ln1_w, ln1_b, w_gru, ln2_w, ln2_b_u, w_post_h, ln3_w, ln3_b, w_out,
          b_out, h_all, *rest) = ctx.saved_tensors
         s = dict(zip(ctx.names, rest))
         T, B, D = h_all.shape
         H = s["x1"].shape[-1]
         # straight-through: z's gradient goes to the probabilities; unimix scales softmax's
-        w_out_s = w_out * (1.0 - unimix)
+        w = _BackWeights(w_out * (1.0 - unimix), w_post_h, w_gru, w_in_z, ln1_w, ln1_b, ln2_w,
+                         ln2_b_u, ln3_w, ln3_b)
         g_p = (g_probs + g_z.view_as(g_probs)).unbind(0)
         g_h = g_h.unbind(0)
         per_t = {k: v.unbind(0) for k, v in s.items()}
         per_t["hin"] = s["xh"][..., H:].unbind(0)  # the GRU's input state: xh's second half
-        keep_t = keep.unbind(0)
-        d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin = ([] for _ in range(8))
-        # the GRU norm's output gradient, written in place by its three gate parts
+        keep_t, keep3_t = keep.unbind(0), keep.unsqueeze(-1).unbind(0)
+        grads: list[list[torch.Tensor]] = [[] for _ in range(8)]
+        # the GRU norm's output gradient, written in place by its three gate parts (eager)
         d_n2 = torch.empty_like(s["g"])
-        d_n2_t = d_n2.unbind(0)
+        d_n2_t = [None] * T if compiled else d_n2.unbind(0)
+        dn2_steps = []
         gh, gp = g_h[T - 1], g_p[T - 1]  # gradients reaching step t's h and probabilities
+        zero_h, zero_p = torch.zeros_like(gh), torch.zeros_like(gp)
         for t in range(T - 1, -1, -1):
             p = {k: v[t] for k, v in per_t.items()}  # the saved values of step t
-            dl = _aten._softmax_backward_data(gp, p["soft"], -1, gp.dtype).view(B, -1)
-            dn3 = _aten.silu_backward(dl @ w_out_s, p["n3"])
-            dy1 = _aten.native_layer_norm_backward(
-                dn3, p["y1"], [H], p["m3"], p["r3"], ln3_w, ln3_b, [True, False, False])[0]
-            dht = torch.addmm(gh, dy1, w_post_h)
-            hin, c, u, r, pc = p["hin"], p["c"], p["u"], p["r"], p["pc"]
-            dc = dht * u
-            du = dht * (c - hin)
-            dhin = dht - dc
-            dct = _aten.tanh_backward(dc, c)
-            dn2 = d_n2_t[t]
-            _aten.sigmoid_backward.grad_input(dct * pc, r, grad_input=dn2[:, :D])
-            torch.mul(dct, r, out=dn2[:, D : 2 * D])
-            _aten.sigmoid_backward.grad_input(du, u, grad_input=dn2[:, 2 * D :])
-            dg = _aten.native_layer_norm_backward(
-                dn2, p["g"], [3 * D], p["m2"], p["r2"], ln2_w, ln2_b_u, [True, False, False])[0]
-            dxh = dg @ w_gru
-            dhin = dhin + dxh[:, H:]
-            dn1 = _aten.silu_backward(dxh[:, :H], p["n1"])
-            dx1 = _aten.native_layer_norm_backward(
-                dn1, p["x1"], [H], p["m1"], p["r1"], ln1_w, ln1_b, [True, False, False])[0]
-            dzin = dx1 @ w_in_z
-            if t > 0:  # through the reset mix into step t - 1's outputs
-                gh = torch.addcmul(g_h[t - 1], dhin, keep_t[t])
-                gp = torch.addcmul(g_p[t - 1], dzin.view(B, stoch, classes),
-                                   keep_t[t].unsqueeze(-1))
-            for lst, v in zip((d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin),
-                              (dl, dn3, dy1, dg, dn1, dx1, dhin, dzin)):
+            prev = (g_h[t - 1], g_p[t - 1]) if t > 0 else (zero_h, zero_p)
+            gh, gp, *step_grads, dn2 = steps[1](gh, gp, *prev, keep_t[t], keep3_t[t], p,
+                                                d_n2_t[t], w, consts)
+            for lst, v in zip(grads, step_grads):
                 lst.append(v)
-        dh, dz = dhin * keep_t[0], dzin * keep_t[0]  # into the state before step 0
+            dn2_steps.append(dn2)
+        dh, dz = gh, gp.view(B, -1)  # into the state before step 0 (through its reset mix)
         rev = lambda lst: torch.stack(lst[::-1], 0)  # noqa: E731 -- steps back in time order
-        d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin = map(
-            rev, (d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin))
+        d_logits, d_n3, d_y1, d_g, d_n1, d_x1, d_hin, d_zin = map(rev, grads)
+        if compiled:
+            d_n2 = rev(dn2_steps)
         need = ctx.needs_input_grad
         g_ln1 = _ln_params(d_n1, s["x1"], s["m1"], s["r1"], ln1_w, ln1_b) if need[8] else (None,) * 2
         g_ln2 = _ln_params(d_n2, s["g"], s["m2"], s["r2"], ln2_w, ln2_b_u) if need[11] else (None,) * 2
@@ -228,6 +313,7 @@ class _ObserveScan(torch.autograd.Function):
             *g_ln3,
             (dl_flat.t() @ _flat(s["y2"])) * (1.0 - unimix),
             dl_flat.sum(0) * (1.0 - unimix),
+            None,
             None,
         )
 

@@ -1,0 +1,54 @@
+"""The launch counter of benchmarks/learner.py (the figure the learner's launch goal is read from)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "learner.py"
+
+
+def _bench():
+    saved = list(sys.path)
+    try:  # the script edits sys.path at import (to measure the tree it lives in)
+        spec = importlib.util.spec_from_file_location("bench_learner", _PATH)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
+    return module
+
+
+def test_count_launches_counts_kernels_not_views_allocations_or_wrappers():
+    bench = _bench()
+    w, b = torch.randn(4, 3), torch.randn(4)
+
+    def update(x):
+        y = torch.nn.functional.linear(x, w, b)  # linear -> t (view) + addmm: 1 kernel
+        y = y.view(-1).unsqueeze(0).to(torch.float32)  # views and a no-op conversion: none
+        z = torch.cat([y, y], 0)  # allocates inside: still 1
+        return z.softmax(-1).sum()  # 2
+
+    assert bench.count_launches(update, torch.randn(5, 3)) == 4
+    assert bench.count_ops(update, torch.randn(5, 3))[1] >= 4
+
+
+def test_count_launches_sees_the_kernels_of_compiled_code(monkeypatch):
+    import torch._inductor.config as inductor_config
+
+    bench = _bench()
+    monkeypatch.setattr(inductor_config.cpp, "enable_kernel_profile", False)  # restored after
+    bench._trace_compiled_kernels()
+
+    def body(x):
+        return (torch.sigmoid(x) * x + 1.0).tanh().sum(-1)
+
+    compiled = torch.compile(body, dynamic=False)
+    x = torch.randn(8, 16)
+    torch.testing.assert_close(compiled(x), body(x))
+    eager, fused = bench.count_launches(body, x), bench.count_launches(compiled, x)
+    assert eager == 5  # sigmoid, mul, add, tanh, sum
+    assert 1 <= fused < eager  # the compiler's fused kernel(s), each counted
