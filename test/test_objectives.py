@@ -571,6 +571,25 @@ def test_capture_on_cpu_warns_once_and_matches_the_eager_learner():
         captured.update(_batch(T=4))
 
 
+def test_compiled_learner_updates_like_the_eager_one():
+    """``compile="default"`` on a CPU: the fused scan and rollout run their compiled steps (same
+    uniforms, so the same samples), and three updates end where the eager learner's end."""
+    cfg = DreamerV3LossConfig().with_(horizon=3)
+    plain = DreamerV3Learner(*_agent(), cfg)
+    compiled = DreamerV3Learner(*_agent(), cfg, compile="default")
+    rssm = compiled.world_model.rssm
+    assert rssm._compiled_scan_steps is not None and rssm._compiled_rollout_step is not None
+    for seed in range(3):
+        torch.manual_seed(seed)
+        m_plain = plain.update(_batch(seed=seed))
+        torch.manual_seed(seed)
+        m_comp = compiled.update(_batch(seed=seed))
+        for key in m_plain.keys():
+            torch.testing.assert_close(m_comp[key], m_plain[key], rtol=1e-4, atol=1e-5, msg=key)
+    for a, b in zip(plain.parameters(), compiled.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_compile_and_capture_fallbacks_are_one_warning_or_strict_errors():
     cfg = DreamerV3LossConfig().with_(horizon=3)
     with pytest.raises(RuntimeError, match="strict=True"):
