@@ -526,3 +526,27 @@ def test_image_decoder_subpixel_output_layer_matches_the_conv_transpose(shape, s
         torch.testing.assert_close(grads[0][k], grads[1][k], rtol=1e-4, atol=1e-4, msg=k)
     # an output stage with output_padding (odd height) keeps the ConvT
     assert not ImageDecoder(8, (1, 71, 80), mult=2).subpixel
+
+
+@pytest.mark.parametrize("stem", ["space_to_depth", "conv"])
+def test_image_decoder_subpixel_under_bf16_autocast_matches_the_conv_transpose(stem):
+    """Under autocast the sub-pixel layer computes in bf16 like the ConvT it replaces, and its
+    hand-written backward returns each gradient in its parameter's dtype."""
+    torch.manual_seed(0)
+    dec = ImageDecoder(24, (1, 72, 80), mult=4, stem=stem)
+    latent, target = torch.randn(3, 2, 24), torch.randn(3, 2, 1, 72, 80)
+    outs, grads = [], []
+    for subpixel in (True, False):
+        dec.subpixel = subpixel
+        dec.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = dec(latent)
+        ((out.float() - target) ** 2).sum().backward()
+        outs.append(out.detach().float())
+        grads.append({k: p.grad for k, p in dec.named_parameters()})
+    assert all(g.dtype == torch.float32 for g in grads[0].values())
+    torch.testing.assert_close(outs[0], outs[1], rtol=2e-2, atol=2e-2)
+    for k in grads[1]:
+        scale = grads[1][k].abs().max().item() + 1e-6
+        torch.testing.assert_close(grads[0][k] / scale, grads[1][k] / scale, rtol=0, atol=3e-2,
+                                   msg=k)

@@ -437,13 +437,25 @@ def test_learner_accepts_int_actions_with_trailing_dim_and_one_hot():
     assert torch.isfinite(learner.update(td)["loss_world_model"])
 
 
-def test_learner_autocast_bf16_runs():
-    wm, actor, critic = _agent()
+@pytest.mark.parametrize("pixels", [False, True])
+def test_learner_autocast_bf16_runs(pixels):
+    """Also with an image decoder, whose sub-pixel output layer has a hand-written backward."""
+    obs = {"pix": ("image", (1, 16, 16))} if pixels else None
+    wm, actor, critic = _agent(obs=obs)
+    if pixels:
+        assert wm.decoders["pix"].subpixel
     learner = DreamerV3Learner(
         wm, actor, critic, DreamerV3LossConfig().with_(horizon=2), autocast_dtype=torch.bfloat16
     )
-    m = learner.update(_batch())
-    assert torch.isfinite(m["loss_world_model"]) and m["loss_world_model"].dtype == torch.float32
+    td = _batch()
+    if pixels:
+        g = torch.Generator().manual_seed(0)
+        td = td.exclude("obs")
+        td["pix"] = torch.randint(0, 256, (6, 3, 1, 16, 16), generator=g, dtype=torch.uint8)
+    for _ in range(2):
+        m = learner.update(td)
+        assert torch.isfinite(m["loss_world_model"]) and m["loss_world_model"].dtype == torch.float32
+    assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in wm.parameters())
 
 
 def test_overfit_one_batch_world_model_loss_halves():

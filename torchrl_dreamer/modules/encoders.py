@@ -387,14 +387,24 @@ class ImageDecoder(nn.Module):
 
 class _SubpixelConvT(torch.autograd.Function):
     """``ConvT(k4, s2, p1)`` (+ 2x2 depth-to-space for ``block`` 4): sub-pixel 3x3 conv
-    forward, the transposed convolution's backward."""
+    forward, the transposed convolution's backward.
+
+    Under autocast both run in the autocast dtype, as the convolutions they replace would (the
+    backward is not an autocast op, so the cast is done here); gradients come back in each
+    input's own dtype.
+    """
 
     @staticmethod
     def forward(ctx, x, weight, bias, index, bias_index, block):  # noqa: D102
-        flat = F.pad(weight.reshape(-1), (0, 1))  # the last entry is the zero tap
-        k = flat.index_select(0, index.reshape(-1)).view(index.shape)
-        b = None if bias is None else bias.index_select(0, bias_index)
-        y = F.conv2d(x, k.contiguous(memory_format=torch.channels_last), b, 1, 1)
+        device = x.device.type
+        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+        ctx.dtypes = (x.dtype, weight.dtype, None if bias is None else bias.dtype)
+        with torch.autocast(device, enabled=False):
+            x, weight = x.to(dtype), weight.to(dtype)
+            flat = F.pad(weight.reshape(-1), (0, 1))  # the last entry is the zero tap
+            k = flat.index_select(0, index.reshape(-1)).view(index.shape)
+            b = None if bias is None else bias.to(dtype).index_select(0, bias_index)
+            y = F.conv2d(x, k.contiguous(memory_format=torch.channels_last), b, 1, 1)
         ctx.save_for_backward(x, weight)
         ctx.block, ctx.has_bias = block, bias is not None
         return _depth_to_space(y, block)
@@ -409,10 +419,11 @@ class _SubpixelConvT(torch.autograd.Function):
             grad = grad.contiguous(memory_format=torch.channels_last)
         need = ctx.needs_input_grad
         gx, gw, gb = torch.ops.aten.convolution_backward(
-            grad, x, weight, [weight.shape[1]] if ctx.has_bias else None, [2, 2], [1, 1],
-            [1, 1], True, [0, 0], 1, [need[0], need[1], need[2] and ctx.has_bias],
+            grad.to(x.dtype), x, weight, [weight.shape[1]] if ctx.has_bias else None, [2, 2],
+            [1, 1], [1, 1], True, [0, 0], 1, [need[0], need[1], need[2] and ctx.has_bias],
         )
-        return gx, gw, gb, None, None, None
+        back = [g if g is None else g.to(dt) for g, dt in zip((gx, gw, gb), ctx.dtypes)]
+        return *back, None, None, None
 
 
 # ConvT(k4, s2, p1): output row 2i + a reads input rows i + dy through kernel row k
