@@ -560,6 +560,20 @@ def test_slow_critic_restored_from_state_dict_is_not_hard_copied_again():
 
 
 # ---------------------------------------------------------------- compile / capture
+def _assert_same_updates(learner, reference, rtol: float, atol: float, updates: int = 3):
+    """``updates`` updates on the same batches and seeds give ``reference``'s metrics and end at
+    its parameters."""
+    for seed in range(updates):
+        torch.manual_seed(seed)
+        want = reference.update(_batch(seed=seed))
+        torch.manual_seed(seed)
+        got = learner.update(_batch(seed=seed))
+        for key in want.keys():
+            torch.testing.assert_close(got[key], want[key], rtol=rtol, atol=atol, msg=key)
+    for a, b in zip(learner.parameters(), reference.parameters()):
+        torch.testing.assert_close(a, b, rtol=rtol, atol=atol)
+
+
 def test_capture_on_cpu_warns_once_and_matches_the_eager_learner():
     cfg = DreamerV3LossConfig().with_(horizon=3)
     plain = DreamerV3Learner(*_agent(), cfg)
@@ -569,15 +583,7 @@ def test_capture_on_cpu_warns_once_and_matches_the_eager_learner():
     assert (captured.compile_mode, captured.capture) == (None, True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no further warning per update
-        for seed in range(3):
-            torch.manual_seed(seed)
-            m_plain = plain.update(_batch(seed=seed))
-            torch.manual_seed(seed)
-            m_cap = captured.update(_batch(seed=seed))
-            for key in m_plain.keys():
-                torch.testing.assert_close(m_cap[key], m_plain[key], rtol=0, atol=0)
-    for a, b in zip(plain.parameters(), captured.parameters()):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
+        _assert_same_updates(captured, plain, rtol=0, atol=0)
     # the static buffers are reused: another batch shape is refused, naming the keys
     with pytest.raises(ValueError, match="capture=True needs every batch"):
         captured.update(_batch(T=4))
@@ -591,15 +597,7 @@ def test_compiled_learner_updates_like_the_eager_one():
     compiled = DreamerV3Learner(*_agent(), cfg, compile="default")
     rssm = compiled.world_model.rssm
     assert rssm._compiled_scan_steps is not None and rssm._compiled_rollout_step is not None
-    for seed in range(3):
-        torch.manual_seed(seed)
-        m_plain = plain.update(_batch(seed=seed))
-        torch.manual_seed(seed)
-        m_comp = compiled.update(_batch(seed=seed))
-        for key in m_plain.keys():
-            torch.testing.assert_close(m_comp[key], m_plain[key], rtol=1e-4, atol=1e-5, msg=key)
-    for a, b in zip(plain.parameters(), compiled.parameters()):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    _assert_same_updates(compiled, plain, rtol=1e-4, atol=1e-5)
 
 
 def test_compile_and_capture_fallbacks_are_one_warning_or_strict_errors():

@@ -20,6 +20,12 @@ autograd through the eager scan. The straight-through sample is returned as the 
 (the eager path's ``hard + probs - probs`` differs from it by float rounding); its gradient is
 the identity onto the probabilities, as there.
 
+One step each way is a plain function (:func:`_forward_step`, :func:`_backward_step`), which
+:meth:`RSSM.compile_steps <torchrl_dreamer.modules.rssm.RSSM.compile_steps>` compiles: the
+compiled scan keeps this backward and fuses each step's norms, gates and sample into a few
+kernels around its matrix products (a maze update: 2,793 kernel launches eager, 1,629 compiled;
+``benchmarks/learner.py``).
+
 Example:
     >>> from torchrl_dreamer.modules.rssm import RSSM
     >>> rssm = RSSM(action_dim=3, embed_dim=8, deter=16, hidden=16, stoch=4, classes=4)
