@@ -191,9 +191,9 @@ def sample_categorical(
     by default drawn here from the global generator. ``keepdim``: return ``[..., 1]``.
 
     Inside a ``torch.compile`` graph the CDF is a masked sum and the index a count of the sums
-    below ``u``, which the compiler fuses with what computes ``probs`` (it has no CPU kernel for
-    ``cumsum`` or ``searchsorted``, each a separate launch); the same index up to the rounding
-    of the sums.
+    below ``u``, which the compiler fuses with what computes ``probs`` (compiled for the CPU,
+    ``cumsum`` and ``searchsorted`` stay separate aten launches); the same index up to the
+    rounding of the sums.
     """
     u = uniform
     if u is None:
