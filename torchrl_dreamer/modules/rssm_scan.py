@@ -236,6 +236,9 @@ class _ObserveScan(torch.autograd.Function):
         uniforms = torch.rand(T, B, stoch, 1, dtype=h.dtype, device=h.device)
         z_all = torch.zeros(T, B, stoch, classes, dtype=h.dtype, device=h.device)
         z_outs = [None] * T if compiled else z_all.unbind(0)
+        # the state before step 0 may be a leaf that requires grad, the later ones never do:
+        # detached, every step presents the same inputs (one compiled graph, not two)
+        h, z = h.detach(), z.detach()
         z_steps = []
         for keep_t, hr_t, zr_t, a_t, e_t, u_t, z_t in zip(
             keep.unbind(0), h_reset.unbind(0), z_reset.unbind(0), a_proj.unbind(0),
