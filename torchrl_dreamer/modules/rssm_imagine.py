@@ -84,11 +84,11 @@ def _sample_into(
 
 
 class _RolloutWeights(NamedTuple):
-    """What a rollout step reads: the actor's ``(weight.t(), norm weight, norm bias, eps)`` per
-    hidden layer and its output layer, the RSSM's transposed weights (``RSSM._scan_weights``),
-    its three LayerNorms' ``(weight, bias, eps)`` and the prior's output bias."""
+    """What a rollout step reads: the actor's ``(weight.t(), norm)`` per hidden layer and its
+    output layer, the RSSM's transposed weights (``RSSM._scan_weights``), its three LayerNorms
+    and the prior's output bias; each norm as ``(weight, bias, eps)`` (:func:`_norm`)."""
 
-    actor_layers: tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, float], ...]
+    actor_layers: tuple[tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor, float]], ...]
     actor_out_t: torch.Tensor
     actor_out_b: torch.Tensor
     in_t: torch.Tensor
@@ -97,6 +97,11 @@ class _RolloutWeights(NamedTuple):
     prior_out_t: torch.Tensor
     prior_out_b: torch.Tensor
     norms: tuple[tuple[torch.Tensor, torch.Tensor, float], ...]
+
+
+def _norm(module: nn.LayerNorm) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """A LayerNorm's ``(weight, bias, eps)``: what :func:`_ln` applies."""
+    return module.weight, module.bias, module.eps
 
 
 def _ln(x: torch.Tensor, norm: tuple[torch.Tensor, torch.Tensor, float]) -> torch.Tensor:
@@ -116,8 +121,8 @@ def _rollout_step(latent, z, h, u_action, u_latent, outs, w: _RolloutWeights, co
     in_norm, gru_norm, prior_norm = w.norms
     # the actor's sample (DreamerV3Actor.sample_action)
     x = latent
-    for weight_t, ln_w, ln_b, eps in w.actor_layers:
-        x = F.silu(_ln(x @ weight_t, (ln_w, ln_b, eps)), inplace=True)
+    for weight_t, norm in w.actor_layers:
+        x = F.silu(_ln(x @ weight_t, norm), inplace=True)
     probs = torch.addmm(w.actor_out_b, x, w.actor_out_t).softmax(-1)
     action = _sample_into(probs, u_action, action_out, actor_unimix)
     # the dynamics step (RSSM._imagine_body)
@@ -161,11 +166,12 @@ def fused_imagine(
     a_dim = actor.action_dim
     dtype = h.dtype
     sw = rssm._scan_weights()
-    norm = lambda m: (m.weight, m.bias, m.eps)  # noqa: E731
+    net = actor.net  # Linear -> LayerNorm -> SiLU blocks
     w = _RolloutWeights(
-        tuple((actor.net[i].weight.t(), *norm(actor.net[i + 1])) for i in range(0, len(actor.net), 3)),
+        tuple((net[i].weight.t(), _norm(net[i + 1])) for i in range(0, len(net), 3)),
         actor.out.weight.t(), actor.out.bias, sw.in_t, sw.gru_t, sw.prior_t, sw.prior_out_t,
-        rssm.prior.out.bias, (norm(rssm.input_mlp[1]), norm(rssm.gru.norm), norm(rssm.prior.norm)),
+        rssm.prior.out.bias,
+        (_norm(rssm.input_mlp[1]), _norm(rssm.gru.norm), _norm(rssm.prior.norm)),
     )
     consts = (s, c, float(actor.unimix), float(rssm.unimix))
     step = rssm._compiled_rollout_step

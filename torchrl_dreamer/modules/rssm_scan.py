@@ -234,8 +234,11 @@ class _ObserveScan(torch.autograd.Function):
         # one draw of sample_categorical per step); eager steps scatter the one-hots into one
         # buffer, compiled ones return theirs
         uniforms = torch.rand(T, B, stoch, 1, dtype=h.dtype, device=h.device)
-        z_all = torch.zeros(T, B, stoch, classes, dtype=h.dtype, device=h.device)
-        z_outs = [None] * T if compiled else z_all.unbind(0)
+        if compiled:
+            z_outs = [None] * T
+        else:
+            z_all = torch.zeros(T, B, stoch, classes, dtype=h.dtype, device=h.device)
+            z_outs = z_all.unbind(0)
         # the state before step 0 may be a leaf that requires grad, the later ones never do:
         # detached, every step presents the same inputs (one compiled graph, not two)
         h, z = h.detach(), z.detach()
@@ -282,9 +285,13 @@ class _ObserveScan(torch.autograd.Function):
         per_t["hin"] = s["xh"][..., H:].unbind(0)  # the GRU's input state: xh's second half
         keep_t, keep3_t = keep.unbind(0), keep.unsqueeze(-1).unbind(0)
         grads: list[list[torch.Tensor]] = [[] for _ in range(8)]
-        # the GRU norm's output gradient, written in place by its three gate parts (eager)
-        d_n2 = torch.empty_like(s["g"])
-        d_n2_t = [None] * T if compiled else d_n2.unbind(0)
+        # the GRU norm's output gradient: eager steps write its three gate parts in place into
+        # one buffer, compiled ones return theirs
+        if compiled:
+            d_n2_t = [None] * T
+        else:
+            d_n2 = torch.empty_like(s["g"])
+            d_n2_t = d_n2.unbind(0)
         dn2_steps = []
         gh, gp = g_h[T - 1], g_p[T - 1]  # gradients reaching step t's h and probabilities
         zero_h, zero_p = torch.zeros_like(gh), torch.zeros_like(gp)
