@@ -340,6 +340,8 @@ _NO_KERNEL_OPS = frozenset(
     "_reshape_alias _unsafe_view empty empty_like empty_strided resize_ to type_as "
     "set_ item _local_scalar_dense".split()
 )
+#: unit of the :func:`count_launches` lines
+_LAUNCH_UNIT = "kernel launches/update (profiler: kernel-running aten ops + compiled kernels)"
 #: CUDA runtime calls that put work on a stream (a kernel, a captured graph, a copy, a fill)
 _CUDA_LAUNCHES = frozenset(
     "cudaLaunchKernel cudaLaunchKernelExC cuLaunchKernel cuLaunchKernelEx cudaGraphLaunch "
@@ -356,9 +358,10 @@ def count_launches(update, batch, device: str = "cpu") -> int:
     runs a kernel of its own: an op counts as the kernels of the aten ops inside it, or as one
     when those run none, unless it is a view, an allocation or a conversion that found nothing
     to convert (``_NO_KERNEL_OPS``; ``linear`` counts as its ``addmm``, ``to`` as its
-    ``copy_``, ``cat`` as itself though it allocates with ``empty`` inside), plus every kernel a compiled graph runs
-    (``torch._inductor.config.cpp.enable_kernel_profile`` must be on when it compiles, so that
-    each kernel is a trace event). The same count applies to every learner compared.
+    ``copy_``, ``cat`` as itself though it allocates with ``empty`` inside), plus every kernel
+    a compiled graph runs (``torch._inductor.config.cpp.enable_kernel_profile`` must be on when
+    it compiles, so that each kernel is a trace event). The same count applies to every
+    learner compared.
     """
     from torch.profiler import ProfilerActivity, profile
 
@@ -657,7 +660,7 @@ def _maze_benches(args, benches: set[str]) -> None:
                   extra / gain if gain > 0 else None, None, "updates")
             _emit("maze_compile", f"{case}_compile={args.compile}_launches_vs_eager",
                   compiled(op="launches"), plain(op="launches"),
-                  "kernel launches/update (profiler: non-view aten ops + compiled kernels)")
+                  _LAUNCH_UNIT)
             compiled.close()
             plain.close()
 
@@ -691,7 +694,7 @@ def _torchrl_ops(args) -> None:
         _emit("aten_ops", f"tiny_B{B}xT{T}_64x64_compile={args.compile}_launches_vs_torchrl_"
               "DreamerV3Loss", count_launches(compiled_update, ours_batch(T, B)),
               count_launches(peer_update, peer_batch(T, B)),
-              "kernel launches/update (profiler: non-view aten ops + compiled kernels)")
+              _LAUNCH_UNIT)
 
 
 def _torchrl_time(args) -> None:
