@@ -1,4 +1,4 @@
-"""The launch counter of benchmarks/learner.py (the figure the learner's launch goal is read from)."""
+"""The launch counter of benchmarks/learner.py (the learner's launch goal is read from it)."""
 
 from __future__ import annotations
 

@@ -499,6 +499,21 @@ def test_sample_categorical_is_the_inverse_cdf_of_one_uniform_each():
     assert torch.equal(idx, (probs.cumsum(-1) < u).sum(-1).clamp(max=15))
 
 
+def _decoded_both_ways(dec, latent, target, autocast=None):
+    """``dec``'s outputs (fp32) and parameter gradients of a squared error, sub-pixel output
+    layer first, then the ConvT of ``net``; under CPU autocast to ``autocast`` if given."""
+    outs, grads = [], []
+    for subpixel in (True, False):
+        dec.subpixel = subpixel
+        dec.zero_grad()
+        with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+            out = dec(latent)
+        ((out.float() - target) ** 2).sum().backward()
+        outs.append(out.detach().float())
+        grads.append({k: p.grad.clone() for k, p in dec.named_parameters()})
+    return outs, grads
+
+
 @pytest.mark.parametrize(
     "shape,stem", [((1, 72, 80), "space_to_depth"), ((1, 72, 80), "conv"),
                    ((3, 64, 64), "space_to_depth"), ((2, 50, 34), "conv")]
@@ -510,16 +525,7 @@ def test_image_decoder_subpixel_output_layer_matches_the_conv_transpose(shape, s
         for p in dec.parameters():
             p.add_(0.1 * torch.randn_like(p))
     assert dec.subpixel
-    latent = torch.randn(3, 2, 24)
-    target = torch.randn(3, 2, *shape)
-    outs, grads = [], []
-    for subpixel in (True, False):
-        dec.subpixel = subpixel
-        dec.zero_grad()
-        out = dec(latent)
-        ((out - target) ** 2).sum().backward()
-        outs.append(out.detach())
-        grads.append({k: p.grad.clone() for k, p in dec.named_parameters()})
+    outs, grads = _decoded_both_ways(dec, torch.randn(3, 2, 24), torch.randn(3, 2, *shape))
     assert outs[0].shape == (3, 2, *shape) and outs[0].is_contiguous()
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
     for k in grads[1]:
@@ -534,16 +540,8 @@ def test_image_decoder_subpixel_under_bf16_autocast_matches_the_conv_transpose(s
     hand-written backward returns each gradient in its parameter's dtype."""
     torch.manual_seed(0)
     dec = ImageDecoder(24, (1, 72, 80), mult=4, stem=stem)
-    latent, target = torch.randn(3, 2, 24), torch.randn(3, 2, 1, 72, 80)
-    outs, grads = [], []
-    for subpixel in (True, False):
-        dec.subpixel = subpixel
-        dec.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            out = dec(latent)
-        ((out.float() - target) ** 2).sum().backward()
-        outs.append(out.detach().float())
-        grads.append({k: p.grad for k, p in dec.named_parameters()})
+    outs, grads = _decoded_both_ways(dec, torch.randn(3, 2, 24), torch.randn(3, 2, 1, 72, 80),
+                                     autocast=torch.bfloat16)
     assert all(g.dtype == torch.float32 for g in grads[0].values())
     torch.testing.assert_close(outs[0], outs[1], rtol=2e-2, atol=2e-2)
     for k in grads[1]:

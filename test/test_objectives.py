@@ -454,7 +454,8 @@ def test_learner_autocast_bf16_runs(pixels):
         td["pix"] = torch.randint(0, 256, (6, 3, 1, 16, 16), generator=g, dtype=torch.uint8)
     for _ in range(2):
         m = learner.update(td)
-        assert torch.isfinite(m["loss_world_model"]) and m["loss_world_model"].dtype == torch.float32
+        loss = m["loss_world_model"]
+        assert torch.isfinite(loss) and loss.dtype == torch.float32
     assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in wm.parameters())
 
 
