@@ -507,6 +507,18 @@ def test_learner_continuous_actor_updates_only_through_its_optimizer():
     assert any(not torch.equal(a, b) for a, b in zip(before, actor.parameters()))
 
 
+def test_loss_state_follows_the_agent_device():
+    """Every buffer the actor and critic losses create sits on the agent's device (found on a
+    GPU on 2026-11-25: the return normaliser's EMAs stayed on the CPU and the first CUDA update
+    failed); checked here on the meta device, which needs no GPU."""
+    wm, actor, critic = (m.to("meta") for m in _agent())
+    actor_loss = DreamerV3ActorLoss(wm, actor, critic)
+    critic_loss = DreamerV3CriticLoss(critic)
+    for loss in (actor_loss, critic_loss):
+        devices = {(name, t.device.type) for name, t in loss.named_buffers()}
+        assert {d for _, d in devices} == {"meta"}, devices
+
+
 @requires_cuda
 def test_learner_and_player_on_cuda():
     wm, actor, critic = _agent(obs={"pixels": "packed2"}, action_dim=4)

@@ -35,13 +35,17 @@ from torchrl_dreamer.objectives.utils import hold_out_params
 __all__ = ["DreamerV3ActorLoss", "make_return_norm"]
 
 
-def make_return_norm(config: DreamerV3LossConfig) -> PercentileValueNorm:
-    """The 5/95 percentile EMA return normaliser (``Moments``) of the reference."""
+def make_return_norm(
+    config: DreamerV3LossConfig, device: torch.device | str | None = None
+) -> PercentileValueNorm:
+    """The 5/95 percentile EMA return normaliser (``Moments``) of the reference, its EMAs on
+    ``device`` (the returns' device: they are updated in place from each batch)."""
     return PercentileValueNorm(
         shape=1,
         quantiles=config.return_percentiles,
         rate=1.0 - config.return_ema_decay,
         min_scale=config.return_max_scale,
+        device=device,
     )
 
 
@@ -94,7 +98,8 @@ class DreamerV3ActorLoss(LossModule):
         super().__init__()
         self.world_model, self.actor, self.critic = world_model, actor, critic
         self.config = config or DreamerV3LossConfig()
-        self.return_norm = make_return_norm(self.config)
+        # on the world model's device: a loss built around a CUDA agent must not keep CPU EMAs
+        self.return_norm = make_return_norm(self.config, world_model.rssm.h0.device)
         self._share_critic = share_critic_logits
         self._last_critic_logits = None
 

@@ -44,7 +44,8 @@ class SlowCritic(nn.Module):
         self.__dict__["source"] = critic  # not a submodule: its params belong to the critic
         self.module = copy.deepcopy(critic).requires_grad_(False)
         self.tau, self.every = tau, every
-        self.register_buffer("count", torch.zeros((), dtype=torch.long))
+        device = next(critic.parameters()).device
+        self.register_buffer("count", torch.zeros((), dtype=torch.long, device=device))
         self._calls = 0
 
     @torch.no_grad()
