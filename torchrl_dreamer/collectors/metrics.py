@@ -66,12 +66,16 @@ class MetricsAccumulator:
         return len(self._sums) + len(self._host)
 
     def read(self) -> dict[str, float]:
-        """Means since the last read (one device→host copy for all device metrics); resets."""
+        """Means since the last read (one device→host copy per device holding metrics); resets."""
         out: dict[str, float] = {}
-        if self._sums:
-            keys = list(self._sums)
+        by_device: dict[torch.device, list[str]] = {}
+        for key, total in self._sums.items():  # e.g. CUDA losses and CPU sampler statistics
+            by_device.setdefault(total.device, []).append(key)
+        means: dict[str, float] = {}
+        for keys in by_device.values():
             stacked = torch.stack([self._sums[k] / self._counts[k] for k in keys]).cpu()
-            out.update({k: float(v) for k, v in zip(keys, stacked.tolist())})
+            means.update(zip(keys, stacked.tolist()))
+        out.update({k: float(means[k]) for k in self._sums})
         out.update({k: self._host[k] / self._host_counts[k] for k in self._host})
         self._sums.clear()
         self._counts.clear()
