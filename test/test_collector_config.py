@@ -142,3 +142,34 @@ class TestMetrics:
         assert m.log(logger, step=3) == {"loss_world_model": 1.5, "replay_ratio_actual": 0.5}
         files = {p.name for p in tmp_path.rglob("*.csv")}
         assert {"loss_world_model.csv", "replay_ratio_actual.csv"} <= files
+
+
+def test_protocol_checks_see_module_attributes_on_every_python():
+    """A learner's ``world_model``/``actor`` are submodules, which ``nn.Module.__getattr__``
+    provides and a static lookup cannot see (Python >= 3.12 checks runtime protocols that way:
+    on 3.12 every training run's first weight copy raised TypeError, 2026-11-25). The protocol
+    checks and the default weight copy must still recognise them."""
+    import inspect
+
+    from torchrl_dreamer.collectors import default_weight_sync
+    from torchrl_dreamer.collectors.protocols import DreamerParts, Learner
+    from torchrl_dreamer.modules import DreamerPlayer, make_dreamer
+    from torchrl_dreamer.objectives import DreamerV3Learner
+
+    wm, actor, critic = make_dreamer("tiny", {"obs": ("vector", 3)}, action_dim=2)
+    learner = DreamerV3Learner(wm, actor, critic)
+    with pytest.raises(AttributeError):
+        inspect.getattr_static(learner, "world_model")  # the case Python 3.12 gets wrong
+    assert isinstance(learner, DreamerParts) and isinstance(learner, Learner)
+
+    class NoActor(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.world_model = torch.nn.Linear(1, 1)
+
+    assert not isinstance(NoActor(), DreamerParts)
+    twin = make_dreamer("tiny", {"obs": ("vector", 3)}, action_dim=2)
+    player = DreamerPlayer(twin[0], twin[1], num_envs=1)
+    default_weight_sync(player, learner)
+    for a, b in zip(player.actor.parameters(), actor.parameters()):
+        assert torch.equal(a, b)

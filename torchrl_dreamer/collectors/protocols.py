@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,8 +36,32 @@ __all__ = ["Autocasting", "Checkpointable", "DreamerParts", "FastStepEnv", "HasO
            "Seedable", "SequenceSampler"]
 
 
+class _ByHasattr(type(Protocol)):
+    """``isinstance`` against these protocols asks ``hasattr`` for every member, on every Python.
+
+    From Python 3.12 a ``runtime_checkable`` protocol looks members up statically
+    (``inspect.getattr_static``), which cannot see what ``nn.Module.__getattr__`` provides: a
+    learner's ``world_model`` and ``actor`` submodules. ``isinstance(learner, DreamerParts)``
+    then failed, and so did every training run's first weight copy (seen on Python 3.12 on
+    2026-11-25)."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return all(hasattr(obj, name) for name in _members(cls))
+
+
+def _members(cls: type) -> set[str]:
+    """The public attributes and annotated data members a protocol class declares."""
+    names: set[str] = set()
+    for base in cls.__mro__:
+        if base in (Protocol, object) or base.__module__ == "typing":
+            continue
+        names.update(inspect.get_annotations(base))
+        names.update(n for n in vars(base) if not n.startswith("_"))
+    return names
+
+
 @runtime_checkable
-class ReplayStorage(Protocol):
+class ReplayStorage(Protocol, metaclass=_ByHasattr):
     """A time-major ring the actor writes rows into and commits to the learner."""
 
     capacity: int
@@ -54,7 +79,7 @@ class ReplayStorage(Protocol):
 
 
 @runtime_checkable
-class SequenceSampler(Protocol):
+class SequenceSampler(Protocol, metaclass=_ByHasattr):
     """Draws ``batch_size`` sequences of ``slice_len`` committed rows."""
 
     def sample(self, storage: Any, batch_size: int) -> Any: ...
@@ -63,14 +88,14 @@ class SequenceSampler(Protocol):
 
 
 @runtime_checkable
-class Learner(Protocol):
+class Learner(Protocol, metaclass=_ByHasattr):
     """Takes one gradient step per replay sample and returns detached scalar metrics."""
 
     def update(self, batch: TensorDictBase) -> TensorDictBase: ...
 
 
 @runtime_checkable
-class DreamerParts(Protocol):
+class DreamerParts(Protocol, metaclass=_ByHasattr):
     """Holds a world model and an actor (a learner or a player): their weights are what a
     learner publishes and a runner's policy loads, by ``world_model.*`` / ``actor.*`` names."""
 
@@ -79,7 +104,7 @@ class DreamerParts(Protocol):
 
 
 @runtime_checkable
-class Checkpointable(Protocol):
+class Checkpointable(Protocol, metaclass=_ByHasattr):
     """Has a ``state_dict`` it can be restored from."""
 
     def state_dict(self) -> Mapping[str, Any]: ...
@@ -88,49 +113,49 @@ class Checkpointable(Protocol):
 
 
 @runtime_checkable
-class HasOptimizers(Protocol):
+class HasOptimizers(Protocol, metaclass=_ByHasattr):
     """A learner whose optimizers are checkpointed with it (``{name: optimizer}``)."""
 
     def optimizers(self) -> Mapping[str, torch.optim.Optimizer]: ...
 
 
 @runtime_checkable
-class Parametrised(Protocol):
+class Parametrised(Protocol, metaclass=_ByHasattr):
     """Has parameters (a policy whose weights a runner can checksum)."""
 
     def parameters(self) -> Iterator[torch.nn.Parameter]: ...
 
 
 @runtime_checkable
-class Seedable(Protocol):
+class Seedable(Protocol, metaclass=_ByHasattr):
     """An env whose reset draws can be seeded."""
 
     def set_seed(self, seed: int) -> Any: ...
 
 
 @runtime_checkable
-class RecurrentPolicy(Protocol):
+class RecurrentPolicy(Protocol, metaclass=_ByHasattr):
     """A policy with a recurrent state to reset when it starts acting."""
 
     def init_states(self) -> Any: ...
 
 
 @runtime_checkable
-class LoadsWeights(Protocol):
+class LoadsWeights(Protocol, metaclass=_ByHasattr):
     """A player that copies a world model's and an actor's weights into its own."""
 
     def load_from(self, world_model: torch.nn.Module, actor: torch.nn.Module) -> Any: ...
 
 
 @runtime_checkable
-class Autocasting(Protocol):
+class Autocasting(Protocol, metaclass=_ByHasattr):
     """A learner that applies its own autocast (``None``: full precision)."""
 
     autocast_dtype: torch.dtype | None
 
 
 @runtime_checkable
-class FastStepEnv(Protocol):
+class FastStepEnv(Protocol, metaclass=_ByHasattr):
     """An env with a ``fast_step(action) -> next observation`` path (no TensorDict round trip;
     :meth:`torchrl_dreamer.envs.GameBoyEnv.fast_step`)."""
 
