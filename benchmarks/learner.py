@@ -11,9 +11,11 @@ Prints one JSON line per result: ``{"bench", "case", "ours", "peer", "unit", "sp
   (``--baseline``, default ``main``), extracted with ``git archive`` into a temporary directory.
   Each learner runs in its own worker process and the parent alternates single updates between
   them, so both see the same background load of this shared machine.
-- ``maze_compile``: with ``--compile MODE``, the same learner built with ``compile=MODE`` (ours)
-  against ours uncompiled: seconds per update, the compile time (first updates) and the kernel
-  launches per update (:func:`count_launches`, which sees compiled kernels too).
+- ``maze_compile``: with ``--compile MODE`` and/or ``--capture``, the same learner built with
+  ``compile=MODE`` / ``capture=True`` (ours; on CUDA ``capture`` replays the whole update as one
+  CUDA graph) against ours eager: seconds per update, the compile (or capture) time of the
+  first updates and the kernel launches per update (:func:`count_launches`, which sees compiled
+  kernels and graph launches too).
 - ``learner_profile``: per-phase wall time of a maze update (``torch.profiler`` over the
   learner's ``record_function`` phase labels -- world model, imagination, actor, critic; forward,
   backward, optimiser) for ours and the baseline, plus totals per kind (``all/...``); one thread
@@ -24,9 +26,13 @@ Prints one JSON line per result: ``{"bench", "case", "ours", "peer", "unit", "sp
   and those that are not views (our proxy for GPU kernel launches), ours vs the baseline on the
   maze configuration, and ours vs TorchRL's ``DreamerV3Loss`` at equal sizes (preset ``tiny``,
   B8xT32 64x64 grey images, 8 actions); with ``--compile MODE`` also ours compiled vs TorchRL
-  in kernel launches counted the same way for both (:func:`count_launches`).
+  in kernel launches counted the same way for both (:func:`count_launches`); with ``--device
+  cuda`` also the CUDA launches per update of both, ours with ``capture=True`` under
+  ``--capture`` (this line has not yet run on a GPU).
 - ``learner_update``: seconds per update vs TorchRL's ``DreamerV3Loss`` at equal sizes (one
-  thread, process CPU time on CPU, B16 x T64 by default); ``--peer-presets`` picks the presets.
+  thread, process CPU time on CPU, wall time after a device sync on CUDA, B16 x T64 by
+  default); ``--peer-presets`` picks the presets, ``--capture`` builds ours with
+  ``capture=True``.
 
 The TorchRL peer gets the same network sizes, the same batch, horizon 15, three Adam optimizers
 with the same clipping and a slow critic. TorchRL's conv layers need an odd kernel while ours
@@ -79,10 +85,11 @@ IMAGE = (1, 64, 64)
 
 
 def _ours(preset: str, device: torch.device, amp: torch.dtype | None = None,
-          compile: str | None = None):
+          compile: str | None = None, capture: bool = False):
     wm, actor, critic = make_dreamer(preset, {"pixels": ("image", IMAGE)}, A)
     learner = DreamerV3Learner(
-        wm.to(device), actor.to(device), critic.to(device), autocast_dtype=amp, compile=compile
+        wm.to(device), actor.to(device), critic.to(device), autocast_dtype=amp, compile=compile,
+        capture=capture,
     )
 
     def batch(T, B):
@@ -188,7 +195,8 @@ def _peer(preset: str, device: torch.device, kernel: int = 3, amp: torch.dtype |
         ),
     )
     env = DreamerEnv(imagination, prior_shape=(S,), belief_shape=(D,), device=device)
-    env.observation_spec = Composite(state=Unbounded(S), belief=Unbounded(D), device=device)
+    env.observation_spec = Composite(state=Unbounded(S, device=device),
+                                     belief=Unbounded(D, device=device), device=device)
     env.state_spec = env.observation_spec.clone()
     env.action_spec = OneHot(A, device=device)
     env.reward_spec = Unbounded((1,), device=device)
@@ -287,8 +295,9 @@ def _time_interleaved(cases, repeats: int, device: torch.device) -> list[float]:
     Interleaving the learners makes them share the same background load (the CPU here is
     shared with other jobs), which a back-to-back measurement would not.
     """
-    for update, batch in cases:
-        update(batch)  # warm-up (allocations, first hard copy of the slow critic)
+    for update, batch in cases:  # warm-up (allocations, the slow critic's first hard copy,
+        for _ in range(3):        # and the eager updates and capture of capture=True)
+            update(batch)
     times = [[] for _ in cases]
     for _ in range(repeats):
         for i, (update, batch) in enumerate(cases):
@@ -640,25 +649,26 @@ def _maze_benches(args, benches: set[str]) -> None:
                       profs[0].get(key), peer_prof.get(key), "s/update (profiler, median)")
         for w in workers:
             w.close()
-        if "compile" in benches and args.compile:
+        if "compile" in benches and (args.compile or args.capture):
             compiled, plain = _Worker(root), _Worker(root)
             n = threads[-1]
             kwargs = {"compile": args.compile, "capture": args.capture}
+            label = f"compile={args.compile}" + ("_capture" if args.capture else "")
             warm = compiled(op="build", batch=args.maze_batch, seq=args.maze_seq, threads=n,
                             kwargs=kwargs, warmup=3, device=args.device)
             plain(op="build", batch=args.maze_batch, seq=args.maze_seq, threads=n, warmup=3,
                   device=args.device)
             (ours, peer), _ = _alternate([compiled, plain], args.repeats)
-            _emit("maze_compile", f"{case}_threads{n}_compile={args.compile}_vs_eager", ours,
+            _emit("maze_compile", f"{case}_threads{n}_{label}_vs_eager", ours,
                   peer, "s/update (wall, median)")
-            _emit("maze_compile", f"{case}_threads{n}_compile={args.compile}_first_3_updates",
+            _emit("maze_compile", f"{case}_threads{n}_{label}_first_3_updates",
                   sum(warm), None, "s (compile + 3 updates)")
             # updates after which compiling has paid for itself (None: it never does)
             gain = peer - ours
             extra = sum(warm) - 3 * ours
-            _emit("maze_compile", f"{case}_threads{n}_compile={args.compile}_break_even",
+            _emit("maze_compile", f"{case}_threads{n}_{label}_break_even",
                   extra / gain if gain > 0 else None, None, "updates")
-            _emit("maze_compile", f"{case}_compile={args.compile}_launches_vs_eager",
+            _emit("maze_compile", f"{case}_{label}_launches_vs_eager",
                   compiled(op="launches"), plain(op="launches"),
                   _LAUNCH_UNIT)
             compiled.close()
@@ -695,6 +705,20 @@ def _torchrl_ops(args) -> None:
               "DreamerV3Loss", count_launches(compiled_update, ours_batch(T, B)),
               count_launches(peer_update, peer_batch(T, B)),
               _LAUNCH_UNIT)
+    if args.device.startswith("cuda"):  # launches on the GPU, counted by the CUDA runtime
+        gpu = torch.device(args.device)
+        torch.manual_seed(0)
+        ours_update, ours_batch = _ours("tiny", gpu, capture=args.capture)
+        torch.manual_seed(0)
+        peer_update, peer_batch = _peer("tiny", gpu, 3)
+        for _ in range(3):  # warm-up (and the capture of capture=True)
+            ours_update(ours_batch(T, B))
+            peer_update(peer_batch(T, B))
+        tag = "_capture" if args.capture else ""
+        _emit("aten_ops", f"tiny_B{B}xT{T}_64x64_{gpu.type}{tag}_launches_vs_torchrl_"
+              "DreamerV3Loss", count_launches(ours_update, ours_batch(T, B), args.device),
+              count_launches(peer_update, peer_batch(T, B), args.device),
+              "CUDA launches/update (runtime API: kernels, graphs, copies, fills)")
 
 
 def _torchrl_time(args) -> None:
@@ -702,11 +726,11 @@ def _torchrl_time(args) -> None:
     device = torch.device(args.device)
     presets = args.peer_presets.split(",")
     amp = torch.bfloat16 if args.bf16 else None
-    suffix = "_bf16" if args.bf16 else ""
+    suffix = ("_bf16" if args.bf16 else "") + ("_capture" if args.capture else "")
     for preset in presets:
         kernels = [int(k) for k in args.peer_kernels.split(",")]
         torch.manual_seed(0)
-        ours_update, ours_batch = _ours(preset, device, amp)
+        ours_update, ours_batch = _ours(preset, device, amp, capture=args.capture)
         cases = [(ours_update, ours_batch(args.seq, args.batch))]
         for kernel in kernels:
             torch.manual_seed(0)
@@ -715,7 +739,8 @@ def _torchrl_time(args) -> None:
         ours, *peers = _time_interleaved(cases, args.peer_repeats, device)
         for kernel, peer in zip(kernels, peers):
             case = f"{preset}_B{args.batch}xT{args.seq}_{device.type}_peerk{kernel}{suffix}"
-            _emit("learner_update", case, ours, peer, "s/update (process CPU, median)")
+            clock = "wall after a device sync" if device.type == "cuda" else "process CPU"
+            _emit("learner_update", case, ours, peer, f"s/update ({clock}, median)")
 
 
 def main() -> None:
@@ -737,7 +762,8 @@ def main() -> None:
                         help="also time DreamerV3Learner(compile=MODE) against eager, e.g. "
                              "'default' or 'reduce-overhead'")
     parser.add_argument("--capture", action="store_true",
-                        help="with --compile: also pass capture=True (the CUDA-graph path)")
+                        help="pass capture=True (the whole-update CUDA graph) to ours in the "
+                             "compile bench (alone or with --compile) and the TorchRL timing")
     parser.add_argument("--peer-presets", default="tiny,S", help="presets of the TorchRL timing")
     parser.add_argument("--batch", type=int, default=16, help="batch of the TorchRL timing")
     parser.add_argument("--seq", type=int, default=64, help="sequence of the TorchRL timing")

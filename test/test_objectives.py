@@ -27,7 +27,7 @@ from torchrl_dreamer.objectives import (
     make_return_norm,
     total_loss,
 )
-from torchrl_dreamer.objectives.learner import resolve_acceleration
+from torchrl_dreamer.objectives.learner import CAPTURE_WARMUP, resolve_acceleration
 
 SMALL = PRESETS["tiny"].with_(deter=16, hidden=16, stoch=4, classes=4, cnn_mult=2, cnn_stages=2)
 LN255 = math.log(255.0)
@@ -600,6 +600,84 @@ def test_capture_on_cpu_warns_once_and_matches_the_eager_learner():
     # the static buffers are reused: another batch shape is refused, naming the keys
     with pytest.raises(ValueError, match="capture=True needs every batch"):
         captured.update(_batch(T=4))
+
+
+# ops that read a device value back to the host (a sync, or a data-dependent shape): a CUDA
+# graph cannot capture them. (Not aten.equal: under torch 2.11 the update dispatches one, not
+# under 2.13, and that update was captured on a GPU all the same, 2026-11-25.)
+_UNCAPTURABLE = ("_local_scalar_dense", "nonzero", "is_nonzero", "masked_select", "unique",
+                 "_unique2", "_unique", "unique_consecutive")
+
+
+@pytest.mark.parametrize("compile", [None, "default"])
+def test_update_has_nothing_a_cuda_graph_cannot_capture(compile):
+    """The CPU twin of the CUDA-graph capture: a whole update (after the first, which creates
+    the optimizer state) dispatches no op that syncs with the host."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.bad = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket.__name__ in _UNCAPTURABLE:
+                self.bad.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    learner = DreamerV3Learner(*_agent(obs={"pixels": "packed2"}, action_dim=4),
+                               DreamerV3LossConfig().with_(horizon=3), compile=compile)
+    batch = _batch(T=4, B=2, action_dim=4).exclude("obs")
+    batch["pixels"] = torch.randint(0, 256, (4, 2, 1, 72, 20), dtype=torch.uint8)
+    learner.update(batch)
+    with Recorder() as rec:
+        learner.update(batch)
+    assert rec.bad == []
+
+
+def _cuda_maze_batch(seed: int, T: int = 4, B: int = 2, action_dim: int = 4) -> TensorDict:
+    td = _batch(T=T, B=B, action_dim=action_dim, seed=seed).exclude("obs")
+    g = torch.Generator().manual_seed(seed)
+    td["pixels"] = torch.randint(0, 256, (T, B, 1, 72, 20), dtype=torch.uint8, generator=g)
+    return td.cuda()
+
+
+@requires_cuda
+@pytest.mark.parametrize("compile", [None, "reduce-overhead"])
+def test_capture_on_cuda_replays_one_graph_like_the_eager_learner(compile):
+    """capture=True on CUDA: CAPTURE_WARMUP eager updates, then the whole update is one CUDA
+    graph whose replays (seeded like the eager learner's updates) give the eager learner's
+    metrics and parameters; a replay launches one graph and only a few loose kernels (batch
+    staging, the slow critic's EMA)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cfg = DreamerV3LossConfig().with_(horizon=3)
+    agent = [m.cuda() for m in _agent(obs={"pixels": "packed2"}, action_dim=4)]
+    plain = DreamerV3Learner(*[m.cuda() for m in _agent(obs={"pixels": "packed2"},
+                                                          action_dim=4)], cfg)
+    captured = DreamerV3Learner(*agent, cfg, capture=True, compile=compile)
+    assert captured.compile_mode == (None if compile is None else "default")
+    for seed in range(CAPTURE_WARMUP + 3):
+        torch.manual_seed(seed)
+        want = plain.update(_cuda_maze_batch(seed))
+        torch.manual_seed(seed)
+        got = captured.update(_cuda_maze_batch(seed))
+        assert (captured._graph is not None) == (seed >= CAPTURE_WARMUP)
+        for key in want.keys():
+            torch.testing.assert_close(got[key], want[key], rtol=1e-3, atol=1e-4, msg=key)
+    for a, b in zip(captured.parameters(), plain.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
+    batch = _cuda_maze_batch(9)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        captured.update(batch)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events()]
+    assert names.count("cudaGraphLaunch") == 1, sorted(set(names))
+    assert sum(n.startswith("cudaLaunchKernel") for n in names) < 40
+    # a loaded optimizer state replaces the tensors the graph reads: it is captured again
+    captured.wm_opt.load_state_dict(captured.wm_opt.state_dict())
+    assert captured._graph is None
 
 
 def test_compiled_learner_updates_like_the_eager_one():

@@ -28,6 +28,7 @@ from torchrl_dreamer.objectives.utils import total_loss
 from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
 
 __all__ = [
+    "CAPTURE_WARMUP",
     "COMPILE_MODES",
     "CompileMode",
     "DreamerV3Learner",
@@ -87,10 +88,11 @@ LEARNER_PRESETS: dict[str, DreamerV3LearnerConfig] = {
 }
 
 
-def _adam(params, lr: float, eps: float) -> torch.optim.Adam:
+def _adam(params, lr: float, eps: float, capturable: bool = False) -> torch.optim.Adam:
     """Fused Adam (CPU and CUDA): one kernel per step for all parameters, and its step counts
-    stay tensors on the device (the ``foreach`` version reads each one back with ``.item()``)."""
-    return torch.optim.Adam(list(params), lr=lr, eps=eps, fused=True)
+    stay tensors on the device (the ``foreach`` version reads each one back with ``.item()``).
+    ``capturable`` lets a CUDA graph capture its step (the whole-update graph)."""
+    return torch.optim.Adam(list(params), lr=lr, eps=eps, fused=True, capturable=capturable)
 
 
 CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
@@ -100,6 +102,14 @@ COMPILE_MODES: tuple[str, ...] = get_args(CompileMode)
 """``torch.compile`` modes :class:`DreamerV3Learner` accepts (``compile=``)."""
 
 _CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+# inside the whole-update CUDA graph of capture=True, a compile mode's own CUDA graphs would
+# nest (which CUDA does not allow): its kernels are captured without them
+_NO_GRAPH_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+
+CAPTURE_WARMUP = 2
+"""Eager updates (on a side stream) a ``capture=True`` learner on CUDA runs before it captures
+its update graph: they build cuBLAS/cuDNN handles, the optimizers' state and any compiled code,
+none of which may be created during a capture."""
 
 
 def resolve_acceleration(
@@ -110,7 +120,10 @@ def resolve_acceleration(
     Asking for what the device or build cannot do (CUDA graphs off CUDA, ``torch.compile``
     where dynamo is unsupported) falls back with one ``RuntimeWarning`` that says what runs
     instead, or raises ``RuntimeError`` when ``strict``. ``capture`` keeps its static-buffer
-    path on every device (the CPU twin); an unknown mode is always a ``ValueError``.
+    path on every device (the CPU twin); an unknown mode is always a ``ValueError``. With
+    ``capture`` on CUDA the whole update is one CUDA graph, so a mode's own CUDA graphs are left
+    out (``"reduce-overhead"`` compiles as ``"default"``, ``"max-autotune"`` as
+    ``"max-autotune-no-cudagraphs"``): not a fallback, the update graph holds their kernels.
 
     Example:
         >>> import warnings
@@ -124,21 +137,21 @@ def resolve_acceleration(
     device = torch.device(device)
     if compile is not None and compile not in COMPILE_MODES:
         raise ValueError(f"compile must be None or one of {COMPILE_MODES}, got {compile!r}")
-    mode = compile if compile is not None else ("reduce-overhead" if capture else None)
+    mode = compile
     problems = []
+    if capture and device.type != "cuda":
+        problems.append(
+            f"capture=True uses CUDA graphs, which need a CUDA device (the learner is on "
+            f"{device.type}): running the same static-buffer path without a graph instead"
+        )
     if mode in _CUDA_GRAPH_MODES and device.type != "cuda":
-        if compile is None:  # capture=True alone: the static-buffer path, eagerly
-            problems.append(
-                f"capture=True uses CUDA graphs, which need a CUDA device (the learner is on "
-                f"{device.type}): running the same static-buffer path eagerly instead"
-            )
-            mode = None
-        else:
-            problems.append(
-                f"compile={mode!r} uses CUDA graphs, which need a CUDA device (the learner is "
-                f"on {device.type}): compiling with mode='default' instead"
-            )
-            mode = "default"
+        problems.append(
+            f"compile={mode!r} uses CUDA graphs, which need a CUDA device (the learner is "
+            f"on {device.type}): compiling with mode='default' instead"
+        )
+        mode = "default"
+    elif mode in _CUDA_GRAPH_MODES and capture:
+        mode = _NO_GRAPH_MODES[mode]
     if mode is not None and not torch._dynamo.is_dynamo_supported():
         problems.append(
             f"torch.compile is not supported by this build/Python: running eagerly instead of "
@@ -174,13 +187,19 @@ class DreamerV3Learner(nn.Module):
             from 2,793 to 1,629; off by default because on the 2-core CPU an update is no
             faster and compiling takes ~35 s (``docs/concepts/running_on_gpu.md``).
         capture: the CUDA-graph path: every batch is copied into buffers allocated at the first
-            update (a batch of another shape or dtype raises ``ValueError``), and ``compile``
-            defaults to ``"reduce-overhead"``. On a CPU the same static-buffer path runs
-            eagerly (the tested twin), after one warning.
+            update (a batch of another shape or dtype raises ``ValueError``); on CUDA, after
+            :data:`CAPTURE_WARMUP` eager updates, the whole update (losses, backward passes,
+            clipping, the three Adam steps) is captured once as one CUDA graph and each later
+            update replays it: one graph launch instead of thousands of kernel launches. The
+            slow critic's EMA runs before each replay, outside the graph. It may combine with
+            ``compile`` (a mode's own CUDA graphs are then left out: they would nest). Loading
+            an optimizer's state drops the graph (it is captured again). On a CPU the same
+            static-buffer path runs without a graph (the tested twin), after one warning.
         strict: raise ``RuntimeError`` instead of warning when ``compile``/``capture`` cannot be
             used as asked on this device or build (e.g. CUDA graphs on a CPU); without it the
-            learner falls back (CUDA-graph modes on a CPU: ``mode="default"``, or eager for
-            ``capture`` alone; no compiler: eager) with exactly one ``RuntimeWarning``.
+            learner falls back (CUDA-graph modes on a CPU: ``mode="default"``; ``capture`` on
+            a CPU: the static-buffer path without a graph; no compiler: eager) with exactly one
+            ``RuntimeWarning``.
 
     Example:
         >>> from torchrl_dreamer.modules import make_dreamer
@@ -245,13 +264,24 @@ class DreamerV3Learner(nn.Module):
         self.world_model_loss = world_model_loss_cls(world_model, config, batch_major=batch_major)
         self.actor_loss = actor_loss_cls(world_model, actor, critic, config)
         self.critic_loss = critic_loss_cls(critic, config)
-        self.wm_opt = _adam(world_model.parameters(), optim.wm_lr, optim.wm_eps)
-        self.actor_opt = _adam(actor.parameters(), optim.actor_lr, optim.actor_eps)
-        self.critic_opt = _adam(critic.parameters(), optim.critic_lr, optim.critic_eps)
-        self.autocast_dtype = autocast_dtype
-        self.num_updates = 0
         device = world_model.rssm.h0.device
         self.compile_mode, self.capture = resolve_acceleration(device, compile, capture, strict)
+        # the whole-update CUDA graph (capture=True on CUDA), captured at the first update after
+        # the world-model warm-up and CAPTURE_WARMUP eager ones
+        self._graphs = self.capture and device.type == "cuda"
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._graph_metrics: TensorDictBase | None = None
+        self._eager_before_capture = 0
+        self.wm_opt = _adam(world_model.parameters(), optim.wm_lr, optim.wm_eps, self._graphs)
+        self.actor_opt = _adam(actor.parameters(), optim.actor_lr, optim.actor_eps, self._graphs)
+        self.critic_opt = _adam(
+            critic.parameters(), optim.critic_lr, optim.critic_eps, self._graphs
+        )
+        if self._graphs:  # a loaded optimizer state has new tensors: capture again
+            for opt in self.optimizers().values():
+                opt.register_load_state_dict_post_hook(lambda _opt: self.drop_graph())
+        self.autocast_dtype = autocast_dtype
+        self.num_updates = 0
         self._static: TensorDictBase | None = None
         if self.compile_mode is not None:
             for module in [*world_model.encoders.values(), *world_model.decoders.values()]:
@@ -262,7 +292,9 @@ class DreamerV3Learner(nn.Module):
     def _autocast(self):
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast(self.world_model.rssm.h0.device.type, dtype=self.autocast_dtype)
+        # a CUDA graph must not capture autocast's weight-cast cache (its casts would be stale)
+        return torch.autocast(self.world_model.rssm.h0.device.type, dtype=self.autocast_dtype,
+                              cache_enabled=not self._graphs)
 
     @staticmethod
     def _clip_and_step(opt: torch.optim.Optimizer, module: nn.Module, clip: float) -> torch.Tensor:
@@ -282,14 +314,24 @@ class DreamerV3Learner(nn.Module):
         ``torch.profiler.record_function`` (:attr:`PROFILE_PHASES`).
 
         During the first ``optim.world_model_warmup`` updates only the world model steps (the
-        metrics then hold no actor/critic entries).
+        metrics then hold no actor/critic entries). With ``capture=True`` on CUDA the later
+        updates replay one captured CUDA graph (:meth:`_replay`).
         """
-        cfg = self.optim
         if self.capture:
             batch = self._stage(batch)
-        warmup = self.num_updates < cfg.world_model_warmup
+        warmup = self.num_updates < self.optim.world_model_warmup
         if not warmup:
             self.critic_loss.update_slow_critic()
+        if self._graphs and not warmup:
+            metrics = self._replay(batch)
+        else:
+            metrics = self._step(batch, warmup)
+        self.num_updates += 1
+        return metrics
+
+    def _step(self, batch: TensorDictBase, warmup: bool) -> TensorDictBase:
+        """The gradient steps of one update (all but the slow critic's EMA); no host sync."""
+        cfg = self.optim
         with record_function("world_model/forward"), self._autocast():
             wm_out = self.world_model_loss(batch)
             wm_loss = total_loss(wm_out)
@@ -299,7 +341,6 @@ class DreamerV3Learner(nn.Module):
         with record_function("world_model/optimizer"):
             g_wm = self._clip_and_step(self.wm_opt, self.world_model, cfg.wm_clip)
         if warmup:
-            self.num_updates += 1
             return self._metrics((wm_out,), wm_loss, {"grad_norm_world_model": g_wm})
         with record_function("actor/forward"), self._autocast():
             actor_out = self.actor_loss(wm_out.get("posterior"))
@@ -312,12 +353,39 @@ class DreamerV3Learner(nn.Module):
         with record_function("actor_critic/optimizer"):
             g_actor = self._clip_and_step(self.actor_opt, self.actor, cfg.actor_clip)
             g_critic = self._clip_and_step(self.critic_opt, self.critic, cfg.critic_clip)
-        self.num_updates += 1
         return self._metrics(
             (wm_out, actor_out, critic_out),
             wm_loss,
             {"grad_norm_world_model": g_wm, "grad_norm_actor": g_actor, "grad_norm_critic": g_critic},
         )
+
+    def _replay(self, batch: TensorDictBase) -> TensorDictBase:
+        """One update through the CUDA graph: the first :data:`CAPTURE_WARMUP` calls run eagerly
+        on a side stream (as CUDA-graph capture requires), the next one captures
+        :meth:`_step` on the static ``batch`` and every call replays it; returns a copy of the
+        graph's metrics (the graph overwrites its own at the next replay)."""
+        if self._graph is None:
+            if self._eager_before_capture < CAPTURE_WARMUP:
+                self._eager_before_capture += 1
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    metrics = self._step(batch, warmup=False)
+                torch.cuda.current_stream().wait_stream(side)
+                return metrics
+            graph = torch.cuda.CUDAGraph()
+            # thread_local: CUDA work of other threads (actors, the emulator) may go on meanwhile
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                self._graph_metrics = self._step(batch, warmup=False)
+            self._graph = graph
+        self._graph.replay()
+        return self._graph_metrics.clone()
+
+    def drop_graph(self) -> None:
+        """Forget the captured update graph: the next update captures it again (after
+        :data:`CAPTURE_WARMUP` eager ones). Needed when tensors the graph reads are replaced
+        rather than updated in place (done for you when an optimizer's state is loaded)."""
+        self._graph, self._graph_metrics, self._eager_before_capture = None, None, 0
 
     def _stage(self, batch: TensorDictBase) -> TensorDictBase:
         """Copy ``batch`` into the static buffers of the capture path (allocated on first use)."""
