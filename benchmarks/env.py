@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -42,21 +43,27 @@ def _backend(spec: str | None):
     return getattr(obj, attr) if attr else obj
 
 
-def ours_rate(n: int, seconds: float, backend_spec: str | None = None) -> float:
-    """Env steps/s of ``GameBoyEnv("maze", num_envs=n).fast_step`` over ``seconds``."""
+def ours_rate(n: int, seconds: float, backend_spec: str | None = None,
+              device: str = "cpu") -> float:
+    """Env steps/s of ``GameBoyEnv("maze", num_envs=n, device=device).fast_step`` over
+    ``seconds`` (on CUDA each timed step ends with a device sync, so no queued work is left
+    out)."""
     torch.set_num_threads(1)
     from torchrl_dreamer.envs import GameBoyEnv
 
-    env = GameBoyEnv("maze", num_envs=n, backend=_backend(backend_spec), seed=0)
+    env = GameBoyEnv("maze", num_envs=n, backend=_backend(backend_spec), seed=0, device=device)
     env.reset()
     gen = torch.Generator().manual_seed(0)
-    actions = torch.randint(0, env.action_set.n, (64, n), generator=gen)
+    actions = torch.randint(0, env.action_set.n, (64, n), generator=gen).to(device)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     for i in range(3):  # warm-up
         env.fast_step(actions[i])
+    sync()
     steps = 0
     t0 = time.perf_counter()
     while True:
         env.fast_step(actions[steps % 64])
+        sync()
         steps += 1
         dt = time.perf_counter() - t0
         if dt >= seconds and steps >= 3:
@@ -138,24 +145,36 @@ def main() -> None:
     parser.add_argument("--no-multi", action="store_true", help="skip the one-process-per-core cases")
     parser.add_argument("--backend", default=None,
                         help="module[:attr] with GameBoy and ResetCache (default: our emulator)")
+    parser.add_argument("--device", default="cpu",
+                        help="device of our envs, e.g. cuda (the peer always runs on the CPU; "
+                             "without PyBoy installed its figures are null)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     sizes = args.sizes or ([1, 64] if args.quick else [1, 64, 1024])
     seconds = args.seconds or (1.0 if args.quick else 3.0)
 
+    have_peer = importlib.util.find_spec("pyboy") is not None
+    on_gpu = args.device != "cpu"
+    tag = "" if not on_gpu else f"_{args.device.replace(':', '')}"
+    peer_1 = None  # PyBoy in one process: its rate does not depend on N
     for n in sizes:
-        ours = ours_rate(n, seconds, args.backend)
-        peer = peer_rate(min(n, args.peer_max), seconds)
-        print(json.dumps({"bench": "env", "case": f"maze_N{n}_1proc", "ours": round(ours, 1),
-                          "peer": round(peer, 1), "unit": "env_steps/s",
-                          "speedup": round(ours / peer, 3)}), flush=True)
+        ours = ours_rate(n, seconds, args.backend, args.device)
+        if have_peer and (peer_1 is None or not on_gpu):
+            peer_1 = peer_rate(min(n, args.peer_max), seconds)
+        _emit(f"maze_N{n}{tag}_1proc", ours, peer_1)
         if args.no_multi or args.procs < 2 or n < args.procs:
             continue
-        ours_m = multi_rate("ours", n, seconds, args.procs, args.backend)
-        peer_m = multi_rate("peer", min(n, args.peer_max * args.procs), seconds, args.procs)
-        print(json.dumps({"bench": "env", "case": f"maze_N{n}_{args.procs}proc",
-                          "ours": round(ours_m, 1), "peer": round(peer_m, 1),
-                          "unit": "env_steps/s", "speedup": round(ours_m / peer_m, 3)}), flush=True)
+        # the peer on every core; ours on CUDA stays one process (one GPU)
+        ours_m = ours if on_gpu else multi_rate("ours", n, seconds, args.procs, args.backend)
+        peer_m = (multi_rate("peer", min(n, args.peer_max * args.procs), seconds, args.procs)
+                  if have_peer else None)
+        _emit(f"maze_N{n}{tag}_{args.procs}proc", ours_m, peer_m)
+
+
+def _emit(case: str, ours: float, peer: float | None) -> None:
+    print(json.dumps({"bench": "env", "case": case, "ours": round(ours, 1),
+                      "peer": None if peer is None else round(peer, 1), "unit": "env_steps/s",
+                      "speedup": None if peer is None else round(ours / peer, 3)}), flush=True)
 
 
 if __name__ == "__main__":
