@@ -609,10 +609,12 @@ _UNCAPTURABLE = ("_local_scalar_dense", "nonzero", "is_nonzero", "masked_select"
                  "_unique2", "_unique", "unique_consecutive")
 
 
-@pytest.mark.parametrize("compile", [None, "default"])
-def test_update_has_nothing_a_cuda_graph_cannot_capture(compile):
-    """The CPU twin of the CUDA-graph capture: a whole update (after the first, which creates
-    the optimizer state) dispatches no op that syncs with the host."""
+def test_update_has_nothing_a_cuda_graph_cannot_capture():
+    """The CPU twin of the CUDA-graph capture: a whole eager update (after the first, which
+    creates the optimizer state) dispatches no op that syncs with the host. (Compiled code is
+    not checked here: a dispatch mode sees no op of its fused kernels, and calling it under one
+    makes dynamo give up on the step functions for the rest of the process; the compiled
+    capture is tested on CUDA.)"""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Recorder(TorchDispatchMode):
@@ -626,7 +628,7 @@ def test_update_has_nothing_a_cuda_graph_cannot_capture(compile):
             return func(*args, **(kwargs or {}))
 
     learner = DreamerV3Learner(*_agent(obs={"pixels": "packed2"}, action_dim=4),
-                               DreamerV3LossConfig().with_(horizon=3), compile=compile)
+                               DreamerV3LossConfig().with_(horizon=3))
     batch = _batch(T=4, B=2, action_dim=4).exclude("obs")
     batch["pixels"] = torch.randint(0, 256, (4, 2, 1, 72, 20), dtype=torch.uint8)
     learner.update(batch)
