@@ -253,12 +253,12 @@ class _ObserveScan(torch.autograd.Function):
                 lst.append(v)
             probs_steps.append(probs)
             z_steps.append(z)
-        stacked = {k: torch.stack(v, 0) for k, v in zip(_SAVED, saved)}
-        h_all = stacked.pop("h")
+        h_all = torch.stack(saved[_SAVED.index("h")], 0)
         z_all = torch.stack(z_steps, 0) if compiled else z_all.view(T, B, -1)
         probs_all = torch.stack(probs_steps, 0)
         ctx.consts, ctx.steps = consts, steps
-        if any(ctx.needs_input_grad):
+        if any(ctx.needs_input_grad):  # the backward's inputs, stacked only when it will run
+            stacked = {k: torch.stack(v, 0) for k, v in zip(_SAVED, saved) if k != "h"}
             ctx.names = tuple(stacked)
             ctx.save_for_backward(
                 keep, w_in_z, ln1_w, ln1_b, w_gru, ln2_w, ln2_b_u, w_post_h, ln3_w, ln3_b, w_out,
