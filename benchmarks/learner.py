@@ -349,8 +349,9 @@ _NO_KERNEL_OPS = frozenset(
     "_reshape_alias _unsafe_view empty empty_like empty_strided resize_ to type_as "
     "set_ item _local_scalar_dense".split()
 )
-#: unit of the :func:`count_launches` lines
+#: units of the :func:`count_launches` lines, on a CPU and on CUDA
 _LAUNCH_UNIT = "kernel launches/update (profiler: kernel-running aten ops + compiled kernels)"
+_CUDA_LAUNCH_UNIT = "CUDA launches/update (runtime API: kernels, graphs, copies, fills)"
 #: CUDA runtime calls that put work on a stream (a kernel, a captured graph, a copy, a fill)
 _CUDA_LAUNCHES = frozenset(
     "cudaLaunchKernel cudaLaunchKernelExC cuLaunchKernel cuLaunchKernelEx cudaGraphLaunch "
@@ -670,7 +671,7 @@ def _maze_benches(args, benches: set[str]) -> None:
                   extra / gain if gain > 0 else None, None, "updates")
             _emit("maze_compile", f"{case}_{label}_launches_vs_eager",
                   compiled(op="launches"), plain(op="launches"),
-                  _LAUNCH_UNIT)
+                  _CUDA_LAUNCH_UNIT if args.device.startswith("cuda") else _LAUNCH_UNIT)
             compiled.close()
             plain.close()
 
@@ -717,8 +718,7 @@ def _torchrl_ops(args) -> None:
         tag = "_capture" if args.capture else ""
         _emit("aten_ops", f"tiny_B{B}xT{T}_64x64_{gpu.type}{tag}_launches_vs_torchrl_"
               "DreamerV3Loss", count_launches(ours_update, ours_batch(T, B), args.device),
-              count_launches(peer_update, peer_batch(T, B), args.device),
-              "CUDA launches/update (runtime API: kernels, graphs, copies, fills)")
+              count_launches(peer_update, peer_batch(T, B), args.device), _CUDA_LAUNCH_UNIT)
 
 
 def _torchrl_time(args) -> None:
