@@ -56,6 +56,15 @@ def _batch(T=6, B=3, obs_dim=5, action_dim=3, seed=0, **extra):
     return td
 
 
+def _packed2_batch(T=4, B=2, action_dim=4, seed=None):
+    """:func:`_batch` with packed2 frames (the maze's observations) instead of ``obs``; the
+    frames come from ``seed``'s generator, or from the global one when ``seed`` is ``None``."""
+    td = _batch(T=T, B=B, action_dim=action_dim, seed=seed or 0).exclude("obs")
+    g = None if seed is None else torch.Generator().manual_seed(seed)
+    td["pixels"] = torch.randint(0, 256, (T, B, 1, 72, 20), dtype=torch.uint8, generator=g)
+    return td
+
+
 # ---------------------------------------------------------------- configuration
 def test_sheeprl_preset_values():
     c = LOSS_PRESETS["sheeprl"]
@@ -524,8 +533,7 @@ def test_learner_and_player_on_cuda():
     wm, actor, critic = _agent(obs={"pixels": "packed2"}, action_dim=4)
     wm, actor, critic = wm.cuda(), actor.cuda(), critic.cuda()
     learner = DreamerV3Learner(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))
-    td = _batch(T=4, B=2, action_dim=4).exclude("obs")
-    td["pixels"] = torch.randint(0, 256, (4, 2, 1, 72, 20), dtype=torch.uint8)
+    td = _packed2_batch()
     m = learner.update(td.cuda())
     assert m["loss_world_model"].device.type == "cuda"
     assert torch.isfinite(m["loss_world_model"]).item()
@@ -548,8 +556,7 @@ def test_tiny_preset_packed2_update_decreases_reconstruction():
         wm, actor, critic, DreamerV3LossConfig().with_(horizon=3),
         optim=DreamerV3LearnerConfig(wm_lr=1e-3),
     )
-    td = _batch(T=4, B=2, action_dim=8).exclude("obs")
-    td["pixels"] = torch.randint(0, 256, (4, 2, 1, 72, 20), dtype=torch.uint8)
+    td = _packed2_batch(action_dim=8)
     first = learner.update(td)
     for _ in range(5):
         last = learner.update(td)
@@ -629,19 +636,11 @@ def test_update_has_nothing_a_cuda_graph_cannot_capture():
 
     learner = DreamerV3Learner(*_agent(obs={"pixels": "packed2"}, action_dim=4),
                                DreamerV3LossConfig().with_(horizon=3))
-    batch = _batch(T=4, B=2, action_dim=4).exclude("obs")
-    batch["pixels"] = torch.randint(0, 256, (4, 2, 1, 72, 20), dtype=torch.uint8)
+    batch = _packed2_batch()
     learner.update(batch)
     with Recorder() as rec:
         learner.update(batch)
     assert rec.bad == []
-
-
-def _cuda_maze_batch(seed: int, T: int = 4, B: int = 2, action_dim: int = 4) -> TensorDict:
-    td = _batch(T=T, B=B, action_dim=action_dim, seed=seed).exclude("obs")
-    g = torch.Generator().manual_seed(seed)
-    td["pixels"] = torch.randint(0, 256, (T, B, 1, 72, 20), dtype=torch.uint8, generator=g)
-    return td.cuda()
 
 
 @requires_cuda
@@ -661,15 +660,15 @@ def test_capture_on_cuda_replays_one_graph_like_the_eager_learner(compile):
     assert captured.compile_mode == (None if compile is None else "default")
     for seed in range(CAPTURE_WARMUP + 3):
         torch.manual_seed(seed)
-        want = plain.update(_cuda_maze_batch(seed))
+        want = plain.update(_packed2_batch(seed=seed).cuda())
         torch.manual_seed(seed)
-        got = captured.update(_cuda_maze_batch(seed))
+        got = captured.update(_packed2_batch(seed=seed).cuda())
         assert (captured._graph is not None) == (seed >= CAPTURE_WARMUP)
         for key in want.keys():
             torch.testing.assert_close(got[key], want[key], rtol=1e-3, atol=1e-4, msg=key)
     for a, b in zip(captured.parameters(), plain.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
-    batch = _cuda_maze_batch(9)
+    batch = _packed2_batch(seed=9).cuda()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         captured.update(batch)
