@@ -376,7 +376,7 @@ class RSSM(nn.Module):
 
         kwargs.setdefault("dynamic", False)
         if kwargs.get("backend", "inductor") == "inductor":  # modes are inductor's
-            kwargs["mode"] = _STEP_MODES.get(mode, mode)
+            kwargs["mode"] = NO_CUDA_GRAPH_MODES.get(mode, mode)
         self._compiled_observe = torch.compile(self._observe_body, **kwargs)
         self._compiled_imagine = torch.compile(self._imagine_body, **kwargs)
         self._compiled_scan_steps = (torch.compile(_forward_step, **kwargs),
@@ -385,9 +385,10 @@ class RSSM(nn.Module):
         return self
 
 
-#: ``torch.compile`` modes for per-step bodies: the CUDA-graph modes without CUDA graphs
-#: (see :meth:`RSSM.compile_steps`)
-_STEP_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+#: each ``torch.compile`` mode that uses CUDA graphs, and the same mode without them: for the
+#: per-step bodies, whose outputs outlive a replay (:meth:`RSSM.compile_steps`), and for code
+#: captured inside a larger CUDA graph (``DreamerV3Learner(capture=True)``)
+NO_CUDA_GRAPH_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 
 
 def _own_pieces(obj: nn.Module, cls: type, names: tuple[str, ...]) -> bool:

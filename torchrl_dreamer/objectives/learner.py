@@ -20,6 +20,7 @@ from torch.profiler import record_function
 
 from torchrl_dreamer.modules.encoders import ImageDecoder, ImageEncoder
 from torchrl_dreamer.modules.heads import DreamerV3Actor, DreamerV3Critic
+from torchrl_dreamer.modules.rssm import NO_CUDA_GRAPH_MODES
 from torchrl_dreamer.modules.world_model import WorldModel
 from torchrl_dreamer.objectives.actor import DreamerV3ActorLoss
 from torchrl_dreamer.objectives.config import LOSS_PRESETS, DreamerV3LossConfig
@@ -101,10 +102,10 @@ CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotun
 COMPILE_MODES: tuple[str, ...] = get_args(CompileMode)
 """``torch.compile`` modes :class:`DreamerV3Learner` accepts (``compile=``)."""
 
-_CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
-# inside the whole-update CUDA graph of capture=True, a compile mode's own CUDA graphs would
-# nest (which CUDA does not allow): its kernels are captured without them
-_NO_GRAPH_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+# compile modes that use CUDA graphs: off CUDA they fall back to "default"; under capture=True
+# they compile as NO_CUDA_GRAPH_MODES says (their graphs would nest inside the update's, which
+# CUDA does not allow)
+_CUDA_GRAPH_MODES = tuple(NO_CUDA_GRAPH_MODES)
 
 CAPTURE_WARMUP = 2
 """Eager updates (on a side stream) a ``capture=True`` learner on CUDA runs before it captures
@@ -151,7 +152,7 @@ def resolve_acceleration(
         )
         mode = "default"
     elif mode in _CUDA_GRAPH_MODES and capture:
-        mode = _NO_GRAPH_MODES[mode]
+        mode = NO_CUDA_GRAPH_MODES[mode]
     if mode is not None and not torch._dynamo.is_dynamo_supported():
         problems.append(
             f"torch.compile is not supported by this build/Python: running eagerly instead of "
