@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
@@ -49,15 +50,17 @@ class _ByHasattr(type(Protocol)):
         return all(hasattr(obj, name) for name in _members(cls))
 
 
-def _members(cls: type) -> set[str]:
-    """The public attributes and annotated data members a protocol class declares."""
+@functools.cache
+def _members(cls: type) -> frozenset[str]:
+    """The public attributes and annotated data members a protocol class declares (read once
+    per class: the collector checks its player at every weight copy)."""
     names: set[str] = set()
     for base in cls.__mro__:
         if base in (Protocol, object) or base.__module__ == "typing":
             continue
         names.update(inspect.get_annotations(base))
         names.update(n for n in vars(base) if not n.startswith("_"))
-    return names
+    return frozenset(names)
 
 
 @runtime_checkable
