@@ -14,11 +14,14 @@ Life cycle, as driven by the env::
     task.check_cartridge(gb.cartridge)      # title check: ROM/task mismatch -> clear error
     task.prepare(gb)                        # once: boot to the start state (all envs alike)
     task.setup(num_envs, device)            # once: allocate per-env buffers
-    # ... the env snapshots that state (ResetCache) ...
+    # ... the env snapshots that state (ResetCache); with varied starts it also builds a pool of
+    # start states, each made by task.prepare_start(aux_gb, variant, generator) plus no-ops ...
     # at every episode start (masked envs only, after the snapshot is restored):
     task.on_reset(gb, mask, generator)
     # after every env step (all envs; `is_first` marks envs whose episode just started):
     reward, terminated = task.compute(gb, pixels, is_first)
+    # tasks with a notion of success (has_success) say which envs reached it at that step:
+    task.success()
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ class Task:
         start_frames: frames run from power-on by the default :meth:`prepare`.
         rom_has_logo: ``False`` for ROMs that leave out the Nintendo logo on purpose (ours): the
             env then silences the emulator's missing-logo warning.
+        default_noop_max: the random no-op start this task wants (frames, see
+            ``GameBoyEnv(noop_max=...)``); ``None``: the run's default.
+        has_success: whether :meth:`success` says which episodes succeeded; tasks without it
+            report returns only (no guessed success rate).
         train_defaults: the training settings this task trains best with, as
             :class:`~torchrl_dreamer.trainers.TrainConfig` field names and values (e.g.
             ``{"replay_ratio": 0.2}``); a run's own settings override them. A task registered
@@ -71,6 +78,8 @@ class Task:
     start_frames: ClassVar[int] = 60
     rom_has_logo: ClassVar[bool] = True
     train_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    default_noop_max: ClassVar[int | None] = None
+    has_success: ClassVar[bool] = False
 
     def __init__(self, rom: str | Path | None = None, state: Any = None):
         self.rom = Path(rom) if rom is not None else None
@@ -137,6 +146,27 @@ class Task:
         else:
             gb.run_frames(self.start_frames)
 
+    @property
+    def num_start_variants(self) -> int:
+        """How many distinct start states :meth:`prepare_start` can make (e.g. several savestate
+        files); 1 for a single start. The env cycles the variants through its start pool."""
+        return 1
+
+    @property
+    def start_jitter(self) -> int:
+        """Largest random extra delay (frames) :meth:`prepare_start` may add to the start; 0 for
+        none. Informational: the env reports it, the task draws it."""
+        return 0
+
+    def prepare_start(self, gb: Any, variant: int, generator: torch.Generator) -> None:
+        """Bring ``gb`` (a fresh, powered-on batch) to start variant ``variant`` (0 <= variant <
+        :attr:`num_start_variants`), drawing any jitter with ``generator`` (a CPU generator).
+
+        The env calls it to build its pool of varied start states (then adds its random no-op
+        frames). Default: :meth:`prepare` (one start, no jitter).
+        """
+        self.prepare(gb)
+
     def setup(self, num_envs: int, device: torch.device) -> None:
         """Allocate per-env buffers (called once, before the first episode).
 
@@ -175,6 +205,15 @@ class Task:
             state (the env ORs it with its ``max_episode_steps`` limit).
         """
         raise NotImplementedError(f"{type(self).__name__} must implement compute()")
+
+    def success(self) -> torch.Tensor:
+        """``bool[N]``: envs that reached the task's success at the step :meth:`compute` just ran
+        (read by the env on every step; an episode succeeds when it ends with this set).
+
+        Only called when :attr:`has_success` is True; tasks with a notion of success set it and
+        override this (e.g. keep the flags computed in :meth:`compute` in :attr:`buffers`).
+        """
+        raise NotImplementedError(f"{type(self).__name__} sets has_success but not success()")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, rom={self.rom})"
