@@ -145,3 +145,23 @@ def test_real_game_headers(roms):
         cart5 = parse_cartridge((rom_path(roms, "games/pandoras-blocks/PandorasBlocks.gbc")).read_bytes())
     assert (cart.title, cart.mbc, cart.rom_banks, cart.ram_size, cart.header_ok) == ("TOBU", 1, 16, 8192, True)
     assert (cart5.mbc, cart5.ram_size, cart5.cgb_flag) == (5, 0x20000, 0x80)
+
+
+def _with_cgb_flag(flag: int) -> bytes:
+    rom = bytearray(make_rom(title="COLOR"))
+    rom[0x143] = flag
+    return bytes(rom)
+
+
+def test_color_only_rom_is_refused():
+    """A Color-only cartridge (0x143 = 0xC0) is refused with a message saying the emulator is a
+    DMG, whether parsed alone or when a GameBoy is built; dual-mode (0x80) still parses."""
+    from torchrl_dreamer.emulator.cartridge import ColorOnlyCartridgeError
+
+    with pytest.raises(ColorOnlyCartridgeError, match="Color-only.*DMG"):
+        parse_cartridge(_with_cgb_flag(0xC0), check=False)
+    with pytest.raises(CartridgeError, match="0x143 is 0xC0"):
+        GameBoy(_with_cgb_flag(0xC0), check_header=False)
+    header_only = parse_cartridge(_with_cgb_flag(0xC0), check=False, dmg_only=False)
+    assert header_only.cgb_flag == 0xC0
+    assert parse_cartridge(_with_cgb_flag(0x80), check=False).cgb_flag == 0x80

@@ -23,12 +23,23 @@ from pathlib import Path
 
 from torchrl_dreamer.emulator.registers import MBC_1, MBC_1M, MBC_2, MBC_3, MBC_5, MBC_NONE
 
-__all__ = ["Cartridge", "CartridgeError", "CARTRIDGE_TYPES", "parse_cartridge", "load_rom_bytes",
-           "is_mbc1_multicart"]
+__all__ = ["Cartridge", "CartridgeError", "ColorOnlyCartridgeError", "CARTRIDGE_TYPES",
+           "CGB_ONLY", "parse_cartridge", "load_rom_bytes", "is_mbc1_multicart"]
 
 
 class CartridgeError(ValueError):
     """The ROM image is not a usable Game Boy cartridge (the message says why)."""
+
+
+class ColorOnlyCartridgeError(CartridgeError):
+    """The ROM is a Game Boy Color-only game (header byte 0x143 is 0xC0); the emulator is a DMG.
+
+    Dual-mode ROMs (0x80) run: they carry DMG code paths and fall back to them on a DMG.
+    """
+
+
+CGB_ONLY = 0xC0
+"""Header byte 0x143 of a Color-only cartridge (0x80 marks a dual-mode one)."""
 
 
 # type byte -> (mapper id, has RAM, has battery, has RTC, name); mapper ids are registers.MBC_*
@@ -122,14 +133,17 @@ def load_rom_bytes(rom: str | os.PathLike | bytes | bytearray | memoryview) -> b
     raise TypeError(f"rom must be a path or bytes, got {type(rom).__name__}")
 
 
-def parse_cartridge(data: bytes, check: bool = True) -> Cartridge:
+def parse_cartridge(data: bytes, check: bool = True, dmg_only: bool = True) -> Cartridge:
     """Parse and validate the header of ROM image ``data``.
 
     Args:
         data: the whole ROM image.
         check: also warn on a missing Nintendo logo / bad checksums (off for synthetic test ROMs).
+        dmg_only: refuse Game Boy Color-only cartridges (the emulator runs DMG code only); pass
+            ``False`` to read such a header without running the game.
 
     Raises:
+        ColorOnlyCartridgeError: a Color-only cartridge (0x143 == 0xC0) while ``dmg_only``.
         CartridgeError: truncated image, unknown cartridge type / size codes, or an image larger
             or smaller than its header declares.
     """
@@ -137,6 +151,12 @@ def parse_cartridge(data: bytes, check: bool = True) -> Cartridge:
         raise CartridgeError(
             f"ROM image is {len(data)} bytes: too short to hold a cartridge header (needs >= 0x150 "
             "bytes); is this a Game Boy ROM?"
+        )
+    if dmg_only and data[0x143] == CGB_ONLY:
+        raise ColorOnlyCartridgeError(
+            "this ROM is a Game Boy Color-only game (header byte 0x143 is 0xC0) and the emulator "
+            "is a DMG (original Game Boy) for now: it cannot run Color-only code. Use a DMG or "
+            "dual-mode ROM (0x143 = 0x00 or 0x80)"
         )
     type_code = data[0x147]
     if type_code not in CARTRIDGE_TYPES:
