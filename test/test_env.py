@@ -47,6 +47,13 @@ class FakeGameBoy:
 
     def run_frames(self, n, buttons=None):
         self._frames(n)
+        self._draw(self.packed2)
+
+    def _draw(self, out):
+        out.zero_()
+        out[:, 0, 0, 0] = self.mem[:, POS]
+        out[:, 0, 0, 1] = self.mem[:, FRAMES]
+        out[:, 0, 0, 2] = self.mem[:, LAYOUT]
 
     def step(self, buttons, frames=24, press_frames=8, obs_out=None):
         self.step_calls += 1
@@ -62,10 +69,7 @@ class FakeGameBoy:
         )
         self._frames(frames)
         out = self.packed2 if obs_out is None else obs_out
-        out.zero_()
-        out[:, 0, 0, 0] = self.mem[:, POS]
-        out[:, 0, 0, 1] = self.mem[:, FRAMES]
-        out[:, 0, 0, 2] = self.mem[:, LAYOUT]
+        self._draw(out)
         return out
 
     def read_memory(self, addr, length=1):
@@ -98,14 +102,15 @@ class FakeGameBoy:
 
 
 class FakeResetCache:
-    def __init__(self, gb, state=None):
+    def __init__(self, gb, state=None, pool=False):
         self.gb = gb
         self.state = gb.save_state() if state is None else state
         self.restores = 0
 
-    def restore(self, mask):
+    def restore(self, mask, rows=None):
         self.restores += 1
-        self.gb.load_state(self.state, mask=mask)
+        state = self.state if rows is None else {k: v[rows] for k, v in self.state.items()}
+        self.gb.load_state(state, mask=mask)
 
 
 FAKE = types.SimpleNamespace(GameBoy=FakeGameBoy, ResetCache=FakeResetCache)
@@ -285,19 +290,29 @@ def test_partial_reset_leaves_other_envs_alone():
     assert nxt["terminated"].flatten().tolist() == [True, False, False]
 
 
-def test_noop_starts_from_set_seed():
-    env = make_env(16, noop_max=30)
-    env.set_seed(1)
-    counts1 = env.noop_frames.clone()
-    td = env.reset()
-    frames = td["pixels"][:, 0, 0, 1].long()
-    base = ReachGoal.start_frames + env.frame_skip
-    assert ((frames - base) % 256).tolist() == counts1.tolist()
-    assert len(set(counts1.tolist())) > 1
-    env.set_seed(1)
-    assert torch.equal(env.noop_frames, counts1)
-    env.set_seed(2)
-    assert not torch.equal(env.noop_frames, counts1)
+def test_noop_starts_vary_per_episode_and_follow_set_seed():
+    def starts(seed, episodes=4):
+        env = make_env(16, noop_max=30)
+        env.set_seed(seed)
+        counts = []
+        for _ in range(episodes):
+            td = env.reset()
+            frames = td["pixels"][:, 0, 0, 1].long()
+            # start frames, the no-ops, and the reset step's frames (ReachGoal writes RAM at
+            # reset, so the step emulates)
+            base = ReachGoal.start_frames + env.frame_skip
+            assert ((frames - base) % 256).tolist() == env.noop_frames.tolist()
+            counts.append(env.noop_frames.clone())
+        return env, torch.stack(counts)
+
+    env, a = starts(1)
+    assert env.varied_starts and a.max() <= 30
+    assert len(set(a.flatten().tolist())) > 4            # starts differ across envs...
+    assert (a != a[0]).any(0).float().mean() > 0.5       # ... and across one env's episodes
+    _, b = starts(1)
+    assert torch.equal(a, b)                             # same seed, same starts
+    _, c = starts(2)
+    assert not torch.equal(a, c)
     # set_seed keeps the running consoles where they were
     before = env.gb.mem.clone()
     env.set_seed(3)
@@ -480,3 +495,50 @@ def test_one_hot_action_spec():
     one_hot = torch.nn.functional.one_hot(torch.tensor([RIGHT, LEFT]), 5)
     out = env.fast_step(one_hot)  # integer one-hot rows are accepted too
     assert out["pixels"][:, 0, 0, 0].tolist() == [1, 0]
+
+
+class Ticker(Task):
+    """Toy task with no reset hook: pays the frame counter's change (it moves every frame)."""
+
+    name = "ticker_test"
+    rom_titles = ("FAKEGAME",)
+    default_action_set = "dpad"
+    default_max_episode_steps = 3
+    start_frames = 5
+
+    def rom_path(self):
+        return "fake.gb"
+
+    def setup(self, num_envs, device):
+        super().setup(num_envs, device)
+        self.buffers["prev"] = torch.zeros(num_envs, dtype=torch.int64, device=device)
+
+    def compute(self, gb, pixels, is_first):
+        now = gb.read_memory(FRAMES)[:, 0].long()
+        prev = self.buffers["prev"]
+        reward = torch.where(is_first, 0, (now - prev) % 256).float()
+        prev.copy_(now)
+        return reward, torch.zeros_like(is_first)
+
+
+def test_first_observation_is_the_start_state_and_no_reward_is_lost():
+    env = GameBoyEnv(Ticker(), num_envs=2, backend=FAKE, frame_skip=4)
+    assert not env.task.reset_runs_frames and ReachGoal().reset_runs_frames
+    start = Ticker.start_frames
+    td = env.reset()
+    assert td["pixels"][:, 0, 0, 1].tolist() == [start, start]
+    episode_returns, firsts = [], []
+    ret = torch.zeros(2)
+    for _ in range(9):
+        td = env.step(td.set("action", torch.zeros(2, dtype=torch.long)))["next"]
+        if td["is_first"].all():
+            firsts.append(td["pixels"][:, 0, 0, 1].tolist())
+            assert td["reward"].abs().sum() == 0
+        ret += td["reward"].flatten()
+        if td["done"].all():
+            episode_returns.append(ret.tolist())
+            ret = torch.zeros(2)
+    # every restart shows the start state itself: nothing emulated in the reset step...
+    assert firsts == [[start, start]] * 2
+    # ... and an episode's rewards add up to everything the counter moved since its start
+    assert episode_returns == [[12.0, 12.0]] * 2

@@ -84,8 +84,9 @@ class EmulatorState:
         return EmulatorState(self.version, self.rom_sha256, self.state_words,
                              {k: v[env:env + 1].clone() for k, v in self.arrays.items()})
 
-    def check_compatible(self, gb) -> None:
-        """Raise :class:`SavestateError` unless this state fits ``gb`` (version, ROM, shapes)."""
+    def check_compatible(self, gb, any_envs: bool = False) -> None:
+        """Raise :class:`SavestateError` unless this state fits ``gb`` (version, ROM, shapes);
+        ``any_envs``: any env count is fine (a pool of start states)."""
         if self.version != STATE_VERSION or self.state_words != layout.STATE_WORDS:
             raise SavestateError(
                 f"savestate format version {self.version} ({self.state_words} state words) is not "
@@ -96,7 +97,7 @@ class EmulatorState:
                 f"savestate was taken on another ROM (sha256 {self.rom_sha256[:12]}..., this "
                 f"emulator runs {gb.cartridge.sha256[:12]}...)"
             )
-        if self.num_envs not in (1, gb.num_envs):
+        if not any_envs and self.num_envs not in (1, gb.num_envs):
             raise SavestateError(
                 f"savestate holds {self.num_envs} envs; load it into {gb.num_envs} envs only by "
                 "broadcasting a 1-env state (state.select(k))"

@@ -8,9 +8,13 @@ for the task. Nothing in a step syncs the host.
 Episode ends use a **deferred reset** (danijar's embodied driver): the step that ends an episode
 (``terminated`` by the task or ``truncated`` by ``max_episode_steps``) returns the real final
 observation with the flags and the reward; on the NEXT step that env ignores its action, restores
-the start snapshot (``ResetCache``, masked, on the device), runs the task's reset hook (e.g. writes
-a layout byte), emulates ``frame_skip`` frames with no button held and returns that observation
-with ``is_first=True``, reward 0, done flags False and ``episode_id + 1``. Collectors therefore
+the start snapshot (``ResetCache``, masked, on the device) and returns the new episode's first
+observation with ``is_first=True``, reward 0, done flags False and ``episode_id + 1``. That
+observation is the start state itself (its picture and RAM: nothing is emulated, so no frame and
+no reward of the new episode is lost), except for tasks whose reset hook writes RAM the game must
+draw first (a maze layout: :attr:`Task.reset_runs_frames`), where the step runs the hook and
+emulates ``frame_skip`` frames with no button held. With varied starts (``noop_max`` or a task's
+start variants/jitter) each episode start draws its start state from a pool. Collectors therefore
 never need to call ``reset`` (``_torchrl_native_autoreset``), so they never sync the host to ask
 whether an env is done. An explicit :meth:`reset` (full, or partial through a ``"_reset"`` mask)
 works as well and resets at once.
@@ -80,12 +84,16 @@ class GameBoyEnv(EnvBase):
         action_set: a built-in action set name, a list of action names or an
             :class:`~torchrl_dreamer.envs.actions.ActionSet`; default: the task's.
         frame_skip: frames emulated per env step (24).
-        press_frames: frames the chosen buttons are held at the start of a step (8).
+        press_frames: frames the chosen buttons are held at the start of a step (default
+            ``min(8, frame_skip)``: a short step holds its button throughout).
         max_episode_steps: steps after which an episode is ``truncated``; default: the task's
             (``None``/0 = no limit).
         pixels: observation format, one of :data:`PIXEL_FORMATS` (``"packed2"``).
-        noop_max: episodes start after a random 0..``noop_max`` frames with no button held,
-            drawn per env by :meth:`set_seed` (0 = always the same start).
+        noop_max: episodes start after a random 0..``noop_max`` frames with no button held, a
+            new draw at every episode start (0 = always the same start, unless the task has
+            several start variants or a start jitter); see :attr:`varied_starts`.
+        start_pool: how many varied start states are prepared (at construction and at
+            :meth:`set_seed`); each episode start picks one per env.
         native_autoreset: deferred native auto-reset (see the module docstring); with
             ``False`` TorchRL collectors call :meth:`reset` on done envs as for any env. (Not
             ``auto_reset``: TorchRL's ``EnvBase`` reserves that name for its ``AutoResetEnv``.)
@@ -114,10 +122,11 @@ class GameBoyEnv(EnvBase):
         task_kwargs: dict[str, Any] | None = None,
         action_set: str | list[str] | ActionSet | None = None,
         frame_skip: int = 24,
-        press_frames: int = 8,
+        press_frames: int | None = None,
         max_episode_steps: int | None | str = "task",
         pixels: str = "packed2",
         noop_max: int = 0,
+        start_pool: int = 32,
         native_autoreset: bool = True,
         one_hot_actions: bool = False,
         seed: int | None = None,
@@ -129,6 +138,8 @@ class GameBoyEnv(EnvBase):
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if frame_skip < 1:
             raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
+        if press_frames is None:
+            press_frames = min(8, frame_skip)
         if not 0 <= press_frames <= frame_skip:
             raise ValueError(
                 f"press_frames must lie in 0..frame_skip ({frame_skip}), got {press_frames}"
@@ -137,6 +148,8 @@ class GameBoyEnv(EnvBase):
             raise ValueError(f"unknown pixels format {pixels!r}; choose one of {PIXEL_FORMATS}")
         if noop_max < 0:
             raise ValueError(f"noop_max must be >= 0, got {noop_max}")
+        if start_pool < 1:
+            raise ValueError(f"start_pool must be >= 1, got {start_pool}")
         device = torch.device(device)
         super().__init__(batch_size=torch.Size([num_envs]), device=device)
         self._ppu = ppu
@@ -161,6 +174,7 @@ class GameBoyEnv(EnvBase):
         self.press_frames = int(press_frames)
         self.pixels_format = pixels
         self.noop_max = int(noop_max)
+        self.start_pool = int(start_pool)
         self.num_envs = num_envs
         self.one_hot_actions = bool(one_hot_actions)
         self._backend = backend if backend is not None else _default_backend()
@@ -174,7 +188,9 @@ class GameBoyEnv(EnvBase):
         self._generator = torch.Generator(device=device)
         self._generator.manual_seed(0 if seed is None else int(seed))
         self._noop_gen = torch.Generator().manual_seed(0 if seed is None else int(seed))
-        self._reset_cache = self._build_reset_cache(live=False)
+        self._reset_cache = self._build_reset_cache()
+        # Where the first observation of an episode comes from (see the module docstring).
+        self._settle = bool(self.task.reset_runs_frames)
 
         # Per-env bookkeeping (device tensors).
         self._pending = torch.zeros(num_envs, dtype=torch.bool, device=device)
@@ -184,6 +200,9 @@ class GameBoyEnv(EnvBase):
                                         device=device)
         self._last_done = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self._zeros_u8 = torch.zeros(num_envs, dtype=torch.uint8, device=device)
+        self._start_pixels = self._pool_pixels[torch.zeros(num_envs, dtype=torch.long)].to(device)
+        self.noop_frames = torch.zeros(num_envs, dtype=torch.int64, device=device)
+        """No-op frames of each env's current episode start (``int64[N]``)."""
 
         self._make_specs()
         self._torchrl_native_autoreset = bool(native_autoreset)
@@ -220,38 +239,62 @@ class GameBoyEnv(EnvBase):
             shape=(n,), device=dev,
         )
 
-    # ------------------------------------------------------------------ start snapshot
-    def _draw_noops(self) -> torch.Tensor:
-        if self.noop_max == 0:
-            return torch.zeros(self.num_envs, dtype=torch.int64)
-        return torch.randint(0, self.noop_max + 1, (self.num_envs,), generator=self._noop_gen)
+    # ------------------------------------------------------------------ start states
+    @property
+    def varied_starts(self) -> bool:
+        """Whether episodes start from a pool of varied start states (``noop_max > 0``, or a task
+        with several start variants or a start jitter) instead of one fixed start."""
+        return (self.noop_max > 0 or self.task.num_start_variants > 1
+                or self.task.start_jitter > 0)
 
-    def _build_reset_cache(self, live: bool) -> Any:
-        """Snapshot the start state, each env ``noop`` frames after the task's start state.
+    def _build_reset_cache(self) -> Any:
+        """Snapshot the start state(s) episodes restart from, and their first observations.
 
-        Per-env no-op counts need per-env states: a 1-console batch runs the frames once and its
-        state is broadcast into the envs drawing each count (``load_state(state, mask)``).
-        ``live=True`` keeps the consoles' current state (the snapshot is assembled in place and
-        rolled back).
+        One fixed start: the consoles' state after ``task.prepare`` (all envs alike). Varied
+        starts: a pool of ``start_pool`` states, entry ``k`` made by ``task.prepare_start``
+        (variant ``k % num_start_variants``, the task's own jitter) plus a random
+        ``0..noop_max`` frames with no button held; every episode start draws its entry (and so
+        its no-op count) per env with the env's generator, on the device. Games seed their RNG
+        from frame counters, so these starts give different games.
         """
-        noops = self._draw_noops()
-        self.noop_frames = noops
-        gb = self.gb
-        if not live and int(noops.max()) == 0:
-            return self._backend.ResetCache(gb)
-        saved = gb.save_state() if live else None
-        aux = self._make_gb(1)
-        self.task.prepare(aux)
-        done_frames = 0
-        for k in torch.unique(noops).tolist():
-            if k > done_frames:
-                aux.run_frames(k - done_frames)
-                done_frames = k
-            gb.load_state(aux.save_state(), mask=(noops == k).to(self.device))
-        cache = self._backend.ResetCache(gb)
-        if saved is not None:
-            gb.load_state(saved)
-        return cache
+        if not self.varied_starts:
+            self._ensure_picture(self.gb)
+            self._pool_pixels = self.gb.packed2[:1].clone()
+            self._pool_noops = torch.zeros(1, dtype=torch.int64, device=self.device)
+            return self._backend.ResetCache(self.gb)
+        size = self.start_pool
+        variants = self.task.num_start_variants
+        noops = (torch.randint(0, self.noop_max + 1, (size,), generator=self._noop_gen)
+                 if self.noop_max > 0 else torch.zeros(size, dtype=torch.int64))
+        pool = self._make_gb(size)
+        pixels = torch.empty(size, 1, 72, 20, dtype=torch.uint8, device=self.device)
+        jitter = self.task.start_jitter > 0
+        groups = ([[k] for k in range(size)] if jitter else
+                  [list(range(v, size, variants)) for v in range(min(variants, size))])
+        for group in groups:
+            one = self._make_gb(1)
+            self.task.prepare_start(one, group[0] % variants, self._noop_gen)
+            self._ensure_picture(one)
+            done = 0
+            for k in sorted(group, key=lambda j: int(noops[j])):
+                if int(noops[k]) > done:
+                    one.run_frames(int(noops[k]) - done)
+                    done = int(noops[k])
+                pixels[k] = one.packed2[0]
+                only_k = torch.zeros(size, dtype=torch.bool, device=self.device)
+                only_k[k] = True
+                pool.load_state(one.save_state(), mask=only_k)
+        self._pool_pixels = pixels
+        self._pool_noops = noops.to(self.device)
+        return self._backend.ResetCache(self.gb, pool.save_state(), pool=True)
+
+    @staticmethod
+    def _ensure_picture(gb: Any) -> None:
+        """Give a start state its picture (``gb.packed2``, the last frame run): one whose
+        picture is blank (a savestate just loaded: frames are not saved) is advanced one frame so
+        the first observation shows the game."""
+        if not bool(gb.packed2.any()):
+            gb.run_frames(1)
 
     def _make_gb(self, num_envs: int) -> Any:
         with warnings.catch_warnings():
@@ -266,12 +309,22 @@ class GameBoyEnv(EnvBase):
     def _restart(self, mask: torch.Tensor) -> None:
         """Start a new episode in the envs of ``mask`` (bool [N]) without a host sync.
 
-        On CPU reading the mask costs nothing (there is no device to wait for), so an empty
-        mask skips the restore and hook launches; on CUDA they always run, masked on the device.
+        Restores each masked env's start state (a fresh draw from the pool with varied starts),
+        records its first picture in ``_start_pixels`` and runs the task's reset hook. On CPU
+        reading the mask costs nothing (there is no device to wait for), so an empty mask skips
+        the launches; on CUDA they always run, masked on the device.
         """
         if self.device.type == "cpu" and not bool(mask.any()):
             return
-        self._reset_cache.restore(mask)
+        if self._pool_noops.numel() > 1:
+            rows = torch.randint(0, self._pool_noops.numel(), (self.num_envs,),
+                                 generator=self._generator, device=self.device)
+            self._reset_cache.restore(mask, rows)
+            self._start_pixels = torch.where(mask.reshape(-1, 1, 1, 1), self._pool_pixels[rows],
+                                             self._start_pixels)
+            self.noop_frames = torch.where(mask, self._pool_noops[rows], self.noop_frames)
+        else:
+            self._reset_cache.restore(mask)
         self.task.on_reset(self.gb, mask, self._generator)
 
     def _format_pixels(self, packed: torch.Tensor) -> torch.Tensor:
@@ -308,7 +361,8 @@ class GameBoyEnv(EnvBase):
         buttons = self.action_set.encode(action.to(self.device))
         first = self._pending
         buttons = torch.where(first, self._zeros_u8, buttons)
-        self._restart(first)
+        if self._settle:
+            self._restart(first)
         if obs_out is not None:
             if self.pixels_format != "packed2":
                 raise ValueError("obs_out is only supported with pixels='packed2'")
@@ -322,6 +376,10 @@ class GameBoyEnv(EnvBase):
             packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
         self.gb.step(buttons, frames=self.frame_skip, press_frames=self.press_frames,
                      obs_out=packed)
+        if not self._settle and (self.device.type != "cpu" or bool(first.any())):
+            # the new episode's first observation is its start state itself: nothing emulated
+            self._restart(first)
+            packed.copy_(torch.where(first.reshape(-1, 1, 1, 1), self._start_pixels, packed))
         out = self.task.compute(self.gb, packed, first)
         reward, terminated = out[0], out[1]
         task_truncated = out[2] if len(out) > 2 else None
@@ -383,16 +441,20 @@ class GameBoyEnv(EnvBase):
                 out = self._output(self._last_pixels.clone(), no.float(), no, no, no)
                 del out["reward"]
                 return out
-        saved = self.gb.save_state() if partial else None
+        saved = self.gb.save_state() if partial and self._settle else None
         saved_task = {k: v.clone() for k, v in self.task.buffers.items()} if partial else None
         self._restart(mask)
-        packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
-        self.gb.step(self._zeros_u8, frames=self.frame_skip, press_frames=self.press_frames,
-                     obs_out=packed)
+        if self._settle:
+            packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
+            self.gb.step(self._zeros_u8, frames=self.frame_skip, press_frames=self.press_frames,
+                         obs_out=packed)
+        else:  # the start state's own picture; consoles outside the mask are not touched
+            packed = torch.where(mask.reshape(-1, 1, 1, 1), self._start_pixels, self._last_pixels)
         self.task.compute(self.gb, packed, mask)
         if partial:
             # Envs outside the mask must not move: roll their consoles and task state back.
-            self.gb.load_state(saved, mask=~mask)
+            if saved is not None:
+                self.gb.load_state(saved, mask=~mask)
             for key, old in saved_task.items():
                 new = self.task.buffers[key]
                 keep = (~mask).reshape(-1, *([1] * (new.dim() - 1)))
@@ -414,8 +476,8 @@ class GameBoyEnv(EnvBase):
             seed = random.SystemRandom().randrange(2**62)  # leaves torch's global RNG alone
         self._generator.manual_seed(int(seed))
         self._noop_gen.manual_seed(int(seed))
-        if self.noop_max > 0:
-            self._reset_cache = self._build_reset_cache(live=True)
+        if self.varied_starts:
+            self._reset_cache = self._build_reset_cache()
 
     def _native_autoreset_set_invalid_next_observation(
         self, tensordict: TensorDictBase
@@ -426,7 +488,8 @@ class GameBoyEnv(EnvBase):
         return {}
 
     # ------------------------------------------------------------------ checkpoints
-    _BOOKKEEPING = ("_pending", "_steps", "_episode_id", "_last_pixels", "_last_done")
+    _BOOKKEEPING = ("_pending", "_steps", "_episode_id", "_last_pixels", "_last_done",
+                    "_start_pixels", "noop_frames")
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         """The env mid-run, as tensors and plain values (loadable with ``weights_only=True``):

@@ -158,6 +158,20 @@ class Task:
         none. Informational: the env reports it, the task draws it."""
         return 0
 
+    @property
+    def reset_runs_frames(self) -> bool:
+        """Whether the reset step must emulate frames before the first observation.
+
+        ``False`` (tasks that write nothing at an episode start): the first observation of an
+        episode is the start state's own picture and its RAM, so the agent acts from the very
+        first frame and no reward moves unpaid. ``True`` (default when :meth:`on_reset` is
+        overridden): the bytes the hook writes (a layout) must run through the game before the
+        agent sees them, so the reset step emulates ``frame_skip`` frames with no button held
+        from the start state and that step pays no reward (DreamerV3's ``r = 0`` on
+        ``is_first``).
+        """
+        return type(self).on_reset is not Task.on_reset
+
     def prepare_start(self, gb: Any, variant: int, generator: torch.Generator) -> None:
         """Bring ``gb`` (a fresh, powered-on batch) to start variant ``variant`` (0 <= variant <
         :attr:`num_start_variants`), drawing any jitter with ``generator`` (a CPU generator).
