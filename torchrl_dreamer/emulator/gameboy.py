@@ -4,6 +4,10 @@ This is the emulator's one entry point (the contract in ``docs/emulator.md``). A
 state lives in torch tensors shared zero-copy with Warp (``wp.from_torch``), so observations,
 registers and memory reads stay on the device with no host round trip.
 
+On the CPU, ``workers=K`` emulates the consoles on K cores (K slices of the batch launched
+together from K threads; :mod:`~torchrl_dreamer.emulator.workers`), with the same bytes as one
+launch.
+
 Example:
     >>> import torch
     >>> from torchrl_dreamer.emulator import GameBoy, BUTTON_A
@@ -18,6 +22,8 @@ Example:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import warp as wp
@@ -42,6 +48,7 @@ from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_
 from torchrl_dreamer.emulator.codegen import load_kernel_module
 from torchrl_dreamer.emulator.idle import loop_heads
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.workers import LaunchPool, check_workers, slice_bounds
 
 __all__ = [
     "GameBoy",
@@ -74,6 +81,21 @@ def _wp_device(device: torch.device) -> str:
     return "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
 
 
+@dataclass
+class _Slice:
+    """Consoles ``lo..hi`` of a batch: ``Mem`` views of them and their recorded ``gb_run``
+    launches (one slice covering the batch when ``workers == 1``)."""
+
+    lo: int
+    hi: int
+    mem: Any  # Mem whose obs is packed2[lo:hi]
+    out_mem: Any  # Mem whose obs is set per call to obs_out[lo:hi] (step(obs_out=...))
+    obs: Any  # wp view of packed2[lo:hi], put back into out_mem after a call
+    btn: Any  # wp view of the persistent button array, rows lo..hi
+    cmds: dict[str, Any] = field(default_factory=dict)  # "run" / "out" -> recorded launch
+    params: dict[str, list[int | None]] = field(default_factory=dict)  # last scalars written
+
+
 class GameBoy:
     """``num_envs`` DMG Game Boys running the same ROM, stepped together by one Warp kernel.
 
@@ -99,10 +121,29 @@ class GameBoy:
             ``False`` only for comparisons/debugging).
         ppu: ``"fifo"`` (pixel pipeline for mid-scanline register writes) or ``"line"`` (whole
             lines); see :data:`~torchrl_dreamer.emulator.PPU_MODES`. Same timing (STAT, LY, interrupts) in both.
+        workers: CPU cores to emulate on (CPU device only). The consoles are split into
+            ``min(workers, num_envs)`` contiguous slices whose launches run at once, one per
+            thread (a Warp CPU launch releases the GIL), for every emulating launch
+            (:meth:`run_frames`, :meth:`step`, :meth:`step_instructions`); every output is the
+            same as with ``workers=1``. The short per-console kernels (:meth:`read_memory`,
+            :meth:`write_memory`, :class:`~.reset.ResetCache` restores) stay one launch over
+            the batch on the calling thread. ``ValueError`` for < 1, more than the process's
+            CPU cores, or > 1 on CUDA.
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
         packed2: ``uint8 [N, 1, 72, 20]`` observation of the last frame run.
+        workers: slices the consoles are emulated in (``min(workers, num_envs)``).
+
+    Example:
+        >>> from torchrl_dreamer.roms import rom_path
+        >>> from torchrl_dreamer.emulator.workers import available_cores
+        >>> one = GameBoy(rom_path("maze"), num_envs=5, check_header=False)
+        >>> two = GameBoy(rom_path("maze"), num_envs=5, check_header=False,
+        ...               workers=min(2, available_cores()))
+        >>> one.run_frames(30); two.run_frames(30)
+        >>> bool((one.step(BUTTON_A) == two.step(BUTTON_A)).all())
+        True
     """
 
     def __init__(
@@ -116,6 +157,7 @@ class GameBoy:
         memory_layout: str | None = None,
         idle_skip: bool = True,
         ppu: PpuMode = DEFAULT_PPU,
+        workers: int = 1,
     ) -> None:
         if ppu not in PPU_MODES:
             raise ValueError(f"unknown ppu mode {ppu!r}; expected one of {', '.join(PPU_MODES)}")
@@ -130,6 +172,7 @@ class GameBoy:
             if len(boot) != 256:
                 raise ValueError(f"boot_rom must be 256 bytes (DMG boot ROM), got {len(boot)}")
         dev = torch.device(device)
+        workers = check_workers(workers, dev)  # before the CUDA check: its error says what to do
         if dev.type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(f"device {dev} requested but CUDA is not available")
         if dev.type not in ("cpu", "cuda"):
@@ -170,9 +213,11 @@ class GameBoy:
         # gb_run launches are recorded once (per kernel) and replayed with new scalar arguments:
         # packing the Mem struct and wrapping tensors costs ~35 us a launch, more than a frame
         self._btn = torch.zeros(n, 1, dtype=torch.uint8, device=dev)
-        self._run_cmd = None
-        self._run_params: list[int | None] = [None, None, None]  # last frames, press, pack set
         self._peek_cmds: dict[int, tuple[torch.Tensor, object]] = {}  # read_memory, by length
+        # workers > 1: one slice of consoles per core, launched together (see workers.py)
+        self.workers = min(workers, n)
+        self._pool = LaunchPool(self.workers) if self.workers > 1 else None
+        self._slices = [self._make_slice(lo, hi) for lo, hi in slice_bounds(n, self.workers)]
         self.reset_power_on()
 
     # ------------------------------------------------------------------------------ internals
@@ -181,7 +226,45 @@ class GameBoy:
             return torch.zeros(size, self.num_envs, dtype=dtype, device=self.device).t()
         return torch.zeros(self.num_envs, size, dtype=dtype, device=self.device)
 
+    def _slice_mem(self, lo: int, hi: int) -> Mem:
+        """A ``Mem`` of views of consoles ``lo..hi`` (the shared ROM and boot ROM whole)."""
+        m = Mem()
+        for name in (*_STATE_ARRAYS, "fb"):
+            setattr(m, name, wp.from_torch(getattr(self, "_" + name)[lo:hi]))
+        m.rom = self._mem.rom
+        m.boot = self._mem.boot
+        m.obs = wp.from_torch(self.packed2[lo:hi])
+        return m
+
+    def _make_slice(self, lo: int, hi: int) -> _Slice:
+        whole = lo == 0 and hi == self.num_envs
+        return _Slice(lo, hi, mem=self._mem if whole else self._slice_mem(lo, hi),
+                      out_mem=self._slice_mem(lo, hi), obs=wp.from_torch(self.packed2[lo:hi]),
+                      btn=wp.from_torch(self._btn[lo:hi]))
+
+    def _run_slices(self, cmds: list) -> None:
+        """Launch recorded commands, one per slice: on the pool's threads when there are several
+        (CPU only), else as :meth:`_replay` does. Returns when all have finished."""
+        if self._pool is None:
+            for cmd in cmds:
+                self._replay(cmd)
+        else:
+            self._pool.run([cmd.launch for cmd in cmds])
+
+    def _launch_slices(self, kernel, inputs) -> None:
+        """Launch ``kernel`` over every slice with ``inputs(slice)``; one plain launch when there
+        is a single slice (the per-call recording costs about what a launch's packing does)."""
+        if self._pool is None:
+            self._launch(kernel, inputs(self._slices[0]))
+            return
+        wdev = _wp_device(self.device)
+        self._run_slices([wp.launch(kernel, dim=s.hi - s.lo, inputs=inputs(s), device=wdev,
+                                    record_cmd=True) for s in self._slices])
+
     def _launch(self, kernel, inputs: list) -> None:
+        """One launch over all N consoles on the calling thread, whatever ``workers`` is (each
+        kernel thread touches only its own console, so this is always correct); used for the
+        short kernels (``ResetCache`` restores, :meth:`write_memory`)."""
         wdev = _wp_device(self.device)
         if self.device.type == "cuda":
             with wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream(self.device))):
@@ -190,9 +273,10 @@ class GameBoy:
             wp.launch(kernel, dim=self.num_envs, inputs=inputs, device=wdev)
 
     def _run(self, buttons: torch.Tensor | int | None, frames: int, press_frames: int,
-             pack: int) -> None:
-        """Launch ``gb_run`` with the observation in :attr:`packed2` through a recorded launch
-        (rebuilt when the kernel module changes); ``buttons`` go through a persistent array."""
+             pack: int, out: torch.Tensor | None = None) -> None:
+        """Launch ``gb_run`` with the observation in :attr:`packed2` (or in ``out``) through
+        recorded launches, one per slice (rebuilt when the kernel module changes); ``buttons``
+        go through a persistent array."""
         if buttons is None:
             self._btn.zero_()
         elif isinstance(buttons, int):
@@ -204,21 +288,32 @@ class GameBoy:
         else:
             self._btn.copy_(self._buttons(buttons).view(-1, 1))
         kernel = self._kmod.gb_run
-        cmd = self._run_cmd
-        if cmd is None or cmd.kernel is not kernel:
-            self._mem.obs = wp.from_torch(self.packed2)
-            cmd = wp.launch(kernel, dim=self.num_envs, device=_wp_device(self.device),
-                            inputs=[self._mem, self._heads, wp.from_torch(self._btn), 0, 0, 0, 0],
-                            record_cmd=True)
-            self._run_cmd = cmd
-            self._run_params = [None, None, None]
+        key = "run" if out is None else "out"
         params = (int(frames), int(press_frames), int(pack))
-        last = self._run_params
-        for k in range(3):
-            if params[k] != last[k]:  # a parameter write costs ~1 us: skip unchanged ones
-                cmd.set_param_at_index(3 + k, params[k])
-                last[k] = params[k]
-        self._replay(cmd)
+        cmds = []
+        for s in self._slices:
+            if out is not None:
+                # the recorded launch holds the Mem struct by reference: it sees this at launch
+                s.out_mem.obs = wp.from_torch(out[s.lo:s.hi])
+            cmd = s.cmds.get(key)
+            if cmd is None or cmd.kernel is not kernel:
+                mem = s.mem if out is None else s.out_mem
+                cmd = wp.launch(kernel, dim=s.hi - s.lo, device=_wp_device(self.device),
+                                inputs=[mem, self._heads, s.btn, 0, 0, 0, 0], record_cmd=True)
+                s.cmds[key] = cmd
+                s.params[key] = [None, None, None]  # last frames, press, pack set
+            last = s.params[key]
+            for k in range(3):
+                if params[k] != last[k]:  # a parameter write costs ~1 us: skip unchanged ones
+                    cmd.set_param_at_index(3 + k, params[k])
+                    last[k] = params[k]
+            cmds.append(cmd)
+        try:
+            self._run_slices(cmds)
+        finally:
+            if out is not None:
+                for s in self._slices:
+                    s.out_mem.obs = s.obs  # hold no reference to the caller's tensor
 
     def _replay(self, cmd) -> None:
         """Launch a recorded command (on PyTorch's current stream on CUDA, as ``_launch`` does)."""
@@ -309,16 +404,13 @@ class GameBoy:
         if obs_out is None:
             self._run(buttons, frames, press_frames, 1)
             return self.packed2
-        b = self._buttons(buttons)
         out = obs_out
         if out.shape != (self.num_envs, 1, 72, 20) or out.dtype != torch.uint8:
             raise ValueError(f"obs_out must be uint8 [{self.num_envs}, 1, 72, 20], got "
                              f"{out.dtype} {tuple(out.shape)}")
         if out.device != self.device:
             raise ValueError(f"obs_out is on {out.device}, the emulator on {self.device}")
-        self._mem.obs = wp.from_torch(out)
-        self._launch(self._kmod.gb_run, [self._mem, self._heads, wp.from_torch(b.view(-1, 1)), int(frames), int(press_frames), 1, 0])
-        self._mem.obs = wp.from_torch(self.packed2)
+        self._run(buttons, frames, press_frames, 1, out=out)
         return out
 
     def step_instructions(self, n: int = 1, max_frames: int = 60) -> None:
@@ -336,9 +428,10 @@ class GameBoy:
             raise ValueError(f"max_frames must be >= 1, got {max_frames}")
         if self._step_kmod is None:
             self._step_kmod = load_kernel_module(_wp_device(self.device), step=True)
-        b = wp.from_torch(self._no_buttons.view(-1, 1))
-        self._launch(self._step_kmod.gb_run,
-                     [self._mem, self._heads, b, int(max_frames), 0, 0, int(n)])
+        b = self._no_buttons.view(-1, 1)
+        self._launch_slices(self._step_kmod.gb_run,
+                            lambda s: [s.mem, self._heads, wp.from_torch(b[s.lo:s.hi]),
+                                       int(max_frames), 0, 0, int(n)])
 
     # ------------------------------------------------------------------------------ inspection
     def registers(self) -> dict[str, torch.Tensor]:
@@ -353,7 +446,9 @@ class GameBoy:
             raise ValueError(f"addr must be in 0..0xFFFF, got {addr:#x}")
         if length < 1:
             raise ValueError(f"length must be >= 1, got {length}")
-        # a recorded gb_peek launch per length, replayed with the address (see _run)
+        # a recorded gb_peek launch per length, replayed with the address (see _run); one
+        # launch over the batch whatever ``workers`` is: a few bytes a console cost less than
+        # handing slices to other threads
         buf, cmd = self._peek_cmds.get(length, (None, None))
         if cmd is None or cmd.kernel is not self._kmod.gb_peek:
             buf = torch.empty(self.num_envs, length, dtype=torch.uint8, device=self.device)
