@@ -105,6 +105,9 @@ class GameBoyEnv(EnvBase):
             lets tests and alternative emulators plug in.
         ppu: the emulator's PPU mode, ``"fifo"`` or ``"line"``
             (:data:`~torchrl_dreamer.emulator.PPU_MODES`); default: the emulator's.
+        workers: CPU cores the env's consoles are emulated on (``GameBoy(workers=...)``: the
+            batch in that many slices launched together, same outputs as 1; CPU only, at most
+            the process's cores). Auxiliary batches (start states) use 1.
     """
 
     _PIXELS_KEY = "pixels"
@@ -132,6 +135,7 @@ class GameBoyEnv(EnvBase):
         seed: int | None = None,
         backend: Any = None,
         ppu: str | None = None,
+        workers: int = 1,
     ):
         num_envs = int(num_envs)
         if num_envs < 1:
@@ -153,6 +157,7 @@ class GameBoyEnv(EnvBase):
         device = torch.device(device)
         super().__init__(batch_size=torch.Size([num_envs]), device=device)
         self._ppu = ppu
+        self._workers = workers
 
         kwargs = dict(task_kwargs or {})
         if rom is not None:
@@ -181,7 +186,7 @@ class GameBoyEnv(EnvBase):
 
         # Console batch, task and start snapshot.
         self._rom_path = self.task.rom_path()
-        self.gb = self._make_gb(num_envs)
+        self.gb = self._make_gb(num_envs, workers=self._workers)
         self.task.check_cartridge(self.gb.cartridge)
         self.task.prepare(self.gb)
         self.task.setup(num_envs, device)
@@ -296,12 +301,14 @@ class GameBoyEnv(EnvBase):
         if not bool(gb.packed2.any()):
             gb.run_frames(1)
 
-    def _make_gb(self, num_envs: int) -> Any:
+    def _make_gb(self, num_envs: int, workers: int = 1) -> Any:
         with warnings.catch_warnings():
             if not self.task.rom_has_logo:
                 # our own games leave the (copyrighted) Nintendo logo out on purpose
                 warnings.filterwarnings("ignore", message=".*Nintendo logo.*")
             extra = {} if self._ppu is None else {"ppu": self._ppu}
+            if workers != 1:
+                extra["workers"] = workers
             return self._backend.GameBoy(self._rom_path, num_envs=num_envs, device=self.device,
                                          **extra)
 
