@@ -9,12 +9,16 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from torchrl_dreamer.emulator import GameBoy
 from torchrl_dreamer.envs import GameBoyEnv
 from torchrl_dreamer.envs.spec import (
+    CountWatch,
     Predicate,
     RamWatch,
+    RewardTerm,
     TaskSpecError,
     load_task_spec,
+    parse_predicate,
     parse_task_spec,
 )
 from torchrl_dreamer.roms import rom_path
@@ -49,6 +53,94 @@ def _spec(**kw):
     (_spec(exploration={"ram": {"addresses": []}}), "exploration.ram.addresses"),
     (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "bcd", "signed": True}]),
      "BCD values cannot be signed"),
+    # predicate groups and set membership
+    (_spec(terminate=[{"all": [{"address": 0xC000, "op": "==", "value": 1},
+                               {"address": 0xC001, "in": [1, 300]}]}]),
+     "terminate[0].all[1].in: expected a list of integers 0..255; 300 is not one"),
+    (_spec(terminate=[{"all": [{"address": 0xC000, "in": []}]}]),
+     "terminate[0].all[0].in: expected a list of integers 0..255"),
+    (_spec(terminate=[{"address": 0xC000, "op": "in", "value": 3}]),
+     "terminate[0].value: expected a list of integers 0..255, got 3"),
+    (_spec(terminate=[{"address": 0xC000, "op": "in"}]), "needs a 'value' to compare with (a list"),
+    (_spec(terminate=[{"address": 0xC000, "op": "==", "in": [1]}]), "terminate[0].in: 'in: [...]' is short"),
+    (_spec(terminate=[{"any": [], "all": []}]), "one group key per mapping"),
+    (_spec(terminate=[{"any": []}]), "terminate[0].any: expected a non-empty list"),
+    (_spec(terminate=[{"not": [{"address": 0xC000, "op": "changed"}]}]),
+     "terminate[0].not: expected one predicate mapping"),
+    (_spec(terminate=[{"any": [{"address": 0xC000, "op": "changed"}], "address": 0xC000}]),
+     "terminate[0]: 'any' groups take no watch or comparison keys (['address'])"),
+    (_spec(terminate=[{"not": {"any": [{"address": 0xC000, "op": "<>", "value": 1}]}}]),
+     "terminate[0].not.any[0].op: unknown op '<>'"),
+    (_spec(terminate=[{"address": 0xC000}]), "terminate[0]: missing required key 'op'"),
+    (_spec(terminate=[{"address": 0xC000, "op": "==", "value": 256}]),
+     "terminate[0].value: 256 is outside the values 0..255 of the 1-byte u8 watch at 0xc000"),
+    (_spec(terminate=[{"address": 0xC000, "mask": 0x0F, "op": "!=", "value": 16}]),
+     "terminate[0].value: 16 is outside the values 0..15"),
+    (_spec(success=[]), "success: expected a predicate or a non-empty list"),
+    (_spec(success="won"), "success: expected a predicate or a list"),
+    (_spec(reward=[{"kind": "event", "not": {"address": 0xC000, "op": "==", "value": 1},
+                    "scale": "x"}]), "reward[0].scale: expected a number"),
+    # masks
+    (_spec(reward=[{"kind": "level", "address": 0xC000, "mask": 0x100}]),
+     "reward[0].mask: 0x100 must be a non-zero mask within the watch's 8 bits"),
+    (_spec(reward=[{"kind": "level", "address": 0xC000, "mask": 0}]), "reward[0].mask: 0x0 must be"),
+    (_spec(reward=[{"kind": "level", "address": 0xC000, "encoding": "bcd", "mask": 0x0F}]),
+     "reward[0].mask: a mask selects bits of a binary value; encoding 'bcd' is decimal"),
+    (_spec(reward=[{"kind": "level", "address": 0xC000, "signed": True, "mask": 0x7F}]),
+     "reward[0].mask: a masked value is a bit field: drop 'signed'"),
+    # encodings
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "u32le", "length": 2}]),
+     "reward[0].length: encoding 'u32le' takes 4 byte(s), got 2"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "bcd", "length": 9}]),
+     "reward[0].length: 9 is outside 1..8"),
+    (_spec(reward=[{"kind": "delta", "address": 0xFFFE, "encoding": "u32be"}]),
+     "reward[0].address: 4 bytes from 0xfffe run past 0xFFFF"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "digits", "length": 3,
+                    "blank": 7}]), "reward[0].blank: 7 is a digit (0..9)"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "digits", "blank": 256}]),
+     "reward[0].blank: 256 is outside 0..255"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "bcd", "blank": 0x80}]),
+     "reward[0].blank: 'blank' applies to encoding 'digits' only"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "bcd", "order": "lsb"}]),
+     "reward[0].order: 'order' applies to encoding 'digits' only; for BCD use"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "digits", "order": "le"}]),
+     "reward[0].order: expected one of ['msb', 'lsb']"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "encoding": "digits", "signed": True}]),
+     "reward[0].signed: decimal digits cannot be signed"),
+    # clamp
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "clamp": [0]}]),
+     "reward[0].clamp: expected [lo, hi] (numbers; null for an open end"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "clamp": [None, None]}]),
+     "reward[0].clamp: [null, null] clamps nothing"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "clamp": [2, 1]}]),
+     "reward[0].clamp: lo 2.0 > hi 1.0"),
+    (_spec(reward=[{"kind": "delta", "address": 0xC000, "clamp": ["0", 1]}]),
+     "reward[0].clamp[0]: expected a number"),
+    # count watches
+    (_spec(reward=[{"kind": "delta", "count": {"range": [0xC100, 0x10000], "op": "!=", "value": 0}}]),
+     "reward[0].count.range[1]: 0x10000 is outside 0x0000-0xffff"),
+    (_spec(reward=[{"kind": "delta", "count": {"range": [0xC1FF, 0xC100], "op": "!=", "value": 0}}]),
+     "reward[0].count.range: lo 0xc1ff > hi 0xc100"),
+    (_spec(reward=[{"kind": "delta", "count": {"range": 0xC100, "op": "!=", "value": 0}}]),
+     "reward[0].count.range: expected [lo, hi]"),
+    (_spec(reward=[{"kind": "delta", "count": {"range": [1, 2], "op": "changed"}}]),
+     "reward[0].count.op: unknown op 'changed'"),
+    (_spec(reward=[{"kind": "delta", "count": {"range": [1, 2], "op": "==", "value": 256}}]),
+     "reward[0].count.value: 256 is outside the values 0..255 of a byte"),
+    (_spec(reward=[{"kind": "delta", "count": {"range": [1, 2], "in": [1, -1]}}]),
+     "reward[0].count.in: expected a list of integers 0..255; -1 is not one"),
+    (_spec(reward=[{"kind": "delta", "address": 1, "count": {"range": [1, 2], "in": [1]}}]),
+     "reward[0]: give either 'address' (a RAM watch) or 'count'"),
+    (_spec(terminate=[{"count": {"range": [0, 9], "op": "==", "value": 0}, "op": "==", "value": 11}]),
+     "terminate[0].value: 11 is outside the values 0..10 of the count over 0x0000-0x0009"),
+    (_spec(reward=[{"kind": "delta", "count": {"range": [1, 2], "op": "==", "value": 0, "step": 1}}]),
+     "reward[0].count: unknown key(s) ['step']"),
+    # start section
+    (_spec(start={"states": []}), "start.states: expected a non-empty list of savestate files"),
+    (_spec(start={"states": ["nowhere.trdstate"]}), "start.states[0]: savestate file"),
+    (_spec(start={"states": ["a"], "macro": [{"wait": 1}]}), "not 'states' and 'macro'"),
+    (_spec(start={"macro": [{"wait": 1}], "jitter": -1}), "start.jitter: -1 is outside 0..3600"),
+    (_spec(start={"noop_max": "many"}), "start.noop_max: expected an integer"),
 ])
 def test_bad_specs_name_the_field(obj, field):
     with pytest.raises(TaskSpecError) as err:
@@ -194,3 +286,234 @@ def test_train_config_with_task_spec(tmp_path):
     wrong.write_text("reward: [{kind: delta, address: 0xC000}]\ntrain: {batch: 4}\n")
     with pytest.raises(ConfigError, match="not TrainConfig settings"):
         TrainConfig(task_spec=str(wrong), rom=str(rom_path("catch")))
+
+
+# ------------------------------------------------------------------------------ new encodings
+@pytest.mark.parametrize("kw, raw, want", [
+    ({"encoding": "u32le"}, [0x78, 0x56, 0x34, 0x12], 0x12345678),
+    ({"encoding": "u32be"}, [0x12, 0x34, 0x56, 0x78], 0x12345678),
+    ({"encoding": "u32le", "signed": True}, [0xFE, 0xFF, 0xFF, 0xFF], -2),
+    ({"encoding": "u32be"}, [0xFF, 0xFF, 0xFF, 0xFF], 2**32 - 1),
+    ({"encoding": "bcd"}, [0x12, 0x34, 0x56, 0x78, 0x90, 0x12, 0x34, 0x56], 1234567890123456),
+    ({"encoding": "bcdle"}, [0x56, 0x34, 0x12, 0x90, 0x78, 0x56, 0x34, 0x12], 1234567890123456),
+    ({"encoding": "digits"}, [1, 2, 3, 4, 5, 6, 7, 8], 12345678),
+    ({"encoding": "digits", "order": "lsb"}, [1, 2, 3, 4, 5, 6, 7, 8], 87654321),
+    ({"encoding": "digits", "blank": 0x80}, [0x80, 0x80, 4, 0], 40),
+    ({"encoding": "digits", "order": "lsb", "blank": 0xFF}, [5, 2, 0xFF, 0xFF], 25),
+    ({"encoding": "u8", "mask": 0x0F}, [0xA7], 7),
+    ({"encoding": "u16le", "mask": 0x8000}, [0x00, 0x81], 0x8000),  # bit 7 of the second byte
+    ({"encoding": "u16be", "mask": 0x00F0}, [0xFF, 0x3C], 0x30),
+    ({"encoding": "u32le", "mask": 0xFF00}, [0x11, 0x22, 0x33, 0x44], 0x2200),
+])
+def test_new_encodings_decode(kw, raw, want):
+    w = RamWatch.parse({"address": 0xC000, "length": len(raw), **kw}, "w")
+    got = w.decode(torch.tensor([raw, raw], dtype=torch.uint8))
+    assert got.dtype == torch.int64 and got.tolist() == [want, want]
+
+
+def test_digits_with_a_non_digit_byte_decode_its_value():
+    """Documented: a byte that is neither 0-9 nor the blank marker enters the sum as is."""
+    w = RamWatch.parse({"address": 0xC000, "length": 2, "encoding": "digits"}, "w")
+    assert w.decode(torch.tensor([[0x80, 3]], dtype=torch.uint8)).tolist() == [128 * 10 + 3]
+
+
+def test_value_ranges():
+    assert RamWatch(0, 4, "u32le", signed=True).value_range() == (-2**31, 2**31 - 1)
+    assert RamWatch(0, 3, "digits").value_range() == (0, 999)
+    assert RamWatch(0, 2, "bcd").value_range() == (0, 9999)
+    assert RamWatch(0, 2, "u16le", mask=0x0F0F).value_range() == (0, 0x0F0F)
+    assert CountWatch(0x10, 0x1F, "==").value_range() == (0, 16)
+
+
+# ------------------------------------------------------------------------------ predicates
+def _vals(**cols):
+    """Watch -> tensor maps for parse_predicate(...).test from {"0xC000": [...], ...}."""
+    return {RamWatch(int(k[1:], 16)): torch.tensor(v) for k, v in cols.items()}
+
+
+def test_in_op_and_its_shorthand_agree():
+    a = parse_predicate({"address": 0xC000, "op": "in", "value": [2, 5, 5]}, "p")
+    b = parse_predicate({"address": 0xC000, "in": [5, 2]}, "p")
+    assert a == b and a.values == (2, 5)
+    now = _vals(xC000=[1, 2, 3, 5])
+    assert a.test(now, now).tolist() == [False, True, False, True]
+
+
+def test_predicate_groups_nest():
+    """(a == 1 and not b in {2, 3}) or c decreased."""
+    p = parse_predicate({"any": [
+        {"all": [{"address": 0xC000, "op": "==", "value": 1},
+                 {"not": {"address": 0xC001, "in": [2, 3]}}]},
+        {"address": 0xC002, "op": "decreased"}]}, "p")
+    now = _vals(xC000=[1, 1, 0, 0, 1], xC001=[0, 2, 0, 0, 3], xC002=[5, 5, 5, 4, 6])
+    prev = _vals(xC000=[0, 0, 0, 0, 0], xC001=[0, 0, 0, 0, 0], xC002=[5, 5, 5, 5, 5])
+    assert p.test(now, prev).tolist() == [True, False, False, True, False]
+    assert p.has_change() and len(p.watches()) == 3
+
+
+def test_mask_on_a_predicate_watch():
+    p = parse_predicate({"address": 0xFF00, "mask": 0x10, "op": "==", "value": 0}, "p")
+    raw = torch.tensor([[0xEF], [0xFF], [0x00]], dtype=torch.uint8)
+    v = p.watch.decode(raw)
+    assert p.evaluate(v, v).tolist() == [True, False, True]
+
+
+def test_event_of_a_group_pays_on_becoming_true_or_at_every_change():
+    """A group of comparisons pays once when it becomes true; one holding a change op pays at
+    every step it holds."""
+    state = RewardTerm.parse({"kind": "event", "all": [{"address": 0xC000, "op": ">=", "value": 2},
+                                                        {"address": 0xC001, "op": "==", "value": 0}],
+                              "scale": 3}, "r")
+    seq_a, seq_b = [0, 2, 3, 4, 4], [0, 0, 0, 1, 0]
+    paid = [state.compute(_vals(xC000=[seq_a[t]], xC001=[seq_b[t]]),
+                          _vals(xC000=[seq_a[t - 1]], xC001=[seq_b[t - 1]])).item()
+            for t in range(1, 5)]
+    assert paid == [3.0, 0.0, 0.0, 3.0]  # true from t=1; false at t=3, true again at t=4
+    instant = RewardTerm.parse({"kind": "event", "all": [
+        {"address": 0xC000, "op": "increased"}, {"address": 0xC001, "op": "==", "value": 0}]}, "r")
+    paid = [instant.compute(_vals(xC000=[seq_a[t]], xC001=[seq_b[t]]),
+                            _vals(xC000=[seq_a[t - 1]], xC001=[seq_b[t - 1]])).item()
+            for t in range(1, 5)]
+    assert paid == [1.0, 1.0, 0.0, 0.0]  # every increase while b == 0
+
+
+def test_clamp_bounds_the_scaled_contribution():
+    now, prev = _vals(xC000=[10, 0, 5]), _vals(xC000=[0, 10, 5])
+    up = RewardTerm.parse({"kind": "delta", "address": 0xC000, "scale": 0.5, "clamp": [0, None]}, "r")
+    assert up.compute(now, prev).tolist() == [5.0, 0.0, 0.0]  # never negative
+    both = RewardTerm.parse({"kind": "delta", "address": 0xC000, "scale": 0.5, "clamp": [-1, 2]}, "r")
+    assert both.compute(now, prev).tolist() == [2.0, -1.0, 0.0]
+    level = RewardTerm.parse({"kind": "level", "address": 0xC000, "clamp": [None, 6]}, "r")
+    assert level.compute(now, prev).tolist() == [6.0, 0.0, 5.0]
+
+
+class _FakeGB:
+    """read_memory over a fixed [N, 0x10000] memory image (as the emulator returns it)."""
+
+    def __init__(self, mem: torch.Tensor):
+        self.mem = mem
+
+    def read_memory(self, addr: int, length: int = 1) -> torch.Tensor:
+        return self.mem[:, addr:addr + length].clone()
+
+
+def test_count_watch_counts_matching_bytes():
+    mem = torch.zeros(2, 0x10000, dtype=torch.uint8)
+    mem[0, 0xC100:0xC110] = 1           # 16 non-zero bytes in env 0
+    mem[1, 0xC1F0:0xC200] = 0x83        # 16 in env 1, at the end of the range
+    mem[1, 0xC200] = 1                  # just past the range: not counted
+    gb = _FakeGB(mem)
+    nonzero = CountWatch.parse({"range": [0xC100, 0xC1FF], "op": "!=", "value": 0}, "c")
+    assert nonzero.read(gb).tolist() == [16, 16]
+    low_bits = CountWatch.parse({"range": [0xC100, 0xC1FF], "mask": 0x03, "in": [3]}, "c")
+    assert low_bits.read(gb).tolist() == [0, 16]
+    whole = CountWatch.parse({"range": [0, 0xFFFF], "op": ">", "value": 0}, "c")
+    assert whole.read(gb).tolist() == [16, 17]
+
+
+# ------------------------------------------------------------------------------ in an env
+def test_count_clamp_and_success_in_a_catch_env():
+    """On catch with the paddle idle: a count of non-zero bytes over LIVES..MISSES, a clamped
+    lives delta and a success predicate, each checked against RAM read directly."""
+    obj = {"actions": "dpad", "rom": {"logo": False},
+           "start": {"macro": [{"wait": 30}], "noop_max": 7},
+           "on_reset": [{"address": 0xC002, "value": 9}, {"address": 0xC001, "value": 1}],
+           "reward": [{"kind": "level", "count": {"range": [0xC003, 0xC006], "op": "!=",
+                                                   "value": 0}},
+                      {"kind": "delta", "address": 0xC003, "scale": 10, "clamp": [-0.5, None]}],
+           "success": {"all": [{"address": 0xC000, "op": "==", "value": 1},
+                               {"address": 0xC006, "in": [1, 2]}]}}
+    task = load_task_spec(obj, rom=rom_path("catch"))
+    assert task.has_success and task.default_noop_max == 7
+    env = GameBoyEnv(task, num_envs=2, seed=0)
+    env.reset()
+    noop = TensorDict({"action": torch.zeros(2, dtype=torch.int64)}, batch_size=[2])
+    lives_before = env.gb.read_memory(0xC003)[:, 0].to(torch.int64)
+    seen_success = seen_loss = False
+    for _ in range(40):
+        nxt = env.step(noop)["next"]
+        ram = env.gb.read_memory(0xC000, 7).to(torch.int64)
+        lives = ram[:, 3]
+        count = (ram[:, 3:7] != 0).sum(1).float()
+        lost = torch.where(lives < lives_before, -0.5, 0.0)
+        first = nxt["is_first"].reshape(-1)
+        want = torch.where(first, 0.0, count + lost)
+        assert torch.allclose(nxt["reward"].reshape(-1), want), (nxt["reward"], want)
+        success = (ram[:, 0] == 1) & ((ram[:, 6] == 1) | (ram[:, 6] == 2)) & ~first
+        assert torch.equal(task.success(), success)
+        seen_success |= bool(success.any())
+        seen_loss |= bool((lost < 0).any())
+        lives_before = lives
+    assert seen_success and seen_loss  # the run saw both
+    no_success = load_task_spec(MIN)
+    assert not no_success.has_success and no_success.default_noop_max is None
+
+
+# ------------------------------------------------------------------------------ varied starts
+def _catch_states(tmp_path: Path) -> list[int]:
+    """Two catch savestates, 20 and 45 frames after power-on; their frame counts."""
+    gb = GameBoy(rom_path("catch"), num_envs=1, check_header=False)
+    frames = []
+    for name, n in (("a.trdstate", 20), ("b.trdstate", 25)):
+        gb.run_frames(n)
+        gb.save_state().save(tmp_path / name)
+        frames.append(int(gb.frame_count[0]))
+    return frames
+
+
+def test_start_states_are_variants(tmp_path):
+    frames = _catch_states(tmp_path)
+    spec = tmp_path / "two.yaml"
+    spec.write_text("rom: {logo: false}\nstart: {states: [a.trdstate, b.trdstate], noop_max: 4}\n"
+                    "reward: [{kind: delta, address: 0xC004, encoding: u16le}]\n")
+    task = load_task_spec(spec, rom=rom_path("catch"))
+    assert task.num_start_variants == 2 and task.start_jitter == 0 and task.default_noop_max == 4
+    g = torch.Generator().manual_seed(0)
+    for variant in (1, 0):
+        gb = GameBoy(rom_path("catch"), num_envs=2, check_header=False)
+        task.prepare_start(gb, variant, g)
+        assert gb.frame_count.tolist() == [frames[variant]] * 2
+    gb = GameBoy(rom_path("catch"), num_envs=1, check_header=False)
+    task.prepare(gb)  # the env's main snapshot: the first state
+    assert gb.frame_count.tolist() == [frames[0]]
+    with pytest.raises(ValueError, match="start variant 2 out of range"):
+        task.prepare_start(gb, 2, g)
+    env = GameBoyEnv(task, num_envs=1, seed=0)  # a spec with several states builds an env
+    env.reset()
+    # a state given by the caller replaces the spec's start
+    assert load_task_spec(spec, rom=rom_path("catch"), state=tmp_path / "b.trdstate"
+                          ).num_start_variants == 1
+    # jitter cannot delay a savestate
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("start: {states: [a.trdstate], jitter: 5}\n"
+                   "reward: [{kind: delta, address: 0xC004}]\n")
+    with pytest.raises(TaskSpecError, match="start.jitter: a savestate start has no macro to "
+                                            "delay.*use 'noop_max'"):
+        load_task_spec(bad)
+
+
+def test_macro_jitter_waits_before_each_press():
+    """jitter: the macro runs 0..jitter extra frames before each press, drawn from the
+    generator in press order: same seed, same start; the draws add up to the frame count."""
+    macro = [{"wait": 10}, {"press": "A", "frames": 4}, {"wait": 5}, {"press": "B", "frames": 2}]
+    task = load_task_spec({**MIN, "start": {"macro": macro, "jitter": 6}}, rom=rom_path("catch"))
+    assert task.num_start_variants == 1 and task.start_jitter == 12
+
+    def frames_after(seed: int) -> int:
+        gb = GameBoy(rom_path("catch"), num_envs=1, check_header=False)
+        task.prepare_start(gb, 0, torch.Generator().manual_seed(seed))
+        return int(gb.frame_count[0])
+
+    counts = {}
+    for seed in range(6):
+        g = torch.Generator().manual_seed(seed)
+        draws = [int(torch.randint(0, 7, (1,), generator=g)) for _ in range(2)]
+        counts[seed] = frames_after(seed)
+        assert counts[seed] == 21 + sum(draws)
+    assert len(set(counts.values())) > 1 and frames_after(3) == counts[3]
+    gb = GameBoy(rom_path("catch"), num_envs=1, check_header=False)
+    task.prepare(gb)  # the main snapshot: no jitter
+    assert int(gb.frame_count[0]) == 21
+    waits_only = load_task_spec({**MIN, "start": {"macro": [{"wait": 10}], "jitter": 3}},
+                                rom=rom_path("catch"))
+    assert waits_only.start_jitter == 3  # a macro without presses gets one delay at its end

@@ -17,36 +17,69 @@ Spec keys (all but ``reward`` optional)::
                                    # (logo: false silences the missing-logo warning)
     start:                         # how episodes start (default: boot and wait 60 frames)
       state: start.trdstate        # a savestate file (relative to the spec file), or
+      states: [a.trdstate, b.trdstate]   # several: the env draws among them per episode, or
       macro:                       # boot, then button steps
         - {wait: 120}
         - {press: START, frames: 8}
         - {wait: 60}
+      jitter: 30                   # macro only: 0..30 extra frames before each press
+      noop_max: 30                 # the random no-op start this task wants (frames)
     actions: minimal               # an action set name or a list such as [NOOP, A, UP+A]
     max_episode_steps: 2000
     reward:                        # summed every env step
-      - {kind: delta, address: 0xC0A0, length: 2, encoding: bcd, scale: 0.01}   # score
+      - {kind: delta, address: 0xC0A0, length: 3, encoding: bcd, scale: 0.01}   # score
       - {kind: event, address: 0xC0A2, op: decreased, scale: -1}              # lost a life
       - {kind: level, address: 0xC0B0, scale: 0.001}                          # value x scale
+      - {kind: delta, address: 0xC19E, clamp: [0, null]}                      # never negative
+      - {kind: delta, count: {range: [0xC100, 0xC1FF], op: "!=", value: 0}, scale: 0.1}
     terminate: [{address: 0xC0A2, op: "==", value: 0}]   # any predicate true ends the episode
     truncate: [{address: 0xC0A3, op: changed}]            # ... or truncates it
+    success: {all: [{address: 0xC0A4, in: [3, 4]}, {not: {address: 0xC0A2, op: "==", value: 0}}]}
     on_reset: [{address: 0xC002, random: [0, 255]}, {address: 0xC003, value: 1}]
     exploration:                   # optional count bonus, no game knowledge needed
       ram: {addresses: [0xD35E, 0xD362, 0xD361], scale: 0.05}
       screen: {scale: 0.01}
     train: {batch_size: 8}         # training defaults of this task (see TrainConfig)
 
-A RAM watch is ``address`` (0x0000-0xFFFF), ``length`` (bytes, default 1), ``encoding``
-(``u8``, ``u16le``, ``u16be``, ``bcd`` = packed decimal with the first byte most significant,
-``bcdle`` = last byte most significant), ``signed`` (two's complement, u8/u16 only). A
-predicate is a watch plus ``op`` (``==  !=  <  <=  >  >=`` against ``value``; ``increased``,
-``decreased``, ``changed`` against the previous step).
+**Watches.** A RAM watch is ``address`` (0x0000-0xFFFF), ``length`` (bytes, 1-8), ``encoding``
+and its options:
+
+- ``u8``, ``u16le``, ``u16be``, ``u32le``, ``u32be``: unsigned binary integers (``le``: first
+  byte least significant); ``signed: true`` reads them as two's complement.
+- ``bcd`` (packed decimal, two digits a byte, first byte most significant) and ``bcdle`` (last
+  byte most significant), 1-8 bytes.
+- ``digits``: one decimal digit (0-9) per byte, 1-8 bytes; ``order: msb`` (default: first byte
+  most significant) or ``lsb``; ``blank: 0x80`` names the byte the game writes for an unused
+  (blank) place, which counts as 0. A byte that is neither a digit nor the blank marker is not
+  interpreted: it enters the sum with its byte value as if it were a digit.
+- ``mask`` (binary encodings only, not with ``signed``): the decoded unsigned value is ANDed
+  with it before anything uses it. For multi-byte watches the mask applies to the decoded
+  integer, not to each byte: ``{address: 0xC000, encoding: u16le, mask: 0x8000}`` keeps bit 7 of
+  the byte at 0xC001.
+
+A count watch ``count: {range: [lo, hi], op: "!=", value: 0}`` is the number of bytes in
+``lo..hi`` (inclusive, within 0x0000-0xFFFF) that satisfy a per-byte comparison (``== != < <= >
+>=`` with ``value``, or ``in: [...]``; optional per-byte ``mask``), e.g. the tiles a player has
+painted. Either kind of watch goes wherever a watch goes: reward terms and predicates.
+
+**Predicates** (``terminate``, ``truncate``, ``success``, ``event`` reward terms) are a watch
+plus ``op``: ``== != < <= > >=`` against ``value``; ``in`` against a list (``op: in, value:
+[3, 4]``, or the shorthand ``in: [3, 4]``); ``increased``, ``decreased``, ``changed`` against the
+previous step. ``{all: [...]}``, ``{any: [...]}`` and ``{not: {...}}`` combine predicates and
+nest freely. ``terminate``/``truncate``/``success`` take one predicate or a list (any true).
+
+**Reward terms**: ``delta`` (scale x change since the last step), ``level`` (scale x value),
+``event`` (scale when its predicate holds: a predicate made of comparisons only pays once, when
+it becomes true; one with a change op anywhere pays at every step it holds, a change being an
+instant). ``clamp: [lo, hi]`` bounds a term's scaled per-step contribution (``null`` = open).
 
 Example:
     >>> from torchrl_dreamer.envs.spec import load_task_spec
     >>> task = load_task_spec({"name": "demo", "actions": "dpad", "reward": [
-    ...     {"kind": "delta", "address": 0xC0A0, "encoding": "u8"}]})
-    >>> task.name, task.default_action_set
-    ('demo', 'dpad')
+    ...     {"kind": "delta", "address": 0xC0A0, "encoding": "u8", "clamp": [0, None]}],
+    ...     "success": {"any": [{"address": 0xC0A1, "in": [3, 4]}]}})
+    >>> task.name, task.default_action_set, task.has_success
+    ('demo', 'dpad', True)
 """
 
 from __future__ import annotations
@@ -64,29 +97,43 @@ from torchrl_dreamer.envs.task import Task, TaskMismatchError
 __all__ = [
     "TaskSpecError",
     "RamWatch",
+    "CountWatch",
     "Predicate",
+    "PredicateGroup",
     "RewardTerm",
     "TaskSpec",
     "SpecTask",
     "load_task_spec",
     "parse_task_spec",
+    "parse_predicate",
 ]
 
 ENCODINGS: dict[str, tuple[int, int]] = {
     "u8": (1, 1),
     "u16le": (2, 2),
     "u16be": (2, 2),
-    "bcd": (1, 4),
-    "bcdle": (1, 4),
+    "u32le": (4, 4),
+    "u32be": (4, 4),
+    "bcd": (1, 8),
+    "bcdle": (1, 8),
+    "digits": (1, 8),
 }
 """Watch encodings and the byte lengths each accepts (min, max)."""
 
+BINARY_ENCODINGS = ("u8", "u16le", "u16be", "u32le", "u32be")
+DIGIT_ORDERS = ("msb", "lsb")
 COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
+SET_OPS = ("in",)
 CHANGE_OPS = ("increased", "decreased", "changed")
+GROUP_KEYS = ("all", "any", "not")
 REWARD_KINDS = ("delta", "level", "event")
+MAX_JITTER = 3600  # frames (a minute): more would outlast most title screens' attract timers
 
+_RAM_KEYS = {"address", "length", "encoding", "signed", "mask", "order", "blank"}
+_WATCH_KEYS = _RAM_KEYS | {"count"}
+_CMP_KEYS = {"op", "value", "in"}
 _TOP_KEYS = {"name", "rom", "start", "actions", "max_episode_steps", "reward", "terminate",
-             "truncate", "on_reset", "exploration", "train"}
+             "truncate", "success", "on_reset", "exploration", "train"}
 
 
 class TaskSpecError(ValueError):
@@ -144,27 +191,117 @@ def _buttons(name: Any, where: str) -> int:
     return mask
 
 
-# ------------------------------------------------------------------------------ RAM watches
+def _int_list(obj: Any, where: str, lo: int, hi: int) -> tuple[int, ...]:
+    """A non-empty list of integers in ``lo..hi`` (the values of an ``in`` test), sorted."""
+    what = f"expected a list of integers {lo}..{hi}"
+    if not isinstance(obj, list) or not obj:
+        raise _fail(where, f"{what}, got {obj!r}")
+    out = set()
+    for v in obj:
+        if isinstance(v, str):
+            try:
+                v = int(v, 0)
+            except ValueError:
+                raise _fail(where, f"{what}; {v!r} is not one") from None
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise _fail(where, f"{what}; {v!r} is not one")
+        out.add(v)
+    return tuple(sorted(out))
+
+
+def _compare(x: torch.Tensor, op: str, value: int, values: torch.Tensor | None) -> torch.Tensor:
+    """``bool`` tensor of ``x <op> value`` (``values``: the device tensor of an ``in`` set)."""
+    if op == "in":
+        return torch.isin(x, values)
+    if op == "==":
+        return x == value
+    if op == "!=":
+        return x != value
+    if op == "<":
+        return x < value
+    if op == "<=":
+        return x <= value
+    if op == ">":
+        return x > value
+    return x >= value
+
+
+class _DeviceValues:
+    """The ``in`` set of a frozen predicate as a device tensor, made once per device (the
+    per-step test then copies nothing from the host)."""
+
+    def __init__(self) -> None:
+        self._by_device: dict[torch.device, torch.Tensor] = {}
+
+    def get(self, values: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        key = (device, dtype)
+        t = self._by_device.get(key)
+        if t is None:
+            t = self._by_device[key] = torch.tensor(values, dtype=dtype, device=device)
+        return t
+
+
+def _parse_comparison(obj: dict, where: str, vrange: tuple[int, int], what: str,
+                      allow_change: bool = True) -> tuple[str, int, tuple[int, ...]]:
+    """``(op, value, values)`` of a comparison mapping; ``vrange`` bounds the values a watch can
+    take (``what`` names it in errors)."""
+    lo, hi = vrange
+    ops = COMPARE_OPS + SET_OPS + (CHANGE_OPS if allow_change else ())
+    if "in" in obj:
+        if "op" in obj:
+            raise _fail(f"{where}.in", "'in: [...]' is short for 'op: in, value: [...]'; drop 'op' "
+                        "(or 'in')")
+        if "value" in obj:
+            raise _fail(f"{where}.value", "'in: [...]' lists the values itself; drop 'value'")
+        return "in", 0, _int_list(obj["in"], f"{where}.in", lo, hi)
+    if "op" not in obj:
+        raise _fail(where, f"missing required key 'op' (one of {list(ops)}) or 'in' (a list of "
+                    "values)")
+    op = obj["op"]
+    if op not in ops:
+        raise _fail(f"{where}.op", f"unknown op {op!r}; use one of {list(ops)}")
+    if op in CHANGE_OPS:
+        if "value" in obj:
+            raise _fail(f"{where}.value", f"op {op!r} compares with the previous step; drop 'value'")
+        return op, 0, ()
+    if "value" not in obj:
+        raise _fail(where, f"op {op!r} needs a 'value' to compare with"
+                    + (" (a list: value: [a, b, ...])" if op == "in" else ""))
+    if op == "in":
+        return op, 0, _int_list(obj["value"], f"{where}.value", lo, hi)
+    value = _int(obj["value"], f"{where}.value")
+    if op in ("==", "!=") and not lo <= value <= hi:
+        raise _fail(f"{where}.value", f"{value} is outside the values {lo}..{hi} of {what}: the "
+                    f"test would {'never' if op == '==' else 'always'} hold; fix value or the watch")
+    return op, value, ()
+
+
+# ------------------------------------------------------------------------------ watches
 @dataclass(frozen=True)
 class RamWatch:
-    """A number kept in RAM: ``length`` bytes at ``address`` decoded with ``encoding``."""
+    """A number kept in RAM: ``length`` bytes at ``address`` decoded with ``encoding`` (see the
+    module docstring for the encodings, ``mask``, ``order`` and ``blank``)."""
 
     address: int
     length: int = 1
     encoding: str = "u8"
     signed: bool = False
+    mask: int | None = None
+    order: str = "msb"
+    blank: int | None = None
 
     @classmethod
     def parse(cls, obj: dict, where: str) -> RamWatch:
         """Validate the watch fields of ``obj`` (other keys are the caller's)."""
         if "address" not in obj:
-            raise _fail(where, "missing required key 'address' (a RAM address 0x0000-0xFFFF)")
+            raise _fail(where, "missing required key 'address' (a RAM address 0x0000-0xFFFF) or "
+                        "'count' (a count of bytes over an address range)")
         addr = _int(obj["address"], f"{where}.address", 0, 0xFFFF)
         enc = obj.get("encoding", "u8")
         if enc not in ENCODINGS:
             raise _fail(f"{where}.encoding", f"unknown encoding {enc!r}; use one of {list(ENCODINGS)}")
         lo, hi = ENCODINGS[enc]
-        length = _int(obj.get("length", lo), f"{where}.length", 1, 4)
+        length = _int(obj.get("length", lo), f"{where}.length", 1, 8)
         if not lo <= length <= hi:
             raise _fail(f"{where}.length", f"encoding {enc!r} takes {lo}" + (
                 f"-{hi}" if hi != lo else "") + f" byte(s), got {length}; fix length or encoding")
@@ -173,57 +310,173 @@ class RamWatch:
         signed = obj.get("signed", False)
         if not isinstance(signed, bool):
             raise _fail(f"{where}.signed", f"expected true or false, got {signed!r}")
-        if signed and enc.startswith("bcd"):
-            raise _fail(f"{where}.signed", "BCD values cannot be signed")
-        return cls(addr, length, enc, signed)
+        if signed and enc not in BINARY_ENCODINGS:
+            raise _fail(f"{where}.signed", ("BCD values" if enc.startswith("bcd") else
+                                            "decimal digits") + " cannot be signed")
+        mask = None
+        if "mask" in obj:
+            if enc not in BINARY_ENCODINGS:
+                raise _fail(f"{where}.mask", f"a mask selects bits of a binary value; encoding "
+                            f"{enc!r} is decimal (use one of {list(BINARY_ENCODINGS)})")
+            if signed:
+                raise _fail(f"{where}.mask", "a masked value is a bit field: drop 'signed'")
+            bits = 8 * length
+            mask = _int(obj["mask"], f"{where}.mask")
+            if not 0 < mask < 1 << bits:
+                raise _fail(f"{where}.mask", f"{mask:#x} must be a non-zero mask within the "
+                            f"watch's {bits} bits (0x1-{(1 << bits) - 1:#x})")
+        order = obj.get("order", "msb")
+        if "order" in obj and enc != "digits":
+            raise _fail(f"{where}.order", "'order' applies to encoding 'digits' only"
+                        + ("; for BCD use encoding 'bcd' or 'bcdle'" if enc.startswith("bcd") else ""))
+        if order not in DIGIT_ORDERS:
+            raise _fail(f"{where}.order", f"expected one of {list(DIGIT_ORDERS)} (msb: first byte "
+                        f"most significant), got {order!r}")
+        blank = None
+        if "blank" in obj:
+            if enc != "digits":
+                raise _fail(f"{where}.blank", "'blank' applies to encoding 'digits' only")
+            blank = _int(obj["blank"], f"{where}.blank", 0, 255)
+            if blank <= 9:
+                raise _fail(f"{where}.blank", f"{blank} is a digit (0..9), so it cannot also mark "
+                            "a blank place; give the byte the game writes for a blank (e.g. 0x80)")
+        return cls(addr, length, enc, signed, mask, order, blank)
+
+    def value_range(self) -> tuple[int, int]:
+        """The smallest and largest value :meth:`decode` gives for well-formed bytes."""
+        if self.encoding in BINARY_ENCODINGS:
+            bits = 8 * self.length
+            if self.mask is not None:
+                return 0, self.mask
+            if self.signed:
+                return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            return 0, (1 << bits) - 1
+        digits = self.length * (1 if self.encoding == "digits" else 2)
+        return 0, 10 ** digits - 1
+
+    def describe(self) -> str:
+        """A short name for error messages."""
+        return f"the {self.length}-byte {self.encoding} watch at {self.address:#06x}"
 
     def decode(self, raw: torch.Tensor) -> torch.Tensor:
         """``int64[N]`` values of raw bytes ``uint8[N, length]``."""
         b = raw.to(torch.int64)
-        if self.encoding == "u8":
-            v = b[:, 0]
-        elif self.encoding == "u16le":
-            v = b[:, 0] | (b[:, 1] << 8)
-        elif self.encoding == "u16be":
-            v = (b[:, 0] << 8) | b[:, 1]
-        else:
-            order = b if self.encoding == "bcd" else b.flip(1)
-            v = torch.zeros_like(b[:, 0])
-            for k in range(self.length):
-                v = v * 100 + (order[:, k] >> 4) * 10 + (order[:, k] & 0x0F)
-        if self.signed:
-            bits = 8 * self.length
-            v = torch.where(v >= 1 << (bits - 1), v - (1 << bits), v)
+        enc = self.encoding
+        if enc in BINARY_ENCODINGS:
+            msb_first = b if enc == "u8" or enc.endswith("be") else b.flip(1)
+            v = msb_first[:, 0]
+            for k in range(1, self.length):
+                v = (v << 8) | msb_first[:, k]
+            if self.mask is not None:
+                v = v & self.mask
+            if self.signed:
+                bits = 8 * self.length
+                v = torch.where(v >= 1 << (bits - 1), v - (1 << bits), v)
+            return v
+        if enc == "digits":
+            d = b if self.order == "msb" else b.flip(1)
+            if self.blank is not None:
+                d = d.masked_fill(d == self.blank, 0)
+            v = d[:, 0]
+            for k in range(1, self.length):
+                v = v * 10 + d[:, k]
+            return v
+        order = b if enc == "bcd" else b.flip(1)
+        v = torch.zeros_like(b[:, 0])
+        for k in range(self.length):
+            v = v * 100 + (order[:, k] >> 4) * 10 + (order[:, k] & 0x0F)
         return v
+
+    def read(self, gb: Any) -> torch.Tensor:
+        """``int64[N]``: the watched value on every console (one device gather)."""
+        return self.decode(gb.read_memory(self.address, self.length))
 
 
 @dataclass(frozen=True)
-class Predicate:
-    """A condition on a watch: compared with ``value``, or with the previous step's value."""
+class CountWatch:
+    """How many bytes of ``lo..hi`` (inclusive) satisfy ``(byte & mask) <op> value`` (or lie in
+    ``values`` for ``op: in``): e.g. the non-zero cells of a map."""
 
-    watch: RamWatch
+    lo: int
+    hi: int
     op: str
     value: int = 0
+    values: tuple[int, ...] = ()
+    mask: int | None = None
+    _values: _DeviceValues = field(default_factory=_DeviceValues, compare=False, hash=False,
+                                   repr=False)
 
-    _KEYS = {"address", "length", "encoding", "signed", "op", "value"}
+    @classmethod
+    def parse(cls, obj: Any, where: str) -> CountWatch:
+        """Validate a ``count`` mapping."""
+        _keys(obj, where, {"range", "mask"} | _CMP_KEYS, ("range",))
+        r = obj["range"]
+        if not isinstance(r, list) or len(r) != 2:
+            raise _fail(f"{where}.range", f"expected [lo, hi] (inclusive RAM addresses "
+                        f"0x0000-0xFFFF), got {r!r}")
+        lo = _int(r[0], f"{where}.range[0]", 0, 0xFFFF)
+        hi = _int(r[1], f"{where}.range[1]", 0, 0xFFFF)
+        if lo > hi:
+            raise _fail(f"{where}.range", f"lo {lo:#06x} > hi {hi:#06x}; give [lo, hi] in order")
+        mask = None
+        if "mask" in obj:
+            mask = _int(obj["mask"], f"{where}.mask", 1, 255)
+        op, value, values = _parse_comparison(
+            obj, where, (0, mask if mask is not None else 255), "a byte" + (
+                f" masked with {mask:#04x}" if mask is not None else ""), allow_change=False)
+        return cls(lo, hi, op, value, values, mask)
+
+    def value_range(self) -> tuple[int, int]:
+        """A count is 0 up to the number of bytes in the range."""
+        return 0, self.hi - self.lo + 1
+
+    def describe(self) -> str:
+        """A short name for error messages."""
+        return f"the count over {self.lo:#06x}-{self.hi:#06x}"
+
+    def read(self, gb: Any) -> torch.Tensor:
+        """``int64[N]``: the count on every console (one device gather of the whole range)."""
+        b = gb.read_memory(self.lo, self.hi - self.lo + 1).to(torch.int32)
+        if self.mask is not None:
+            b = b & self.mask
+        values = self._values.get(self.values, b.device, b.dtype) if self.op == "in" else None
+        return _compare(b, self.op, self.value, values).sum(1, dtype=torch.int64)
+
+
+Watch = RamWatch | CountWatch
+
+
+def parse_watch(obj: dict, where: str) -> Watch:
+    """The RAM or count watch that the keys of ``obj`` describe (other keys are the caller's)."""
+    if "count" in obj:
+        clash = sorted(set(obj) & _RAM_KEYS)
+        if clash:
+            raise _fail(where, f"give either 'address' (a RAM watch) or 'count' (a byte count), "
+                        f"not both: drop {clash}")
+        return CountWatch.parse(obj["count"], f"{where}.count")
+    return RamWatch.parse(obj, where)
+
+
+# ------------------------------------------------------------------------------ predicates
+@dataclass(frozen=True)
+class Predicate:
+    """A condition on a watch: compared with ``value`` (or the set ``values`` for ``in``), or
+    with the previous step's value."""
+
+    watch: Watch
+    op: str
+    value: int = 0
+    values: tuple[int, ...] = ()
+    _values: _DeviceValues = field(default_factory=_DeviceValues, compare=False, hash=False,
+                                   repr=False)
 
     @classmethod
     def parse(cls, obj: Any, where: str, extra: set[str] = frozenset()) -> Predicate:
-        """Validate a predicate mapping (``extra``: further keys the caller allows)."""
-        _keys(obj, where, cls._KEYS | set(extra), ("address", "op"))
-        watch = RamWatch.parse(obj, where)
-        op = obj["op"]
-        if op not in COMPARE_OPS + CHANGE_OPS:
-            raise _fail(f"{where}.op", f"unknown op {op!r}; use one of {list(COMPARE_OPS + CHANGE_OPS)}")
-        if op in COMPARE_OPS:
-            if "value" not in obj:
-                raise _fail(where, f"op {op!r} needs a 'value' to compare with")
-            value = _int(obj["value"], f"{where}.value")
-        else:
-            if "value" in obj:
-                raise _fail(f"{where}.value", f"op {op!r} compares with the previous step; drop 'value'")
-            value = 0
-        return cls(watch, op, value)
+        """Validate a one-watch predicate mapping (``extra``: further keys the caller allows)."""
+        _keys(obj, where, _WATCH_KEYS | _CMP_KEYS | set(extra))
+        watch = parse_watch(obj, where)
+        op, value, values = _parse_comparison(obj, where, watch.value_range(), watch.describe())
+        return cls(watch, op, value, values)
 
     def evaluate(self, now: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
         """``bool[N]`` for decoded values ``now`` and the previous step's ``prev``."""
@@ -233,20 +486,100 @@ class Predicate:
             return now < prev
         if self.op == "changed":
             return now != prev
-        v = self.value
-        return {"==": now == v, "!=": now != v, "<": now < v, "<=": now <= v,
-                ">": now > v, ">=": now >= v}[self.op]
+        values = self._values.get(self.values, now.device, now.dtype) if self.op == "in" else None
+        return _compare(now, self.op, self.value, values)
+
+    def test(self, now: dict[Watch, torch.Tensor], prev: dict[Watch, torch.Tensor]) -> torch.Tensor:
+        """``bool[N]`` given every watch's value now and at the previous step."""
+        return self.evaluate(now[self.watch], prev[self.watch])
+
+    def watches(self) -> set[Watch]:
+        """The watches this predicate reads."""
+        return {self.watch}
+
+    def has_change(self) -> bool:
+        """Whether it compares with the previous step (an instant rather than a state)."""
+        return self.op in CHANGE_OPS
 
 
 @dataclass(frozen=True)
-class RewardTerm:
-    """One reward term: ``delta`` (scale x change of a counter), ``level`` (scale x value) or
-    ``event`` (scale once when a predicate becomes true)."""
+class PredicateGroup:
+    """``all`` (every child holds), ``any`` (at least one holds) or ``not`` (its one child does
+    not hold) of predicates or further groups."""
 
     kind: str
-    watch: RamWatch
+    children: tuple[Predicate | PredicateGroup, ...]
+
+    def test(self, now: dict[Watch, torch.Tensor], prev: dict[Watch, torch.Tensor]) -> torch.Tensor:
+        """``bool[N]`` given every watch's value now and at the previous step."""
+        if self.kind == "not":
+            return ~self.children[0].test(now, prev)
+        out = self.children[0].test(now, prev)
+        for c in self.children[1:]:
+            out = out & c.test(now, prev) if self.kind == "all" else out | c.test(now, prev)
+        return out
+
+    def watches(self) -> set[Watch]:
+        """The watches this group reads, at any depth."""
+        return set().union(*(c.watches() for c in self.children))
+
+    def has_change(self) -> bool:
+        """Whether any predicate inside compares with the previous step."""
+        return any(c.has_change() for c in self.children)
+
+
+Condition = Predicate | PredicateGroup
+
+
+def parse_predicate(obj: Any, where: str, extra: set[str] = frozenset()) -> Condition:
+    """Validate a predicate: a one-watch comparison or an ``all``/``any``/``not`` group (nested
+    freely). ``extra``: further keys the caller allows at the top of ``obj``."""
+    if not isinstance(obj, dict):
+        raise _fail(where, f"expected a predicate mapping ({{address, op, value}} or "
+                    f"{{all: [...]}} / {{any: [...]}} / {{not: {{...}}}}), got {type(obj).__name__}")
+    groups = [k for k in GROUP_KEYS if k in obj]
+    if not groups:
+        return Predicate.parse(obj, where, extra)
+    if len(groups) > 1:
+        raise _fail(where, f"one group key per mapping, got {groups}; nest one inside the other")
+    kind = groups[0]
+    stray = sorted(set(obj) & (_WATCH_KEYS | _CMP_KEYS))
+    if stray:
+        raise _fail(where, f"{kind!r} groups take no watch or comparison keys ({stray}); put "
+                    f"that condition inside the group's {'mapping' if kind == 'not' else 'list'}")
+    _keys(obj, where, {kind} | set(extra))
+    body = obj[kind]
+    if kind == "not":
+        if not isinstance(body, dict):
+            raise _fail(f"{where}.not", "expected one predicate mapping (for several, wrap them "
+                        "in {any: [...]} or {all: [...]})")
+        return PredicateGroup("not", (parse_predicate(body, f"{where}.not"),))
+    if not isinstance(body, list) or not body:
+        raise _fail(f"{where}.{kind}", "expected a non-empty list of predicates")
+    return PredicateGroup(kind, tuple(parse_predicate(c, f"{where}.{kind}[{k}]")
+                                      for k, c in enumerate(body)))
+
+
+def _predicate_list(obj: Any, where: str) -> list[Condition]:
+    """``terminate``/``truncate``/``success``: one predicate or a list of them (any true)."""
+    if isinstance(obj, dict):
+        return [parse_predicate(obj, where)]
+    if not isinstance(obj, list):
+        raise _fail(where, "expected a predicate or a list of predicates")
+    return [parse_predicate(p, f"{where}[{k}]") for k, p in enumerate(obj)]
+
+
+# ------------------------------------------------------------------------------ reward terms
+@dataclass(frozen=True)
+class RewardTerm:
+    """One reward term: ``delta`` (scale x change of a value), ``level`` (scale x value) or
+    ``event`` (scale when a predicate fires); ``clamp`` bounds the scaled contribution."""
+
+    kind: str
+    watch: Watch | None
     scale: float = 1.0
-    predicate: Predicate | None = None
+    predicate: Condition | None = None
+    clamp: tuple[float | None, float | None] | None = None
 
     @classmethod
     def parse(cls, obj: Any, where: str) -> RewardTerm:
@@ -257,17 +590,54 @@ class RewardTerm:
         if kind not in REWARD_KINDS:
             raise _fail(f"{where}.kind", f"expected one of {list(REWARD_KINDS)}, got {kind!r}")
         scale = _float(obj.get("scale", 1.0), f"{where}.scale")
+        clamp = _parse_clamp(obj["clamp"], f"{where}.clamp") if "clamp" in obj else None
         if kind == "event":
-            pred = Predicate.parse(obj, where, extra={"kind", "scale"})
-            return cls(kind, pred.watch, scale, pred)
-        _keys(obj, where, {"kind", "scale", "address", "length", "encoding", "signed"}, ("address",))
-        return cls(kind, RamWatch.parse(obj, where), scale)
+            pred = parse_predicate(obj, where, extra={"kind", "scale", "clamp"})
+            return cls(kind, pred.watch if isinstance(pred, Predicate) else None, scale, pred, clamp)
+        _keys(obj, where, {"kind", "scale", "clamp"} | _WATCH_KEYS)
+        return cls(kind, parse_watch(obj, where), scale, None, clamp)
+
+    def watches(self) -> set[Watch]:
+        """The watches this term reads."""
+        return self.predicate.watches() if self.predicate is not None else {self.watch}
+
+    def compute(self, now: dict[Watch, torch.Tensor], prev: dict[Watch, torch.Tensor]) -> torch.Tensor:
+        """``float32[N]``: this term's contribution at the step just run."""
+        if self.kind == "delta":
+            x = (now[self.watch] - prev[self.watch]).to(torch.float32)
+        elif self.kind == "level":
+            x = now[self.watch].to(torch.float32)
+        else:
+            hit = self.predicate.test(now, prev)
+            if not self.predicate.has_change():  # a state: pay when it becomes true
+                hit = hit & ~self.predicate.test(prev, prev)
+            x = hit.to(torch.float32)
+        out = self.scale * x
+        if self.clamp is not None:
+            out = out.clamp(min=self.clamp[0], max=self.clamp[1])
+        return out
+
+
+def _parse_clamp(obj: Any, where: str) -> tuple[float | None, float | None]:
+    if not isinstance(obj, list) or len(obj) != 2:
+        raise _fail(where, f"expected [lo, hi] (numbers; null for an open end, e.g. [0, null] "
+                    f"never pays negative), got {obj!r}")
+    lo, hi = (None if v is None else _float(v, f"{where}[{k}]") for k, v in enumerate(obj))
+    if lo is None and hi is None:
+        raise _fail(where, "[null, null] clamps nothing; give at least one bound or drop 'clamp'")
+    if lo is not None and hi is not None and lo > hi:
+        raise _fail(where, f"lo {lo} > hi {hi}")
+    return lo, hi
 
 
 # ------------------------------------------------------------------------------ the spec
 @dataclass
 class TaskSpec:
-    """A validated task spec (see the module docstring); build the task with :meth:`build`."""
+    """A validated task spec (see the module docstring); build the task with :meth:`build`.
+
+    ``state`` is the (first) savestate start; ``states`` all of them when the spec lists several
+    (``start.states``); ``jitter`` the largest extra delay before each macro press.
+    """
 
     name: str
     reward: list[RewardTerm]
@@ -275,11 +645,15 @@ class TaskSpec:
     rom_titles: tuple[str, ...] = ()
     rom_has_logo: bool = True
     state: Path | None = None
+    states: tuple[Path, ...] = ()
     macro: list[tuple[int, int]] = field(default_factory=lambda: [(0, 60)])
+    jitter: int = 0
+    noop_max: int | None = None
     actions: str | list[str] = "minimal"
     max_episode_steps: int | None = None
-    terminate: list[Predicate] = field(default_factory=list)
-    truncate: list[Predicate] = field(default_factory=list)
+    terminate: list[Condition] = field(default_factory=list)
+    truncate: list[Condition] = field(default_factory=list)
+    success: list[Condition] = field(default_factory=list)
     pokes: list[tuple[int, int, int]] = field(default_factory=list)
     explore_ram: tuple[tuple[int, ...], float, int] | None = None
     explore_screen: tuple[float, int] | None = None
@@ -288,6 +662,56 @@ class TaskSpec:
     def build(self, rom: str | Path | None = None, state: Any = None) -> SpecTask:
         """The :class:`SpecTask` of this spec (``rom``: the game's ROM file)."""
         return SpecTask(self, rom=rom, state=state)
+
+
+def _state_path(obj: Any, where: str, base_dir: Path | None) -> Path:
+    if not isinstance(obj, (str, Path)) or not str(obj):
+        raise _fail(where, f"expected a savestate file name, got {obj!r}")
+    p = Path(obj)
+    if not p.is_absolute() and base_dir is not None:
+        p = base_dir / p
+    if not p.is_file():
+        raise _fail(where, f"savestate file {p} not found")
+    return p
+
+
+def _parse_start(spec: TaskSpec, obj: Any, base_dir: Path | None) -> None:
+    start = _keys(obj, "start", {"state", "states", "macro", "jitter", "noop_max"})
+    sources = [k for k in ("state", "states", "macro") if k in start]
+    if len(sources) > 1:
+        raise _fail("start", "give either 'state' (a savestate file), 'states' (a list of them) "
+                    f"or 'macro' (button steps), not {' and '.join(repr(s) for s in sources)}")
+    if "state" in start:
+        spec.state = _state_path(start["state"], "start.state", base_dir)
+    if "states" in start:
+        files = start["states"]
+        if not isinstance(files, list) or not files:
+            raise _fail("start.states", "expected a non-empty list of savestate files")
+        spec.states = tuple(_state_path(f, f"start.states[{k}]", base_dir)
+                            for k, f in enumerate(files))
+        spec.state = spec.states[0]
+    if "macro" in start:
+        steps = start["macro"]
+        if not isinstance(steps, list) or not steps:
+            raise _fail("start.macro", "expected a non-empty list of {wait: N} / {press: BUTTONS, frames: N}")
+        spec.macro = []
+        for k, st in enumerate(steps):
+            w = f"start.macro[{k}]"
+            if isinstance(st, dict) and "wait" in st:
+                _keys(st, w, {"wait"})
+                spec.macro.append((0, _int(st["wait"], f"{w}.wait", 1, 1_000_000)))
+            else:
+                _keys(st, w, {"press", "frames"}, ("press",))
+                spec.macro.append((_buttons(st["press"], f"{w}.press"),
+                                   _int(st.get("frames", 8), f"{w}.frames", 1, 1_000_000)))
+    if "jitter" in start:
+        if spec.state is not None:
+            raise _fail("start.jitter", "a savestate start has no macro to delay (jitter waits "
+                        "extra frames before the macro's presses); use 'noop_max' for random "
+                        "no-op frames after the state is loaded")
+        spec.jitter = _int(start["jitter"], "start.jitter", 0, MAX_JITTER)
+    if "noop_max" in start:
+        spec.noop_max = _int(start["noop_max"], "start.noop_max", 0, 1_000_000)
 
 
 def parse_task_spec(obj: dict, base_dir: Path | None = None, name: str = "spec") -> TaskSpec:
@@ -309,30 +733,7 @@ def parse_task_spec(obj: dict, base_dir: Path | None = None, name: str = "spec")
         spec.rom_sha256 = (h,)
     if "title" in rom:
         spec.rom_titles = (str(rom["title"]),)
-    start = _keys(obj.get("start", {}), "start", {"state", "macro"})
-    if "state" in start and "macro" in start:
-        raise _fail("start", "give either 'state' (a savestate file) or 'macro', not both")
-    if "state" in start:
-        p = Path(start["state"])
-        if not p.is_absolute() and base_dir is not None:
-            p = base_dir / p
-        if not p.is_file():
-            raise _fail("start.state", f"savestate file {p} not found")
-        spec.state = p
-    if "macro" in start:
-        steps = start["macro"]
-        if not isinstance(steps, list) or not steps:
-            raise _fail("start.macro", "expected a non-empty list of {wait: N} / {press: BUTTONS, frames: N}")
-        spec.macro = []
-        for k, st in enumerate(steps):
-            w = f"start.macro[{k}]"
-            if isinstance(st, dict) and "wait" in st:
-                _keys(st, w, {"wait"})
-                spec.macro.append((0, _int(st["wait"], f"{w}.wait", 1, 1_000_000)))
-            else:
-                _keys(st, w, {"press", "frames"}, ("press",))
-                spec.macro.append((_buttons(st["press"], f"{w}.press"),
-                                   _int(st.get("frames", 8), f"{w}.frames", 1, 1_000_000)))
+    _parse_start(spec, obj.get("start", {}), base_dir)
     actions = obj.get("actions", "minimal")
     try:
         make_action_set(actions)
@@ -345,11 +746,13 @@ def parse_task_spec(obj: dict, base_dir: Path | None = None, name: str = "spec")
     if not isinstance(terms, list) or not terms:
         raise _fail("reward", "expected a non-empty list of reward terms")
     spec.reward = [RewardTerm.parse(t, f"reward[{k}]") for k, t in enumerate(terms)]
-    for key in ("terminate", "truncate"):
-        preds = obj.get(key, [])
-        if not isinstance(preds, list):
-            raise _fail(key, "expected a list of predicates")
-        setattr(spec, key, [Predicate.parse(p, f"{key}[{k}]") for k, p in enumerate(preds)])
+    spec.terminate = _predicate_list(obj.get("terminate", []), "terminate")
+    spec.truncate = _predicate_list(obj.get("truncate", []), "truncate")
+    if "success" in obj:
+        spec.success = _predicate_list(obj["success"], "success")
+        if not spec.success:
+            raise _fail("success", "expected a predicate or a non-empty list of them (or drop "
+                        "'success': episodes then report their return only)")
     pokes = obj.get("on_reset", [])
     if not isinstance(pokes, list):
         raise _fail("on_reset", "expected a list of {address, value} or {address, random: [lo, hi]}")
@@ -425,6 +828,11 @@ class SpecTask(Task):
     exploration bonus keeps per-env visit counts in ``[N, 2**table_bits]`` tables tagged with
     the episode they were counted in (no clearing at episode start, no host sync), and pays
     ``scale / sqrt(visits)`` for the current RAM tuple / coarse screen hash.
+
+    Varied starts: ``start.states`` gives one start variant per savestate; ``start.jitter``
+    makes :meth:`prepare_start` wait a random 0..jitter extra frames before each press of the
+    macro (see :meth:`prepare_start` for why there); ``start.noop_max`` becomes
+    :attr:`default_noop_max`. A ``success`` predicate sets :attr:`has_success`.
     """
 
     name = "spec"
@@ -438,11 +846,18 @@ class SpecTask(Task):
         self.rom_has_logo = spec.rom_has_logo
         self.default_action_set = spec.actions
         self.default_max_episode_steps = spec.max_episode_steps
+        self.default_noop_max = spec.noop_max
+        self.has_success = bool(spec.success)
+        # a state given by the caller replaces the spec's start, savestate list included
+        self._states: tuple[Any, ...] = spec.states if state is None else ()
         if spec.train_defaults:
             self.train_defaults = dict(spec.train_defaults)
-        self._watches = sorted({t.watch for t in spec.reward}
-                               | {p.watch for p in spec.terminate + spec.truncate},
-                               key=lambda w: (w.address, w.length, w.encoding, w.signed))
+        watches: set[Watch] = set()
+        for t in spec.reward:
+            watches |= t.watches()
+        for p in spec.terminate + spec.truncate + spec.success:
+            watches |= p.watches()
+        self._watches: list[Watch] = sorted(watches, key=repr)
 
     def default_rom(self) -> Path:
         raise FileNotFoundError(
@@ -454,18 +869,81 @@ class SpecTask(Task):
         except TaskMismatchError as err:
             raise TaskMismatchError(f"{err} (task spec 'rom' section)") from None
 
+    # ---- start states --------------------------------------------------------------------
+    @property
+    def num_start_variants(self) -> int:
+        """One per savestate of ``start.states``; 1 otherwise."""
+        return max(1, len(self._states))
+
+    @property
+    def start_jitter(self) -> int:
+        """Largest total extra delay :meth:`prepare_start` adds: ``jitter`` per macro press (at
+        least one), 0 for a savestate start."""
+        if self.state is not None or not self.spec.jitter:
+            return 0
+        presses = sum(1 for buttons, _ in self.spec.macro if buttons)
+        return self.spec.jitter * max(1, presses)
+
     def prepare(self, gb: Any) -> None:
-        """Load the spec's savestate, or boot and play its button macro."""
+        """Load the spec's (first) savestate, or boot and play its button macro (no jitter)."""
         if self.state is not None:
             return super().prepare(gb)
-        for buttons, frames in self.spec.macro:
-            gb.run_frames(frames, buttons=buttons or None)
+        self._play_macro(gb, None)
 
+    def prepare_start(self, gb: Any, variant: int, generator: torch.Generator) -> None:
+        """Bring ``gb`` to start variant ``variant``: savestate ``start.states[variant]``, or the
+        macro with jitter drawn from ``generator``.
+
+        Jitter is an independent 0..``jitter`` extra frames of waiting before *each* press of
+        the macro (at the end for a macro without presses). Games seed their random number
+        generator from a frame counter or the DIV timer when a button is read (the START that
+        begins a game), and some restart such counters on every screen, so only a delay right
+        before a press changes what the game draws; a delay after the last press would only
+        shift the first observation, which ``noop_max`` already does.
+        """
+        if not 0 <= variant < self.num_start_variants:
+            raise ValueError(f"start variant {variant} out of range: task {self.name!r} has "
+                             f"{self.num_start_variants}")
+        if self._states:
+            return self._load_state(gb, self._states[variant])
+        if self.state is not None:
+            return super().prepare(gb)
+        self._play_macro(gb, generator)
+
+    def _load_state(self, gb: Any, state: Any) -> None:
+        """The base class's savestate loading (checks and errors included) for ``state``."""
+        first = self.state
+        self.state = state
+        try:
+            super().prepare(gb)
+        finally:
+            self.state = first
+
+    def _play_macro(self, gb: Any, generator: torch.Generator | None) -> None:
+        jitter = self.spec.jitter if generator is not None else 0
+
+        def delay() -> None:
+            if jitter:
+                n = int(torch.randint(0, jitter + 1, (1,), generator=generator))
+                gb.run_frames(n)
+
+        presses = 0
+        for buttons, frames in self.spec.macro:
+            if buttons:
+                presses += 1
+                delay()
+            gb.run_frames(frames, buttons=buttons or None)
+        if not presses:
+            delay()
+
+    # ---- per episode and per step --------------------------------------------------------
     def setup(self, num_envs: int, device: torch.device) -> None:
         super().setup(num_envs, device)
         for k, _ in enumerate(self._watches):
             self.buffers[f"prev{k}"] = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self.buffers["episode"] = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
+        if self.has_success:
+            self.buffers["success"] = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         if self.spec.explore_ram is not None:
             self._alloc_table("ram", self.spec.explore_ram[2])
         if self.spec.explore_screen is not None:
@@ -489,9 +967,6 @@ class SpecTask(Task):
                                   device=self.device, dtype=torch.int64).to(torch.uint8)
             gb.write_memory(addr, v, mask=mask)
 
-    def _read(self, gb: Any) -> list[torch.Tensor]:
-        return [w.decode(gb.read_memory(w.address, w.length)) for w in self._watches]
-
     def _visit(self, kind: str, key: torch.Tensor) -> torch.Tensor:
         """Count a visit of ``key`` (int64[N] slot index) this episode; ``visits`` after it."""
         count, tag = self.buffers[f"{kind}_count"], self.buffers[f"{kind}_tag"]
@@ -505,25 +980,17 @@ class SpecTask(Task):
 
     def compute(self, gb: Any, pixels: torch.Tensor, is_first: torch.Tensor):
         """Reward (sum of the terms and the exploration bonus), terminated and truncated."""
-        now = self._read(gb)
-        prev = []
-        for k, v in enumerate(now):
+        now: dict[Watch, torch.Tensor] = {}
+        prev: dict[Watch, torch.Tensor] = {}
+        for k, w in enumerate(self._watches):
+            v = w.read(gb)
             p = self.buffers[f"prev{k}"]
-            prev.append(torch.where(is_first, v, p))  # a new episode has no previous step
+            now[w] = v
+            prev[w] = torch.where(is_first, v, p)  # a new episode has no previous step
             p.copy_(v)
-        index = {w: k for k, w in enumerate(self._watches)}
         reward = torch.zeros(self.num_envs, dtype=torch.float32, device=self.device)
         for t in self.spec.reward:
-            k = index[t.watch]
-            if t.kind == "delta":
-                reward += t.scale * (now[k] - prev[k]).to(torch.float32)
-            elif t.kind == "level":
-                reward += t.scale * now[k].to(torch.float32)
-            else:
-                hit = t.predicate.evaluate(now[k], prev[k])
-                if t.predicate.op in COMPARE_OPS:  # an event is the predicate becoming true
-                    hit = hit & ~t.predicate.evaluate(prev[k], prev[k])
-                reward += t.scale * hit.to(torch.float32)
+            reward += t.compute(now, prev)
         self.buffers["episode"] += is_first.to(torch.int32)
         if self.spec.explore_ram is not None:
             addrs, scale, bits = self.spec.explore_ram
@@ -534,9 +1001,18 @@ class SpecTask(Task):
         if self.spec.explore_screen is not None:
             scale, bits = self.spec.explore_screen
             reward += scale * self._visit("screen", self.screen_key(pixels, bits)).float().rsqrt()
-        terminated = self._any(self.spec.terminate, now, prev, index)
-        truncated = self._any(self.spec.truncate, now, prev, index)
+        terminated = self._any(self.spec.terminate, now, prev)
+        truncated = self._any(self.spec.truncate, now, prev)
+        if self.has_success:
+            self.buffers["success"].copy_(self._any(self.spec.success, now, prev) & ~is_first)
         return reward, terminated, truncated
+
+    def success(self) -> torch.Tensor:
+        """``bool[N]``: envs where the spec's ``success`` predicate held at the step just
+        computed (never at an episode's first step)."""
+        if not self.has_success:
+            return super().success()
+        return self.buffers["success"].clone()
 
     def screen_key(self, pixels: torch.Tensor, bits: int) -> torch.Tensor:
         """A coarse hash of the packed2 frame: mean shade of 9x10 blocks (8x8 pixels),
@@ -548,9 +1024,9 @@ class SpecTask(Task):
         h = (q * self._screen_w).sum(1)
         return (h ^ (h >> 17)) & ((1 << bits) - 1)
 
-    def _any(self, preds: list[Predicate], now, prev, index) -> torch.Tensor:
+    def _any(self, preds: list[Condition], now: dict[Watch, torch.Tensor],
+             prev: dict[Watch, torch.Tensor]) -> torch.Tensor:
         out = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         for p in preds:
-            k = index[p.watch]
-            out |= p.evaluate(now[k], prev[k])
+            out |= p.test(now, prev)
         return out
