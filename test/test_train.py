@@ -43,11 +43,13 @@ def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
     for c in ckpts:
         assert (cli_run / "checkpoints" / c / "state.pt").is_file()
         assert (cli_run / "checkpoints" / c / "replay" / "meta.json").is_file()
-    # the values the run used (gamma: the maze's task default) are stored for --resume
+    # the values the run used (gamma: the 20-second horizon at 6 frames a step; entropy: the
+    # maze's task default) are stored for --resume
     state = load_checkpoint(cli_run / "checkpoints" / "step_128")
     assert {k: state["config"][k] for k in ("gamma", "entropy_coef", "replay_ratio",
                                             "learning_starts")} == {
-        "gamma": 0.98, "entropy_coef": 5e-3, "replay_ratio": 0.1, "learning_starts": 32}
+        "gamma": pytest.approx(0.995), "entropy_coef": 5e-3, "replay_ratio": 0.1,
+        "learning_starts": 32}
     rows = (cli_run / "logs" / "scalars" / "loss_world_model.csv").read_text().splitlines()
     assert len(rows) >= 2  # logged every 2 gradient steps
     progress = json.loads((cli_run / "progress.json").read_text())
@@ -151,7 +153,8 @@ def test_event_fraction_reaches_the_run_sampler(tmp_path):
 
 
 def test_gamma_reaches_the_run_learner(tmp_path, monkeypatch):
-    """--gamma / TrainConfig.gamma, else the task default, else the loss preset's discount."""
+    """--gamma / TrainConfig.gamma, else the task default, else a 20-second horizon (Game Boy
+    tasks) or the loss preset's discount (gym tasks)."""
     from torchrl_dreamer.envs.tasks.maze import MazeTask
     from torchrl_dreamer.objectives import LOSS_PRESETS
     from torchrl_dreamer.train import build_parser
@@ -165,8 +168,9 @@ def test_gamma_reaches_the_run_learner(tmp_path, monkeypatch):
     assert cfg.gamma == 0.8 and cfg.loss_config().gamma == 0.8
     monkeypatch.setattr(MazeTask, "train_defaults", {})
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c")})
-    assert cfg.gamma == LOSS_PRESETS[cfg.loss_preset].gamma
-    assert cfg.loss_config() == LOSS_PRESETS[cfg.loss_preset]
+    assert cfg.gamma == pytest.approx(1 - 1 / (20 * 60 / 6))  # 200 steps of 6 frames
+    assert cfg.with_(frame_skip=24).gamma == pytest.approx(0.98)
+    assert cfg.loss_config() == LOSS_PRESETS[cfg.loss_preset].with_(gamma=cfg.gamma)
     assert build_parser("train").parse_args(["--gamma", "0.95"]).gamma == 0.95
 
 
@@ -251,3 +255,43 @@ def test_cli_trains_a_shared_game_from_its_spec_file(roms, tmp_path):
     assert all(v.is_integer() for v in values) and -1.0 in values  # food +1, death -1
     evaluation = json.loads((run / "eval.json").read_text())
     assert evaluation["episodes"] == 2 and len(evaluation["returns"]) == 2
+
+
+def test_deadline_stops_training_and_saves(tmp_path):
+    """A run bounded by the clock alone stops at its deadline, checkpoints and reports."""
+    import time
+
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path), "time_limit": "1h",
+                         "checkpoint_every": 0})
+    assert not cfg.steps_bounded
+    trainer = DreamerTrainer(cfg, quiet=True)
+    t0 = time.perf_counter()
+    row = trainer.train(deadline=time.perf_counter() + 3.0)
+    took = time.perf_counter() - t0
+    trainer.close()
+    assert row["updates"] > 0 and took < 60  # it stopped long before the hour
+    saved = sorted((tmp_path / "checkpoints").iterdir())
+    assert [p.name for p in saved] == [f"step_{int(row['policy_steps'])}"]
+
+
+def test_evaluation_within_budget_reports_what_it_covered():
+    from torchrl_dreamer.envs import GameBoyEnv
+    from torchrl_dreamer.modules import make_dreamer
+    from torchrl_dreamer.trainers import evaluate
+
+    env = GameBoyEnv("maze", num_envs=3, max_episode_steps=4)
+    wm, actor, _ = make_dreamer("tiny", {"pixels": "packed2"}, env.action_spec.space.n)
+    full = evaluate(env, wm, actor)
+    assert full.stopped_by == "done" and full.episodes == 3 and full.unfinished == 0
+    assert full.distinct == 3  # random layouts: three different episodes
+    one = GameBoyEnv("maze", num_envs=3, max_episode_steps=4, task_kwargs={"seed_values": [0]})
+    with torch.no_grad():  # an actor that always picks NOOP
+        actor.out.weight.zero_()
+        actor.out.bias.copy_(torch.tensor([5.0, 0, 0, 0, 0]))
+    # one layout, a fixed start and a fixed policy: every env plays the same episode
+    assert evaluate(one, wm, actor).distinct == 1
+    cut = evaluate(env, wm, actor, max_steps=2)
+    assert cut.stopped_by == "max_steps" and cut.episodes == 0 and cut.unfinished == 3
+    assert len(cut.unfinished_returns) == 3 and cut.steps == 2
+    none = evaluate(env, wm, actor, time_limit=0.0)
+    assert none.stopped_by == "time_limit" and none.steps == 0 and none.unfinished == 3

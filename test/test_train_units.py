@@ -394,3 +394,94 @@ def test_shipped_maze_config_only_spells_out_the_defaults():
     # the one machine setting the file adds: 2 threads for an otherwise idle 2-core CPU
     assert shipped.pop("threads") == 2 and bare.pop("threads") == 1
     assert shipped == bare
+
+
+# ---------------------------------------------------------------- Game Boy defaults, budgets
+def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
+    from torchrl_dreamer.trainers.config import GAME_TRAIN_DEFAULTS, game_discount
+
+    maze = TrainConfig(task="maze")  # the maze keeps its measured 24 frames and fixed start
+    assert (maze.frame_skip, maze.noop_max, maze.gamma) == (24, 0, pytest.approx(0.98))
+    game = TrainConfig(task="snake")  # a registered task without its own settings
+    assert game.frame_skip == GAME_TRAIN_DEFAULTS["frame_skip"] == 8
+    assert game.noop_max == GAME_TRAIN_DEFAULTS["noop_max"] == 30
+    assert game.gamma == pytest.approx(game_discount(8)) == pytest.approx(1 - 8 / 1200)
+    assert TrainConfig(task="snake", frame_skip=4).gamma == pytest.approx(1 - 4 / 1200)
+    assert TrainConfig(task="snake", gamma=0.9).gamma == 0.9  # given wins
+    assert TrainConfig(task="snake", noop_max=0).noop_max == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"noop_max": -1}, "noop_max must be an integer >= 0"),
+        ({"time_limit": "soon"}, "time_limit 'soon' is not a duration.*60m"),
+        ({"time_limit": "0m"}, "time_limit must be > 0"),
+        ({"eval_time_limit": "x"}, "eval_time_limit 'x' is not a duration"),
+        ({"eval_max_steps": 0}, "eval_max_steps must be >= 1"),
+    ],
+)
+def test_budget_settings_reject_bad_values(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        TrainConfig(**kwargs)
+
+
+def test_time_limit_alone_bounds_the_run_and_reserves_the_evaluation():
+    from torchrl_dreamer.trainers.config import FINISH_RESERVE_S, parse_duration
+
+    assert [parse_duration(v) for v in ("90", "90s", "2m", "1.5h")] == [90, 90, 120, 5400]
+    cfg = TrainConfig(task="maze", time_limit="60m")
+    assert not cfg.steps_bounded  # no total_steps given: the clock alone ends it
+    assert cfg.training_deadline(100.0) == pytest.approx(100 + 3600 - 120 - FINISH_RESERVE_S)
+    both = TrainConfig(task="maze", time_limit="1h", total_steps=5000, eval_episodes=0)
+    assert both.steps_bounded and both.training_deadline(0.0) == 3600 - FINISH_RESERVE_S
+    assert TrainConfig(task="maze").training_deadline(0.0) is None
+
+
+def test_unknown_setting_in_a_task_or_spec_train_section_lists_the_fields(tmp_path):
+    from torchrl_dreamer.roms import rom_path
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("reward: [{kind: delta, address: 0xC000}]\ntrain: {batch: 8}\n")
+    with pytest.raises(ConfigError, match=r"sets \['batch'\].*batch_size"):
+        TrainConfig(task_spec=str(spec), rom=str(rom_path("catch")))
+
+
+def _tracker_rows(n, rows, success=None):
+    from torchrl_dreamer.data import TimeMajorStorage, dreamer_schema
+    from torchrl_dreamer.data.schema import FieldSpec
+
+    schema = dreamer_schema()
+    if success is not None:
+        schema["success"] = FieldSpec((), torch.bool)
+    st = TimeMajorStorage(64, n, spec=schema, auto_commit=False)
+    for i, (reward, first, term, trunc) in enumerate(rows):
+        step = {"pixels": torch.zeros(n, 1, 72, 20, dtype=torch.uint8),
+                "action": torch.zeros(n, dtype=torch.int64),
+                "reward": torch.tensor(reward, dtype=torch.float32),
+                "is_first": torch.tensor(first, dtype=torch.bool),
+                "terminated": torch.tensor(term, dtype=torch.bool),
+                "truncated": torch.tensor(trunc, dtype=torch.bool),
+                "continue_": torch.ones(n), "episode_id": torch.zeros(n, dtype=torch.int32)}
+        if success is not None:
+            step["success"] = torch.tensor(success[i], dtype=torch.bool)
+        st.write(step)
+    st.commit(len(rows) - 1)
+    return st
+
+
+def test_episode_tracker_flag_and_none_rules():
+    # env 0 reaches the task's success mid-episode then dies (terminated, negative reward);
+    # env 1 ends terminated with a positive reward but never sets the flag
+    rows = [([0, 0], [1, 1], [0, 0], [0, 0]), ([1, 0], [0, 0], [0, 0], [0, 0]),
+            ([-1, 1], [0, 0], [1, 1], [0, 0])]
+    flags = [[0, 0], [1, 0], [0, 0]]
+    t = EpisodeTracker(2, success_rule="flag")
+    assert [ok for *_, ok in t.update(_tracker_rows(2, rows, flags))] == [True, False]
+    plain = EpisodeTracker(2)  # the terminal-reward guess gets both wrong
+    assert [ok for *_, ok in plain.update(_tracker_rows(2, rows))] == [False, True]
+    none = EpisodeTracker(2, success_rule="none")
+    eps = none.update(_tracker_rows(2, rows))
+    assert [r for r, *_ in eps] == [0.0, 1.0]
+    rec = none.recent()
+    assert rec["return"] == 0.5 and rec["success"] != rec["success"]  # NaN: no success notion

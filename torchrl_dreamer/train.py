@@ -22,6 +22,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import time
 import typing
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,10 @@ def build_parser(command: str, task: str | None = None) -> argparse.ArgumentPars
         p.add_argument("--device", default=None)
         p.add_argument("--sample", action="store_true", help="sample actions (default greedy)")
         p.add_argument("--seed", type=int, default=1234)
+        p.add_argument("--max-steps", type=int, default=None,
+                       help="steps an episode may last (default: the run's eval_max_steps)")
+        p.add_argument("--time-limit", default=None,
+                       help="wall-clock bound, e.g. 90s or 5m (default: the run's eval_time_limit)")
     else:
         p = argparse.ArgumentParser(prog=f"{prog} bench", description="Run the benchmarks.")
         p.add_argument("--name", action="append",
@@ -143,6 +148,7 @@ def _train(argv: list[str]) -> int:
 
     from torchrl_dreamer.trainers import DreamerTrainer, evaluate, make_env
 
+    start = time.perf_counter()  # a --time-limit counts from here: the kernel compile included
     args = build_parser("train", _task_in(argv)).parse_args(argv)
     cfg = config_from_args(args)
     on_cpu = cfg.device == "cpu"
@@ -151,14 +157,18 @@ def _train(argv: list[str]) -> int:
     if trainer.resumed_from is not None:
         print(f"resumed from {trainer.resumed_from} at {trainer.policy_steps} policy steps",
               file=sys.stderr)
-    row = trainer.train()
+    row = trainer.train(deadline=cfg.training_deadline(start))
     summary: dict[str, Any] = {"run_dir": str(trainer.run_dir), **row}
     if cfg.eval_episodes > 0:
         p = trainer.parts
         env = make_env(cfg, num_envs=cfg.eval_episodes)
-        res = evaluate(env, p.world_model, p.actor, gif=trainer.run_dir / "eval.gif")
+        res = evaluate(env, p.world_model, p.actor, gif=trainer.run_dir / "eval.gif",
+                       max_steps=cfg.eval_max_steps, time_limit=cfg.eval_time_limit_s,
+                       progress=cfg.progress)
         (trainer.run_dir / "eval.json").write_text(json.dumps(res.to_dict(), indent=1))
-        summary.update({f"eval_{k}": v for k, v in res.to_dict().items() if k not in ("returns", "lengths")})
+        summary.update({f"eval_{k}": v for k, v in res.to_dict().items()
+                        if k not in ("returns", "lengths", "unfinished_returns")})
+    summary["total_wall_s"] = time.perf_counter() - start
     trainer.close()
     print(json.dumps(summary))
     return 0
@@ -172,7 +182,8 @@ def _eval(argv: list[str]) -> int:
     ckpt = resolve_checkpoint(args.checkpoint)
     gif = args.gif or str(ckpt / "eval.gif")
     res = evaluate_checkpoint(ckpt, args.episodes, gif=gif, device=args.device,
-                              greedy=not args.sample, seed=args.seed)
+                              greedy=not args.sample, seed=args.seed, max_steps=args.max_steps,
+                              time_limit=args.time_limit)
     out = {"checkpoint": str(ckpt), **res.to_dict()}
     if args.video:
         from torchrl_dreamer.trainers.evaluate import world_model_video_checkpoint

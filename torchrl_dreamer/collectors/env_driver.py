@@ -27,7 +27,8 @@ from torchrl_dreamer.collectors.protocols import FastStepEnv
 __all__ = ["EnvDriver"]
 
 _FLAG_KEYS = ("is_first", "terminated", "truncated")
-_NON_OBS = {"is_first", "episode_id", "reward", "done", "terminated", "truncated", "action"}
+_NON_OBS = {"is_first", "episode_id", "reward", "done", "terminated", "truncated", "action",
+            "success"}
 
 
 def _squeeze_last(x: torch.Tensor, n: int) -> torch.Tensor:

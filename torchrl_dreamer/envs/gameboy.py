@@ -232,6 +232,8 @@ class GameBoyEnv(EnvBase):
             shape=(n,),
             device=dev,
         )
+        if self.task.has_success:
+            self.observation_spec["success"] = flag.clone()
         if self.one_hot_actions:
             self.action_spec = OneHot(self.action_set.n, shape=(n, self.action_set.n),
                                       dtype=torch.bool, device=dev)
@@ -401,7 +403,10 @@ class GameBoyEnv(EnvBase):
         self._pending = done
         self._last_done = done
         self._last_pixels = packed
-        return self._output(packed, reward, terminated, truncated, first)
+        out = self._output(packed, reward, terminated, truncated, first)
+        if self.task.has_success:
+            out["success"] = (self.task.success().to(torch.bool) & ~first).reshape(-1, 1)
+        return out
 
     def _truncation(self, terminated: torch.Tensor) -> torch.Tensor:
         truncated = torch.zeros_like(terminated)
@@ -447,6 +452,8 @@ class GameBoyEnv(EnvBase):
                 no = torch.zeros(n, dtype=torch.bool, device=self.device)
                 out = self._output(self._last_pixels.clone(), no.float(), no, no, no)
                 del out["reward"]
+                if self.task.has_success:
+                    out["success"] = no.reshape(-1, 1).clone()
                 return out
         saved = self.gb.save_state() if partial and self._settle else None
         saved_task = {k: v.clone() for k, v in self.task.buffers.items()} if partial else None
@@ -476,7 +483,16 @@ class GameBoyEnv(EnvBase):
         no = torch.zeros(n, dtype=torch.bool, device=self.device)
         out = self._output(packed, no.float(), no, no, mask)
         del out["reward"]
+        if self.task.has_success:
+            out["success"] = no.reshape(-1, 1).clone()
         return out
+
+    @property
+    def success_rule(self) -> str:
+        """How an episode counts as a success: ``"flag"`` (the ``success`` output was set at
+        one of its steps; tasks with :attr:`Task.has_success`), else the task's
+        :attr:`Task.success_rule` (``"terminal_reward"`` or ``"none"``)."""
+        return "flag" if self.task.has_success else self.task.success_rule
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is None:

@@ -57,8 +57,11 @@ class Task:
             env then silences the emulator's missing-logo warning.
         default_noop_max: the random no-op start this task wants (frames, see
             ``GameBoyEnv(noop_max=...)``); ``None``: the run's default.
-        has_success: whether :meth:`success` says which episodes succeeded; tasks without it
-            report returns only (no guessed success rate).
+        has_success: whether :meth:`success` says which episodes succeeded (an episode
+            succeeds when the flag was set at any of its steps).
+        success_rule: how episodes count as successes when :attr:`has_success` is False:
+            ``"terminal_reward"`` (ends ``terminated`` with a positive last reward, the rule of
+            goal-reaching games) or ``"none"`` (returns only, no guessed success rate).
         train_defaults: the training settings this task trains best with, as
             :class:`~torchrl_dreamer.trainers.TrainConfig` field names and values (e.g.
             ``{"replay_ratio": 0.2}``); a run's own settings override them. A task registered
@@ -80,6 +83,7 @@ class Task:
     train_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     default_noop_max: ClassVar[int | None] = None
     has_success: ClassVar[bool] = False
+    success_rule: ClassVar[str] = "terminal_reward"
 
     def __init__(self, rom: str | Path | None = None, state: Any = None):
         self.rom = Path(rom) if rom is not None else None
@@ -222,7 +226,7 @@ class Task:
 
     def success(self) -> torch.Tensor:
         """``bool[N]``: envs that reached the task's success at the step :meth:`compute` just ran
-        (read by the env on every step; an episode succeeds when it ends with this set).
+        (read by the env on every step; an episode succeeds when it was set at any step).
 
         Only called when :attr:`has_success` is True; tasks with a notion of success set it and
         override this (e.g. keep the flags computed in :meth:`compute` in :attr:`buffers`).

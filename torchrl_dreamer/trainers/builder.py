@@ -73,9 +73,9 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
         from torchrl_dreamer.envs import load_task_spec
 
         task, rom = load_task_spec(cfg.task_spec, rom=cfg.rom), None
-    opts = dict(rom=rom, frame_skip=cfg.frame_skip, seed=cfg.seed, ppu=cfg.ppu)
+    opts = dict(rom=rom, frame_skip=cfg.frame_skip, noop_max=cfg.noop_max, seed=cfg.seed,
+                ppu=cfg.ppu)
     opts.update(kwargs)
-    opts.setdefault("press_frames", min(8, opts["frame_skip"]))
     try:
         return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device, **opts)
     except FileNotFoundError as err:
@@ -172,6 +172,8 @@ class RunFactories:
         for key in self.with_env(env).obs:
             spec = env.observation_spec[key]
             schema[key] = FieldSpec(tuple(spec.shape[1:]), spec.dtype)
+        if getattr(env, "success_rule", None) == "flag":  # the task says which episodes succeed
+            schema["success"] = FieldSpec((), torch.bool)
         memmap = Path(cfg.log_dir) / "replay_ring" if cfg.replay_backing == "memmap" else None
         storage = TimeMajorStorage(cfg.capacity_rows, int(env.batch_size[0]), spec=schema,
                                    device=torch.device(cfg.device), memmap_dir=memmap,

@@ -39,6 +39,10 @@ from torchrl_dreamer.objectives.learner import COMPILE_MODES, CompileMode
 
 __all__ = [
     "TrainConfig",
+    "GAME_TRAIN_DEFAULTS",
+    "HORIZON_SECONDS",
+    "game_discount",
+    "parse_duration",
     "ConfigError",
     "BACKENDS",
     "REPLAY_BACKINGS",
@@ -60,6 +64,68 @@ REPLAY_BACKINGS: tuple[str, ...] = get_args(ReplayBacking)
 
 class ConfigError(ValueError):
     """A training setting is invalid; the message names the setting and what to use instead."""
+
+
+GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": 8, "noop_max": 30}
+"""Settings every Game Boy task trains with unless it or the run says otherwise (a task's
+``train_defaults``, a spec's ``train:``, then the command line override them), chosen from
+measurements across games (``docs/learning_results.md``, "One configuration for every game"):
+
+- ``frame_skip`` 8 (a decision every 0.13 s): on a runner game the plain command reached 13x
+  the random return with 8 frames per step and 1.5x with 12 or 24 (22 minutes, 50k steps each);
+  24 frames is 0.4 s a decision, too coarse for action games.
+- ``noop_max`` 30: games seed their RNG from frame counters, so a fixed start replays one
+  episode; up to half a second of random no-ops gives varied games (and varied evaluations).
+"""
+
+FINISH_RESERVE_S = 30.0
+"""Seconds a time-limited run keeps for building the evaluation env and the last checkpoint."""
+
+UNBOUNDED_STEPS = 10**15
+"""``total_steps`` of a run ended by its ``time_limit`` alone."""
+
+HORIZON_SECONDS = 20.0
+"""Game time the discount looks ahead when ``gamma`` is unset for a Game Boy task: the maze's
+measured best ``gamma`` 0.98 at 24 frames per step is a 20-second horizon (1 / (1 - gamma) steps
+x 24 frames / 60 fps); :func:`game_discount` keeps that horizon at any ``frame_skip``."""
+
+
+def game_discount(frame_skip: int, horizon_s: float = HORIZON_SECONDS) -> float:
+    """The discount whose horizon ``1 / (1 - gamma)`` steps lasts ``horizon_s`` seconds of game
+    time at ``frame_skip`` frames per step (60 frames a second).
+
+    Example:
+        >>> round(game_discount(24), 4), round(game_discount(8), 4)
+        (0.98, 0.9933)
+    """
+    steps = horizon_s * 60.0 / float(frame_skip)
+    return 1.0 - 1.0 / max(steps, 1.0)
+
+
+def parse_duration(value: str | float | int | None, name: str = "time limit") -> float | None:
+    """Seconds of a duration given as a number of seconds or with a unit: ``90s``, ``45m``,
+    ``1.5h`` (``None``/empty: no limit).
+
+    Example:
+        >>> parse_duration("60m"), parse_duration("1.5h"), parse_duration(90)
+        (3600.0, 5400.0, 90.0)
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ConfigError(f"{name} must be a duration such as 60m, 1h or 3600, got {value!r}.")
+    text = str(value).strip().lower()
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    scale = units.get(text[-1:], None)
+    number = text[:-1] if scale is not None else text
+    try:
+        seconds = float(number) * (scale or 1.0)
+    except ValueError:
+        raise ConfigError(f"{name} {value!r} is not a duration; use seconds or a number with s, "
+                          "m or h (90s, 60m, 1h).") from None
+    if not seconds > 0:
+        raise ConfigError(f"{name} must be > 0, got {value!r}.")
+    return seconds
 
 
 def default_loss_preset(preset: str, task: str) -> str:
@@ -147,7 +213,9 @@ class TrainConfig:
     seq_len: int = _COLLECTOR.seq_len
     """Steps per sampled sequence (``T``)."""
     gamma: float | None = None
-    """Discount of the imagined returns; unset: the loss preset's (DreamerV3's 1 - 1/333)."""
+    """Discount of the imagined returns; unset: a 20-second horizon for Game Boy tasks
+    (``game_discount(frame_skip)``: 0.9933 at 8 frames a step, 0.98 at 24), the loss preset's
+    (DreamerV3's 1 - 1/333) for ``gym:`` tasks."""
     entropy_coef: float | None = None
     """Weight of the actor's entropy bonus; unset: the loss preset's."""
     event_fraction: float = 0.0
@@ -176,13 +244,29 @@ class TrainConfig:
     """Fail instead of warning when ``compile`` / ``capture`` cannot run as asked here."""
     threads: int = 1
     """Torch intra-op threads of the training process on CPU."""
-    frame_skip: int = 24
-    """Emulated frames per env step (Game Boy tasks)."""
+    frame_skip: int | None = None
+    """Emulated frames per env step (Game Boy tasks); unset: the task's, else 8
+    (:data:`GAME_TRAIN_DEFAULTS`)."""
+    noop_max: int | None = None
+    """Random no-op frames before each episode (Game Boy tasks): every episode starts after a
+    fresh draw of 0..noop_max frames with no button held, so games that seed their RNG from
+    frame counters play differently each time; unset: the task's (a spec's ``start.noop_max``),
+    else 30 (:data:`GAME_TRAIN_DEFAULTS`); 0: one fixed start."""
+    time_limit: str | None = None
+    """Wall-clock budget of the whole run, e.g. ``60m``, ``1h`` or ``3600`` (seconds): training
+    stops in time for the final evaluation (bounded by ``eval_time_limit``) and the checkpoint
+    to fit in it. With a time limit and no ``total_steps`` given, the clock alone ends training."""
     ppu: PpuMode = DEFAULT_PPU
     """Emulator PPU mode (Game Boy tasks): ``fifo`` (mid-scanline register writes land on the
     right pixel) or ``line`` (whole lines; see docs/emulator.md)."""
     eval_episodes: int = 32
-    """Episodes of the final evaluation (0: none)."""
+    """Episodes of the final evaluation (0: none), played at once in as many envs."""
+    eval_time_limit: str = "2m"
+    """Wall-clock bound of the final evaluation (seconds or ``90s``/``5m``): episodes still
+    running then are reported as unfinished (with their partial returns), never waited for."""
+    eval_max_steps: int = 5000
+    """Env steps an evaluation episode may last at most (a greedy policy that pauses the game
+    would otherwise run to the episode limit)."""
     video_every: int = 0
     """Policy steps between world-model open-loop videos during training (0: none): real |
     reconstruction | imagination of 4 replay windows, as ``<log_dir>/videos/wm_step_<N>.mp4``
@@ -208,9 +292,22 @@ class TrainConfig:
             check_task(self.task)
         elif "task" not in self._given:
             self.task = spec_task.name
-        for name, value in task_train_defaults(self.task, spec_task).items():
+        task_defaults = task_train_defaults(self.task, spec_task)
+        for name, value in task_defaults.items():
             if name not in self._given:
                 setattr(self, name, value)
+        if self.is_game:
+            noop = _task_noop_max(self.task, spec_task)
+            if noop is not None and "noop_max" not in self._given | set(task_defaults):
+                self.noop_max = noop
+            for name, value in GAME_TRAIN_DEFAULTS.items():
+                if getattr(self, name) is None:
+                    setattr(self, name, value)
+        else:
+            self.frame_skip = 1 if self.frame_skip is None else self.frame_skip
+            self.noop_max = 0 if self.noop_max is None else self.noop_max
+        if self.time_limit is not None and "total_steps" not in self._given:
+            self.total_steps = UNBOUNDED_STEPS  # the clock alone ends the run
         for f in dataclasses.fields(self):
             if getattr(self, f.name) is None and f.default is not None:
                 setattr(self, f.name, f.default)
@@ -227,9 +324,39 @@ class TrainConfig:
             )
         preset = LOSS_PRESETS[self.loss_preset]
         if self.gamma is None:
-            self.gamma = preset.gamma
+            self.gamma = game_discount(self.frame_skip) if self.is_game else preset.gamma
         if self.entropy_coef is None:
             self.entropy_coef = preset.entropy_coef
+
+    @property
+    def is_game(self) -> bool:
+        """Whether the run trains on a Game Boy task (not a ``gym:`` env)."""
+        return not str(self.task).startswith("gym:")
+
+    @property
+    def time_limit_s(self) -> float | None:
+        """``time_limit`` in seconds (``None``: no limit)."""
+        return parse_duration(self.time_limit, "time_limit")
+
+    @property
+    def eval_time_limit_s(self) -> float:
+        """``eval_time_limit`` in seconds."""
+        return float(parse_duration(self.eval_time_limit, "eval_time_limit"))
+
+    @property
+    def steps_bounded(self) -> bool:
+        """Whether ``total_steps`` ends the run (``False``: only ``time_limit`` does)."""
+        return self.total_steps < UNBOUNDED_STEPS
+
+    def training_deadline(self, start: float) -> float | None:
+        """The ``time.perf_counter()`` value at which training must stop for a run whose clock
+        started at ``start``: ``time_limit`` less the final evaluation's bound and
+        :data:`FINISH_RESERVE_S` for the last checkpoint (``None``: no time limit)."""
+        limit = self.time_limit_s
+        if limit is None:
+            return None
+        reserve = FINISH_RESERVE_S + (self.eval_time_limit_s if self.eval_episodes > 0 else 0.0)
+        return start + max(0.0, limit - reserve)
 
     # ------------------------------------------------------------------ validation
     def _spec_task(self) -> Any:
@@ -272,9 +399,16 @@ class TrainConfig:
             raise ConfigError("replay_backing='memmap' keeps the replay in host files: use --device cpu "
                               "or --replay-backing memory.")
         for name in ("num_envs", "total_steps", "batch_size", "seq_len", "steps_per_rollout",
-                     "commit_stride", "log_every", "frame_skip"):
+                     "commit_stride", "log_every", "frame_skip", "eval_max_steps"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if not isinstance(self.noop_max, int) or self.noop_max < 0:
+            raise ConfigError(f"noop_max must be an integer >= 0 (frames), got {self.noop_max!r}.")
+        if self.noop_max and not self.is_game:
+            raise ConfigError(f"noop_max applies to Game Boy tasks only; task {self.task!r} has "
+                              "no frames to skip: leave it unset or 0.")
+        self.time_limit_s  # noqa: B018 - parses (and so checks) the durations
+        self.eval_time_limit_s  # noqa: B018
         if self.seq_len < 2:
             raise ConfigError(f"seq_len must be >= 2, got {self.seq_len}.")
         if self.checkpoint_every < 0 or self.eval_episodes < 0:
@@ -393,6 +527,15 @@ def field_docs(cls: type = TrainConfig) -> dict[str, str]:
                 and isinstance(nxt.value.value, str)):
             docs[node.target.id] = " ".join(inspect.cleandoc(nxt.value.value).split())
     return docs
+
+
+def _task_noop_max(task: str, task_obj: Any = None) -> int | None:
+    """The task's own ``default_noop_max`` (a spec's ``start.noop_max``), or None."""
+    if task_obj is not None:
+        return getattr(task_obj, "default_noop_max", None)
+    from torchrl_dreamer.envs import task_class
+
+    return getattr(task_class(task), "default_noop_max", None)
 
 
 def task_train_defaults(task: str, task_obj: Any = None) -> dict[str, Any]:

@@ -19,13 +19,23 @@ import torch
 
 __all__ = ["EpisodeTracker", "SUCCESS_RULES", "is_success"]
 
-SUCCESS_RULES = ("terminal_reward", "truncated")
+SUCCESS_RULES = ("terminal_reward", "truncated", "flag", "none")
+"""How an ended episode counts as a success: ``terminal_reward`` (ends ``terminated`` with a
+positive last reward), ``truncated`` (lasts to the time limit), ``flag`` (the task's ``success``
+flag was set at one of its steps: a replay field) or ``none`` (no notion of success: returns
+only, success rates are NaN)."""
 
 
-def is_success(rule: str, terminated: bool, truncated: bool, last_reward: float) -> bool:
-    """Whether an episode that just ended counts as a success under ``rule``."""
+def is_success(rule: str, terminated: bool, truncated: bool, last_reward: float,
+               flagged: bool = False) -> bool:
+    """Whether an episode that just ended counts as a success under ``rule`` (``flagged``: the
+    ``flag`` rule's flag was set during the episode)."""
     if rule == "truncated":
         return truncated and not terminated
+    if rule == "flag":
+        return flagged
+    if rule == "none":
+        return False
     return terminated and last_reward > 0
 
 
@@ -62,6 +72,7 @@ class EpisodeTracker:
         self.next_t = 0
         self.returns = torch.zeros(self.num_envs, dtype=torch.float64)
         self.lengths = torch.zeros(self.num_envs, dtype=torch.int64)
+        self.flagged = torch.zeros(self.num_envs, dtype=torch.bool)
         self.recent_eps: deque[tuple[float, int, bool]] = deque(maxlen=self.window)
         self.episodes = 0
         self.successes = 0
@@ -89,15 +100,18 @@ class EpisodeTracker:
         first = f["is_first"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
         term = f["terminated"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
         trunc = f["truncated"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
+        flag = (f["success"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
+                if self.success_rule == "flag" else torch.zeros_like(term))
         finished = []
         for i in range(len(ts)):
             fi = first[i]
             self.returns = torch.where(fi, torch.zeros_like(self.returns), self.returns) + reward[i]
             self.lengths = torch.where(fi, torch.zeros_like(self.lengths), self.lengths + 1)
+            self.flagged = (self.flagged & ~fi) | flag[i]
             end = term[i] | trunc[i]
             for e in end.nonzero().flatten().tolist():
                 ok = is_success(self.success_rule, bool(term[i, e]), bool(trunc[i, e]),
-                                float(reward[i, e]))
+                                float(reward[i, e]), bool(self.flagged[e]))
                 ep = (float(self.returns[e]), int(self.lengths[e]), ok)
                 finished.append(ep)
                 self.recent_eps.append(ep)
@@ -113,7 +127,8 @@ class EpisodeTracker:
             return {"return": nan, "length": nan, "success": nan, "episodes": 0.0}
         r, n, s = zip(*self.recent_eps, strict=True)
         k = len(r)
-        return {"return": sum(r) / k, "length": sum(n) / k, "success": sum(s) / k,
+        success = float("nan") if self.success_rule == "none" else sum(s) / k
+        return {"return": sum(r) / k, "length": sum(n) / k, "success": success,
                 "episodes": float(self.episodes)}
 
     def state_dict(self) -> dict[str, Any]:
@@ -123,6 +138,7 @@ class EpisodeTracker:
             "next_t": self.next_t,
             "returns": self.returns.clone(),
             "lengths": self.lengths.clone(),
+            "flagged": self.flagged.clone(),
             "recent": torch.tensor([[r, n, float(s)] for r, n, s in eps], dtype=torch.float64)
             if eps else torch.zeros(0, 3, dtype=torch.float64),
             "episodes": self.episodes,
@@ -134,6 +150,7 @@ class EpisodeTracker:
         self.next_t = int(sd["next_t"])
         self.returns = sd["returns"].clone()
         self.lengths = sd["lengths"].clone()
+        self.flagged = sd.get("flagged", torch.zeros_like(self.flagged)).clone()
         self.recent_eps.clear()
         for r, n, s in sd["recent"].tolist():
             self.recent_eps.append((float(r), int(n), bool(s)))

@@ -23,7 +23,8 @@ checkpoint (or a run directory's latest).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,17 @@ class EvalResult:
     """Outcome of :func:`evaluate`.
 
     Attributes:
-        episodes: episodes played. success_rate: fraction ending in success.
-        mean_return, mean_length: over the episodes. gif: the GIF written (or None).
-        returns, lengths: per episode (env order; ``lengths`` counts env steps after reset).
+        episodes: episodes finished. success_rate: fraction of them ending in success (NaN for
+            tasks without a notion of success: ``success_rule == "none"``).
+        mean_return, mean_length: over the finished episodes. gif: the GIF written (or None).
+        returns, lengths: per finished episode (env order; ``lengths`` counts env steps after
+            reset).
+        unfinished: episodes still running when the step or time budget ran out, with their
+            partial returns in ``unfinished_returns`` (never mixed into the means).
+        distinct: how many of the finished episodes differ (observations, step by step): a
+            deterministic start replays one episode in every env.
+        steps: env steps played (batched). wall_s: seconds the evaluation took.
+        stopped_by: ``"done"`` (every episode ended), ``"max_steps"`` or ``"time_limit"``.
     """
 
     episodes: int
@@ -52,10 +61,22 @@ class EvalResult:
     returns: list[float]
     lengths: list[int]
     gif: str | None = None
+    unfinished: int = 0
+    unfinished_returns: list[float] = field(default_factory=list)
+    distinct: int = 0
+    steps: int = 0
+    wall_s: float = 0.0
+    stopped_by: str = "done"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (printed as JSON by the CLI)."""
         return asdict(self)
+
+
+def _frame_hash(pixels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """int64 hash of each env's observation (wrapping arithmetic; collisions are negligible)."""
+    flat = pixels.reshape(pixels.shape[0], -1).to("cpu", torch.int64)
+    return (flat * weights[: flat.shape[1]]).sum(1)
 
 
 @torch.no_grad()
@@ -67,20 +88,27 @@ def evaluate(
     greedy: bool = True,
     gif: str | Path | None = None,
     max_steps: int | None = None,
+    time_limit: float | None = None,
     gif_fps: float = 8.0,
+    progress: bool = False,
 ) -> EvalResult:
     """Play one episode in each env of ``env`` (a ``GameBoyEnv`` or any env returning
-    ``is_first``) with ``world_model`` + ``actor``.
+    ``is_first``) with ``world_model`` + ``actor``, within a step and a time budget.
 
     Args:
         env: batched env; its ``batch_size[0]`` is the number of episodes.
         world_model, actor: trained modules (used in place, not copied).
         greedy: actor mode instead of samples.
         gif: write env 0's frames here (packed2 pixel envs only).
-        max_steps: safety bound on steps (default: the env's ``max_episode_steps`` + 1, or 10k).
+        max_steps: steps an episode may last (default: the env's ``max_episode_steps`` + 1, or
+            10k); episodes still running then count as unfinished.
+        time_limit: seconds the evaluation may take (``None``: no bound); episodes still
+            running then count as unfinished.
+        progress: show a progress bar over the steps.
     """
     from torchrl_dreamer.modules import DreamerPlayer
 
+    t0 = time.perf_counter()
     n = int(env.batch_size[0])
     rule = getattr(env, "success_rule", "terminal_reward")
     player = DreamerPlayer(world_model, actor, num_envs=n, greedy=greedy, share=True)
@@ -93,13 +121,25 @@ def evaluate(
     lengths = torch.zeros(n, dtype=torch.int64)
     done = torch.zeros(n, dtype=torch.bool)
     success = torch.zeros(n, dtype=torch.bool)
+    weights = torch.randint(1, 2**31 - 1, (1 << 16,), generator=torch.Generator().manual_seed(7))
+    trace = torch.zeros(n, dtype=torch.int64)
     frames = []
     packed = getattr(env, "pixels_format", None) == "packed2"
     record = gif is not None and packed
     if record:
         frames.append(td.get("pixels")[0].to("cpu"))
+    stopped_by, steps = "max_steps", 0
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max_steps, unit="step", desc="evaluate", dynamic_ncols=True)
     for _ in range(max_steps):
         if bool(done.all()):
+            stopped_by = "done"
+            break
+        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+            stopped_by = "time_limit"
             break
         first = td.get("is_first").reshape(n).bool()
         action = player.act({k: td.get(k) for k in keys}, first)
@@ -108,20 +148,31 @@ def evaluate(
         else:
             step = td.select(*keys).set("action", action)
             td = env.step(step).get("next")
+        steps += 1
+        if bar is not None:
+            bar.update(1)
         reward = td.get("reward").reshape(n).to("cpu", torch.float64)
         term = td.get("terminated").reshape(n).to("cpu").bool()
         trunc = td.get("truncated").reshape(n).to("cpu").bool()
         live = ~done
         returns += torch.where(live, reward, torch.zeros_like(reward))
         lengths += live.long()
+        obs = td.get(keys[0])
+        trace = torch.where(live, trace * 1_000_003 + _frame_hash(obs, weights), trace)
         ended = live & (term | trunc)
         if rule == "truncated":
             success |= ended & trunc & ~term
-        else:
+        elif rule == "flag":
+            success |= live & td.get("success").reshape(n).to("cpu").bool()
+        elif rule == "terminal_reward":
             success |= ended & term & (reward > 0)
         if record and bool(live[0]):  # env 0's frames from reset to its final frame
             frames.append(td.get("pixels")[0].to("cpu"))
         done |= ended
+    else:
+        stopped_by = "done" if bool(done.all()) else "max_steps"
+    if bar is not None:
+        bar.close()
     written = None
     if gif is not None and frames:
         from torchrl_dreamer.emulator.packed2 import unpack_packed2
@@ -136,14 +187,21 @@ def evaluate(
             written = str(write_gif(gif, shades, fps=gif_fps, scale=2))
     k = max(1, int(done.sum()))
     fin = done
+    rate = float("nan") if rule == "none" else float(success[fin].float().sum()) / k
     return EvalResult(
         episodes=int(done.sum()),
-        success_rate=float(success[fin].float().sum()) / k,
+        success_rate=rate,
         mean_return=float(returns[fin].sum()) / k,
         mean_length=float(lengths[fin].float().sum()) / k,
         returns=[float(r) for r in returns[fin]],
         lengths=[int(x) for x in lengths[fin]],
         gif=written,
+        unfinished=int((~done).sum()),
+        unfinished_returns=[float(r) for r in returns[~done]],
+        distinct=len(set(trace[fin].tolist())),
+        steps=steps,
+        wall_s=time.perf_counter() - t0,
+        stopped_by=stopped_by,
     )
 
 
@@ -168,11 +226,15 @@ def evaluate_checkpoint(
     device: str | None = None,
     greedy: bool = True,
     seed: int = 1234,
+    max_steps: int | None = None,
+    time_limit: str | float | None = None,
 ) -> EvalResult:
-    """Load a checkpoint (or a run directory's latest) and :func:`evaluate` it on its task."""
+    """Load a checkpoint (or a run directory's latest) and :func:`evaluate` it on its task, its
+    episodes bounded by ``max_steps`` and ``time_limit`` (seconds or ``90s``/``5m``; default: the
+    run's ``eval_max_steps`` and ``eval_time_limit``)."""
     from torchrl_dreamer.trainers.builder import make_env
     from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
-    from torchrl_dreamer.trainers.config import TrainConfig
+    from torchrl_dreamer.trainers.config import TrainConfig, parse_duration
 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -184,7 +246,10 @@ def evaluate_checkpoint(
     torch.manual_seed(seed)
     env = make_env(cfg, num_envs=episodes)
     wm, actor = modules_from_checkpoint(state, env, cfg.device)
-    return evaluate(env, wm, actor, greedy=greedy, gif=gif)
+    limit = parse_duration(time_limit, "time_limit") if time_limit is not None \
+        else cfg.eval_time_limit_s
+    return evaluate(env, wm, actor, greedy=greedy, gif=gif, time_limit=limit,
+                    max_steps=max_steps if max_steps is not None else cfg.eval_max_steps)
 
 
 def world_model_video_checkpoint(

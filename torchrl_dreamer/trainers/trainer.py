@@ -123,6 +123,8 @@ class DreamerTrainer:
         self.tracker = EpisodeTracker(config.num_envs, success_rule=parts.success_rule)
         self.history: list[dict[str, float]] = []
         self.wall_s = 0.0
+        self.created = time.perf_counter()
+        self._deadline: float | None = None
         self.resumed_from: Path | None = None
         if saved is not None:
             self._restore(saved, ckpt)
@@ -198,8 +200,10 @@ class DreamerTrainer:
         episodes = self.tracker.update(self.parts.storage) if self.parts.storage is not None else []
         for ret, length, ok in episodes:
             if self.logger is not None:
-                self.logger.log_metrics({"episode/return": ret, "episode/length": length,
-                                         "episode/success": float(ok)}, step=self.policy_steps)
+                m = {"episode/return": ret, "episode/length": length}
+                if self.tracker.success_rule != "none":
+                    m["episode/success"] = float(ok)
+                self.logger.log_metrics(m, step=self.policy_steps)
         rec = self.tracker.recent()
         now = time.perf_counter()
         row = {
@@ -214,25 +218,38 @@ class DreamerTrainer:
         }
         if bar is not None:
             bar.n = min(self.policy_steps, self.config.total_steps)
+            left = ("" if self._deadline is None
+                    else f" left={max(0.0, self._deadline - now) / 60:.1f}m")
             bar.set_postfix_str(
                 f"sps={row['steps_per_s']:.0f} rr={row['replay_ratio']:.3f} "
-                f"ret={_fmt(rec['return'])} succ={_fmt(rec['success'])} upd={c.updates}",
+                f"ret={_fmt(rec['return'])} succ={_fmt(rec['success'])} upd={c.updates}{left}",
                 refresh=False)
             bar.refresh()
         return row
 
-    def train(self) -> dict[str, float]:
-        """Collect and train until ``total_steps``; checkpoint every ``checkpoint_every``.
+    def train(self, deadline: float | None = None) -> dict[str, float]:
+        """Collect and train until ``total_steps`` or ``deadline``; checkpoint every
+        ``checkpoint_every`` and at the end.
+
+        Args:
+            deadline: ``time.perf_counter()`` value at which to stop (default: the config's
+                ``time_limit`` counted from the trainer's creation, less the evaluation's
+                reserve: :meth:`TrainConfig.training_deadline`). The collector stops at its next
+                metrics yield past it (``log_every`` updates), finishing its window.
 
         Returns the last progress row (steps, updates, wall time, recent return / success).
         """
         cfg, c = self.config, self.collector
+        if deadline is None:
+            deadline = cfg.training_deadline(self.created)
         bar = None
         if cfg.progress and not self.quiet:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=cfg.total_steps, initial=min(self.policy_steps, cfg.total_steps),
+            total = cfg.total_steps if cfg.steps_bounded else None
+            bar = tqdm(total=total, initial=min(self.policy_steps, cfg.total_steps),
                        unit="step", dynamic_ncols=True, desc=f"dreamer {cfg.task}")
+        self._deadline = deadline
         t_start = t_chunk = time.perf_counter()
         steps0 = self.policy_steps
         every = cfg.checkpoint_every or cfg.total_steps
@@ -240,13 +257,18 @@ class DreamerTrainer:
         next_ckpt = (self.policy_steps // every + 1) * every
         next_video = (self.policy_steps // vevery + 1) * vevery
         row: dict[str, float] = {}
+        out_of_time = False
         try:
-            while self.policy_steps < cfg.total_steps:
+            while self.policy_steps < cfg.total_steps and not out_of_time:
                 target = min(cfg.total_steps, next_ckpt, next_video)
                 c.total_frames = target
                 for _ in c.iterator():
                     row = self._record(bar, t_start, steps0, t_chunk)
+                    if deadline is not None and time.perf_counter() >= deadline:
+                        out_of_time = True
+                        c.total_frames = min(c.total_frames, self.policy_steps)
                 row = self._record(bar, t_start, steps0, t_chunk)
+                out_of_time |= deadline is not None and time.perf_counter() >= deadline
                 now = time.perf_counter()
                 self.wall_s += now - t_chunk
                 t_chunk = now
@@ -258,7 +280,7 @@ class DreamerTrainer:
                     self.write_video()
                     next_video = (self.policy_steps // vevery + 1) * vevery
                 if (cfg.checkpoint_every and self.policy_steps >= next_ckpt) \
-                        or self.policy_steps >= cfg.total_steps:
+                        or self.policy_steps >= cfg.total_steps or out_of_time:
                     self.save()
                     next_ckpt = (self.policy_steps // every + 1) * every
         finally:
