@@ -23,6 +23,8 @@ from torchrl_dreamer.envs.spec import (
 )
 from torchrl_dreamer.roms import rom_path
 
+GAME_2048 = "games/2048-wyattferguson/2048.gb"
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 MIN = {"reward": [{"kind": "delta", "address": 0xC000}]}
 
@@ -517,3 +519,25 @@ def test_macro_jitter_waits_before_each_press():
     waits_only = load_task_spec({**MIN, "start": {"macro": [{"wait": 10}], "jitter": 3}},
                                 rom=rom_path("catch"))
     assert waits_only.start_jitter == 3  # a macro without presses gets one delay at its end
+
+
+def test_example_specs_with_a_win_report_success(roms):
+    """2048.yaml's success is the won state: two 1024 tiles merged by LEFT win the game in the
+    env where they were written, which ends that episode with success and only that one."""
+    from conftest import rom_path as shared_rom
+
+    assert {name: load_task_spec(EXAMPLES / f"{name}.yaml").has_success
+            for name in ("2048", "tobutobugirl", "postbot", "snake", "pandoras_blocks")} == {
+        "2048": True, "tobutobugirl": True, "postbot": True, "snake": False,
+        "pandoras_blocks": False}
+    task = load_task_spec(EXAMPLES / "2048.yaml", rom=shared_rom(roms, GAME_2048))
+    env = GameBoyEnv(task, num_envs=2, seed=0)
+    env.reset()
+    board = torch.zeros(2, 50, dtype=torch.uint8)
+    board[:, 1] = board[:, 3] = 4  # u16le 0x400 = 1024 in the first two cells of row 0
+    env.gb.write_memory(0xC0B1, board, mask=torch.tensor([True, False]))
+    left = torch.full((2,), env.action_set.names.index("LEFT"))
+    nxt = env.step(TensorDict({"action": left}, batch_size=[2]))["next"]
+    assert task.success().tolist() == [True, False]
+    assert nxt["terminated"].reshape(-1).tolist() == [True, False]
+    assert nxt["reward"][0].item() == 2048 / 4  # the merge's score, scaled
