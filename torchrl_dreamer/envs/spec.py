@@ -17,7 +17,7 @@ Spec keys (all but ``reward`` optional)::
                                    # (logo: false silences the missing-logo warning)
     start:                         # how episodes start (default: boot and wait 60 frames)
       state: start.trdstate        # a savestate file (relative to the spec file), or
-      states: [a.trdstate, b.trdstate]   # several: the env draws among them per episode, or
+      states: [a.trdstate, b.trdstate]   # several: one start variant each, or
       macro:                       # boot, then button steps
         - {wait: 120}
         - {press: START, frames: 8}
@@ -58,14 +58,14 @@ and its options:
   the byte at 0xC001.
 
 A count watch ``count: {range: [lo, hi], op: "!=", value: 0}`` is the number of bytes in
-``lo..hi`` (inclusive, within 0x0000-0xFFFF) that satisfy a per-byte comparison (``== != < <= >
->=`` with ``value``, or ``in: [...]``; optional per-byte ``mask``), e.g. the tiles a player has
+``lo..hi`` (inclusive, within 0x0000-0xFFFF) that satisfy a per-byte comparison (an ``op``
+with ``value``, or ``in: [...]``; optional per-byte ``mask``), e.g. the tiles a player has
 painted. Either kind of watch goes wherever a watch goes: reward terms and predicates.
 
 **Predicates** (``terminate``, ``truncate``, ``success``, ``event`` reward terms) are a watch
-plus ``op``: ``== != < <= > >=`` against ``value``; ``in`` against a list (``op: in, value:
-[3, 4]``, or the shorthand ``in: [3, 4]``); ``increased``, ``decreased``, ``changed`` against the
-previous step. ``{all: [...]}``, ``{any: [...]}`` and ``{not: {...}}`` combine predicates and
+plus ``op``: ``== != < <= > >=`` against ``value``; ``in`` against a list
+(``op: in, value: [3, 4]``, or the shorthand ``in: [3, 4]``); ``increased``, ``decreased``,
+``changed`` against the previous step. ``{all: [...]}``, ``{any: [...]}`` and ``{not: {...}}`` combine predicates and
 nest freely. ``terminate``/``truncate``/``success`` take one predicate or a list (any true).
 
 **Reward terms**: ``delta`` (scale x change since the last step), ``level`` (scale x value),
@@ -848,6 +848,8 @@ class SpecTask(Task):
         self.default_max_episode_steps = spec.max_episode_steps
         self.default_noop_max = spec.noop_max
         self.has_success = bool(spec.success)
+        # without a success predicate an episode reports its return only (no guessed success)
+        self.success_rule = "none"
         # a state given by the caller replaces the spec's start, savestate list included
         self._states: tuple[Any, ...] = spec.states if state is None else ()
         if spec.train_defaults:
@@ -899,7 +901,8 @@ class SpecTask(Task):
         generator from a frame counter or the DIV timer when a button is read (the START that
         begins a game), and some restart such counters on every screen, so only a delay right
         before a press changes what the game draws; a delay after the last press would only
-        shift the first observation, which ``noop_max`` already does.
+        shift the first observation, which ``noop_max`` already does. The draws are per call:
+        every console of ``gb`` gets the same delays, and the env calls this once per pool entry.
         """
         if not 0 <= variant < self.num_start_variants:
             raise ValueError(f"start variant {variant} out of range: task {self.name!r} has "
@@ -956,6 +959,12 @@ class SpecTask(Task):
         n = self.num_envs
         self.buffers[f"{kind}_count"] = torch.zeros(n, 1 << bits, dtype=torch.int32, device=self.device)
         self.buffers[f"{kind}_tag"] = torch.full((n, 1 << bits), -1, dtype=torch.int32, device=self.device)
+
+    @property
+    def reset_runs_frames(self) -> bool:
+        """Only a spec with ``on_reset`` bytes needs frames before the first observation: any
+        other starts each episode on its start state itself (nothing emulated, nothing lost)."""
+        return bool(self.spec.pokes)
 
     def on_reset(self, gb: Any, mask: torch.Tensor, generator: torch.Generator | None) -> None:
         """Write the spec's per-episode bytes (fixed or drawn in ``[lo, hi]``) into masked envs."""
