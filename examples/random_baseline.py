@@ -1,7 +1,10 @@
 """Mean episode return of the uniformly random policy on a task spec (or a registered task).
 
-The reference a trained agent is compared with: same task, same action set, same episode
-length (the spec's ``max_episode_steps``), same frame skip. Prints one JSON line.
+The reference a trained agent is compared with: the env is built from the same
+:class:`~torchrl_dreamer.trainers.TrainConfig` resolution as a training run (the task's or the
+Game Boy defaults' frame skip and random no-op starts, the spec's action set and episode
+length), so ``python -m torchrl_dreamer.train --rom R --task-spec S`` and this script play the
+same game. Prints one JSON line.
 
     python examples/random_baseline.py --rom 2048.gb --task-spec examples/tasks/2048.yaml \
         --episodes 64
@@ -16,7 +19,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl_dreamer.envs import GameBoyEnv
-from torchrl_dreamer.envs.spec import load_task_spec
+from torchrl_dreamer.trainers import TrainConfig, make_env
 
 
 def random_returns(env: GameBoyEnv, episodes: int, seed: int = 0) -> tuple[list[float], list[int]]:
@@ -48,18 +51,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--task", default=None, help="a registered task instead of a spec")
     ap.add_argument("--episodes", type=int, default=64)
     ap.add_argument("--envs", type=int, default=16)
-    ap.add_argument("--frame-skip", type=int, default=24)
+    ap.add_argument("--frame-skip", type=int, default=None,
+                    help="frames per step (default: the training run's, see TrainConfig)")
+    ap.add_argument("--noop-max", type=int, default=None,
+                    help="random no-op start frames (default: the training run's)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if (args.task_spec is None) == (args.task is None):
         ap.error("give exactly one of --task-spec (with --rom) or --task")
-    task = load_task_spec(args.task_spec, rom=args.rom) if args.task_spec else args.task
-    env = GameBoyEnv(task, num_envs=args.envs, frame_skip=args.frame_skip, seed=args.seed)
+    cfg = TrainConfig(task=args.task, task_spec=args.task_spec, rom=args.rom, seed=args.seed,
+                      frame_skip=args.frame_skip, noop_max=args.noop_max, num_envs=args.envs)
+    env = make_env(cfg)
     returns, lengths = random_returns(env, args.episodes, seed=args.seed)
     print(json.dumps({"task": env.task.name, "episodes": len(returns),
                       "mean_return": sum(returns) / len(returns),
                       "mean_length": sum(lengths) / len(lengths),
-                      "max_episode_steps": env.max_episode_steps, "seed": args.seed}))
+                      "max_episode_steps": env.max_episode_steps,
+                      "frame_skip": env.frame_skip, "noop_max": env.noop_max,
+                      "seed": args.seed}))
     return 0
 
 

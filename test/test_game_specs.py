@@ -162,3 +162,5 @@ def test_random_baseline_script(roms):
                         str(rom_path(roms, GAMES["snake"])), "--episodes", "4", "--envs", "2"]) == 0
     row = json.loads(out[0])
     assert row["episodes"] == 4 and row["max_episode_steps"] == 400 and row["mean_return"] < 0.5
+    # the training run's resolution: the Game Boy defaults' frame skip and no-op starts
+    assert (row["frame_skip"], row["noop_max"]) == (8, 30)
