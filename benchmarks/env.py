@@ -12,7 +12,13 @@ large N the peer is measured on ``min(N, --peer-max)`` instances and reported as
 that loop. Prints one JSON line per case:
 ``{"bench": "env", "case": ..., "ours": x, "peer": y, "unit": "env_steps/s", "speedup": x/y}``.
 
-Usage: ``python benchmarks/env.py [--quick] [--sizes 1 64 1024] [--seconds 3]``
+Workers cases (``workers<K>_<game>_N<n>``): ``GameBoyEnv(task, num_envs=n, workers=K)`` against
+the same env with ``workers=1`` as the peer (both built in one process, timed in alternating
+windows, ``--rounds`` of each, medians), for the maze, catch and every shared game that has a task
+spec in ``examples/tasks`` (its ROM found under ``$TORCHRL_DREAMER_ROMS/games``).
+
+Usage: ``python benchmarks/env.py [--quick] [--sizes 1 64 1024] [--seconds 3]
+[--workers 2] [--workers-n 256] [--workers-games maze 2048] [--rounds 3] [--workers-only]``
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import importlib.util
 import json
 import multiprocessing as mp
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -117,6 +124,61 @@ def peer_rate(n: int, seconds: float) -> float:
             pb.stop(save=False)
 
 
+# shared games (folder under <roms>/games) -> their task spec in examples/tasks
+_SPECS = {"2048-wyattferguson": "2048", "gb_raw_snake": "snake", "pandoras-blocks": "pandoras_blocks",
+          "postbot": "postbot", "tobutobugirl": "tobutobugirl"}
+
+
+def workers_games() -> dict[str, object]:
+    """Game name -> a zero-argument task factory: maze, catch and every shared game with a spec."""
+    from torchrl_dreamer._roms import roms_dir
+    from torchrl_dreamer.envs.spec import load_task_spec
+
+    games: dict[str, object] = {"maze": lambda: "maze", "catch": lambda: "catch"}
+    specs = _HERE.parent / "examples" / "tasks"
+    for folder, spec in _SPECS.items():
+        roms = sorted([*(roms_dir() / "games" / folder).glob("*.gb"),
+                       *(roms_dir() / "games" / folder).glob("*.gbc")])
+        if roms:
+            games[spec] = (lambda s=spec, r=roms[0]: load_task_spec(specs / f"{s}.yaml", rom=r))
+    return games
+
+
+def workers_rates(task_factory, n: int, workers: int, seconds: float,
+                  rounds: int) -> tuple[list[float], list[float]]:
+    """Env steps/s of ``GameBoyEnv(task, num_envs=n).fast_step`` with ``workers`` and with 1,
+    built side by side and timed in alternating windows of ``seconds`` (``rounds`` each, the
+    order swapped every round); returns (rates with ``workers``, rates with 1)."""
+    import warnings
+
+    from torchrl_dreamer.envs import GameBoyEnv
+
+    torch.set_num_threads(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # header warnings of the shared games
+        envs = {k: GameBoyEnv(task_factory(), num_envs=n, seed=0, workers=k) for k in (workers, 1)}
+    gen = torch.Generator().manual_seed(0)
+    actions = torch.randint(0, envs[1].action_set.n, (64, n), generator=gen)
+    for env in envs.values():
+        env.reset()
+        for i in range(3):  # warm-up
+            env.fast_step(actions[i])
+    rates: dict[int, list[float]] = {k: [] for k in envs}
+    for r in range(rounds):
+        for k in ((workers, 1) if r % 2 == 0 else (1, workers)):
+            env = envs[k]
+            steps = 0
+            t0 = time.perf_counter()
+            while True:
+                env.fast_step(actions[steps % 64])
+                steps += 1
+                dt = time.perf_counter() - t0
+                if dt >= seconds and steps >= 3:
+                    break
+            rates[k].append(steps * n / dt)
+    return rates[workers], rates[1]
+
+
 def _worker(args):
     kind, n, seconds, backend_spec = args
     torch.set_num_threads(1)
@@ -148,6 +210,15 @@ def main() -> None:
     parser.add_argument("--device", default="cpu",
                         help="device of our envs, e.g. cuda (the peer always runs on the CPU; "
                              "without PyBoy installed its figures are null)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="K of the workers cases (GameBoyEnv(workers=K) vs workers=1); default "
+                             "2 where the process may use 2 cores, 0 skips them")
+    parser.add_argument("--workers-n", type=int, default=256, help="N of the workers cases")
+    parser.add_argument("--workers-games", nargs="*", default=None,
+                        help="games of the workers cases (default: all; --quick: maze)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="alternating timing windows per side in the workers cases (3)")
+    parser.add_argument("--workers-only", action="store_true", help="only the workers cases")
     args = parser.parse_args()
     torch.set_num_threads(1)
     sizes = args.sizes or ([1, 64] if args.quick else [1, 64, 1024])
@@ -157,7 +228,7 @@ def main() -> None:
     on_gpu = args.device != "cpu"
     tag = "" if not on_gpu else f"_{args.device.replace(':', '')}"
     peer_1 = None  # PyBoy in one process: its rate does not depend on N
-    for n in sizes:
+    for n in [] if args.workers_only else sizes:
         ours = ours_rate(n, seconds, args.backend, args.device)
         if have_peer and (peer_1 is None or not on_gpu):
             peer_1 = peer_rate(min(n, args.peer_max), seconds)
@@ -169,6 +240,19 @@ def main() -> None:
         peer_m = (multi_rate("peer", min(n, args.peer_max * args.procs), seconds, args.procs)
                   if have_peer else None)
         _emit(f"maze_N{n}{tag}_{args.procs}proc", ours_m, peer_m)
+    if on_gpu:
+        return
+    from torchrl_dreamer.emulator.workers import available_cores
+
+    k = args.workers if args.workers is not None else (2 if available_cores() >= 2 else 0)
+    if k < 2:
+        return
+    rounds = args.rounds or (1 if args.quick else 3)
+    games = workers_games()
+    for name in args.workers_games or (["maze"] if args.quick else list(games)):
+        ours_k, peer_k = workers_rates(games[name], args.workers_n, k, seconds, rounds)
+        _emit(f"workers{k}_{name}_N{args.workers_n}", statistics.median(ours_k),
+              statistics.median(peer_k))
 
 
 def _emit(case: str, ours: float, peer: float | None) -> None:
