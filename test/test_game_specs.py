@@ -76,10 +76,18 @@ def test_snake_wall_ends_the_episode(roms):
 def test_snake_food_pays(roms):
     """Steered to the food (right until under it, then up), the snake eats it: +1 once."""
     env = _env(roms, "snake", num_envs=1, frame_skip=8, press_frames=8)
-    head, food = env.gb.read_memory(0xC004, 2)[0], env.gb.read_memory(0xC008, 2)[0]
+    head, food = env.gb.read_memory(0xC004, 2)[0], env.gb.read_memory(0xC008, 2)[0]  # (y, x)
     assert head[0] > food[0] and head[1] < food[1]  # food up and to the right of the head
-    plan = ["NOOP"] * ((int(food[1]) - int(head[1])) // 8) + ["UP"] + ["NOOP"] * 8  # 8 px a step
-    rew, term, _ = _play(env, lambda t: plan[t], len(plan))
+    rew, term = [], []
+    for _ in range(16):  # right (its start direction) until the head is under the food
+        if int(env.gb.read_memory(0xC005)[0, 0]) >= int(food[1]):
+            break
+        r, t, _ = _play(env, lambda k: "NOOP", 1)
+        rew.append(r), term.append(t)
+    assert int(env.gb.read_memory(0xC005)[0, 0]) == int(food[1])
+    plan = ["UP"] + ["NOOP"] * 8
+    r, t, _ = _play(env, lambda k: plan[k], len(plan))
+    rew, term = torch.cat([*rew, r]), torch.cat([*term, t])
     assert rew.reshape(-1).tolist().count(1.0) == 1 and not term.any()
 
 
