@@ -1,0 +1,246 @@
+"""benchmarks/gpu_suite.py runs on a CPU-only machine in --dry-run and refuses clearly otherwise;
+the pieces it and the GPU-free measurements rely on (the staged Warp parts, the CUDA-test
+selection, the SIMT model, the cubin and ptxas readers) do what they say."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import lzma
+import struct
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "benchmarks" / "gpu_suite.py"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_test_bench_{name}", REPO / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(*args: str, timeout: float = 300) -> tuple[int, list[dict], str, str]:
+    res = subprocess.run([sys.executable, str(SUITE), *args], capture_output=True, text=True,
+                         timeout=timeout, cwd=REPO)
+    lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+    return res.returncode, lines, res.stdout, res.stderr
+
+
+# ------------------------------------------------------------------------------ the suite
+@pytest.mark.slow
+def test_dry_run_reports_every_part():
+    """The CPU twin: each part reports (results with their fields, or a skip that says why),
+    the CUDA tests are found, and the table closes the output."""
+    rc, lines, stdout, stderr = _run("--dry-run", "--budget", "240", "--games", "maze")
+    assert rc == 0, stderr[-3000:]
+    assert all(ln["bench"] == "gpu_suite" and "part" in ln for ln in lines)
+    system = next(ln for ln in lines if ln.get("case") == "machine")
+    for key in ("python", "torch", "warp", "torchrl", "cpu_cores", "commit"):
+        assert key in system
+    results = [ln for ln in lines if "unit" in ln]
+    for ln in results:
+        assert set(ln) >= {"case", "ours", "peer", "unit", "speedup"}
+    by_case = {ln["case"]: ln for ln in results}
+    env = by_case["maze_N8_cpu"]
+    assert env["part"] == "env" and env["ours"] > 0 and "env steps/s" in env["unit"]
+    cpu = next(ln for ln in results if ln["part"] == "cpu" and ln["case"].startswith("maze_N"))
+    assert cpu["ours"] > 0 and cpu["mode"]
+    ratio = by_case["maze_cpu_vs_cpu_all_cores"]
+    assert ratio["speedup"] == pytest.approx(ratio["ours"] / ratio["peer"], rel=1e-2)
+    learner = by_case["tiny_B2xT8_cpu_capture_vs_torchrl"]
+    assert learner["ours"] > 0 and learner["peer"] > 0
+    launches = by_case["tiny_B2xT8_cpu_eager_launches_vs_torchrl"]
+    assert launches["ours"] < launches["peer"]
+    assert by_case["cuda_tests_selected"]["ours"] >= 5
+    parts = {ln["part"]: ln for ln in lines if "status" in ln and "case" not in ln}
+    assert {p: parts[p]["status"] for p in ("system", "env", "cpu", "learner", "tests")} == dict.fromkeys(
+        ("system", "env", "cpu", "learner", "tests"), "ok")
+    assert parts["e2e"]["status"] == "skipped" and "CUDA" in parts["e2e"]["reason"]
+    assert parts["suite"]["status"] == "ok" and parts["suite"]["wall_s"] < 240
+    assert "| part | case | ours | peer | unit | speedup |" in stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA refusal")
+def test_without_cuda_it_refuses_outside_the_dry_run():
+    rc, lines, _, stderr = _run("--budget", "300", "--parts", "env")
+    assert rc != 0
+    assert "CUDA is not available" in stderr and "--dry-run" in stderr
+    assert lines[-1]["status"] == "error" and "CUDA" in lines[-1]["reason"]
+
+
+def test_a_budget_too_small_for_any_part_says_so():
+    rc, lines, _, stderr = _run("--dry-run", "--budget", "1")
+    assert rc == 2
+    assert "too small for any part" in stderr
+    assert "too small" in lines[-1]["reason"] and lines[-1]["status"] == "error"
+
+
+# ------------------------------------------------------------------------------ its pieces
+def _stage(tmp: Path, payload: dict[str, bytes], parts: int) -> Path:
+    """A tar.xz of ``payload`` cut into ``parts`` parts, laid out like --prepare's."""
+    src = tmp / "src"
+    for name, data in payload.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(data)
+    archive = tmp / "a.tar.xz"
+    with tarfile.open(archive, "w:xz") as tar:
+        for name in payload:
+            tar.add(src / name, arcname=name)
+    blob = archive.read_bytes()
+    step = -(-len(blob) // parts)
+    staged = tmp / "staged"
+    man = {"sha256": __import__("hashlib").sha256(blob).hexdigest(), "parts": []}
+    for k in range(parts):
+        d = staged / str(k + 1)
+        d.mkdir(parents=True)
+        chunk = blob[k * step:(k + 1) * step]
+        (d / f"w.{k:03d}").write_bytes(chunk)
+        man["parts"].append({"dir": str(k + 1), "name": f"w.{k:03d}", "bytes": len(chunk)})
+    for k in range(parts):
+        (staged / str(k + 1) / "manifest.json").write_text(json.dumps(man))
+    return staged
+
+
+def test_staged_warp_parts_unpack_only_when_all_are_there(tmp_path):
+    suite = _load("gpu_suite")
+    payload = {"warp/__init__.py": b"version = 'x'\n",
+               "warp/bin/warp.so": lzma.compress(bytes(range(256)) * 4000)}
+    staged = _stage(tmp_path, payload, parts=3)
+    site = tmp_path / "site"
+    missing = staged / "2" / "w.001"
+    saved = missing.read_bytes()
+    missing.unlink()
+    why = suite.assemble_warp(staged, site)
+    assert why is not None and "2/w.001" in why and not (site / "warp").exists()
+    missing.write_bytes(saved[:-1])  # a truncated part is as good as missing
+    assert "2/w.001" in suite.assemble_warp(staged, site)
+    missing.write_bytes(saved)
+    assert suite.assemble_warp(staged, site) is None
+    for name, data in payload.items():
+        assert (site / name).read_bytes() == data
+    assert "no Warp parts" in suite.assemble_warp(tmp_path / "nothing", site)
+
+
+def test_cuda_test_selection_keeps_the_cuda_tests_only():
+    suite = _load("gpu_suite")
+    cuda = pytest.mark.skipif(True, reason="CUDA not available").mark
+    other = pytest.mark.skipif(False, reason="checks the no-CUDA message").mark
+
+    def item(*marks):
+        return SimpleNamespace(iter_markers=lambda: iter(marks))
+
+    assert suite.needs_cuda(item(cuda))
+    assert suite.needs_cuda(item(pytest.mark.gpu.mark))
+    assert not suite.needs_cuda(item(other))
+    assert not suite.needs_cuda(item(pytest.mark.slow.mark))
+    files = suite.cuda_test_files()
+    assert {"test/test_emulator.py", "test/test_objectives.py"} <= set(files)
+    assert "test/test_asm.py" not in files
+
+
+# ------------------------------------------------------------------------------ SIMT model
+def test_simt_model_on_known_traces():
+    simt = _load("simt")
+    same = [np.array([1, 2, 3, 4])] * 32
+    pcs = [np.array([10, 11, 12, 13])] * 32
+    fig = simt.summarize([simt.simt_metrics(same, pcs)])
+    assert fig["simt_efficiency"] == 1.0 and fig["same_pc_share"] == 1.0
+    assert fig["tail_idle_share"] == 0.0
+    # every lane its own handler: 32 issues a slot
+    fig = simt.summarize([simt.simt_metrics([np.array([k]) for k in range(32)],
+                                            [np.array([k]) for k in range(32)])])
+    assert fig["simt_efficiency"] == pytest.approx(1 / 32)
+    assert fig["same_handler_share"] == pytest.approx(1 / 32)
+    # half the lanes stop after one slot of two: a quarter of the slots idle, one issue a slot
+    lanes = [np.array([5, 5]) if k < 16 else np.array([5]) for k in range(32)]
+    fig = simt.summarize([simt.simt_metrics(lanes, lanes)])
+    assert fig["tail_idle_share"] == pytest.approx(0.25)
+    assert fig["simt_efficiency"] == pytest.approx(48 / 64)
+    # same handler, different instructions: the handler share stays, the PC share drops
+    fig = simt.summarize([simt.simt_metrics([np.array([7])] * 32,
+                                            [np.array([k % 4]) for k in range(32)])])
+    assert fig["same_handler_share"] == 1.0 and fig["same_pc_share"] == pytest.approx(8 / 32)
+
+
+def test_handlers_follow_the_generated_dispatch():
+    simt = _load("simt")
+    h = simt.handler_of(np.array([0x41, 0x7F, 0x76, 0x80, 0xBF, 0xC7, 0xFF, 0xC5, 0xF5, 0xC1,
+                                  0xCD, 0xC4, 0xC0, 0xC9, 0xCB, 0x00, -1]))
+    ld, ld2, halt, alu, alu2, rst, rst2, push, push2, pop, call, callc, retc, ret, cb, nop, unk = h
+    assert ld == ld2 and alu == alu2 and rst == rst2 and push == push2 and call == callc
+    assert len({ld, halt, alu, rst, push, pop, call, retc, ret, cb, nop}) == 11
+    assert ret == 0xC9 and cb == 0xCB and nop == 0 and unk == simt.UNKNOWN
+
+
+# ------------------------------------------------------------------------------ cubin and ptxas
+def _cubin(regs: int, frame: int) -> bytes:
+    """A minimal ELF64 with one global kernel ``k`` and its .nv.info attributes."""
+    shstr = b"\0.shstrtab\0.strtab\0.symtab\0.nv.info\0.text.k\0"
+    strtab = b"\0k\0"
+    sym = struct.pack("<IBBHQQ", 0, 0, 0, 0, 0, 0) + struct.pack("<IBBHQQ", 1, 0x12, 0, 5, 0, 64)
+    info = b"".join(struct.pack("<BBHII", 4, attr, 8, 1, val)
+                    for attr, val in ((0x2F, regs), (0x11, frame), (0x12, frame)))
+    text = b"\0" * 64
+    blobs = [shstr, strtab, sym, info, text]
+    offs, at = [], 64
+    for b in blobs:
+        offs.append(at)
+        at += len(b)
+    shoff = at
+    names = [shstr.index(n) for n in (b".shstrtab", b".strtab", b".symtab", b".nv.info", b".text.k")]
+    types = [3, 3, 2, 0x70000000, 1]
+    links = [0, 0, 2, 3, 0]
+    hdr = bytearray(64)
+    hdr[:5] = b"\x7fELF\x02"
+    struct.pack_into("<Q", hdr, 0x28, shoff)
+    struct.pack_into("<HHH", hdr, 0x3A, 64, 6, 1)
+    shdrs = bytes(64) + b"".join(
+        struct.pack("<IIQQQQIIQQ", names[k], types[k], 0, 0, offs[k], len(blobs[k]), links[k], 0,
+                    1, 24 if types[k] == 2 else 0) for k in range(5))
+    return bytes(hdr) + b"".join(blobs) + shdrs
+
+
+def test_cubin_reader_finds_registers_and_frame(tmp_path):
+    regs = _load("cuda_regs")
+    path = tmp_path / "k.cubin"
+    path.write_bytes(_cubin(96, 40))
+    assert regs.cubin_kernel_info(path) == {
+        "k": {"registers": 96, "frame_bytes": 40, "min_stack_bytes": 40, "sass_bytes": 64}}
+    path.write_bytes(b"not an elf")
+    with pytest.raises(ValueError, match="ELF"):
+        regs.cubin_kernel_info(path)
+
+
+def test_ptxas_report_is_split_per_entry():
+    regs = _load("cuda_regs")
+    log = """ptxas info    : 154 bytes gmem
+ptxas info    : Compiling entry function 'gb_run_x' for 'sm_90'
+ptxas info    : Function properties for gb_run_x
+    5664 bytes stack frame, 11404 bytes spill stores, 17624 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers, 5664 bytes cumulative stack size
+ptxas info    : Function properties for helper_a
+    0 bytes stack frame, 236 bytes spill stores, 236 bytes spill loads
+ptxas info    : Function properties for helper_b
+    0 bytes stack frame, 4 bytes spill stores, 20 bytes spill loads
+ptxas info    : Compiling entry function 'gb_peek_y' for 'sm_90'
+ptxas info    : Function properties for gb_peek_y
+    856 bytes stack frame, 108 bytes spill stores, 164 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers, 856 bytes cumulative stack size
+"""
+    rep = regs.parse_ptxas_verbose(log)
+    assert rep["gb_run_x"] == {"registers": 255, "frame_bytes": 5664, "spill_store_bytes": 11404,
+                               "spill_load_bytes": 17624, "callee_spill_store_bytes": 240,
+                               "callee_spill_load_bytes": 256}
+    assert rep["gb_peek_y"]["spill_store_bytes"] == 108
+    assert rep["gb_peek_y"]["callee_spill_store_bytes"] == 0
