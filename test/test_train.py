@@ -295,3 +295,24 @@ def test_evaluation_within_budget_reports_what_it_covered():
     assert len(cut.unfinished_returns) == 3 and cut.steps == 2
     none = evaluate(env, wm, actor, time_limit=0.0)
     assert none.stopped_by == "time_limit" and none.steps == 0 and none.unfinished == 3
+
+
+def test_demos_setting_mixes_demonstrations_into_every_batch(tmp_path):
+    """--demos / --demo-share reach the run's sampler; a recording for another frame skip is
+    refused before training with the setting named."""
+    from torchrl_dreamer.play import play
+    from torchrl_dreamer.trainers import ConfigError
+    from torchrl_dreamer.trainers.builder import build_run
+
+    for fs in (6, 24):
+        play(task="maze", inputs=["LEFT", "UP x4", "RIGHT x5", "UP x10"], headless=True,
+             frame_skip=fs, record=tmp_path / f"fs{fs}" / "a.pt", log=lambda line: None)
+    parts = build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "run"),
+                                     "demos": str(tmp_path / "fs6"), "demo_share": 0.5}))
+    assert parts.sampler.share == 0.5
+    parts.collector.shutdown()
+    with pytest.raises(ConfigError, match="--demos:.*frame"):
+        build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "bad"),
+                                 "demos": str(tmp_path / "fs24")}))
+    with pytest.raises(ConfigError, match="demo_share must lie in"):
+        TrainConfig(**{**SMALL, "demo_share": 1.5})

@@ -419,6 +419,8 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
         ({"time_limit": "0m"}, "time_limit must be > 0"),
         ({"eval_time_limit": "x"}, "eval_time_limit 'x' is not a duration"),
         ({"eval_max_steps": 0}, "eval_max_steps must be >= 1"),
+        ({"workers": 0}, "workers must be an integer >= 1, got 0"),
+        ({"noop_max": 5, "task": "gym:CartPole-v1"}, "noop_max applies to Game Boy tasks only"),
     ],
 )
 def test_budget_settings_reject_bad_values(kwargs, match):

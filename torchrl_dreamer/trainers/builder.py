@@ -75,6 +75,8 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
         task, rom = load_task_spec(cfg.task_spec, rom=cfg.rom), None
     opts = dict(rom=rom, frame_skip=cfg.frame_skip, noop_max=cfg.noop_max, seed=cfg.seed,
                 ppu=cfg.ppu)
+    if cfg.workers > 1:
+        opts["workers"] = cfg.workers
     opts.update(kwargs)
     try:
         return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device, **opts)
@@ -210,6 +212,15 @@ def build_run(
         env = f.env()
     f = f.with_env(env)
     storage, sampler = f.replay(env)
+    if cfg.demos:
+        from torchrl_dreamer.data.demonstrations import DemonstrationError, attach_demonstrations
+
+        paths = [p.strip() for p in str(cfg.demos).split(",") if p.strip()]
+        try:
+            storage, sampler = attach_demonstrations(storage, sampler, paths,
+                                                     share=cfg.demo_share, env=env)
+        except (DemonstrationError, FileNotFoundError) as err:
+            raise ConfigError(f"--demos: {err}") from err
     wm, actor, critic = f.networks()
     learner = f.learner(wm, actor, critic)
     player = f.player(wm, actor, env)

@@ -218,6 +218,12 @@ class TrainConfig:
     (DreamerV3's 1 - 1/333) for ``gym:`` tasks."""
     entropy_coef: float | None = None
     """Weight of the actor's entropy bonus; unset: the loss preset's."""
+    demos: str | None = None
+    """Human demonstrations to learn from (files recorded with ``python -m torchrl_dreamer.play``,
+    folders of ``*.pt`` or glob patterns; several separated by commas): loaded into their own
+    replay, which every batch draws ``demo_share`` of its sequences from."""
+    demo_share: float = 0.25
+    """Share of each batch's sequences drawn from the demonstrations (with ``demos``)."""
     event_fraction: float = 0.0
     """Share of each batch's sequences drawn to contain a ``terminated`` row (0: uniform starts,
     the reference DreamerV3 replay)."""
@@ -244,6 +250,10 @@ class TrainConfig:
     """Fail instead of warning when ``compile`` / ``capture`` cannot run as asked here."""
     threads: int = 1
     """Torch intra-op threads of the training process on CPU."""
+    workers: int = 1
+    """CPU cores the env's consoles are emulated on (``GameBoyEnv(workers=...)``: the console
+    batch in that many slices launched together, the same observations as 1). On a 2-core
+    machine the learner needs one core, so 1 is the default; raise it where cores are spare."""
     frame_skip: int | None = None
     """Emulated frames per env step (Game Boy tasks); unset: the task's, else 8
     (:data:`GAME_TRAIN_DEFAULTS`)."""
@@ -423,6 +433,11 @@ class TrainConfig:
             raise ConfigError(f"gamma must lie in (0, 1], got {self.gamma}.")
         if not float(self.entropy_coef) >= 0.0:
             raise ConfigError(f"entropy_coef must be >= 0, got {self.entropy_coef}.")
+        if not 0.0 <= float(self.demo_share) <= 1.0:
+            raise ConfigError(f"demo_share must lie in [0, 1], got {self.demo_share}.")
+        if self.demos is not None and self.backend == "ray":
+            raise ConfigError("demos are loaded into a local replay: use --backend reference, "
+                              "threaded or cuda (the Ray path routes human episodes itself).")
         if not 0.0 <= float(self.event_fraction) <= 1.0:
             raise ConfigError(f"event_fraction must lie in [0, 1], got {self.event_fraction}.")
         if self.compile is not None and self.compile not in COMPILE_MODES:
@@ -430,6 +445,11 @@ class TrainConfig:
                               f"{', '.join(COMPILE_MODES)} (or leave it unset: eager).")
         if not isinstance(self.threads, int) or self.threads < 1:
             raise ConfigError(f"threads must be an integer >= 1, got {self.threads!r}.")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise ConfigError(f"workers must be an integer >= 1, got {self.workers!r}.")
+        if self.workers > 1 and (not self.is_game or not self.device.startswith("cpu")):
+            raise ConfigError("workers > 1 spreads Game Boy consoles over CPU cores: it needs a "
+                              "Game Boy task on --device cpu (a GPU runs every console at once).")
         if self.replay_capacity < self.seq_len * self.num_envs:
             raise ConfigError(
                 f"replay_capacity={self.replay_capacity} cannot hold one sequence per env; raise "
