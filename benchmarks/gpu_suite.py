@@ -956,9 +956,10 @@ def prepare_wheels(dest: Path) -> list[str]:
     return sorted(w.name for w in dest.glob("*.whl"))
 
 
-def prepare_warp(parts_dir: Path, part_mib: int) -> dict[str, Any]:
-    """The Warp wheel installed here, without its tests and examples, as an xz-compressed tar
-    cut into parts of at most ``part_mib`` MiB under ``parts_dir/1``, ``/2``, ..."""
+def warp_archive(parts_dir: Path) -> tuple[Path, str]:
+    """``parts_dir/warp.tar.xz``: the Warp wheel installed here (downloaded for cp312 into
+    ``parts_dir/wheel``) without its tests and examples, xz-compressed (about 8 minutes on one
+    core, then kept: it is not carried, only its parts are). Returns it and the wheel's name."""
     version = _version("warp-lang")
     wheel_dir = parts_dir / "wheel"
     wheel_dir.mkdir(parents=True, exist_ok=True)
@@ -967,17 +968,13 @@ def prepare_warp(parts_dir: Path, part_mib: int) -> dict[str, Any]:
         _pip_download([f"warp-lang=={version}"], wheel_dir)
         wheels = sorted(wheel_dir.glob(f"warp_lang-{version}-*.whl"))
     wheel = wheels[0]
-    stamp = hashlib.sha256(f"{wheel.name}:{wheel.stat().st_size}:{part_mib}".encode()).hexdigest()
-    old = sorted(parts_dir.glob("*/manifest.json"))
-    if old and json.loads(old[0].read_text()).get("source") == stamp:
-        return json.loads(old[0].read_text())
-    for d in parts_dir.iterdir():
-        if d.is_dir() and d.name.isdigit():
-            shutil.rmtree(d)
+    archive, stamp = parts_dir / "warp.tar.xz", parts_dir / "warp.tar.xz.source"
+    if archive.is_file() and stamp.is_file() and stamp.read_text() == wheel.name:
+        return archive, wheel.name
     import zipfile
 
-    archive = parts_dir / "warp.tar.xz"
-    with zipfile.ZipFile(wheel) as zf, tarfile.open(archive, "w:xz", preset=9) as tar:
+    tmp = archive.with_suffix(".partial")
+    with zipfile.ZipFile(wheel) as zf, tarfile.open(tmp, "w:xz", preset=9) as tar:
         for info in zf.infolist():
             name = info.filename
             if info.is_dir() or name.startswith(("warp/tests/", "warp/examples/")):
@@ -987,27 +984,59 @@ def prepare_warp(parts_dir: Path, part_mib: int) -> dict[str, Any]:
             ti.mode = 0o755 if name.endswith(".so") else 0o644
             with zf.open(info) as fh:
                 tar.addfile(ti, fh)
-    data_sha = hashlib.sha256()
-    parts = []
-    step = part_mib * 2**20
+    tmp.replace(archive)
+    stamp.write_text(wheel.name)
+    return archive, wheel.name
+
+
+def split_sizes(total: int, stage: int, last: int) -> list[int]:
+    """Part sizes for ``total`` bytes: parts of ``stage`` bytes (each carried alone by a call
+    of its own) until what remains fits ``last`` (carried by the suite's call with the other
+    folders)."""
+    if stage <= 0 or last <= 0:
+        raise ValueError("no room left in a call for a Warp part")
+    sizes = []
+    while total > last:
+        take = min(stage, total)
+        sizes.append(take)
+        total -= take
+    if total:
+        sizes.append(total)
+    return sizes
+
+
+def prepare_warp(parts_dir: Path, stage_mib: float, last_mib: float) -> dict[str, Any]:
+    """Cut :func:`warp_archive` into ``parts_dir/1``, ``/2``, ...: each part but the last
+    fills a call (``stage_mib``), the last fits beside the suite's other folders (``last_mib``);
+    each part folder holds the manifest (sizes, the archive's sha256)."""
+    archive, wheel = warp_archive(parts_dir)
+    sizes = split_sizes(archive.stat().st_size, int(stage_mib * 2**20), int(last_mib * 2**20))
+    for d in parts_dir.iterdir():
+        if d.is_dir() and d.name.isdigit():
+            shutil.rmtree(d)
+    sha, parts = hashlib.sha256(), []
     with open(archive, "rb") as fh:
-        k = 0
-        while True:
-            chunk = fh.read(step)
-            if not chunk:
-                break
-            k += 1
-            data_sha.update(chunk)
-            (parts_dir / str(k)).mkdir(exist_ok=True)
+        for k, size in enumerate(sizes, start=1):
+            chunk = fh.read(size)
+            sha.update(chunk)
+            (parts_dir / str(k)).mkdir()
             name = f"warp.tar.xz.{k:03d}"
             (parts_dir / str(k) / name).write_bytes(chunk)
             parts.append({"dir": str(k), "name": name, "bytes": len(chunk)})
-    archive.unlink()
-    manifest = {"warp": version, "wheel": wheel.name, "source": stamp,
-                "sha256": data_sha.hexdigest(), "parts": parts}
+    manifest = {"warp": _version("warp-lang"), "wheel": wheel, "sha256": sha.hexdigest(),
+                "parts": parts}
     for part in parts:
         (parts_dir / part["dir"] / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
+
+
+def travelling_mib() -> float:
+    """MiB of the working tree that every device call sends: tracked files and untracked ones
+    git does not ignore."""
+    res = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others",
+                          "--exclude-standard"], capture_output=True, check=True)
+    names = [n for n in res.stdout.decode().split("\0") if n]
+    return sum((REPO / n).stat().st_size for n in names if (REPO / n).is_file()) / 2**20
 
 
 def _size_mib(paths: list[Path]) -> float:
@@ -1047,30 +1076,34 @@ def prepare(args: argparse.Namespace) -> int:
               f"{time.time() - t:.0f} s")
     if "wheels" in steps:
         print(f"wheels: {', '.join(prepare_wheels(Path(args.wheels)))}")
+    carried = [Path(args.wheels).resolve(), roms_dest.resolve(),
+               Path(args.aot or DEFAULT_AOT).resolve()]
+    tree = travelling_mib()
     if "warp" in steps:
         t = time.time()
-        man = prepare_warp(Path(args.warp_parts), args.part_mib)
+        room = CALL_MIB - args.margin_mib - tree
+        man = prepare_warp(Path(args.warp_parts), room, room - _size_mib(carried))
         print(f"warp: {man['wheel']} as {len(man['parts'])} parts "
               f"({sum(p['bytes'] for p in man['parts']) / 2**20:.1f} MiB) in {time.time() - t:.0f} s")
     parts_dir = Path(args.warp_parts)
     dirs = sorted((d for d in parts_dir.glob("*") if d.is_dir() and d.name.isdigit()),
                   key=lambda d: int(d.name)) if parts_dir.is_dir() else []
     rel = [str(d.relative_to(REPO)) for d in dirs]
-    carried = [Path(args.wheels), roms_dest, Path(args.aot or DEFAULT_AOT)]
     last = [*(rel[-1:]), *(str(p.relative_to(REPO)) for p in carried)]
     print("\nDevice calls, one after the other on the same warm machine (see "
           "docs/concepts/running_on_gpu.md):")
     for r in rel[:-1]:
         print(f"  run(carry=[{r!r}], command='ls -l {r}', timeout_s=120)   "
-              f"# {_size_mib([REPO / r]):.1f} MiB")
+              f"# {tree + _size_mib([REPO / r]):.1f} MiB with the tree")
     print(f"  run(carry={last!r}, timeout_s=560,\n"
           "      command='PYTHONUNBUFFERED=1 python3 benchmarks/gpu_suite.py --budget 480 "
           "--json-out $OUT/gpu_suite.jsonl 2>&1 | tee $OUT/gpu_suite.log')   "
-          f"# {_size_mib([REPO / p for p in last]):.1f} MiB carried")
+          f"# {tree + _size_mib([REPO / p for p in last]):.1f} MiB with the tree")
     return 0
 
 
 PREPARE_STEPS = ("roms", "states", "aot", "wheels", "warp")
+CALL_MIB = 64.0  # what one device call may carry, the working tree included
 
 
 # ============================================================================== main
@@ -1104,9 +1137,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="--prepare: the shared ROM folder (default: $TORCHRL_DREAMER_ROMS or "
                         "../shared/roms)")
     p.add_argument("--arch", type=int, default=AOT_ARCH, help="--prepare: CUDA architecture")
-    p.add_argument("--part-mib", type=int, default=48,
-                   help="--prepare: size of each Warp part (the last call also carries the "
-                        "other folders, all within 64 MiB)")
+    p.add_argument("--margin-mib", type=float, default=2.0,
+                   help="--prepare: MiB of each call's 64 left free (the tree may grow)")
     p.add_argument("--cpu-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--cuda-tests", default=None, help=argparse.SUPPRESS)
     p.add_argument("--collect-only-tests", action="store_true", help=argparse.SUPPRESS)

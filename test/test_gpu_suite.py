@@ -244,3 +244,29 @@ ptxas info    : Used 255 registers, used 0 barriers, 856 bytes cumulative stack 
                                "callee_spill_load_bytes": 256}
     assert rep["gb_peek_y"]["spill_store_bytes"] == 108
     assert rep["gb_peek_y"]["callee_spill_store_bytes"] == 0
+
+
+def test_warp_parts_fill_calls_then_fit_beside_the_other_folders():
+    suite = _load("gpu_suite")
+    assert suite.split_sizes(100, 60, 45) == [60, 40]
+    assert suite.split_sizes(130, 60, 5) == [60, 60, 10]
+    assert suite.split_sizes(30, 60, 45) == [30]
+    assert sum(suite.split_sizes(12345, 100, 7)) == 12345
+    with pytest.raises(ValueError, match="no room"):
+        suite.split_sizes(10, 60, 0)
+
+
+def test_missing_warp_is_installed_from_its_parts(tmp_path, capsys):
+    suite = _load("gpu_suite")
+    staged = _stage(tmp_path, {"warp/__init__.py": b"x = 1\n"}, parts=2)
+    site = tmp_path / "site"
+    args = SimpleNamespace(site=str(site), wheels=str(tmp_path / "no_wheels"),
+                           warp_parts=str(staged))
+    out = suite.Output(None)
+    assert suite.install_missing(args, ["warp"], out)
+    assert (site / "warp" / "__init__.py").read_text() == "x = 1\n"
+    assert out.lines[-1]["case"] == "warp" and out.lines[-1]["status"] == "ok"
+    (staged / "2" / "w.001").unlink()  # the machine went back between the calls
+    assert not suite.install_missing(args, ["warp"], out)
+    assert out.lines[-1]["status"] == "error" and "2/w.001" in out.lines[-1]["reason"]
+    capsys.readouterr()
