@@ -13,14 +13,20 @@ the host clock. Every catch-up of the lazy clock advances it (:func:`rtc_advance
 catches up before a latch or an RTC register write (:func:`rtc_needs_sync`), so a program sees
 the time of the exact M-cycle it accesses the clock in. Its registers (RAM bank 08-0C: seconds,
 minutes, hours, day low, day high = day bit 8 | halt 0x40 | day carry 0x80) are read through
-the latched copy, which a write to 6000-7FFF whose bit 0 rises (0 -> 1, also 0 -> 3 or 4 -> 3)
-refreshes; writes go to the live counters (masked to their 6/6/5/8/3 bits; unused bits read 0)
-and are seen after the next latch; a seconds write also restarts the current second. Counters
-at out-of-range values count on to their bit width and wrap to 0 without a carry (only 59 -> 0
-seconds / minutes and 23 -> 0 hours carry); day 511 -> 0 sets the sticky carry bit. Select
-values 0D-0F map nothing: reads give FF, writes are dropped. Carts without the crystal (MBC3
-types without TIMER) keep the registers but the clock never ticks. Facts: Pan Docs "MBC3";
-docboy-test-suite's MBC3 RTC tests (latch edges, masks, reset on seconds write).
+the latched copy, which *every* write to 6000-7FFF refreshes, whatever the value (the MBC3 that
+CasualPokePlayer's latch-rtc-test ran on: its 52 single writes of random values each relatched;
+Pan Docs' 00-then-01 sequence still works, it just latches twice).
+Writes go to the live counters only (masked to their 6/6/5/8/3 bits; unused bits read 0) and
+are seen after the next latch; a seconds write also restarts the current second, writes to the
+other registers keep its fraction, and the halt bit pauses it. Counters at out-of-range values
+count on to their bit width and wrap to 0 without a carry (only 59 -> 0 seconds / minutes and
+23 -> 0 hours carry); day 511 -> 0 sets the sticky carry bit. The select register is 4 bits
+(bits 4-7 are ignored); on a cartridge with the clock, the selects that map nothing (04-07
+beyond the MBC3's 4 RAM banks, 0D-0F) read FF and drop writes (rtc-invalid-banks-test); the
+64 KiB MBC30 (Pokemon Crystal JP) maps RAM banks 04-07. MBC3 carts without the crystal (types
+without TIMER) keep the registers but the clock never ticks, and their selects 04-07 mirror
+RAM banks 00-03 (modulo the RAM size) as before: no measurement says otherwise. Facts and their
+sources: docs/accuracy.md, "MBC3 real-time clock".
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ __all__ = ["cart_write", "cram_read", "cram_write", "rtc_advance", "rtc_needs_sy
 BANK_SIZE = wp.constant(0x4000)
 RAM_BANK_SIZE = wp.constant(0x2000)
 RTC_HZ = wp.constant(4194304)  # T-cycles per emulated second
+MBC3_RAM_BANKS = wp.constant(4)  # RAM bank selects 00-03 of a 32 KiB MBC3 (MBC30: 8, 64 KiB)
+MBC30_RAM_SIZE = wp.constant(0x10000)
 RTC_REG_S = wp.constant(0x08)  # RAM bank select values of the RTC registers: seconds ...
 RTC_REG_H = wp.constant(0x0A)  # ... hours
 RTC_REG_DH = wp.constant(0x0C)  # ... day high (the last one)
@@ -136,8 +144,8 @@ def mbc2_write(i: int, m: wp.ref[Mem], addr: int, v: int):
 
 @wp.func(inline=False)
 def mbc3_write(i: int, m: wp.ref[Mem], addr: int, v: int):
-    """MBC3: RAM/RTC enable, 7-bit ROM bank, RAM bank or RTC register select, RTC latch (bit 0
-    rising)."""
+    """MBC3: RAM/RTC enable, 7-bit ROM bank, 4-bit RAM bank or RTC register select, RTC latch
+    (any write to 6000-7FFF)."""
     if addr < 0x2000:
         ram_enable_write(i, m, v)
     elif addr < 0x4000:
@@ -149,9 +157,8 @@ def mbc3_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     elif addr < 0x6000:
         m.st[i, S_RAM_BANK] = v & 0x0F
     else:
-        if (m.st[i, S_RTC_LATCH] & 1) == 0 and (v & 1) != 0:
-            rtc_latch(i, m)
-        m.st[i, S_RTC_LATCH] = v
+        rtc_latch(i, m)  # every write latches (cpp/latch-rtc-test), not only a rising bit 0
+        m.st[i, S_RTC_LATCH] = v  # the last value written, kept for savestates and debugging
 
 
 @wp.func(inline=False)
@@ -194,10 +201,13 @@ def cram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     if mbc == MBC_2:
         return 0xF0 | int(m.cram[i, addr & 0x1FF])
     bank = m.st[i, S_RAM_BANK]
-    if mbc == MBC_3 and bank >= RTC_REG_S:
-        if bank > RTC_REG_DH:
-            return 0xFF
-        return m.st[i, S_RTC_LS + bank - RTC_REG_S]
+    if mbc == MBC_3 and bank >= MBC3_RAM_BANKS:
+        if bank >= RTC_REG_S:
+            if bank > RTC_REG_DH:
+                return 0xFF  # 0D-0F map nothing
+            return m.st[i, S_RTC_LS + bank - RTC_REG_S]
+        if m.st[i, S_RTC_ON] != 0 and m.st[i, S_RAM_SIZE] < MBC30_RAM_SIZE:
+            return 0xFF  # 04-07 map nothing on a 32 KiB MBC3 with the clock (see cram_write)
     off = bank * RAM_BANK_SIZE + (addr - 0xA000)
     size = m.st[i, S_RAM_SIZE]
     if size == 0:
@@ -215,12 +225,17 @@ def cram_write(i: int, m: wp.ref[Mem], addr: int, v: int):
         m.cram[i, addr & 0x1FF] = wp.uint8(v & 0x0F)
         return
     bank = m.st[i, S_RAM_BANK]
-    if mbc == MBC_3 and bank >= RTC_REG_S:
-        if bank <= RTC_REG_DH:
-            m.st[i, S_RTC_S + bank - RTC_REG_S] = v & rtc_reg_mask(bank)
-            if bank == RTC_REG_S:
-                m.st[i, S_RTC_SUB] = 0
-        return
+    if mbc == MBC_3 and bank >= MBC3_RAM_BANKS:
+        if bank >= RTC_REG_S:
+            if bank <= RTC_REG_DH:  # 0D-0F map nothing
+                m.st[i, S_RTC_S + bank - RTC_REG_S] = v & rtc_reg_mask(bank)
+                if bank == RTC_REG_S:
+                    m.st[i, S_RTC_SUB] = 0
+            return
+        # 04-07: an MBC3 has 4 RAM banks (its select lines 2-3 go to the clock), the 64 KiB
+        # MBC30 8; without the clock they mirror 00-03 (modulo the RAM size, below)
+        if m.st[i, S_RTC_ON] != 0 and m.st[i, S_RAM_SIZE] < MBC30_RAM_SIZE:
+            return
     size = m.st[i, S_RAM_SIZE]
     if size == 0:
         return
