@@ -61,6 +61,11 @@ class TestConfig:
         with pytest.raises(ValueError, match="device"):
             AsyncCollectorConfig(**VALID, backend="cuda", device="cpu")
 
+    def test_cuda_twin_backend_needs_cpu_device(self):
+        assert AsyncCollectorConfig(**VALID, backend="cuda-twin").backend == "cuda-twin"
+        with pytest.raises(ValueError, match="cuda-twin.*device='cpu'"):
+            AsyncCollectorConfig(**VALID, backend="cuda-twin", device="cuda")
+
     def test_warns_when_commit_stride_over_half_seq(self):
         with pytest.warns(UserWarning, match="commit_stride=9 > seq_len/2"):
             AsyncCollectorConfig(**{**VALID, "commit_stride": 9})

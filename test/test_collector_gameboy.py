@@ -68,3 +68,21 @@ def test_gameboy_env_threaded():
     c.storage.check_invariants()
     assert c.env_steps == 36 and c.updates == c.limiter.inserts > 0
     assert c.versions["lag"] == 0
+
+
+def test_gameboy_env_cuda_twin():
+    """The maze on the cuda backend's CPU twin: the emulator renders each next frame straight
+    into a replay row (reported to the twin as a write of the actor stream), the learner
+    gathers rows on its stream; the twin checks every such pair is ordered by the commit
+    events. (Host syncs are not checked: on a CPU device GameBoyEnv tests for resets on the
+    host, which its CUDA path never does.)"""
+    c = _gameboy_collector(zero_copy=True, backend="cuda-twin")
+    c.stream_sync.twin.host_syncs = False
+    notes = []
+    external_write = c.stream_sync.external_write
+    c.stream_sync.external_write = lambda t: (notes.append(t.data_ptr()), external_write(t))
+    c.run()
+    c.storage.check_invariants()
+    assert c.stream_sync.errors == [] and len(notes) == c.env_steps
+    assert c.env_steps == 36 and c.updates == c.limiter.inserts > 0
+    assert c.versions["lag"] == 0

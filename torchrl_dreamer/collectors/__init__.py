@@ -1,11 +1,15 @@
 """torchrl_dreamer.collectors: the asynchronous actor/learner collector and its schedulers.
 
-- :class:`AsyncDreamerCollector` -- actor/learner choreography (reference / threaded / cuda).
+- :class:`AsyncDreamerCollector` -- actor/learner choreography (reference / threaded / cuda, and
+  cuda-twin: the cuda backend's code path on a CPU, its stream ordering checked op by op).
 - :class:`AsyncCollectorConfig` -- every knob, validated.
 - :class:`Ratio`, :class:`UpdateSchedule` -- sheeprl/Hafner replay-ratio scheduling.
 - :class:`RateLimiter` -- Reverb samples-per-insert backpressure (Atropos pause rule).
 - :class:`EnvDriver` -- the actor's step: act, write one replay row, step the env.
-- :class:`FailFast`, :class:`MetricsAccumulator` -- non-finite guard and device-side metrics.
+- :class:`FailFast`, :class:`MetricsAccumulator`, :class:`OverlapMeter` -- non-finite guard,
+  device-side metrics, actor/learner busy time and overlap.
+- :class:`HostSync`, :class:`StreamSync` (:class:`CudaSync`, :class:`StreamTwin`) -- the
+  device-side ordering of each backend; :class:`StreamOrderError` when it is broken.
 - :class:`ReplayStorage`, :class:`SequenceSampler`, :class:`Learner` -- what the collector
   needs from its collaborators (``typing.Protocol``).
 """
@@ -18,7 +22,7 @@ from torchrl_dreamer.collectors.async_collector import (
 from torchrl_dreamer.collectors.config import AsyncCollectorConfig
 from torchrl_dreamer.collectors.env_driver import EnvDriver
 from torchrl_dreamer.collectors.failfast import FailFast, NonFiniteError, tensor_stats
-from torchrl_dreamer.collectors.metrics import MetricsAccumulator
+from torchrl_dreamer.collectors.metrics import MetricsAccumulator, OverlapMeter
 from torchrl_dreamer.collectors.protocols import Learner, ReplayStorage, SequenceSampler
 from torchrl_dreamer.collectors.rate_limiter import (
     RateLimiter,
@@ -26,7 +30,14 @@ from torchrl_dreamer.collectors.rate_limiter import (
     RateLimiterTimeout,
 )
 from torchrl_dreamer.collectors.ratio import Ratio, UpdateSchedule
-from torchrl_dreamer.collectors.streams import CudaSync, HostSync, make_sync
+from torchrl_dreamer.collectors.stream_twin import StreamTwin
+from torchrl_dreamer.collectors.streams import (
+    CudaSync,
+    HostSync,
+    StreamOrderError,
+    StreamSync,
+    make_sync,
+)
 
 __all__ = [
     "AsyncCollectorConfig",
@@ -39,12 +50,16 @@ __all__ = [
     "Learner",
     "MetricsAccumulator",
     "NonFiniteError",
+    "OverlapMeter",
     "RateLimiter",
     "RateLimiterClosed",
     "RateLimiterTimeout",
     "Ratio",
     "ReplayStorage",
     "SequenceSampler",
+    "StreamOrderError",
+    "StreamSync",
+    "StreamTwin",
     "UpdateSchedule",
     "default_weight_sync",
     "make_sync",

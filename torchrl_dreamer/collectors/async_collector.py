@@ -27,7 +27,9 @@ Backends: ``"reference"`` runs both sides in the calling thread (the learner's s
 interleaved at each commit; same seed -> bit-identical losses and replay); ``"threaded"`` runs the
 actor in a thread and the learner in the caller, truly concurrent; ``"cuda"`` is ``"threaded"``
 plus an actor stream and a learner stream ordered by CUDA events (:mod:`.streams`), with metrics
-reduced on the device and read every ``log_every`` (no host sync in the hot loops).
+reduced on the device and read every ``log_every`` on the learner stream (no host sync in the
+hot loops); ``"cuda-twin"`` is ``"cuda"`` on a CPU, its streams and events modelled on the host
+and every op checked against them (:mod:`.stream_twin`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from torchrl.collectors import BaseCollector
 from torchrl_dreamer.collectors.config import AsyncCollectorConfig
 from torchrl_dreamer.collectors.env_driver import EnvDriver
 from torchrl_dreamer.collectors.failfast import FailFast
-from torchrl_dreamer.collectors.metrics import MetricsAccumulator
+from torchrl_dreamer.collectors.metrics import MetricsAccumulator, OverlapMeter
 from torchrl_dreamer.collectors.protocols import (
     Autocasting,
     Checkpointable,
@@ -197,7 +199,8 @@ class AsyncDreamerCollector(BaseCollector):
         self.failfast = FailFast(
             bundle_dir if bundle_dir is not None else "dreamer_failures",
             cfg.to_dict(),
-            check_every=cfg.log_every if cfg.backend == "cuda" else 1,
+            # on streams a check reads a device flag: a host sync, so only every log_every
+            check_every=cfg.log_every if self._sync.deferred else 1,
         )
         # Host-side hand-offs (threading events, shared by every backend).
         self.commit_event = threading.Event()
@@ -230,13 +233,35 @@ class AsyncDreamerCollector(BaseCollector):
                 f"{cfg.safety_margin}; build TimeMajorStorage(..., safety_margin="
                 f"{cfg.safety_margin})."
             )
-        need = storage.safety_margin + cfg.seq_len + cfg.commit_stride
+        margin = max(storage.safety_margin, AsyncDreamerCollector.writer_margin(cfg))
+        need = margin + cfg.seq_len + cfg.commit_stride
         if storage.capacity < need:
             raise ValueError(
                 f"storage.capacity={storage.capacity} is too small: it must hold safety_margin + "
-                f"seq_len + commit_stride = {need} rows so a full sequence stays sampleable "
-                "while the actor writes ahead of its last commit."
+                f"seq_len + commit_stride = {margin} + {cfg.seq_len} + {cfg.commit_stride} = "
+                f"{need} rows so a full sequence stays sampleable while the actor writes ahead "
+                "of its last commit and over the oldest rows."
             )
+
+    @staticmethod
+    def writer_margin(cfg: AsyncCollectorConfig) -> int:
+        """The fewest oldest ring rows kept out of sampling while the actor runs concurrently.
+
+        A batch the learner samples is read (gathered) later: on the host a moment later, on a
+        CUDA stream whenever the stream gets there. Until the actor's next window, which waits
+        on ``policy_ready`` (published after that gather), the actor may still write the rest of
+        its window, ``steps_per_rollout`` rows, plus the next row the env renders ahead (zero
+        copy), each over the oldest row of a full ring. So those rows must not be sampled:
+        ``steps_per_rollout + 1`` (0 for ``reference``: it never acts while it samples).
+        """
+        return 0 if cfg.backend == "reference" else cfg.steps_per_rollout + 1
+
+    def _apply_writer_margin(self) -> None:
+        """Raise ``storage.safety_margin`` to :meth:`writer_margin` (again after a replay load,
+        which restores the margin it was saved with)."""
+        need = self.writer_margin(self.config)
+        if self.storage.safety_margin < need:
+            self.storage.safety_margin = need
 
     @staticmethod
     def _check_sampler(sampler: Any, cfg: AsyncCollectorConfig) -> None:
@@ -307,12 +332,19 @@ class AsyncDreamerCollector(BaseCollector):
         self._actor_busy = 0.0
         self._learner_busy = 0.0
         self._wall = 0.0
-        self._log_marks = (time.perf_counter(), 0.0, 0.0, 0)
+        self.overlap = OverlapMeter()
+        self._log_marks = (self.overlap.snapshot(), 0.0, 0)
         self._log_queue: list[dict[str, float]] = []
         self._policy_started = False
         self.last_metrics: dict[str, float] = {}
 
     # ------------------------------------------------------------------ properties
+    @property
+    def stream_sync(self) -> Any:
+        """The device-ordering object of the backend (:mod:`.streams`): ``HostSync``,
+        ``CudaSync``, or the CPU twin ``StreamTwin`` (``backend="cuda-twin"``)."""
+        return self._sync
+
     @property
     def env_steps(self) -> int:
         """Vectorised env steps taken (rows written)."""
@@ -336,6 +368,16 @@ class AsyncDreamerCollector(BaseCollector):
             "learner": self.learner_version,
             "lag": self.learner_version - self.actor_version,
         }
+
+    def readable_committed_t(self) -> int:
+        """The last committed step, with the calling thread's current stream ordered after the
+        rows up to it: read committed rows from outside the collector (episode statistics)
+        only up to this value, after this call. On the ``cuda`` backend a commit is an event on
+        the actor stream, not a host wait, so a row committed on the host may still be in
+        flight for a reader on another stream; on the CPU backends this is ``committed_t``."""
+        t = self.storage.committed_t
+        self._sync.reader_wait_commit()  # the latest commit event: recorded before t's commit
+        return t
 
     def replay_ratio_actual(self) -> float:
         """Gradient steps per policy step counted by the schedule (sheeprl's ``ratio_steps``)."""
@@ -366,9 +408,11 @@ class AsyncDreamerCollector(BaseCollector):
 
     def _actor_window(self, on_commit: Callable[[], None] | None = None) -> None:
         cfg = self.config
+        sync = self._sync
         start = time.perf_counter()
-        with self._sync.actor_context():
-            self._sync.actor_wait_policy_ready()
+        with sync.actor_context():
+            sync.actor_wait_policy_ready()
+            busy = sync.timer_start("actor")
             self._trace("window_start", self.windows, self.actor_version, self.limiter.queued)
             for _ in range(cfg.steps_per_rollout):
                 if self._done_collecting():
@@ -379,13 +423,18 @@ class AsyncDreamerCollector(BaseCollector):
                     if isinstance(self.player, RecurrentPolicy):
                         self.player.init_states()
                 t = self.driver.step(random=random)
+                if self.driver.rendered is not None:  # the env wrote the next row natively
+                    sync.external_write(self.driver.rendered)
                 if (t + 1) % cfg.commit_stride == 0:
                     self._commit(t)
                     if on_commit is not None:  # reference backend: the learner's turn
+                        sync.timer_stop("actor", busy)
                         learner_start = time.perf_counter()
                         on_commit()
                         start += time.perf_counter() - learner_start
-            self._sync.record_window_done()
+                        busy = sync.timer_start("actor")
+            sync.record_window_done()
+            sync.timer_stop("actor", busy)
         self._trace("window_end", self.windows)
         self.windows += 1
         self._actor_busy += time.perf_counter() - start
@@ -399,13 +448,17 @@ class AsyncDreamerCollector(BaseCollector):
     def _update(self) -> None:
         """One gradient step on a sequence batch of committed rows."""
         cfg = self.config
+        sync = self._sync
         self.limiter.sample(1, timeout=cfg.timeout_s)
         start = time.perf_counter()
-        with self._sync.learner_context():
+        # Everything that touches the learner's tensors runs on its stream, the metrics and
+        # fail-fast flags included: on another stream they would race with the update.
+        with sync.learner_context():
+            busy = sync.timer_start("learner")
             # Indices first (from the committed_t seen now), THEN wait on the latest commit
             # event (recorded before that commit), THEN gather: never reads unfinished rows.
             index, info = self.sampler.sample(self.storage, cfg.batch_size * cfg.seq_len)
-            self._sync.learner_wait_commit()
+            sync.learner_wait_commit()
             data = self.storage.get(index)
             if data.device != self.learner_device:
                 data = data.to(self.learner_device, non_blocking=True)
@@ -419,28 +472,35 @@ class AsyncDreamerCollector(BaseCollector):
             self.metrics.add(metrics)
             self.metrics.add({"sample_t_min": per_seq.min(),
                               "sample_t_max": per_seq.max() + (cfg.seq_len - 1)})
-        self._learner_busy += time.perf_counter() - start
-        self.updates += 1
-        self.learner_version += 1
-        self._trace("update", self.learner_version)
-        self.metrics.add_host({"learner_ms": 1000.0 * (time.perf_counter() - start)})
-        self.failfast.watch(self.updates, metrics, {"env_idx": per_env, "start": per_seq})
-        if self.updates % cfg.log_every == 0:
-            self._log()
+            sync.timer_stop("learner", busy)
+            self._learner_busy += time.perf_counter() - start
+            self.updates += 1
+            self.learner_version += 1
+            self._trace("update", self.learner_version)
+            self.metrics.add_host({"learner_ms": 1000.0 * (time.perf_counter() - start)})
+            with sync.host_read() if self.failfast.due else contextlib.nullcontext():
+                self.failfast.watch(self.updates, metrics, {"env_idx": per_env, "start": per_seq})
+            if self.updates % cfg.log_every == 0:
+                with sync.host_read():
+                    self._log()
 
     def _publish(self) -> None:
         """Copy the learner's weights into the (idle) player, THEN signal ``policy_ready``."""
         self.actor_idle.clear()
         self.policy_ready.clear()  # the actor is idle (or gone): nobody is released early
-        with self._sync.learner_context():
+        sync = self._sync
+        with sync.learner_context():
+            # the copy overwrites weights the window read, and the watch reads the state it
+            # wrote: both after the window; policy_ready after both (the next window writes
+            # the state again)
+            sync.learner_wait_window_done()
             if self.learner_version != self.actor_version:
-                self._sync.learner_wait_window_done()
                 self.weight_sync(self.player, self.learner)
                 self._trace("copy_done", self.learner_version)
-            self._sync.record_policy_ready()
+            self._watch_player()
+            sync.record_policy_ready()
         self.actor_version = self.learner_version
         self.publications += 1
-        self._watch_player()
         self._trace("policy_ready", self.actor_version)
         self.policy_ready.set()
 
@@ -449,17 +509,21 @@ class AsyncDreamerCollector(BaseCollector):
         states = {f"player.{k}": getattr(self.player, k) for k in ("h", "z")
                   if isinstance(getattr(self.player, k, None), torch.Tensor)}
         if states:
-            self.failfast.watch(self.updates, states)
+            with self._sync.host_read() if self.failfast.due else contextlib.nullcontext():
+                self.failfast.watch(self.updates, states)
+
+    def _feed_overlap(self) -> None:
+        """Busy intervals the sync has finished timing (device events on streams) -> meter."""
+        self.overlap.add_all(self._sync.busy_intervals())
 
     def _log(self) -> None:
-        now = time.perf_counter()
-        t0, a0, l0, w0 = self._log_marks
-        wall, busy_a, busy_l = now - t0, self._actor_busy - a0, self._learner_busy - l0
+        self._feed_overlap()
+        (a0, l0, o0), host_a0, w0 = self._log_marks
+        busy_a, busy_l, both = self.overlap.snapshot()
         windows = self.windows - w0
-        overlap = 0.0
-        if min(busy_a, busy_l) > 0:
-            overlap = max(0.0, min(1.0, (busy_a + busy_l - wall) / min(busy_a, busy_l)))
-        self._log_marks = (now, self._actor_busy, self._learner_busy, self.windows)
+        overlap = OverlapMeter.efficiency_of(busy_a - a0, busy_l - l0, both - o0)
+        host_a = self._actor_busy - host_a0
+        self._log_marks = (self.overlap.snapshot(), self._actor_busy, self.windows)
         gauges = {
             "replay_ratio_actual": self.replay_ratio_actual(),
             "replay_ratio_target": self.config.replay_ratio,
@@ -475,7 +539,7 @@ class AsyncDreamerCollector(BaseCollector):
             "overlap_eff": overlap,
         }
         if windows > 0:
-            gauges["actor_ms"] = 1000.0 * busy_a / windows
+            gauges["actor_ms"] = 1000.0 * host_a / windows
         self.metrics.set_host(gauges)
         values = self.metrics.log(self.logger, step=self.updates)
         self.last_metrics = values
@@ -544,15 +608,16 @@ class AsyncDreamerCollector(BaseCollector):
 
     def _actor_loop(self) -> None:
         try:
-            while not self._done_collecting():
-                self._await_policy(paused=False)
-                while not self._stop and not self.limiter.can_insert(0):
-                    self._await_policy(paused=True)
-                self._paused = False
-                if self._stop:
-                    break
-                self._actor_window()
-            self._final_commit()
+            with self._sync.thread_scope():
+                while not self._done_collecting():
+                    self._await_policy(paused=False)
+                    while not self._stop and not self.limiter.can_insert(0):
+                        self._await_policy(paused=True)
+                    self._paused = False
+                    if self._stop:
+                        break
+                    self._actor_window()
+                self._final_commit()
         except BaseException as err:  # re-raised in the learner's thread
             self._actor_error = err
         finally:
@@ -570,27 +635,29 @@ class AsyncDreamerCollector(BaseCollector):
         mark, since = (self.env_steps, self.windows), time.monotonic()
         try:
             while True:
-                self._wake.clear()
-                if self._actor_error is not None:
-                    raise self._actor_error
-                if self._stop:
-                    break
-                if self.actor_idle.is_set():
-                    if self._paused and tick < k and self.limiter.can_sample(1):
+                # the work of one turn in the collector's thread scope (the twin watches it);
+                # the yield below hands control to the caller outside it
+                with self._sync.thread_scope():
+                    self._wake.clear()
+                    if self._actor_error is not None:
+                        raise self._actor_error
+                    if self._stop:
+                        break
+                    if self.actor_idle.is_set():
+                        if self._paused and tick < k and self.limiter.can_sample(1):
+                            self._update()
+                            tick += 1
+                        else:
+                            self._publish()
+                            tick = 0
+                    elif tick < k and self.limiter.can_sample(1):
                         self._update()
                         tick += 1
-                    else:
-                        self._publish()
-                        tick = 0
-                elif tick < k and self.limiter.can_sample(1):
-                    self._update()
-                    tick += 1
-                elif self._actor_done:
-                    if not self.limiter.can_sample(1):
-                        break
-                    tick = 0  # the actor is gone: no boundary to wait for
-                else:
-                    if not self._wake.wait(min(0.25, cfg.timeout_s)):
+                    elif self._actor_done:
+                        if not self.limiter.can_sample(1):
+                            break
+                        tick = 0  # the actor is gone: no boundary to wait for
+                    elif not self._wake.wait(min(0.25, cfg.timeout_s)):
                         now_mark = (self.env_steps, self.windows)
                         if now_mark != mark:
                             mark, since = now_mark, time.monotonic()
@@ -605,9 +672,11 @@ class AsyncDreamerCollector(BaseCollector):
             self._actor_thread.join(cfg.timeout_s)
             if self._actor_error is not None:
                 raise self._actor_error
-            if not self._stop:
-                self._publish()
-            self._sync.synchronize()
+            with self._sync.thread_scope():
+                if not self._stop:
+                    self._publish()
+                self._sync.synchronize()
+                self._feed_overlap()
             yield from self._drain_logs()
         finally:
             self._stop_actor()
@@ -632,10 +701,14 @@ class AsyncDreamerCollector(BaseCollector):
     # ------------------------------------------------------------------ BaseCollector API
     def iterator(self) -> Iterator[TensorDictBase]:
         """Runs the choreography; yields a metrics TensorDict every ``log_every`` updates."""
-        if not self.driver.started:
-            self.driver.reset()
+        self._apply_writer_margin()
+        with self._sync.thread_scope():
+            if not self.driver.started:
+                self.driver.reset()
+            self._sync.begin()  # both streams after what the caller enqueued (env reset, models)
         self._stop = False
         self._actor_done = False
+        self.overlap.restart()
         start = time.perf_counter()
         try:
             if self.config.backend == "reference":
@@ -659,15 +732,16 @@ class AsyncDreamerCollector(BaseCollector):
         return self.summary()
 
     def overlap_efficiency(self) -> float:
-        """Over all runs so far: ``(actor_busy + learner_busy - wall) / min(busy)``, in [0, 1].
+        """Over all runs so far: the time the actor and the learner were busy at once, over the
+        shorter side's busy time, in [0, 1] (:class:`~.metrics.OverlapMeter`).
 
         0 means the two sides never ran at the same time (``reference``), 1 that the shorter one
-        was entirely hidden behind the longer one.
+        was entirely hidden behind the longer one. Busy intervals are windows and updates,
+        timed on the host, or on the device by events of the actor and learner streams
+        (``cuda``: what the GPU did, not how long the host took to enqueue it).
         """
-        a, b = self._actor_busy, self._learner_busy
-        if min(a, b) <= 0:
-            return 0.0
-        return max(0.0, min(1.0, (a + b - self._wall) / min(a, b)))
+        self._feed_overlap()
+        return self.overlap.efficiency()
 
     def summary(self) -> dict[str, float]:
         """Counters, versions and achieved ratio, plus the last logged metrics."""
@@ -676,6 +750,9 @@ class AsyncDreamerCollector(BaseCollector):
             "actor_ms": 1000.0 * self._actor_busy / max(1, self.windows),
             "learner_ms": 1000.0 * self._learner_busy / max(1, self.updates),
             "overlap_eff": self.overlap_efficiency(),
+            "actor_busy_s": self.overlap.busy["actor"],
+            "learner_busy_s": self.overlap.busy["learner"],
+            "overlap_s": self.overlap.overlap,
             "wall_s": self._wall,
             "env_steps": float(self.env_steps),
             "policy_steps": float(self.policy_steps),

@@ -23,7 +23,7 @@ import torch
 
 __all__ = ["AsyncCollectorConfig", "Backend", "Precision", "precision_dtype"]
 
-Backend = Literal["reference", "threaded", "cuda"]
+Backend = Literal["reference", "threaded", "cuda", "cuda-twin"]
 Precision = Literal["fp32", "bf16", "fp16"]
 
 _PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -66,7 +66,10 @@ class AsyncCollectorConfig:
         log_every: read device-side metrics and log them every this many gradient steps.
         device: where the learner runs (the actor follows the env's device).
         precision: learner autocast dtype: ``"fp32"`` (off), ``"bf16"``, ``"fp16"``.
-        backend: ``"reference"`` (sequential, deterministic), ``"threaded"`` or ``"cuda"``.
+        backend: ``"reference"`` (sequential, deterministic), ``"threaded"``, ``"cuda"`` (actor
+            and learner on two CUDA streams) or ``"cuda-twin"`` (the ``cuda`` backend's code
+            path on a CPU device, its streams and events modelled on the host and every op
+            checked against them: :class:`~torchrl_dreamer.collectors.stream_twin.StreamTwin`).
         timeout_s: longest wait on any event before failing with a diagnostic (deadlock guard).
         seed: seeds the env, the sampler's generator and torch.
 
@@ -131,8 +134,8 @@ class AsyncCollectorConfig:
         need(self.log_every >= 1, "log_every", "must be >= 1.")
         need(self.precision in _PRECISION_DTYPES, "precision",
              f"must be one of {sorted(_PRECISION_DTYPES)}.")
-        need(self.backend in ("reference", "threaded", "cuda"), "backend",
-             "must be 'reference', 'threaded' or 'cuda'.")
+        need(self.backend in ("reference", "threaded", "cuda", "cuda-twin"), "backend",
+             "must be 'reference', 'threaded', 'cuda' or 'cuda-twin'.")
         need(self.timeout_s > 0, "timeout_s", "must be > 0 seconds.")
         try:
             dev = torch.device(self.device)
@@ -141,7 +144,11 @@ class AsyncCollectorConfig:
                 f"AsyncCollectorConfig.device={self.device!r} is invalid: {err}"
             ) from err
         need(self.backend != "cuda" or dev.type == "cuda", "device",
-             "backend='cuda' needs a CUDA device (use backend='threaded' on CPU).")
+             "backend='cuda' needs a CUDA device (use backend='threaded', or 'cuda-twin' to "
+             "check the CUDA choreography, on CPU).")
+        need(self.backend != "cuda-twin" or dev.type == "cpu", "device",
+             "backend='cuda-twin' models the CUDA streams on the host: it needs device='cpu' "
+             "(use backend='cuda' on a GPU).")
         if self.commit_stride > self.seq_len / 2:
             warnings.warn(
                 f"AsyncCollectorConfig.commit_stride={self.commit_stride} > seq_len/2="

@@ -101,6 +101,8 @@ class EnvDriver:
         self._episode_id = torch.full((self.num_envs,), -1, dtype=torch.int32, device=env.device)
         self._cur: TensorDictBase | None = None
         self._prefilled = None  # field of the next row already rendered in place (zero copy)
+        self.rendered: torch.Tensor | None = None
+        """The replay slot the env's last step rendered into natively (zero copy), else None."""
         self.env_steps = 0
 
     # ------------------------------------------------------------------ helpers
@@ -237,11 +239,14 @@ class EnvDriver:
             action = self.policy(obs).get("action")
         t = self.storage.write(self._row(cur, action))
         self._prefilled = None
+        self.rendered = None
         if self._fast:
             key = self._zero_copy_key
             if key is not None and key in self.storage.fields:
-                nxt = self.env.fast_step(action, obs_out=self.storage.obs_slot(t + 1, key))
+                slot = self.storage.obs_slot(t + 1, key)
+                nxt = self.env.fast_step(action, obs_out=slot)
                 self._prefilled = key
+                self.rendered = slot
             else:
                 nxt = self.env.fast_step(action)
         else:

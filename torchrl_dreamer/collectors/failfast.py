@@ -92,6 +92,11 @@ class FailFast:
         self._flags: collections.deque = collections.deque(maxlen=self.check_every)
         self._pending = 0
 
+    @property
+    def due(self) -> bool:
+        """Whether the next :meth:`watch` reads the flags back (a host sync on a GPU)."""
+        return self._pending + 1 >= self.check_every
+
     def watch(
         self,
         step: int,

@@ -9,12 +9,13 @@ hands the result to any :class:`torchrl.record.loggers.Logger` (CSV, TensorBoard
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import torch
 
-__all__ = ["MetricsAccumulator"]
+__all__ = ["MetricsAccumulator", "OverlapMeter"]
 
 
 class MetricsAccumulator:
@@ -95,3 +96,69 @@ class MetricsAccumulator:
         if logger is not None and values:
             logger.log_metrics(values, step=step)
         return values
+
+
+class OverlapMeter:
+    """Busy time of the actor and of the learner, and how much of it ran at the same time.
+
+    Each side reports its busy intervals (a window, an update) in order, as host times or as
+    device times of stream events; each side is serial, so its intervals never overlap each
+    other. ``efficiency = overlap / min(actor_busy, learner_busy)``: 0 when the two sides took
+    turns (the ``reference`` backend), 1 when the shorter one was entirely hidden behind the
+    other. Intervals are kept only until no later interval of the other side can meet them.
+
+    Examples:
+        >>> m = OverlapMeter()
+        >>> m.add("actor", 0.0, 4.0); m.add("learner", 1.0, 2.0); m.add("learner", 3.0, 5.0)
+        >>> m.busy, m.overlap, m.efficiency()
+        ({'actor': 4.0, 'learner': 3.0}, 2.0, 0.6666666666666666)
+    """
+
+    SIDES = ("actor", "learner")
+
+    def __init__(self) -> None:
+        self.busy = {"actor": 0.0, "learner": 0.0}
+        self.intervals = {"actor": 0, "learner": 0}
+        self.overlap = 0.0
+        self._open: dict[str, list[tuple[float, float]]] = {"actor": [], "learner": []}
+        self._last_end = {"actor": -math.inf, "learner": -math.inf}
+
+    def restart(self) -> None:
+        """A new run whose times may start over: earlier intervals meet no later one."""
+        self._open = {"actor": [], "learner": []}
+        self._last_end = {"actor": -math.inf, "learner": -math.inf}
+
+    def add(self, side: str, start: float, end: float) -> None:
+        """One busy interval ``[start, end]`` (seconds) of ``side``, after its earlier ones."""
+        other = "learner" if side == "actor" else "actor"
+        self.busy[side] += max(0.0, end - start)
+        self.intervals[side] += 1
+        for s, e in self._open[other]:
+            both = min(e, end) - max(s, start)
+            if both > 0:
+                self.overlap += both
+        self._open[side].append((start, end))
+        self._last_end[side] = max(self._last_end[side], end)
+        # an interval no later interval of the other side can reach is done
+        self._open[side] = [iv for iv in self._open[side] if iv[1] > self._last_end[other]]
+        self._open[other] = [iv for iv in self._open[other] if iv[1] > self._last_end[side]]
+
+    def add_all(self, intervals: Mapping[str, list[tuple[float, float]]]) -> None:
+        """:meth:`add` every interval of ``{side: [(start, end), ...]}``."""
+        for side in self.SIDES:
+            for start, end in intervals.get(side, ()):
+                self.add(side, start, end)
+
+    def snapshot(self) -> tuple[float, float, float]:
+        """``(actor_busy, learner_busy, overlap)`` so far."""
+        return self.busy["actor"], self.busy["learner"], self.overlap
+
+    @staticmethod
+    def efficiency_of(actor: float, learner: float, overlap: float) -> float:
+        """``overlap / min(actor, learner)`` in [0, 1] (0 when a side never ran)."""
+        shorter = min(actor, learner)
+        return 0.0 if shorter <= 0 else max(0.0, min(1.0, overlap / shorter))
+
+    def efficiency(self) -> float:
+        """Overlap efficiency over everything added."""
+        return self.efficiency_of(*self.snapshot())

@@ -78,13 +78,18 @@ class EpisodeTracker:
         self.successes = 0
         self.rows_lost = 0
 
-    def update(self, storage: Any) -> list[tuple[float, int, bool]]:
+    def update(self, storage: Any, upto: int | None = None) -> list[tuple[float, int, bool]]:
         """Read committed rows not seen yet; return the episodes they finished.
 
         Each episode is ``(return, length, success)``. Rows already overwritten by the ring
-        (more than ``capacity`` rows since the last call) are skipped with a warning.
+        (more than ``capacity`` rows since the last call) are skipped with a warning. ``upto``
+        bounds the rows read (default: the storage's ``committed_t``); a collector whose actor
+        writes on another CUDA stream gives it with
+        :meth:`~torchrl_dreamer.collectors.AsyncDreamerCollector.readable_committed_t`, which
+        also orders this thread's reads after those rows.
         """
-        last = int(storage.committed_t)
+        last = int(storage.committed_t) if upto is None else min(int(upto),
+                                                                 int(storage.committed_t))
         if last < self.next_t:
             return []
         oldest = int(storage.total_steps) - int(storage.capacity)

@@ -197,7 +197,12 @@ class DreamerTrainer:
     # ------------------------------------------------------------------ loop
     def _record(self, bar: Any, t_start: float, steps0: int, t_chunk: float) -> dict[str, float]:
         c = self.collector
-        episodes = self.tracker.update(self.parts.storage) if self.parts.storage is not None else []
+        episodes = []
+        if self.parts.storage is not None:
+            # on the cuda backend, committed rows are complete only in the actor stream's order
+            readable = getattr(c, "readable_committed_t", None)
+            episodes = self.tracker.update(self.parts.storage,
+                                           upto=readable() if readable is not None else None)
         for ret, length, ok in episodes:
             if self.logger is not None:
                 m = {"episode/return": ret, "episode/length": length}
