@@ -1,8 +1,12 @@
-"""Collector throughput: threaded vs reference backend, same config, same run.
+"""Collector throughput: threaded and cuda vs reference backend, same config, same run.
 
 Prints one JSON line per result: env steps/s (ours = threaded, peer = reference, speedup =
-threaded / reference) and, per backend, the achieved replay ratio (ours) against the target
-(peer); there ``speedup`` is achieved / target, 1.0 being exact.
+threaded / reference), the same for the ``cuda`` backend (the real one with ``--device cuda``;
+on a CPU its twin ``cuda-twin``: the same stream/event code path over host streams, unchecked,
+so that it costs what the backend costs) at equal gradient steps (a line says both counts), its
+overlap efficiency (busy intervals timed by stream events on a GPU), and, per backend, the
+achieved replay ratio (ours) against the target (peer); there ``speedup`` is achieved / target,
+1.0 being exact.
 
 Both backends run the real pieces (``TimeMajorStorage``, ``ChronologicalSliceSampler``,
 ``DreamerPlayer``, ``DreamerV3Learner`` with the ``tiny`` preset). The env is ``GameBoyEnv``
@@ -39,6 +43,7 @@ from torchrl.data import Categorical, Composite, Unbounded  # noqa: E402
 from torchrl.envs import EnvBase  # noqa: E402
 
 from torchrl_dreamer.collectors import AsyncCollectorConfig, AsyncDreamerCollector  # noqa: E402
+from torchrl_dreamer.collectors.metrics import OverlapMeter  # noqa: E402
 from torchrl_dreamer.data import ChronologicalSliceSampler, TimeMajorStorage  # noqa: E402
 from torchrl_dreamer.modules import DreamerPlayer, make_dreamer  # noqa: E402
 from torchrl_dreamer.objectives import DreamerV3Learner  # noqa: E402
@@ -52,22 +57,23 @@ class BusyEnv(EnvBase):
     small ops would instead measure GIL contention between the actor and learner threads.
     """
 
-    def __init__(self, num_envs: int, work: int, max_steps: int = 50, sleep_s: float = 0.0):
-        super().__init__(batch_size=torch.Size([num_envs]), device="cpu")
-        n = num_envs
-        flag = Categorical(2, shape=(n, 1), dtype=torch.bool)
-        self.observation_spec = Composite(obs=Unbounded(shape=(n, 8)), is_first=flag.clone(),
-                                          shape=(n,))
-        self.action_spec = Categorical(4, shape=(n,), dtype=torch.int64)
-        self.reward_spec = Unbounded(shape=(n, 1))
+    def __init__(self, num_envs: int, work: int, max_steps: int = 50, sleep_s: float = 0.0,
+                 device: str = "cpu"):
+        super().__init__(batch_size=torch.Size([num_envs]), device=device)
+        n, dev = num_envs, self.device
+        flag = Categorical(2, shape=(n, 1), dtype=torch.bool, device=dev)
+        self.observation_spec = Composite(obs=Unbounded(shape=(n, 8), device=dev),
+                                          is_first=flag.clone(), shape=(n,), device=dev)
+        self.action_spec = Categorical(4, shape=(n,), dtype=torch.int64, device=dev)
+        self.reward_spec = Unbounded(shape=(n, 1), device=dev)
         self.done_spec = Composite(done=flag.clone(), terminated=flag.clone(),
-                                   truncated=flag.clone(), shape=(n,))
+                                   truncated=flag.clone(), shape=(n,), device=dev)
         self._torchrl_native_autoreset = True
         self.work, self.max_steps, self.sleep_s = work, max_steps, sleep_s
-        self._a = torch.randn(512, 512) / 512 ** 0.5
-        self._x = torch.zeros(n, 8)
-        self._t = torch.zeros(n, dtype=torch.long)
-        self._pending = torch.zeros(n, dtype=torch.bool)
+        self._a = torch.randn(512, 512, device=dev) / 512 ** 0.5
+        self._x = torch.zeros(n, 8, device=dev)
+        self._t = torch.zeros(n, dtype=torch.long, device=dev)
+        self._pending = torch.zeros(n, dtype=torch.bool, device=dev)
 
     def _burn(self) -> None:
         if self.sleep_s > 0:  # latency-bound env (e.g. waiting on a device): no CPU used
@@ -81,7 +87,7 @@ class BusyEnv(EnvBase):
         return TensorDict({"obs": self._x.clone(), "reward": reward.reshape(-1, 1),
                            "terminated": term.reshape(-1, 1), "truncated": trunc.reshape(-1, 1),
                            "done": (term | trunc).reshape(-1, 1), "is_first": first.reshape(-1, 1)},
-                          batch_size=self.batch_size)
+                          batch_size=self.batch_size, device=self.device)
 
     def _reset(self, tensordict=None, **kwargs):
         n = self.batch_size[0]
@@ -109,26 +115,31 @@ class BusyEnv(EnvBase):
         return seed
 
 
-def calibrate_work(ms: float) -> int:
+def calibrate_work(ms: float, device: str = "cpu") -> int:
     """Matmul count whose run takes about ``ms`` milliseconds on this machine (now)."""
-    env = BusyEnv(1, 50)
+    env = BusyEnv(1, 50, device=device)
     env._burn()
+    if env.device.type == "cuda":
+        torch.cuda.synchronize()
     start = time.perf_counter()
     env._burn()
+    if env.device.type == "cuda":
+        torch.cuda.synchronize()
     per = (time.perf_counter() - start) / 50
     return max(1, round(ms / 1000.0 / per))
 
 
-def make_env(kind: str, num_envs: int, work: int):
+def make_env(kind: str, num_envs: int, work: int, device: str = "cpu"):
     if kind == "gameboy":
         from torchrl_dreamer.data import dreamer_schema
         from torchrl_dreamer.envs import GameBoyEnv
 
-        return GameBoyEnv("maze", num_envs=num_envs), {"pixels": "packed2"}, dreamer_schema()
+        env = GameBoyEnv("maze", num_envs=num_envs, device=device)
+        return env, {"pixels": "packed2"}, dreamer_schema()
     if kind == "sleep":
-        env = BusyEnv(num_envs, 0, sleep_s=work / 1e6)
+        env = BusyEnv(num_envs, 0, sleep_s=work / 1e6, device=device)
     else:
-        env = BusyEnv(num_envs, work)
+        env = BusyEnv(num_envs, work, device=device)
     return env, {"obs": ("vector", 8)}, None
 
 
@@ -140,17 +151,22 @@ def build(backend: str, args, work: int) -> AsyncDreamerCollector:
         learning_starts=args.learning_starts, min_ready_steps=args.seq_len,
         safety_margin=args.seq_len, max_learner_steps_per_tick=args.max_tick, log_every=10,
         backend=backend, seed=0, timeout_s=300.0, off_policy_tolerance=2.0,
+        device=args.device,
     )
-    env, obs, spec = make_env(args.env, args.num_envs, work)
+    env, obs, spec = make_env(args.env, args.num_envs, work, args.device)
     action_dim = int(env.action_spec.space.n)
     storage = TimeMajorStorage(args.capacity, args.num_envs, spec=spec, auto_commit=False,
-                               safety_margin=cfg.safety_margin)
+                               safety_margin=cfg.safety_margin, device=args.device)
     sampler = ChronologicalSliceSampler(slice_len=cfg.seq_len,
                                         generator=torch.Generator().manual_seed(0))
     wm, actor, critic = make_dreamer("tiny", obs, action_dim=action_dim)
-    learner = DreamerV3Learner(wm, actor, critic)
+    wm, actor, critic = wm.to(args.device), actor.to(args.device), critic.to(args.device)
+    learner = DreamerV3Learner(wm, actor, critic, capture=args.capture)
     player = DreamerPlayer(wm, actor, num_envs=args.num_envs)
-    return AsyncDreamerCollector(env, storage, sampler, player, learner, cfg)
+    c = AsyncDreamerCollector(env, storage, sampler, player, learner, cfg)
+    if backend == "cuda-twin":  # time the code path, not the twin's checker
+        c.stream_sync.twin.check = False
+    return c
 
 
 def measure(backend: str, args, work: int) -> dict:
@@ -158,23 +174,28 @@ def measure(backend: str, args, work: int) -> dict:
     # Warm-up: fill past learning_starts so the timed part runs at the target ratio.
     c.run(total_frames=args.learning_starts + args.num_envs * args.steps_per_rollout)
     steps0, updates0 = c.env_steps, c.updates
-    busy0 = (c._actor_busy, c._learner_busy)
+    c.overlap_efficiency()  # take in the intervals timed so far
+    busy0 = c.overlap.snapshot()
     start, cpu0 = time.perf_counter(), time.process_time()
     c.run(total_frames=c.policy_steps + args.frames)
-    wall = time.perf_counter() - start
+    wall = time.perf_counter() - start  # run() ends with both streams synchronized
     cpu = time.process_time() - cpu0
-    busy_a, busy_l = c._actor_busy - busy0[0], c._learner_busy - busy0[1]
+    c.overlap_efficiency()
+    busy_a, busy_l, both = (x - x0 for x, x0 in zip(c.overlap.snapshot(), busy0))
     c.shutdown(close_env=False)
     steps = c.env_steps - steps0
     return {
         "env_steps_per_s": steps / wall,
+        "updates": c.updates - updates0,
         "updates_per_s": (c.updates - updates0) / wall,
         "replay_ratio": c.replay_ratio_actual(),
         "wall_s": wall,
         # CPU-seconds per wall-second of this process: ~2 when both sides truly run at once on
         # two free cores, ~1 when serial; below 1 when other processes take the cores.
         "cpu_share": cpu / wall,
-        "overlap_eff": max(0.0, min(1.0, (busy_a + busy_l - wall) / max(1e-9, min(busy_a, busy_l)))),
+        # time both sides were busy over the shorter side's busy time (host intervals, or
+        # stream events on the cuda backend)
+        "overlap_eff": OverlapMeter.efficiency_of(busy_a, busy_l, both),
     }
 
 
@@ -196,6 +217,10 @@ def main() -> None:
     p.add_argument("--learning-starts", type=int, default=64)
     p.add_argument("--capacity", type=int, default=4096)
     p.add_argument("--frames", type=int, default=None, help="policy steps timed per backend")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (the cuda backend's case runs its twin, cuda-twin) or cuda")
+    p.add_argument("--capture", action="store_true",
+                   help="the learner's capture=True path (one CUDA graph per update on a GPU)")
     args = p.parse_args()
     torch.set_num_threads(1)
     if args.frames is None:
@@ -206,13 +231,15 @@ def main() -> None:
         probe.run(total_frames=args.learning_starts + 2 * args.num_envs * args.steps_per_rollout)
         upd_ms = probe.last_metrics.get("learner_ms", 100.0)
         args.env_ms = args.replay_ratio * args.num_envs * upd_ms
-    work = {"busy": lambda: calibrate_work(args.env_ms),
+    work = {"busy": lambda: calibrate_work(args.env_ms, args.device),
             "sleep": lambda: int(args.env_ms * 1000),  # microseconds of sleep per step
             "gameboy": lambda: 0}[args.env]()
-    results = {b: measure(b, args, work) for b in ("reference", "threaded")}
-    ref, thr = results["reference"], results["threaded"]
+    cuda = "cuda" if torch.device(args.device).type == "cuda" else "cuda-twin"
+    results = {b: measure(b, args, work) for b in ("reference", "threaded", cuda)}
+    ref, thr, dev = results["reference"], results["threaded"], results[cuda]
     case = (f"{args.env} N={args.num_envs} B{args.batch_size}xT{args.seq_len} "
-            f"rr={args.replay_ratio} window={args.steps_per_rollout}"
+            f"rr={args.replay_ratio} window={args.steps_per_rollout} device={args.device}"
+            + (" capture" if args.capture else "")
             + (f" env_ms={args.env_ms:.0f}" if args.env != "gameboy" else ""))
     print(json.dumps({"bench": "collector", "case": f"env_steps_per_s {case}",
                       "ours": round(thr["env_steps_per_s"], 3),
@@ -225,6 +252,18 @@ def main() -> None:
                       "speedup": round(thr["cpu_share"] / max(ref["cpu_share"], 1e-9), 3)}))
     print(json.dumps({"bench": "collector", "case": f"overlap_eff {case}",
                       "ours": round(thr["overlap_eff"], 3), "peer": round(ref["overlap_eff"], 3),
+                      "unit": "fraction of the shorter side hidden", "speedup": None}))
+    # the cuda backend against reference at equal gradient steps (the schedule grants the same
+    # steps for the same frames; the updates line says so)
+    print(json.dumps({"bench": "collector", "case": f"env_steps_per_s {cuda} vs reference {case}",
+                      "ours": round(dev["env_steps_per_s"], 3),
+                      "peer": round(ref["env_steps_per_s"], 3), "unit": "env steps/s",
+                      "speedup": round(dev["env_steps_per_s"] / ref["env_steps_per_s"], 3)}))
+    print(json.dumps({"bench": "collector", "case": f"updates {cuda} vs reference {case}",
+                      "ours": dev["updates"], "peer": ref["updates"], "unit": "gradient steps",
+                      "speedup": round(dev["updates"] / max(ref["updates"], 1), 3)}))
+    print(json.dumps({"bench": "collector", "case": f"overlap_eff {cuda} {case}",
+                      "ours": round(dev["overlap_eff"], 3), "peer": round(ref["overlap_eff"], 3),
                       "unit": "fraction of the shorter side hidden", "speedup": None}))
     for name, r in results.items():
         print(json.dumps({"bench": "collector", "case": f"replay_ratio {name} {case}",
