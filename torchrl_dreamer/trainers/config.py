@@ -271,7 +271,7 @@ class TrainConfig:
     right pixel) or ``line`` (whole lines; see docs/emulator.md)."""
     eval_episodes: int = 32
     """Episodes of the final evaluation (0: none), played at once in as many envs."""
-    eval_time_limit: str = "2m"
+    eval_time_limit: str = "1m"
     """Wall-clock bound of the final evaluation (seconds or ``90s``/``5m``): episodes still
     running then are reported as unfinished (with their partial returns), never waited for."""
     eval_max_steps: int = 5000
