@@ -243,6 +243,35 @@ def test_image_reconstruction_is_summed_over_pixels():
     assert float(out["loss_reconstruction"]) > 1.0
 
 
+def test_decode_stride_reconstructs_every_nth_step_only():
+    """decode_stride=2 decodes steps 0, 2, 4 of each sequence: the reconstruction loss is their
+    mean, the other terms are those of the full decode, and the decoder sees half the rows."""
+    wm, _, _ = _agent(obs={"pixels": "packed2"}, action_dim=4)
+    td = _packed2_batch(T=6, B=2, seed=3)
+    torch.manual_seed(0)  # the same posterior samples in both losses
+    full = DreamerV3WorldModelLoss(wm)(td)
+    calls = []
+    hook = wm.decoders["pixels"].register_forward_hook(lambda m, i, o: calls.append(i[0].shape))
+    strided_loss = DreamerV3WorldModelLoss(wm, DreamerV3LossConfig(decode_stride=2))
+    torch.manual_seed(0)
+    out = strided_loss(td)
+    hook.remove()
+    assert calls == [torch.Size([3, 2, calls[0][-1]])]  # steps 0, 2, 4 of the 6
+    for k in ("loss_reward", "loss_continue", "loss_kl_dyn", "loss_kl_rep"):
+        torch.testing.assert_close(out[k], full[k])
+    with torch.no_grad():  # the same sum of squares, on the decoded steps only
+        targets = wm.preprocess({"pixels": td["pixels"]})
+        post = out["posterior"]
+        latent = torch.cat([post["z"], post["h"]], -1)[::2]
+        want = strided_loss.reconstruction_loss(wm.decode(latent),
+                                                {k: v[::2] for k, v in targets.items()}).mean()
+    torch.testing.assert_close(out["loss_reconstruction"], want)
+    out["loss_reconstruction"].backward()
+    assert all(p.grad is not None for p in wm.decoders.parameters())
+    with pytest.raises(ValueError, match="decode_stride must be an integer >= 1"):
+        DreamerV3LossConfig(decode_stride=0)
+
+
 # ---------------------------------------------------------------- moments / critic goldens
 def test_return_norm_matches_moments_golden():
     norm = make_return_norm(DreamerV3LossConfig())

@@ -409,6 +409,7 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
     assert TrainConfig(task="snake", frame_skip=4).gamma == pytest.approx(1 - 4 / 1200)
     assert TrainConfig(task="snake", gamma=0.9).gamma == 0.9  # given wins
     assert TrainConfig(task="snake", noop_max=0).noop_max == 0
+    assert TrainConfig(task="snake", decode_stride=2).loss_config().decode_stride == 2
 
 
 @pytest.mark.parametrize(
@@ -420,6 +421,7 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
         ({"eval_time_limit": "x"}, "eval_time_limit 'x' is not a duration"),
         ({"eval_max_steps": 0}, "eval_max_steps must be >= 1"),
         ({"workers": 0}, "workers must be an integer >= 1, got 0"),
+        ({"decode_stride": 0}, "decode_stride must be an integer >= 1"),
         ({"noop_max": 5, "task": "gym:CartPole-v1"}, "noop_max applies to Game Boy tasks only"),
     ],
 )

@@ -196,7 +196,9 @@ class DreamerV3WorldModelLoss(LossModule):
         embed = wm.embed(targets)
         out = wm.rssm.observe(embed, shift_actions(action, is_first), is_first)
         latent = torch.cat([out["z"], out["h"]], -1)
-        recon = wm.decode(latent)
+        stride = cfg.decode_stride
+        recon = wm.decode(latent[::stride] if stride > 1 else latent)
+        recon_targets = {k: v[::stride] for k, v in targets.items()} if stride > 1 else targets
         rew_logits = wm.reward(latent)
         dyn, rep, kl = self.kl_loss(out["post_logits"], out["prior_logits"])
         post, prior = out["post_logits"], out["prior_logits"]
@@ -219,7 +221,7 @@ class DreamerV3WorldModelLoss(LossModule):
             {
                 **extra,
                 "loss_reconstruction": cfg.reconstruction_scale
-                * self.reconstruction_loss(recon, targets).mean(),
+                * self.reconstruction_loss(recon, recon_targets).mean(),
                 "loss_reward": cfg.reward_scale * self.reward_loss(rew_logits, reward).mean(),
                 "loss_continue": cfg.continue_scale
                 * self.continue_loss(wm.cont(latent), cont).mean(),
