@@ -296,7 +296,8 @@ def test_task_registered_outside_the_package_sets_its_defaults():
     register_task(Typo)
     try:
         cfg = TrainConfig(task="outside-defaults-test")
-        assert (cfg.seq_len, cfg.replay_ratio, cfg.batch_size) == (16, 0.3, 16)
+        # its own settings, then the Game Boy defaults (batch 8) for the rest
+        assert (cfg.seq_len, cfg.replay_ratio, cfg.batch_size) == (16, 0.3, 8)
         with pytest.raises(ConfigError, match=r"Typo.train_defaults sets \['batchsize'\].*batch_size"):
             TrainConfig(task="outside-typo-test")
     finally:
@@ -405,6 +406,11 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
     game = TrainConfig(task="snake")  # a registered task without its own settings
     assert game.frame_skip == GAME_TRAIN_DEFAULTS["frame_skip"] == 8
     assert game.noop_max == GAME_TRAIN_DEFAULTS["noop_max"] == 30
+    assert (game.batch_size, game.replay_ratio) == (8, 0.1)
+    assert (maze.batch_size, maze.replay_ratio) == (8, 0.18)  # the maze's own, measured
+    assert TrainConfig(task="catch").batch_size == 16  # catch keeps its measured batch
+    gym = TrainConfig(task="gym:CartPole-v1")  # not a Game Boy task: the field defaults
+    assert (gym.batch_size, gym.frame_skip, gym.noop_max) == (16, 1, 0)
     assert game.gamma == pytest.approx(game_discount(8)) == pytest.approx(1 - 8 / 1200)
     assert TrainConfig(task="snake", frame_skip=4).gamma == pytest.approx(1 - 4 / 1200)
     assert TrainConfig(task="snake", gamma=0.9).gamma == 0.9  # given wins

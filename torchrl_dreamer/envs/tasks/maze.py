@@ -181,4 +181,4 @@ class MazeSparseTask(MazeTask):
 
     name = "maze-sparse"
     default_shaping = 0.0
-    train_defaults = MappingProxyType({"replay_ratio": 0.08, "frame_skip": 24})
+    train_defaults = MappingProxyType({"replay_ratio": 0.08, "frame_skip": 24, "batch_size": 16})
