@@ -63,6 +63,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -272,17 +273,18 @@ def record(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
 
         bar = tqdm(total=steps + warmup, unit="step", desc="ramsearch", dynamic_ncols=True,
                    file=sys.stderr)
-    for _ in range(steps + warmup):
-        a = torch.randint(0, len(names), (num_envs,), generator=g)
-        obs = gb.step(masks[a], frames=frame_skip, press_frames=min(8, frame_skip))
-        played.append(_as_base_action(names, a))
-        held.append(masks[a])
-        snaps.append(_snapshot(gb))
-        frames.append(_frame_hash(obs, weights))
-        blank.append(_is_blank(obs))
-        sp.append(gb.registers()["sp"].to(torch.int64))
-        if bar is not None:
-            bar.update(1)
+    with one_thread():
+        for _ in range(steps + warmup):
+            a = torch.randint(0, len(names), (num_envs,), generator=g)
+            obs = gb.step(masks[a], frames=frame_skip, press_frames=min(8, frame_skip))
+            played.append(_as_base_action(names, a))
+            held.append(masks[a])
+            snaps.append(_snapshot(gb))
+            frames.append(_frame_hash(obs, weights))
+            blank.append(_is_blank(obs))
+            sp.append(gb.registers()["sp"].to(torch.int64))
+            if bar is not None:
+                bar.update(1)
     if bar is not None:
         bar.close()
     ram = torch.stack(snaps)
@@ -292,6 +294,20 @@ def record(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
     sp_all = torch.stack(sp)
     return Recording(ram, torch.stack(played), torch.stack(frames), frame_skip, warmup,
                      (int(sp_all.min()), int(sp_all.max())), torch.stack(blank), torch.stack(held))
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch on one thread inside the block (and restore the count after it): the work
+    between emulator launches and most of the ranking are many small tensor operations, which
+    a thread pool only slows down, badly so on a busy machine (recording about 30x slower on a
+    loaded 2-core one)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 def ram_search(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
@@ -353,6 +369,11 @@ def _as_base_action(names: list[str], a: torch.Tensor) -> torch.Tensor:
 # ------------------------------------------------------------------------------ ranking
 def rank(rec: Recording) -> SearchResult:
     """Rank the addresses of a :class:`Recording` (see the module docstring)."""
+    with one_thread():  # many small tensor operations: faster on one thread
+        return _rank(rec)
+
+
+def _rank(rec: Recording) -> SearchResult:
     whole, w = rec.ram, rec.warmup
     full = whole[w:]
     actions = rec.actions[w:]
@@ -689,17 +710,18 @@ def _rank_score(full: torch.Tensor, cols: torch.Tensor, addrs: torch.Tensor,
         num = _read_as(chain, full, zero, nib_ok, vmax)
         v = _decode(num, full, addrs).unsqueeze(-1)
         shown = 1.25 if num.encoding in _DECIMAL else 1.0  # a displayed score
-        s, step, resets, detail = _counter_scores(v, _decode(num, start, addrs).reshape(-1, 1),
-                                                  torch.tensor([shown]))
+        s, step, resets, detail, even = _counter_scores(
+            v, _decode(num, start, addrs).reshape(-1, 1), torch.tensor([shown]))
         if float(s[0]) > 0:
             found.append(_Scored(num, float(s[0]), int(step[0]), resets[..., 0], detail(0),
-                                 float(s[0]), even=detail.even(0)))
+                                 float(s[0]), even=bool(even[0])))
         else:
             singles.append(chain[0])
     singles = torch.tensor(sorted(singles), dtype=torch.long)
     for k in range(0, len(singles), 256):  # single bytes, scored together
         part = singles[k:k + 256]
-        s, step, resets, detail = _counter_scores(full[:, :, part].to(torch.int16), start[0][:, part])
+        s, step, resets, detail, even = _counter_scores(full[:, :, part].to(torch.int16),
+                                                        start[0][:, part])
         for i in torch.nonzero(s > 0).flatten().tolist():
             num = _read_as([int(part[i])], full, zero, nib_ok, vmax)
             st = int(step[i])
@@ -707,14 +729,15 @@ def _rank_score(full: torch.Tensor, cols: torch.Tensor, addrs: torch.Tensor,
                 v = _decode(num, full, addrs)
                 st = int(torch.mode((v[1:] - v[:-1])[v[1:] > v[:-1]]).values)
             found.append(_Scored(num, float(s[i]), st, resets[..., i], detail(i), float(s[i]),
-                                 even=detail.even(i) and st == int(step[i])))
+                                 even=bool(even[i]) and st == int(step[i])))
     found.sort(key=lambda f: (-f.score, int(addrs[min(f.num.cols)])))
     return found
 
 
 def _counter_scores(v: torch.Tensor, v0: torch.Tensor, bonus: torch.Tensor | None = None):
     """How much each series of ``v [T+1, N, C]`` looks like a game score: ``(score [C], usual
-    increase [C], resets [T, N, C], detail(i) -> str)``, score 0 for a series that is not one:
+    increase [C], resets [T, N, C], detail(i) -> str, every increase the usual one [C])``,
+    score 0 for a series that is not one:
     one that falls other than back to its start value or its lowest value (a restart), never
     grows twice on a console, or wraps at a fixed value (a timer). ``v0 [N, C]``: the values
     at the start state (before any warm-up step; a score starts at 0); ``bonus [C]``: factors
@@ -772,8 +795,7 @@ def _counter_scores(v: torch.Tensor, v0: torch.Tensor, bonus: torch.Tensor | Non
                 f"+{int(step[i])}" + (f", {n_res} restarts" if n_res else "")
                 + (", ticks like a clock" if stats[3, i] else ""))
 
-    detail.even = lambda i: bool(stats[4, i])  # type: ignore[attr-defined]
-    return s, step, resets, detail
+    return s, step, resets, detail, stats[4].bool()
 
 
 # ---- game events and game over
@@ -983,10 +1005,9 @@ def draft_spec(result: SearchResult, rom_path: str | Path | None = None,
     search's own boot macro, the ``minimal`` set, no pokes, no check); :func:`spec_start` gives
     them for a spec.
 
-    The reward is the best score when it ranks at least :data:`SCORE_MIN` (``event
-    increased`` for a score that only ever grows by one and falls back at restarts, else
-    ``delta`` scaled so that its usual increase pays 1, never negative), minus one per life lost
-    when lives were found; the episode ends on the best game-over predicate when it ranks at
+    The reward is the best score when it ranks at least :data:`SCORE_MIN` (its ``delta``,
+    scaled so that its usual increase pays 1, never negative: a score falls back when a game
+    ends), minus one per life lost when lives were found; the episode ends on the best game-over predicate when it ranks at
     least :data:`GAME_OVER_MIN` (else on a lost life). Without a score, a screen-novelty bonus
     stands in.
     """
@@ -1004,14 +1025,10 @@ def draft_spec(result: SearchResult, rom_path: str | Path | None = None,
     score = next((c for c in result.score[:1] if c.score >= SCORE_MIN), None)
     over = next((c for c in result.game_over[:1] if c.score >= GAME_OVER_MIN), None)
     lives = result.lives[0] if result.lives else None
-    if score is not None:
-        w = _flow(score.watch())
-        if score.step == 1 and score.even and score.resets:
-            lines.append(f"  - {{kind: event, {w}, op: increased}}   # score? {score.detail}")
-        else:
-            scale = f", scale: {1 / score.step:.6g}" if score.step > 1 else ""
-            lines.append(f"  - {{kind: delta, {w}{scale}, clamp: [0, null]}}   # score? "
-                         f"{score.detail}")
+    if score is not None:  # never negative: a score falls back when a game ends
+        scale = f", scale: {1 / score.step:.6g}" if score.step > 1 else ""
+        lines.append(f"  - {{kind: delta, {_flow(score.watch())}{scale}, clamp: [0, null]}}"
+                     f"   # score? {score.detail}")
     if lives is not None:
         lines.append(f"  - {{kind: event, address: 0x{lives.address:04X}, op: decreased, "
                      f"scale: -1}}   # life lost? {lives.detail}")

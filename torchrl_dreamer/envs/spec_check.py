@@ -47,6 +47,7 @@ from typing import Any
 import torch
 
 from torchrl_dreamer.envs.task import Task
+from torchrl_dreamer.ramsearch import one_thread
 
 __all__ = ["StartStateError", "TermStats", "CheckReport", "check_start", "check_spec",
            "write_png", "main"]
@@ -298,23 +299,32 @@ def check_spec(spec: Any, rom: str | Path | None = None, num_envs: int = 64, ste
     td = env.reset()
     if out is not None:
         report.frames.append(write_png(out / "start.png", _shades(td["pixels"][0])))
-    terms = task.spec.reward
-    watches = sorted(set().union(*(t.watches() for t in terms)), key=repr)
-    dev = env.device
-    prev = {w: w.read(env.gb) for w in watches}
-    n = num_envs
-    paid_ep = torch.zeros(len(terms) + 1, n, dtype=torch.bool, device=dev)  # + the bonus
-    ep_len = torch.zeros(n, dtype=torch.long, device=dev)
-    has_bonus = task.spec.explore_ram is not None or task.spec.explore_screen is not None
-    if has_bonus:
+    if task.spec.explore_ram is not None or task.spec.explore_screen is not None:
         report.bonus = TermStats("exploration bonus")
-    g = torch.Generator().manual_seed(seed)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=steps, unit="step", desc=f"check {task.name}", dynamic_ncols=True,
                    file=sys.stderr)
+    with one_thread():
+        _probe(report, env, task, steps, seconds, seed, out, end_frames, bar)
+    if bar is not None:
+        bar.close()
+    _warn(report, task)
+    return report
+
+
+def _probe(report: CheckReport, env: Any, task: Any, steps: int, seconds: float | None,
+           seed: int, out: Path | None, end_frames: int, bar: Any) -> None:
+    """The stepping loop of :func:`check_spec`: fills ``report`` in place."""
+    terms = task.spec.reward
+    watches = sorted(set().union(*(t.watches() for t in terms)), key=repr)
+    dev, n = env.device, env.num_envs
+    prev = {w: w.read(env.gb) for w in watches}
+    paid_ep = torch.zeros(len(terms) + 1, n, dtype=torch.bool, device=dev)  # + the bonus
+    ep_len = torch.zeros(n, dtype=torch.long, device=dev)
+    g = torch.Generator().manual_seed(seed)
     t0 = time.monotonic()
     saved = 0
     done_now = torch.zeros(n, dtype=torch.bool, device=dev)
@@ -357,15 +367,11 @@ def check_spec(spec: Any, rom: str | Path | None = None, num_envs: int = 64, ste
         report.steps = step + 1
         if bar is not None:
             bar.update(1)
-    if bar is not None:
-        bar.close()
     report.seconds = time.monotonic() - t0
     report.running = ep_len[~done_now].tolist()
     for k, stats in enumerate(report.terms + [report.bonus]):
         if stats is not None:
             stats.episodes += int((paid_ep[k] & ~done_now).sum())
-    _warn(report, task)
-    return report
 
 
 def _add(stats: TermStats, r: torch.Tensor, live: torch.Tensor) -> None:
