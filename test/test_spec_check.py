@@ -75,7 +75,7 @@ def test_check_start_passes_a_playable_start_and_leaves_the_task_alone():
 
 
 def test_check_start_refuses_a_start_that_is_already_over():
-    # LIVES is 3 from the first frame of a game: "== 3" holds before the agent acts
+    # LIVES is 3 from the first frame of a game: "== 3" holds before any action
     spec = _catch_spec(terminate=[{"address": RAM["LIVES"], "op": "==", "value": 3}])
     with pytest.raises(StartStateError, match=r"terminate\[0\] \(\$C003 == 3\)"):
         check_start(load_task_spec(spec, rom=CATCH))

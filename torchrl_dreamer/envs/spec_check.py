@@ -98,7 +98,7 @@ def check_start(task: Task, frame_skip: int = 8, press_frames: int = 8,
     start as the env does (``prepare_start``, ``on_reset``, one step of ``frame_skip`` frames
     with no button), then asks the task twice about that same state: first as a new episode
     (its baselines), then as the step after it. A termination (or truncation) that holds then
-    holds before the agent has acted: every episode would end after one step. A copy of
+    holds before any action is taken: every episode would end after one step. A copy of
     ``task`` is probed; ``task`` itself is left as it was.
 
     Raises:
