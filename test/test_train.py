@@ -316,3 +316,19 @@ def test_demos_setting_mixes_demonstrations_into_every_batch(tmp_path):
                                  "demos": str(tmp_path / "fs24")}))
     with pytest.raises(ConfigError, match="demo_share must lie in"):
         TrainConfig(**{**SMALL, "demo_share": 1.5})
+
+
+def test_spec_whose_start_already_terminates_is_refused_before_the_run(tmp_path):
+    """A spec that ends every episode at its start state would train on one-step episodes: the
+    run refuses it before building anything, naming the entry."""
+    from torchrl_dreamer.roms import rom_path
+    from torchrl_dreamer.trainers import ConfigError
+    from torchrl_dreamer.trainers.builder import build_run
+
+    spec = tmp_path / "always_over.yaml"
+    spec.write_text("reward: [{kind: delta, address: 0xC000}]\n"
+                    "terminate: [{address: 0xC000, op: '>=', value: 0}]\n")
+    cfg = TrainConfig(**{**SMALL, "task": None, "task_spec": str(spec),
+                         "rom": str(rom_path("catch")), "log_dir": str(tmp_path / "run")})
+    with pytest.raises(ConfigError, match="terminate.*already holds at the start"):
+        build_run(cfg)

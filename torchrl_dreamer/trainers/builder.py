@@ -31,7 +31,7 @@ import torch
 
 from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["RunFactories", "RunParts", "build_run", "make_env", "obs_spec_of"]
+__all__ = ["RunFactories", "RunParts", "build_run", "check_spec_start", "make_env", "obs_spec_of"]
 
 
 @dataclass
@@ -82,6 +82,25 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
         return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device, **opts)
     except FileNotFoundError as err:
         raise ConfigError(f"{err}. Pass --rom PATH to a ROM you own.") from err
+
+
+def check_spec_start(cfg: TrainConfig) -> None:
+    """Refuse a task spec whose start state already ends an episode (every episode would last
+    one step), before the run is built: the cheap part of ``spec_check``'s probe, one console
+    per start variant (:func:`~torchrl_dreamer.envs.spec_check.check_start`)."""
+    if cfg.task_spec is None:
+        return
+    from torchrl_dreamer.envs import load_task_spec
+    from torchrl_dreamer.envs.spec_check import StartStateError, check_start
+
+    task = load_task_spec(cfg.task_spec, rom=cfg.rom)
+    try:
+        check_start(task, frame_skip=cfg.frame_skip, press_frames=min(8, cfg.frame_skip),
+                    device=cfg.device)
+    except StartStateError as err:
+        raise ConfigError(f"{err} Fix the spec's start or its terminate/truncate entries; "
+                          f"python -m torchrl_dreamer.envs.spec_check {cfg.task_spec} --rom "
+                          f"{cfg.rom} shows what happens.") from err
 
 
 def obs_spec_of(env: Any) -> dict[str, Any]:
@@ -205,6 +224,8 @@ def build_run(
     from torchrl_dreamer.collectors import AsyncDreamerCollector
 
     torch.manual_seed(cfg.seed)
+    if env is None:
+        check_spec_start(cfg)
     f = RunFactories(cfg, obs, action_dim)
     if cfg.backend == "ray":
         return _build_ray_run(f, logger)
