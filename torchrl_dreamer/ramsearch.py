@@ -1098,8 +1098,9 @@ def spec_start(spec: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m torchrl_dreamer.ramsearch ROM [options]``, or ``... check SPEC
-    --rom ROM`` (the spec probe, :mod:`torchrl_dreamer.envs.spec_check`)."""
+    """Command line: ``python -m torchrl_dreamer.ramsearch ROM [options]``, or
+    ``python -m torchrl_dreamer.ramsearch check SPEC --rom ROM`` (the spec probe,
+    :mod:`torchrl_dreamer.envs.spec_check`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "check":
         from torchrl_dreamer.envs import spec_check
