@@ -170,12 +170,14 @@ def test_gamma_reaches_the_run_learner(tmp_path, monkeypatch):
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c")})
     assert cfg.gamma == pytest.approx(1 - 1 / (20 * 60 / 6))  # 200 steps of 6 frames
     assert cfg.with_(frame_skip=24).gamma == pytest.approx(0.98)
-    assert cfg.loss_config() == LOSS_PRESETS[cfg.loss_preset].with_(gamma=cfg.gamma)
+    assert cfg.loss_config() == LOSS_PRESETS[cfg.loss_preset].with_(
+        gamma=cfg.gamma, entropy_coef=cfg.entropy_coef)
     assert build_parser("train").parse_args(["--gamma", "0.95"]).gamma == 0.95
 
 
 def test_entropy_coef_reaches_the_run_learner(tmp_path, monkeypatch):
-    """--entropy-coef / TrainConfig.entropy_coef, else the task default, else the preset's."""
+    """--entropy-coef / TrainConfig.entropy_coef, else the task default, else the Game Boy
+    default (Game Boy tasks) or the preset's (gym tasks)."""
     from torchrl_dreamer.envs.tasks.maze import MazeTask
     from torchrl_dreamer.objectives import LOSS_PRESETS
     from torchrl_dreamer.train import build_parser
@@ -189,7 +191,9 @@ def test_entropy_coef_reaches_the_run_learner(tmp_path, monkeypatch):
     assert cfg.to_dict()["entropy_coef"] == 0.007
     monkeypatch.setattr(MazeTask, "train_defaults", {})
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c")})
-    assert cfg.entropy_coef == LOSS_PRESETS[cfg.loss_preset].entropy_coef
+    assert cfg.entropy_coef == 5e-3  # the Game Boy default (the loss preset has 1e-3)
+    gym = TrainConfig(task="gym:CartPole-v1", log_dir=str(tmp_path / "g"))
+    assert gym.entropy_coef == LOSS_PRESETS[gym.loss_preset].entropy_coef
     args = build_parser("train").parse_args(["--entropy-coef", "0.004"])
     assert args.entropy_coef == 0.004
 

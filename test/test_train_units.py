@@ -406,7 +406,7 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
     game = TrainConfig(task="snake")  # a registered task without its own settings
     assert game.frame_skip == GAME_TRAIN_DEFAULTS["frame_skip"] == 8
     assert game.noop_max == GAME_TRAIN_DEFAULTS["noop_max"] == 30
-    assert (game.batch_size, game.replay_ratio) == (8, 0.1)
+    assert (game.batch_size, game.replay_ratio, game.entropy_coef) == (8, 0.1, 5e-3)
     assert (maze.batch_size, maze.replay_ratio) == (8, 0.18)  # the maze's own, measured
     assert TrainConfig(task="catch").batch_size == 16  # catch keeps its measured batch
     gym = TrainConfig(task="gym:CartPole-v1")  # not a Game Boy task: the field defaults

@@ -67,7 +67,7 @@ class ConfigError(ValueError):
 
 
 GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": 8, "noop_max": 30, "batch_size": 8,
-                                       "replay_ratio": 0.1}
+                                       "replay_ratio": 0.1, "entropy_coef": 5e-3}
 """Settings every Game Boy task trains with unless it or the run says otherwise (a task's
 ``train_defaults``, a spec's ``train:``, then the command line override them), chosen from
 measurements across games (``docs/learning_results.md``, "One configuration for every game"):
@@ -81,6 +81,10 @@ measurements across games (``docs/learning_results.md``, "One configuration for 
   batch 16 at 0.05): a CPU run is bound by its learner, and half the batch buys ~1.6x the
   updates per minute; Tobu Tobu Girl reached its plateau in 10-15k policy steps instead of
   15-20k (2026-11-26, 45-minute runs), as the maze did with batch 8 (2026-11-22).
+- ``entropy_coef`` 5e-3 (``fast-pixels`` has 1e-3): with 1e-3 Tobu Tobu Girl's climb stopped at
+  its first trick (greedy 25.7 after 45 minutes, training return flat at 23-24 from 15k steps);
+  with 5e-3 it kept climbing (greedy 32.8, training 28.7 at 60k steps; 2026-11-26), as the
+  maze's greedy policy stopped freezing in a few layouts with it (2026-11-22).
 """
 
 FINISH_RESERVE_S = 30.0
