@@ -582,8 +582,8 @@ def task_train_defaults(task: str, task_obj: Any = None) -> dict[str, Any]:
     a task built from a spec file), checked against the fields of :class:`TrainConfig`.
 
     Example:
-        >>> task_train_defaults("catch")
-        {'replay_ratio': 0.2}
+        >>> task_train_defaults("maze-sparse")
+        {'replay_ratio': 0.08, 'frame_skip': 24, 'batch_size': 16}
     """
     if task_obj is not None:
         source = type(task_obj)
