@@ -24,7 +24,7 @@ one JSON line per result and per part, then a markdown table of them all:
 
 Every part is timed (``wall_s``). A part (or a case of one) whose estimate does not fit what is
 left of the budget is skipped with a line that says so, never silently; the ``env`` and ``cpu``
-parts keep the learner's minimum in reserve. Without CUDA the suite stops with a message and a
+parts keep the minimums of the learner and the tests in reserve. Without CUDA the suite stops with a message and a
 non-zero exit, unless ``--dry-run``: the CPU twin with tiny sizes (device ``cpu``, N = 8, the
 ``tiny`` learner at B2xT8, the CUDA tests only collected, the CUDA-only end-to-end run skipped
 with a line), which CI runs to keep this script working.
@@ -196,7 +196,7 @@ class Plan:
         else:
             plan = cls("cuda", [1024, 4096, 16384, 65536], 2.0, 64, 3.0, ["tiny", "S", "M"],
                        16, 64, 5, 256,
-                       {"env": 20, "cpu": 40, "learner": 40, "tests": 60, "e2e": 150})
+                       {"env": 20, "cpu": 40, "learner": 40, "tests": 90, "e2e": 150})
         if args.sizes:
             plan.sizes = sorted(args.sizes)
         if args.presets:
@@ -454,12 +454,17 @@ def env_rate(ctx: Context, game: str, n: int, device: str, seconds: float,
             "setup_s": setup, "steps": steps}
 
 
+def _reserve(ctx: Context, *parts: str) -> float:
+    """Seconds kept for the minimum of each of ``parts`` that this run will still do."""
+    return sum(ctx.plan.min_cost[p] for p in parts if p in ctx.args.parts)
+
+
 def part_env(ctx: Context) -> None:
     games_mod = _load_sibling("game_envs")
     games, missing = games_mod.available_games(ctx.roms, ctx.args.games)
     for game, why in missing.items():
         ctx.out.emit(part="env", case=game, status="skipped", reason=why)
-    reserve = ctx.plan.min_cost["learner"] if "learner" in ctx.args.parts else 0.0
+    reserve = _reserve(ctx, "learner", "tests")
     step_s: dict[str, tuple[int, float]] = {}  # last measured (N, seconds a step) per game
     unit = "env steps/s (24 frames, packed2 rendered, task reward, random actions)"
     for n in ctx.plan.sizes:
@@ -473,7 +478,7 @@ def part_env(ctx: Context) -> None:
             if not ctx.budget.fits(est, reserve):
                 ctx.out.emit(part="env", case=case, status="skipped",
                              reason=f"estimated {est:.0f} s, {ctx.budget.left() - reserve:.0f} s "
-                                    "left before the learner's reserve")
+                                    "left before the reserve of the learner and tests")
                 continue
             try:
                 r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds)
@@ -572,7 +577,7 @@ def part_cpu(ctx: Context) -> None:
     games_mod = _load_sibling("game_envs")
     games, _missing = games_mod.available_games(ctx.roms, ctx.args.games)  # env said why not
     cores = os.cpu_count() or 1
-    reserve = ctx.plan.min_cost["learner"] if "learner" in ctx.args.parts else 0.0
+    reserve = _reserve(ctx, "learner", "tests")
     t = time.time()
     _cpu_kernel_ready()
     ctx.out.emit(part="cpu", case="cpu_kernel", status="ok", wall_s=round(time.time() - t, 1),
@@ -595,7 +600,7 @@ def part_cpu(ctx: Context) -> None:
             if not ctx.budget.fits(est, reserve):
                 ctx.out.emit(part="cpu", case=case, status="skipped",
                              reason=f"estimated {est:.0f} s, {ctx.budget.left() - reserve:.0f} s "
-                                    "left before the learner's reserve")
+                                    "left before the reserve of the learner and tests")
                 continue
             try:
                 if procs:

@@ -182,13 +182,17 @@ def one_hot(index: torch.Tensor, num_classes: int, dtype: torch.dtype = torch.fl
 
 
 def sample_categorical(
-    probs: torch.Tensor, uniform: torch.Tensor | None = None, keepdim: bool = False
+    probs: torch.Tensor,
+    uniform: torch.Tensor | None = None,
+    keepdim: bool = False,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """Indices ``[...]`` sampled from ``probs`` ``[..., C]`` by inverse CDF (one uniform each).
 
     Cheaper than ``torch.multinomial`` for many small categoricals, and free of host syncs.
     ``uniform``: the ``[..., 1]`` draws to use (e.g. a scan's, drawn for all its steps at once);
-    by default drawn here from the global generator. ``keepdim``: return ``[..., 1]``.
+    by default drawn here from ``generator`` (the global one when None). ``keepdim``: return
+    ``[..., 1]``.
 
     Inside a ``torch.compile`` graph the CDF is a masked sum and the index a count of the sums
     below ``u``, which the compiler fuses with what computes ``probs`` (compiled for the CPU,
@@ -197,7 +201,8 @@ def sample_categorical(
     """
     u = uniform
     if u is None:
-        u = torch.rand(probs.shape[:-1] + (1,), device=probs.device, dtype=probs.dtype)
+        u = torch.rand(probs.shape[:-1] + (1,), device=probs.device, dtype=probs.dtype,
+                       generator=generator)
     # first index whose CDF reaches u (= how many CDF entries are below u); searching the first
     # C - 1 sums only, a u past the last sum (rounding) lands on the last class without a clamp
     if torch.compiler.is_compiling():
@@ -209,10 +214,14 @@ def sample_categorical(
     return idx if keepdim else idx.squeeze(-1)
 
 
-def straight_through_sample(logits: torch.Tensor) -> torch.Tensor:
-    """One-hot sample of ``Categorical(logits)`` with straight-through gradients (fp32)."""
+def straight_through_sample(
+    logits: torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """One-hot sample of ``Categorical(logits)`` with straight-through gradients (fp32), drawn
+    from ``generator`` (the global one when None)."""
     probs = at_least_fp32(logits).softmax(-1)
-    hard = one_hot(sample_categorical(probs.detach()), probs.shape[-1], probs.dtype)
+    hard = one_hot(sample_categorical(probs.detach(), generator=generator), probs.shape[-1],
+                   probs.dtype)
     return hard + probs - probs.detach()
 
 

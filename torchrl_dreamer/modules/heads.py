@@ -131,12 +131,22 @@ class DreamerV3Actor(nn.Module):
         std = (self.max_std - self.min_std) * torch.sigmoid(std + self.init_std) + self.min_std
         return torch.tanh(mean), std
 
-    def sample(self, params, greedy: bool = False) -> torch.Tensor:
-        """Action from ``forward``'s output (one-hot for discrete; clipped for continuous)."""
+    def sample(
+        self, params, greedy: bool = False, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """Action from ``forward``'s output (one-hot for discrete; clipped for continuous),
+        drawn from ``generator`` (the global one when None)."""
         if self.discrete:
-            return straight_through_mode(params) if greedy else straight_through_sample(params)
+            if greedy:
+                return straight_through_mode(params)
+            return straight_through_sample(params, generator)
         mean, std = params
-        a = mean if greedy else mean + std * torch.randn_like(mean)
+        if greedy:
+            a = mean
+        else:
+            noise = torch.randn(mean.shape, dtype=mean.dtype, device=mean.device,
+                                generator=generator)
+            a = mean + std * noise
         return a / a.detach().abs().clamp_min(1.0)
 
     @torch.no_grad()
@@ -170,9 +180,11 @@ class DreamerV3Actor(nn.Module):
         mean, std = params
         return Independent(Normal(mean, std), 1)
 
-    def act(self, latent: torch.Tensor, greedy: bool = False) -> torch.Tensor:
-        """``sample(forward(latent))``: the action for ``latent``."""
-        return self.sample(self(latent), greedy)
+    def act(
+        self, latent: torch.Tensor, greedy: bool = False, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """``sample(forward(latent))``: the action for ``latent`` (drawn from ``generator``)."""
+        return self.sample(self(latent), greedy, generator)
 
 
 def one_hot_actions(action: torch.Tensor, action_dim: int) -> torch.Tensor:

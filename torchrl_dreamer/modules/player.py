@@ -10,6 +10,13 @@ Weights: by default the player owns *copies* of the learner's modules so that ac
 another CUDA stream or thread) never reads half-updated parameters; call
 ``player.load_from(world_model, actor)`` after learner updates to copy weights in place (no
 reallocation, safe under CUDA graphs). Pass ``share=True`` to act with the learner's modules.
+
+Randomness: the player draws its posterior samples and actions from a generator of its own, so
+that acting never touches the global generator the learner draws from. On CUDA that is required,
+not only tidy: a captured learner (``capture=True``) registers the device's default generator
+with its CUDA graph while capturing, and a draw from it by an acting thread during that capture
+fails ("Offset increment outside graph capture"). It also keeps the actions of the threaded
+backends independent of how the two threads interleave.
 """
 
 from __future__ import annotations
@@ -23,7 +30,26 @@ from torch import nn
 from torchrl_dreamer.modules.heads import DreamerV3Actor, one_hot_actions
 from torchrl_dreamer.modules.world_model import WorldModel
 
-__all__ = ["DreamerPlayer"]
+__all__ = ["DreamerPlayer", "own_generator"]
+
+
+def own_generator(device: torch.device | str) -> torch.Generator | None:
+    """A new generator on ``device``, seeded from the global CPU generator (so repeatable under
+    ``torch.manual_seed``); None on a device without generators (``meta``), where nothing is
+    drawn.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> a = torch.rand(2, generator=own_generator("cpu"))
+        >>> _ = torch.manual_seed(0)
+        >>> bool((a == torch.rand(2, generator=own_generator("cpu"))).all())
+        True
+    """
+    device = torch.device(device)
+    if device.type not in ("cpu", "cuda"):
+        return None
+    seed = int(torch.randint(0, 2**62, (1,)).item())
+    return torch.Generator(device=device).manual_seed(seed)
 
 
 class DreamerPlayer(nn.Module):
@@ -37,6 +63,9 @@ class DreamerPlayer(nn.Module):
         action_key / is_first_key: TensorDict keys read/written by ``forward``.
         action_format: ``"index"`` (int64 ``[N]``, discrete only) or ``"one_hot"`` (float ``[N, A]``;
             the continuous action for continuous actors).
+        generator: the generator the player samples from, on the modules' device. By default a
+            new one, seeded from the global (CPU) generator when the player is built, so that
+            ``torch.manual_seed`` still makes a run repeatable.
 
     Example:
         >>> from tensordict import TensorDict
@@ -59,6 +88,7 @@ class DreamerPlayer(nn.Module):
         action_key: str = "action",
         is_first_key: str = "is_first",
         action_format: str = "index",
+        generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
         if action_format not in ("index", "one_hot"):
@@ -81,6 +111,7 @@ class DreamerPlayer(nn.Module):
         self.register_buffer("h", torch.zeros(num_envs, rssm.deter, device=dev))
         self.register_buffer("z", torch.zeros(num_envs, rssm.stoch_flat, device=dev))
         self.register_buffer("prev_action", torch.zeros(num_envs, actor.action_dim, device=dev))
+        self.generator = generator if generator is not None else own_generator(dev)
         self.init_states()
 
     @torch.no_grad()
@@ -117,9 +148,10 @@ class DreamerPlayer(nn.Module):
             self.init_states(is_first.reshape(-1).bool())
         wm = self.world_model
         embed = wm.embed(wm.preprocess(obs))
-        h, z, _ = wm.rssm.obs_step(self.h, self.z, self.prev_action, embed)
+        h, z, _ = wm.rssm.obs_step(self.h, self.z, self.prev_action, embed,
+                                   generator=self.generator)
         latent = torch.cat([z, h], -1)
-        action = self.actor.act(latent, self.greedy)
+        action = self.actor.act(latent, self.greedy, self.generator)
         self.h.copy_(h)
         self.z.copy_(z)
         self.prev_action.copy_(action)

@@ -126,9 +126,12 @@ class RSSM(nn.Module):
         """Unimixed posterior log-probs from ``h`` and the observation embedding."""
         return unimix_logits(self.posterior(torch.cat([h, embed], -1)), self.unimix)
 
-    def sample(self, logits: torch.Tensor) -> torch.Tensor:
-        """Straight-through one-hot sample, flattened to ``[..., stoch * classes]``."""
-        return straight_through_sample(logits).flatten(-2)
+    def sample(
+        self, logits: torch.Tensor, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """Straight-through one-hot sample, flattened to ``[..., stoch * classes]``, drawn from
+        ``generator`` (the global one when None)."""
+        return straight_through_sample(logits, generator).flatten(-2)
 
     def sample_probs(self, probs: torch.Tensor) -> torch.Tensor:
         """Like :meth:`sample` but from (unimixed) probabilities (skips a softmax)."""
@@ -163,13 +166,17 @@ class RSSM(nn.Module):
         embed: torch.Tensor,
         is_first: torch.Tensor | None = None,
         sample: bool = True,
+        generator: torch.Generator | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One filtering step (resetting where ``is_first``): returns ``(h', z', post_logits)``."""
+        """One filtering step (resetting where ``is_first``): returns ``(h', z', post_logits)``.
+
+        ``generator`` draws the posterior sample (the global one when None; an acting thread
+        passes its own, see :class:`~torchrl_dreamer.modules.DreamerPlayer`)."""
         if is_first is not None:
             h, z, action = self._reset(h, z, action, is_first)
         h = self.recurrent(z, action, h)
         logits = self.posterior_logits(h, embed)
-        z = self.sample(logits) if sample else straight_through_mode(logits).flatten(-2)
+        z = self.sample(logits, generator) if sample else straight_through_mode(logits).flatten(-2)
         return h, z, logits
 
     def _reset(self, h, z, action, is_first):
