@@ -282,7 +282,7 @@ def test_task_training_defaults_apply_unless_given():
 
 def test_task_registered_outside_the_package_sets_its_defaults():
     from torchrl_dreamer.envs import Task, register_task
-    from torchrl_dreamer.envs.registry import _TASKS
+    from torchrl_dreamer.envs.registry import unregister_task
 
     class Outside(Task):
         name = "outside-defaults-test"
@@ -301,8 +301,8 @@ def test_task_registered_outside_the_package_sets_its_defaults():
         with pytest.raises(ConfigError, match=r"Typo.train_defaults sets \['batchsize'\].*batch_size"):
             TrainConfig(task="outside-typo-test")
     finally:
-        _TASKS.pop("outside-defaults-test")
-        _TASKS.pop("outside-typo-test")
+        unregister_task("outside-defaults-test")
+        unregister_task("outside-typo-test")
 
 
 def test_cli_help_shows_every_field_with_default_and_doc(capsys):

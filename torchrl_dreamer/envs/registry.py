@@ -1,5 +1,9 @@
 """Task registry: build a :class:`~torchrl_dreamer.envs.task.Task` from its name.
 
+The table itself (:func:`register_task`, :func:`unregister_task`) lives in
+:mod:`torchrl_dreamer.envs.task_table`, below the built-in tasks that register into it; this
+module imports those tasks, then looks names up.
+
 Example:
     >>> from torchrl_dreamer.envs import make_task, list_tasks
     >>> "maze" in list_tasks()
@@ -12,29 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
+# importing the package registers the built-in tasks (into the table below it)
+import torchrl_dreamer.envs.tasks  # noqa: F401
 from torchrl_dreamer.envs.task import Task
+from torchrl_dreamer.envs.task_table import register_task, registered_tasks, unregister_task
 
-__all__ = ["register_task", "make_task", "list_tasks", "task_class"]
-
-_TASKS: dict[str, type[Task]] = {}
-
-
-def register_task(cls: type[Task]) -> type[Task]:
-    """Class decorator adding a :class:`Task` subclass to the registry under ``cls.name``."""
-    if not (isinstance(cls, type) and issubclass(cls, Task)):
-        raise TypeError(f"register_task expects a Task subclass, got {cls!r}")
-    key = cls.name.lower()
-    other = _TASKS.get(key)
-    if other is not None and other is not cls:
-        raise ValueError(f"a task named {cls.name!r} is already registered ({other.__name__})")
-    _TASKS[key] = cls
-    return cls
+__all__ = ["register_task", "unregister_task", "make_task", "list_tasks", "task_class"]
 
 
 def list_tasks() -> list[str]:
     """Names of the registered tasks, sorted."""
-    _load_builtin()
-    return sorted(_TASKS)
+    return sorted(registered_tasks())
 
 
 def task_class(name: str) -> type[Task]:
@@ -43,11 +35,10 @@ def task_class(name: str) -> type[Task]:
     Raises:
         ValueError: unknown name (the message lists the registered tasks).
     """
-    _load_builtin()
-    cls = _TASKS.get(name.lower())
+    cls = registered_tasks().get(name.lower())
     if cls is None:
         raise ValueError(
-            f"unknown task {name!r}; registered tasks: {', '.join(sorted(_TASKS))}. "
+            f"unknown task {name!r}; registered tasks: {', '.join(list_tasks())}. "
             "Register your own with @register_task (see docs/writing_a_task.md)"
         )
     return cls
@@ -67,7 +58,3 @@ def make_task(task: str | Task, **kwargs: Any) -> Task:
         raise TypeError(f"task must be a name or a Task instance, got {type(task).__name__}")
     return task_class(task)(**kwargs)
 
-
-def _load_builtin() -> None:
-    # Importing the package registers the built-in tasks.
-    import torchrl_dreamer.envs.tasks  # noqa: F401

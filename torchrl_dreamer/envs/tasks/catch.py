@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from torchrl_dreamer.envs.registry import register_task
+from torchrl_dreamer.envs.task_table import register_task
 from torchrl_dreamer.envs.tasks._shipped import ShippedGameTask
 
 __all__ = ["CatchTask"]

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from torchrl_dreamer.envs.registry import register_task
+from torchrl_dreamer.envs.task_table import register_task
 from torchrl_dreamer.envs.tasks._shipped import ShippedGameTask
 
 __all__ = ["MazeTask", "MazeSparseTask", "maze_distances", "SHAPING_KINDS"]

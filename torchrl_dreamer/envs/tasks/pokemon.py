@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from torchrl_dreamer.envs.registry import register_task
 from torchrl_dreamer.envs.task import Task
+from torchrl_dreamer.envs.task_table import register_task
 
 __all__ = ["PokemonRedExitLabTask"]
 
