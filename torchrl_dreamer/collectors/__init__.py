@@ -18,6 +18,7 @@ from torchrl_dreamer.collectors.async_collector import (
     AsyncDreamerCollector,
     CollectorTimeout,
     default_weight_sync,
+    make_sync,
 )
 from torchrl_dreamer.collectors.config import AsyncCollectorConfig
 from torchrl_dreamer.collectors.env_driver import EnvDriver
@@ -31,13 +32,7 @@ from torchrl_dreamer.collectors.rate_limiter import (
 )
 from torchrl_dreamer.collectors.ratio import Ratio, UpdateSchedule
 from torchrl_dreamer.collectors.stream_twin import StreamTwin
-from torchrl_dreamer.collectors.streams import (
-    CudaSync,
-    HostSync,
-    StreamOrderError,
-    StreamSync,
-    make_sync,
-)
+from torchrl_dreamer.collectors.streams import CudaSync, HostSync, StreamOrderError, StreamSync
 
 __all__ = [
     "AsyncCollectorConfig",

@@ -64,9 +64,22 @@ from torchrl_dreamer.collectors.protocols import (
 )
 from torchrl_dreamer.collectors.rate_limiter import RateLimiter
 from torchrl_dreamer.collectors.ratio import UpdateSchedule
-from torchrl_dreamer.collectors.streams import make_sync
+from torchrl_dreamer.collectors.stream_twin import StreamTwin
+from torchrl_dreamer.collectors.streams import CudaSync, HostSync
 
-__all__ = ["AsyncDreamerCollector", "CollectorTimeout", "default_weight_sync"]
+__all__ = ["AsyncDreamerCollector", "CollectorTimeout", "default_weight_sync", "make_sync"]
+
+
+def make_sync(backend: str, device: torch.device | str) -> HostSync:
+    """:class:`CudaSync` for ``backend="cuda"``, the CPU twin
+    (:class:`~torchrl_dreamer.collectors.stream_twin.StreamTwin`) for ``"cuda-twin"``, else
+    :class:`HostSync`. It lives here, above :mod:`.streams` and :mod:`.stream_twin`, so that
+    ``streams`` never imports the twin built on it."""
+    if backend == "cuda":
+        return CudaSync(device)
+    if backend == "cuda-twin":
+        return StreamTwin()
+    return HostSync()
 
 
 class CollectorTimeout(TimeoutError):

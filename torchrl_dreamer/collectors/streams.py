@@ -45,7 +45,7 @@ from typing import Any, Literal, Protocol
 
 import torch
 
-__all__ = ["CudaSync", "DeviceAPI", "HostSync", "StreamOrderError", "StreamSync", "make_sync"]
+__all__ = ["CudaSync", "DeviceAPI", "HostSync", "StreamOrderError", "StreamSync"]
 
 Side = Literal["actor", "learner"]
 
@@ -309,15 +309,3 @@ class CudaSync(StreamSync):
     def _current(self) -> Any:
         return torch.cuda.current_stream(self.device)
 
-
-def make_sync(backend: str, device: torch.device | str) -> HostSync:
-    """:class:`CudaSync` for ``backend="cuda"``, the CPU twin
-    (:class:`~torchrl_dreamer.collectors.stream_twin.StreamTwin`) for ``"cuda-twin"``, else
-    :class:`HostSync`."""
-    if backend == "cuda":
-        return CudaSync(device)
-    if backend == "cuda-twin":
-        from torchrl_dreamer.collectors.stream_twin import StreamTwin
-
-        return StreamTwin()
-    return HostSync()
