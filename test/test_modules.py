@@ -9,6 +9,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from torchrl_dreamer.emulator.packed2 import gather_packed2, packed2_normalized_lut
 from torchrl_dreamer.modules import (
     PRESETS,
     RSSM,
@@ -18,7 +19,6 @@ from torchrl_dreamer.modules import (
     LayerNormGRUCell,
     Packed2Encoder,
     make_dreamer,
-    packed2_lut,
     symexp,
     symlog,
     symlog_bins,
@@ -26,7 +26,6 @@ from torchrl_dreamer.modules import (
     two_hot_mean,
     two_hot_weights,
     unimix_logits,
-    unpack_packed2,
 )
 from torchrl_dreamer.modules.functional import (
     categorical_kl,
@@ -167,14 +166,14 @@ def test_sample_categorical_frequencies():
 
 # ---------------------------------------------------------------- encoders / decoders
 def test_packed2_unpack_layout():
-    lut = packed2_lut()
+    lut = packed2_normalized_lut()
     # byte 0b11_10_01_00: pixel k is (b >> 2k) & 3 -> shades 0, 1, 2, 3 left to right
     x = torch.tensor([[[[0b11100100, 0b00000011]]]], dtype=torch.uint8)
-    got = unpack_packed2(x, lut).flatten()
+    got = gather_packed2(x, lut).flatten()
     want = torch.tensor([0, 1, 2, 3, 3, 0, 0, 0]) / 3.0 - 0.5
     torch.testing.assert_close(got, want)
     with pytest.raises(TypeError, match="uint8"):
-        unpack_packed2(x.float(), lut)
+        gather_packed2(x.float(), lut)
 
 
 @pytest.mark.parametrize("stem", ["conv", "space_to_depth"])

@@ -7,13 +7,13 @@ import torch
 from torchrl.data import Composite, Unbounded
 
 from torchrl_dreamer.data import (
-    PACKED2_PIXEL_SHAPE,
     FieldSpec,
     ReplayInvariantError,
     TimeMajorStorage,
     dreamer_schema,
 )
 from torchrl_dreamer.data.synthetic import SyntheticSteps
+from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE
 
 N = 4
 
@@ -33,7 +33,7 @@ def _t_of(pixels: torch.Tensor) -> torch.Tensor:
 def test_dreamer_schema_shapes_and_dtypes():
     s = TimeMajorStorage(7, N, spec=dreamer_schema())
     f = s.fields
-    assert f["pixels"].shape == (7, N, *PACKED2_PIXEL_SHAPE) and f["pixels"].dtype == torch.uint8
+    assert f["pixels"].shape == (7, N, *PACKED2_SHAPE) and f["pixels"].dtype == torch.uint8
     assert f["action"].shape == (7, N) and f["action"].dtype == torch.int64
     for k, dt in [
         ("reward", torch.float32),
@@ -78,7 +78,7 @@ def test_obs_slot_is_a_contiguous_view_and_write_completes_the_row():
     _ = s.write(src.step())
     t = s.total_steps
     slot = s.obs_slot(t)
-    assert slot.shape == (N, *PACKED2_PIXEL_SHAPE) and slot.is_contiguous()
+    assert slot.shape == (N, *PACKED2_SHAPE) and slot.is_contiguous()
     assert slot.data_ptr() == s.fields["pixels"][s.head].data_ptr()  # no copy
     slot.fill_(77)  # "render" straight into the replay
     row = src.step()

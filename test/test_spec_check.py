@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from torchrl_dreamer.emulator.packed2 import DMG_SHADES_RGB
 from torchrl_dreamer.envs.spec import load_task_spec
 from torchrl_dreamer.envs.spec_check import (
-    GREYS,
     StartStateError,
     check_spec,
     check_start,
@@ -23,6 +23,8 @@ from torchrl_dreamer.envs.spec_check import (
 from torchrl_dreamer.envs.tasks.catch import CatchTask
 from torchrl_dreamer.ramsearch import main as ramsearch_main
 from torchrl_dreamer.roms import ram_map, rom_path
+
+GREYS = [rgb[0] for rgb in DMG_SHADES_RGB]  # grey level of shades 0..3 in the PNG files
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 CATCH = rom_path("catch")

@@ -63,7 +63,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import sys
@@ -73,6 +72,7 @@ from typing import Any
 
 import torch
 
+from torchrl_dreamer._threads import one_thread
 from torchrl_dreamer.envs.actions import BUTTON_BITS
 
 __all__ = ["Candidate", "Recording", "SearchResult", "RamSearchError", "record", "rank",
@@ -294,20 +294,6 @@ def record(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
     sp_all = torch.stack(sp)
     return Recording(ram, torch.stack(played), torch.stack(frames), frame_skip, warmup,
                      (int(sp_all.min()), int(sp_all.max())), torch.stack(blank), torch.stack(held))
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run torch on one thread inside the block (and restore the count after it): the work
-    between emulator launches and most of the ranking are many small tensor operations, which
-    a thread pool only slows down, badly so on a busy machine (recording about 30x slower on a
-    loaded 2-core one)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 def ram_search(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,

@@ -13,12 +13,11 @@ See ``docs/row_alignment.md`` for what row t holds.
 
 from torchrl_dreamer.data.dreamer_inputs import dreamer_inputs, shift_actions
 from torchrl_dreamer.data.sampler import ChronologicalSliceSampler
-from torchrl_dreamer.data.schema import PACKED2_PIXEL_SHAPE, FieldSpec, dreamer_schema
+from torchrl_dreamer.data.schema import FieldSpec, dreamer_schema
 from torchrl_dreamer.data.storage import ReplayInvariantError, TimeMajorStorage, ring_rows
 from torchrl_dreamer.data.writer import TimeMajorWriter
 
 __all__ = [
-    "PACKED2_PIXEL_SHAPE",
     "ChronologicalSliceSampler",
     "FieldSpec",
     "ReplayInvariantError",

@@ -45,8 +45,9 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl_dreamer.data.sampler import ChronologicalSliceSampler
-from torchrl_dreamer.data.schema import PACKED2_PIXEL_SHAPE, FieldSpec, Key, dreamer_schema
+from torchrl_dreamer.data.schema import FieldSpec, Key, dreamer_schema
 from torchrl_dreamer.data.storage import TimeMajorStorage
+from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE
 
 __all__ = [
     "DEMO_FORMAT",
@@ -77,7 +78,7 @@ HUMAN = 1
 """``control_mode`` value of human rows (the distributed router's ``HUMAN``; agent rows are 0)."""
 
 _FIELDS: dict[str, tuple[torch.dtype, tuple[int, ...]]] = {
-    "pixels": (torch.uint8, PACKED2_PIXEL_SHAPE),
+    "pixels": (torch.uint8, PACKED2_SHAPE),
     "action": (torch.int64, ()),
     "reward": (torch.float32, ()),
     "terminated": (torch.bool, ()),
@@ -382,10 +383,10 @@ class Demonstration:
         for key, fs in schema.items():
             name = key if isinstance(key, str) else ".".join(key)
             if name == "pixels":
-                if fs.shape != PACKED2_PIXEL_SHAPE:
+                if fs.shape != PACKED2_SHAPE:
                     raise DemonstrationError(
                         f"the replay stores pixels as {list(fs.shape)}; demonstrations hold "
-                        f"packed2 frames {list(PACKED2_PIXEL_SHAPE)} (train with pixels='packed2')")
+                        f"packed2 frames {list(PACKED2_SHAPE)} (train with pixels='packed2')")
                 v = self.pixels
             elif name == "action":
                 if fs.shape == ():
@@ -471,7 +472,7 @@ class DemonstrationRecorder:
             return torch.tensor(default) if v is None else v.detach().to("cpu").reshape(-1)[0]
 
         rows = self._rows
-        rows["pixels"].append(td.get("pixels").detach().to("cpu").reshape(PACKED2_PIXEL_SHAPE)
+        rows["pixels"].append(td.get("pixels").detach().to("cpu").reshape(PACKED2_SHAPE)
                               .to(torch.uint8).clone())
         rows["reward"].append(get("reward", 0.0).to(torch.float32))
         rows["terminated"].append(get("terminated", False).to(torch.bool))

@@ -18,8 +18,7 @@ from typing import Any
 import torch
 from torchrl.data import Composite, TensorSpec
 
-#: Game Boy frame downsampled to 72x80 and packed 4 pixels (2 bits each) per byte: ``[1, 72, 20]``.
-PACKED2_PIXEL_SHAPE: tuple[int, ...] = (1, 72, 20)
+from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE
 
 Key = str | tuple[str, ...]
 
@@ -62,7 +61,7 @@ class FieldSpec:
 def dreamer_schema(
     *,
     pixels_key: str = "pixels",
-    pixel_shape: tuple[int, ...] = PACKED2_PIXEL_SHAPE,
+    pixel_shape: tuple[int, ...] = PACKED2_SHAPE,
     pixel_dtype: torch.dtype = torch.uint8,
     action_shape: tuple[int, ...] = (),
     action_dtype: torch.dtype = torch.int64,

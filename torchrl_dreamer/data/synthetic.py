@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from torchrl_dreamer.data.schema import PACKED2_PIXEL_SHAPE
+from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE
 
 
 class SyntheticSteps:
@@ -42,7 +42,7 @@ class SyntheticSteps:
         *,
         end_prob: float = 0.05,
         truncate_frac: float = 0.3,
-        pixel_shape: tuple[int, ...] = PACKED2_PIXEL_SHAPE,
+        pixel_shape: tuple[int, ...] = PACKED2_SHAPE,
         num_actions: int = 8,
         device: torch.device | str = "cpu",
     ) -> None:

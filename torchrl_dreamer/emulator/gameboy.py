@@ -48,6 +48,7 @@ from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_
 from torchrl_dreamer.emulator.codegen import load_kernel_module
 from torchrl_dreamer.emulator.idle import loop_heads
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, SCREEN_HEIGHT, SCREEN_WIDTH
 from torchrl_dreamer.emulator.workers import LaunchPool, check_workers, slice_bounds
 
 __all__ = [
@@ -199,8 +200,8 @@ class GameBoy:
         self._hram = self._alloc(layout.HRAM_SIZE, torch.uint8)
         self._cram = self._alloc(max(cart.ram_size, 1), torch.uint8)
         self._ser = self._alloc(layout.SERIAL_CAPACITY, torch.uint8)
-        self._fb = torch.zeros(n, 144, 160, dtype=torch.uint8, device=dev)
-        self.packed2 = torch.zeros(n, 1, 72, 20, dtype=torch.uint8, device=dev)
+        self._fb = torch.zeros(n, SCREEN_HEIGHT, SCREEN_WIDTH, dtype=torch.uint8, device=dev)
+        self.packed2 = torch.zeros(n, *PACKED2_SHAPE, dtype=torch.uint8, device=dev)
         self._rom = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(dev)
         self._boot = torch.frombuffer(bytearray(boot if boot else b"\x00"), dtype=torch.uint8).to(dev)
         self._no_buttons = torch.zeros(n, dtype=torch.uint8, device=dev)
@@ -405,8 +406,8 @@ class GameBoy:
             self._run(buttons, frames, press_frames, 1)
             return self.packed2
         out = obs_out
-        if out.shape != (self.num_envs, 1, 72, 20) or out.dtype != torch.uint8:
-            raise ValueError(f"obs_out must be uint8 [{self.num_envs}, 1, 72, 20], got "
+        if out.shape != (self.num_envs, *PACKED2_SHAPE) or out.dtype != torch.uint8:
+            raise ValueError(f"obs_out must be uint8 {[self.num_envs, *PACKED2_SHAPE]}, got "
                              f"{out.dtype} {tuple(out.shape)}")
         if out.device != self.device:
             raise ValueError(f"obs_out is on {out.device}, the emulator on {self.device}")

@@ -45,6 +45,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Categorical, Composite, OneHot, Unbounded
 from torchrl.envs import EnvBase
 
+from torchrl_dreamer.emulator.packed2 import PACKED2_HEIGHT, PACKED2_SHAPE, PACKED2_WIDTH
 from torchrl_dreamer.envs.actions import ActionSet, make_action_set
 from torchrl_dreamer.envs.registry import make_task
 from torchrl_dreamer.envs.task import Task
@@ -53,9 +54,6 @@ __all__ = ["GameBoyEnv", "PIXEL_FORMATS"]
 
 PIXEL_FORMATS = ("packed2", "shades", "rgb")
 """Observation formats of ``GameBoyEnv(pixels=...)``."""
-
-_PACKED2_SHAPE = (1, 72, 20)
-
 
 def _default_backend() -> Any:
     from torchrl_dreamer import emulator
@@ -201,7 +199,7 @@ class GameBoyEnv(EnvBase):
         self._pending = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self._steps = torch.zeros(num_envs, dtype=torch.int32, device=device)
         self._episode_id = torch.full((num_envs,), -1, dtype=torch.int32, device=device)
-        self._last_pixels = torch.zeros(num_envs, *_PACKED2_SHAPE, dtype=torch.uint8,
+        self._last_pixels = torch.zeros(num_envs, *PACKED2_SHAPE, dtype=torch.uint8,
                                         device=device)
         self._last_done = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self._zeros_u8 = torch.zeros(num_envs, dtype=torch.uint8, device=device)
@@ -216,12 +214,13 @@ class GameBoyEnv(EnvBase):
     def _make_specs(self) -> None:
         n = self.num_envs
         dev = self.device
+        hw = (PACKED2_HEIGHT, PACKED2_WIDTH)
         if self.pixels_format == "packed2":
-            pix = Bounded(0, 255, shape=(n, *_PACKED2_SHAPE), dtype=torch.uint8, device=dev)
+            pix = Bounded(0, 255, shape=(n, *PACKED2_SHAPE), dtype=torch.uint8, device=dev)
         elif self.pixels_format == "shades":
-            pix = Bounded(0, 3, shape=(n, 1, 72, 80), dtype=torch.uint8, device=dev)
+            pix = Bounded(0, 3, shape=(n, 1, *hw), dtype=torch.uint8, device=dev)
         else:
-            pix = Bounded(0, 255, shape=(n, 3, 72, 80), dtype=torch.uint8, device=dev)
+            pix = Bounded(0, 255, shape=(n, 3, *hw), dtype=torch.uint8, device=dev)
         flag = Categorical(2, shape=(n, 1), dtype=torch.bool, device=dev)
         self.observation_spec = Composite(
             {
@@ -274,7 +273,7 @@ class GameBoyEnv(EnvBase):
         noops = (torch.randint(0, self.noop_max + 1, (size,), generator=self._noop_gen)
                  if self.noop_max > 0 else torch.zeros(size, dtype=torch.int64))
         pool = self._make_gb(size)
-        pixels = torch.empty(size, 1, 72, 20, dtype=torch.uint8, device=self.device)
+        pixels = torch.empty(size, *PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
         jitter = self.task.start_jitter > 0
         groups = ([[k] for k in range(size)] if jitter else
                   [list(range(v, size, variants)) for v in range(min(variants, size))])
@@ -375,14 +374,14 @@ class GameBoyEnv(EnvBase):
         if obs_out is not None:
             if self.pixels_format != "packed2":
                 raise ValueError("obs_out is only supported with pixels='packed2'")
-            if tuple(obs_out.shape) != (n, *_PACKED2_SHAPE) or obs_out.dtype != torch.uint8:
+            if tuple(obs_out.shape) != (n, *PACKED2_SHAPE) or obs_out.dtype != torch.uint8:
                 raise ValueError(
-                    f"obs_out must be uint8 of shape {(n, *_PACKED2_SHAPE)}, got "
+                    f"obs_out must be uint8 of shape {(n, *PACKED2_SHAPE)}, got "
                     f"{obs_out.dtype} {tuple(obs_out.shape)}"
                 )
             packed = obs_out
         else:
-            packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
+            packed = torch.empty(n, *PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
         self.gb.step(buttons, frames=self.frame_skip, press_frames=self.press_frames,
                      obs_out=packed)
         if not self._settle and (self.device.type != "cpu" or bool(first.any())):
@@ -459,7 +458,7 @@ class GameBoyEnv(EnvBase):
         saved_task = {k: v.clone() for k, v in self.task.buffers.items()} if partial else None
         self._restart(mask)
         if self._settle:
-            packed = torch.empty(n, *_PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
+            packed = torch.empty(n, *PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
             self.gb.step(self._zeros_u8, frames=self.frame_skip, press_frames=self.press_frames,
                          obs_out=packed)
         else:  # the start state's own picture; consoles outside the mask are not touched

@@ -46,15 +46,12 @@ from typing import Any
 
 import torch
 
+from torchrl_dreamer._threads import one_thread
+from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, shades_to_grey, unpack_packed2
 from torchrl_dreamer.envs.task import Task
-from torchrl_dreamer.ramsearch import one_thread
 
 __all__ = ["StartStateError", "TermStats", "CheckReport", "check_start", "check_spec",
            "write_png", "main"]
-
-GREYS = (255, 170, 85, 0)
-"""Grey level of Game Boy shades 0 (white) .. 3 (black) in the PNG files."""
-
 
 class StartStateError(ValueError):
     """The task's start state already ends the episode (its termination holds before any
@@ -66,7 +63,7 @@ def write_png(path: str | Path, shades: torch.Tensor, scale: int = 2) -> Path:
     """Write Game Boy shades ``[H, W]`` (0 white .. 3 black) as an 8-bit grey PNG, each pixel
     ``scale`` x ``scale``. Our own few lines (zlib and CRC-32 from the standard library), so
     no image package is needed."""
-    grey = torch.tensor(GREYS, dtype=torch.uint8)[shades.to(torch.long).clamp(0, 3).cpu()]
+    grey = shades_to_grey(shades.cpu())
     if scale > 1:
         grey = grey.repeat_interleave(scale, 0).repeat_interleave(scale, 1)
     h, w = grey.shape
@@ -84,9 +81,7 @@ def write_png(path: str | Path, shades: torch.Tensor, scale: int = 2) -> Path:
 
 
 def _shades(packed: torch.Tensor) -> torch.Tensor:
-    from torchrl_dreamer.emulator.packed2 import unpack_packed2
-
-    return unpack_packed2(packed.reshape(1, 1, 72, 20).cpu())[0, 0]
+    return unpack_packed2(packed.reshape(1, *PACKED2_SHAPE).cpu())[0, 0]
 
 
 # ------------------------------------------------------------------------------ the start

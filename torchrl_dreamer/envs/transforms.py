@@ -22,6 +22,14 @@ import torch
 from torchrl.data import Bounded
 from torchrl.envs.transforms import ObservationTransform
 
+from torchrl_dreamer.emulator.packed2 import (
+    PACKED2_HEIGHT,
+    PACKED2_SHAPE,
+    PACKED2_WIDTH,
+    shades_to_rgb,
+    unpack_packed2,
+)
+
 __all__ = ["UnpackPacked2"]
 
 
@@ -46,8 +54,6 @@ class UnpackPacked2(ObservationTransform):
         self.rgb = bool(rgb)
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
-        from torchrl_dreamer.emulator.packed2 import shades_to_rgb, unpack_packed2
-
         shades = unpack_packed2(obs)
         if self.rgb:
             return shades_to_rgb(shades.squeeze(-3))
@@ -59,7 +65,7 @@ class UnpackPacked2(ObservationTransform):
     def transform_observation_spec(self, observation_spec):
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             spec = observation_spec[in_key]
-            if tuple(spec.shape[-3:]) != (1, 72, 20):
+            if tuple(spec.shape[-3:]) != PACKED2_SHAPE:
                 raise ValueError(
                     f"UnpackPacked2 expects packed2 specs [..., 1, 72, 20] at {in_key!r}, got "
                     f"{tuple(spec.shape)}; is the env already unpacked (pixels='shades')?"
@@ -67,6 +73,6 @@ class UnpackPacked2(ObservationTransform):
             batch = tuple(spec.shape[:-3])
             chans, high = (3, 255) if self.rgb else (1, 3)
             observation_spec[out_key] = Bounded(
-                0, high, shape=(*batch, chans, 72, 80), dtype=torch.uint8, device=spec.device
+                0, high, shape=(*batch, chans, PACKED2_HEIGHT, PACKED2_WIDTH), dtype=torch.uint8, device=spec.device
             )
         return observation_spec

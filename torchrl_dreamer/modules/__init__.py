@@ -16,8 +16,6 @@ from torchrl_dreamer.modules.encoders import (
     Packed2Encoder,
     VectorDecoder,
     VectorEncoder,
-    packed2_lut,
-    unpack_packed2,
 )
 from torchrl_dreamer.modules.functional import (
     lambda_returns,
@@ -51,8 +49,6 @@ __all__ = [
     "Packed2Encoder",
     "VectorEncoder",
     "VectorDecoder",
-    "packed2_lut",
-    "unpack_packed2",
     "TwoHotHead",
     "ContinueHead",
     "DreamerV3Actor",

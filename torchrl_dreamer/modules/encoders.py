@@ -20,13 +20,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, gather_packed2, packed2_normalized_lut
 from torchrl_dreamer.modules.functional import at_least_fp32, symlog
 from torchrl_dreamer.modules.init import hafner_init_, uniform_init_
 from torchrl_dreamer.modules.layers import LN_EPS, MLP, ChannelLayerNorm
 
 __all__ = [
-    "packed2_lut",
-    "unpack_packed2",
     "conv_stage_sizes",
     "SpaceToDepth",
     "DepthToSpace",
@@ -36,33 +35,6 @@ __all__ = [
     "ImageDecoder",
     "VectorDecoder",
 ]
-
-PACKED2_SHAPE = (1, 72, 20)
-
-
-def packed2_lut(
-    device: torch.device | str | None = None, dtype: torch.dtype = torch.float32
-) -> torch.Tensor:
-    """``[256, 4]`` table: byte -> the 4 shades (pixel k at bits 2k..2k+1) as ``s / 3 - 0.5``."""
-    b = torch.arange(256, device=device)
-    shades = torch.stack([(b >> (2 * k)) & 3 for k in range(4)], -1)
-    return (shades.to(dtype) / 3.0 - 0.5).contiguous()
-
-
-def unpack_packed2(packed: torch.Tensor, lut: torch.Tensor) -> torch.Tensor:
-    """Unpack uint8 ``[..., C, H, W/4]`` into normalised float ``[..., C, H, W]`` on its device.
-
-    Example:
-        >>> x = torch.tensor([[[[0b11100100]]]], dtype=torch.uint8)
-        >>> [round(v, 4) for v in unpack_packed2(x, packed2_lut()).flatten().tolist()]
-        [-0.5, -0.1667, 0.1667, 0.5]
-    """
-    if packed.dtype != torch.uint8:
-        raise TypeError(f"packed2 observations must be uint8, got {packed.dtype}")
-    # index_select with int32 indices: a third of the time of ``lut[packed.long()]`` on CPU
-    out = lut.index_select(0, packed.reshape(-1).int())
-    return out.reshape(*packed.shape[:-1], packed.shape[-1] * 4)
-
 
 def conv_stage_sizes(size: int, stages: int) -> list[int]:
     """Spatial sizes after each ``Conv(k4, s2, p1)`` stage, input first (72 -> 36, 18, 9, 4)."""
@@ -255,8 +227,9 @@ class ImageEncoder(nn.Module):
 class Packed2Encoder(ImageEncoder):
     """Encoder for packed2 Game Boy frames ``uint8 [..., 1, 72, 20]`` (4 shades per byte).
 
-    Unpacks on the tensor's device with a 256x4 lookup table into ``[..., 1, 72, 80]`` shades
-    ``x / 3 - 0.5``, then runs the image CNN.
+    Unpacks on the tensor's device with the 256x4 lookup table of
+    :func:`~torchrl_dreamer.emulator.packed2.packed2_normalized_lut` into ``[..., 1, 72, 80]``
+    shades ``x / 3 - 0.5``, then runs the image CNN.
     """
 
     def __init__(
@@ -265,7 +238,7 @@ class Packed2Encoder(ImageEncoder):
         c, h, w4 = packed_shape
         super().__init__((c, h, w4 * 4), mult=mult, stages=stages, stem=stem)
         self.packed_shape = tuple(packed_shape)
-        self.register_buffer("lut", packed2_lut(), persistent=False)
+        self.register_buffer("lut", packed2_normalized_lut(), persistent=False)
 
     def preprocess(self, obs: torch.Tensor) -> torch.Tensor:
         """Unpack packed2 bytes to float shades ``[..., 1, 72, 80]`` (``x / 3 - 0.5``)."""
@@ -274,7 +247,7 @@ class Packed2Encoder(ImageEncoder):
                 f"packed2 observations must be uint8 [..., {', '.join(map(str, self.packed_shape))}]"
                 f", got {obs.dtype} {tuple(obs.shape)}; use ImageEncoder for unpacked images"
             )
-        return unpack_packed2(obs, self.lut)
+        return gather_packed2(obs, self.lut)
 
 
 class VectorEncoder(nn.Module):

@@ -18,11 +18,9 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["write_gif", "GAMEBOY_PALETTE"]
+from torchrl_dreamer.emulator.packed2 import DMG_SHADES_RGB
 
-GAMEBOY_PALETTE: list[tuple[int, int, int]] = [(255, 255, 255), (170, 170, 170), (85, 85, 85),
-                                               (0, 0, 0)]
-"""Shade 0 (white) .. 3 (black), the grey ramp of :func:`torchrl_dreamer.emulator.packed2.shades_to_rgb`."""
+__all__ = ["write_gif"]
 
 
 def _lzw(indices: bytes, min_code_size: int) -> bytes:
@@ -87,7 +85,8 @@ def write_gif(
     Args:
         path: output file.
         frames: palette indices per pixel; values must be ``< len(palette)``.
-        palette: RGB triples (at most 256); default :data:`GAMEBOY_PALETTE`.
+        palette: RGB triples (at most 256); default the Game Boy grey ramp
+            :data:`~torchrl_dreamer.emulator.packed2.DMG_SHADES_RGB` (shade 0 white .. 3 black).
         fps: frames per second (GIF delays are in 1/100 s).
         scale: integer upscaling (nearest) for small frames.
         loop: loop forever.
@@ -95,7 +94,7 @@ def write_gif(
     Returns:
         the path written.
     """
-    palette = list(GAMEBOY_PALETTE if palette is None else palette)
+    palette = list(DMG_SHADES_RGB if palette is None else palette)
     if frames.dim() != 3 or frames.shape[0] < 1:
         raise ValueError(f"frames must be uint8 [T, H, W] with T >= 1, got {tuple(frames.shape)}")
     if not 1 <= len(palette) <= 256:

@@ -41,7 +41,7 @@ class MultiLogger:
     def log_video(self, name: str, frames: Any, step: int | None = None, fps: float = 8.0) -> bool:
         """Log ``frames`` (``uint8 [T, H, W]`` Game Boy shades 0..3) as a video to every logger
         that draws videos (TensorBoard's ``add_video``; CSV has none). Returns whether one did."""
-        from torchrl_dreamer.trainers.video import shades_to_grey
+        from torchrl_dreamer.emulator.packed2 import shades_to_grey
 
         video = shades_to_grey(frames).unsqueeze(1).expand(-1, 3, -1, -1)  # [T, 3, H, W]
         done = False

@@ -33,9 +33,10 @@ from pathlib import Path
 
 import torch
 
-from torchrl_dreamer.trainers.gif import GAMEBOY_PALETTE, write_gif
+from torchrl_dreamer.emulator.packed2 import shades_to_grey
+from torchrl_dreamer.trainers.gif import write_gif
 
-__all__ = ["open_loop_frames", "replay_open_loop", "shades_to_grey", "write_video", "BAR_ROWS"]
+__all__ = ["open_loop_frames", "replay_open_loop", "write_video", "BAR_ROWS"]
 
 BAR_ROWS = 4
 """Rows of the context/imagination indicator bar under each frame."""
@@ -121,13 +122,6 @@ def replay_open_loop(world_model, storage, sequences: int = 4, length: int = 32,
                               shift_actions(action, is_first), is_first,
                               context=min(context, length))
     return torch.cat(list(frames), 1)
-
-
-def shades_to_grey(frames: torch.Tensor) -> torch.Tensor:
-    """Game Boy shades ``0..3`` (any shape) -> ``uint8`` grey levels of :data:`GAMEBOY_PALETTE`
-    (the videos' and the TensorBoard logger's picture of a frame)."""
-    grey = torch.tensor([c[0] for c in GAMEBOY_PALETTE], dtype=torch.uint8)
-    return grey[frames.long().clamp(0, 3)]
 
 
 def write_video(path: str | Path, frames: torch.Tensor, fps: float = 8.0, scale: int = 2) -> Path:
