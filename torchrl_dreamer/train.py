@@ -143,6 +143,21 @@ def _task_in(argv: list[str]) -> str | None:
     return None
 
 
+def _register_ray_backend() -> None:
+    """Import :mod:`torchrl_dreamer.distributed`, which registers the ``"ray"`` backend of
+    :func:`~torchrl_dreamer.trainers.build_run` (the trainers never import the layer above
+    them; this entry point sits above both)."""
+    from torchrl_dreamer.trainers import ConfigError
+
+    try:
+        import torchrl_dreamer.distributed  # noqa: F401
+    except ImportError as err:
+        raise ConfigError(
+            f"--backend ray needs torchrl_dreamer.distributed and ray ({err}); install ray "
+            "or use --backend reference/threaded/cuda."
+        ) from err
+
+
 def _train(argv: list[str]) -> int:
     import torch
 
@@ -151,6 +166,8 @@ def _train(argv: list[str]) -> int:
     start = time.perf_counter()  # a --time-limit counts from here: the kernel compile included
     args = build_parser("train", _task_in(argv)).parse_args(argv)
     cfg = config_from_args(args)
+    if cfg.backend == "ray":
+        _register_ray_backend()
     on_cpu = cfg.device == "cpu"
     torch.set_num_threads(cfg.threads if on_cpu else max(1, min(torch.get_num_threads(), 4)))
     trainer = DreamerTrainer(cfg, resume=args.resume or None)

@@ -7,8 +7,9 @@
 - :class:`ControlModeRouter` -- agent vs human-in-the-loop data in two services, mixed sampling.
 - :class:`RunnerPool` -- starts runners, restarts dead ones.
 - :func:`run_ray_training`, :class:`RayDreamerTrainer`, :class:`RayTrainingConfig` -- the job.
-- :class:`RayCollector`, :func:`ray_config` -- a ``TrainConfig`` run on Ray through
-  :class:`~torchrl_dreamer.trainers.DreamerTrainer` (``--backend ray``).
+- :class:`RayCollector`, :func:`ray_config`, :func:`build_ray_run` -- a ``TrainConfig`` run on
+  Ray through :class:`~torchrl_dreamer.trainers.DreamerTrainer` (``--backend ray``; importing
+  this package registers :func:`build_ray_run` with :func:`~torchrl_dreamer.trainers.build_run`).
 - :func:`init_ray` -- a local cluster bound to 127.0.0.1 (addresses are opt-in).
 
 Everything but :func:`init_ray` also works in-process without Ray installed (``use_ray=False``).
@@ -16,7 +17,7 @@ See ``docs/ray.md``.
 """
 
 from torchrl_dreamer.distributed.cluster import call, init_ray, ray_available, remote_class
-from torchrl_dreamer.distributed.collector import RayCollector
+from torchrl_dreamer.distributed.collector import RayCollector, build_ray_run
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.pool import RunnerPool, RunnerRestartLimit
 from torchrl_dreamer.distributed.replay_service import ReplayService, SlotInfo, batch_from_numpy
@@ -56,6 +57,7 @@ __all__ = [
     "WeightStore",
     "apply_weights",
     "batch_from_numpy",
+    "build_ray_run",
     "call",
     "extract_weights",
     "init_ray",

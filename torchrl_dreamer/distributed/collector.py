@@ -11,19 +11,26 @@ replay service has committed that many, leaving the runners stepping (a pause to
 drains and stops them at the run's ``total_steps``. A checkpoint holds the replay service's
 snapshot (``save_replay``) and the counters (``state_dict``); the learner is the trainer's.
 Runners do not snapshot their envs: a resumed run starts new episodes.
+
+:func:`build_ray_run` composes such a run from the trainers' factories; importing this module
+registers it as the ``"ray"`` backend of :func:`~torchrl_dreamer.trainers.build_run`
+(:func:`~torchrl_dreamer.trainers.builder.register_run_backend`): this layer imports the
+trainers, never the other way round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from torchrl_dreamer.distributed.cluster import call
 from torchrl_dreamer.distributed.config import RayTrainingConfig
-from torchrl_dreamer.distributed.training import RayDreamerTrainer
+from torchrl_dreamer.distributed.training import RayDreamerTrainer, ray_config
+from torchrl_dreamer.trainers.builder import RunFactories, RunParts, register_run_backend
 
-__all__ = ["RayCollector"]
+__all__ = ["RayCollector", "build_ray_run"]
 
 
 class RayCollector:
@@ -160,3 +167,24 @@ class RayCollector:
         if not (Path(path) / "replay_agent").is_dir():
             raise FileNotFoundError(f"{path} holds no replay service snapshot (replay_agent/)")
         self._ray.config.resume_from = str(path)
+
+
+def build_ray_run(f: RunFactories, logger: Any) -> RunParts:
+    """The Ray composition of :func:`~torchrl_dreamer.trainers.build_run` (``backend="ray"``):
+    specs from a one-env probe, the learner here, the envs, players and replay in Ray actors
+    (a :class:`RayCollector`, configured by :func:`~torchrl_dreamer.distributed.ray_config`)."""
+    cfg = f.config
+    rcfg = ray_config(cfg)
+    probe = f.env(num_envs=1)
+    f = f.with_env(probe)
+    rule = getattr(probe, "success_rule", "terminal_reward")
+    probe.close()
+    wm, actor, critic = f.networks()
+    learner = f.learner(wm, actor, critic)
+    runner_f = replace(f, config=cfg.with_(num_envs=rcfg.envs_per_runner))
+    collector = RayCollector(rcfg, runner_f.env, runner_f.policy, learner, logger=logger,
+                             log_every=cfg.log_every)
+    return RunParts(cfg, None, None, None, wm, actor, critic, learner, None, collector, rule)
+
+
+register_run_backend("ray", build_ray_run)

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,8 @@ import torch
 
 from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["RunFactories", "RunParts", "build_run", "check_spec_start", "make_env", "obs_spec_of"]
+__all__ = ["RunFactories", "RunParts", "build_run", "check_spec_start", "make_env", "obs_spec_of",
+           "register_run_backend"]
 
 
 @dataclass
@@ -207,6 +209,29 @@ class RunFactories:
         return storage, sampler
 
 
+#: composers of the runs whose collector lives above this layer, by ``TrainConfig.backend``:
+#: ``compose(factories, logger) -> RunParts``. The trainers never import
+#: :mod:`torchrl_dreamer.distributed` (it imports their factories); importing it adds ``"ray"``.
+_RUN_BACKENDS: dict[str, Callable[[RunFactories, Any], RunParts]] = {}
+
+
+def register_run_backend(
+    backend: str, compose: Callable[[RunFactories, Any], RunParts]
+) -> Callable[[RunFactories, Any], RunParts]:
+    """Make :func:`build_run` compose runs of ``backend`` with ``compose(factories, logger)``
+    (dependency injection: the layer that owns such a collector registers it on import, as
+    :mod:`torchrl_dreamer.distributed` does for ``"ray"``). Returns ``compose``.
+
+    Raises:
+        ValueError: another composer is already registered for ``backend``.
+    """
+    other = _RUN_BACKENDS.get(backend)
+    if other is not None and other is not compose:
+        raise ValueError(f"backend {backend!r} already composes runs with {other!r}")
+    _RUN_BACKENDS[backend] = compose
+    return compose
+
+
 def build_run(
     cfg: TrainConfig,
     *,
@@ -219,7 +244,9 @@ def build_run(
 
     ``backend="ray"``: the learner here, the envs, players and replay in Ray actors
     (:class:`~torchrl_dreamer.distributed.RayCollector`, configured by
-    :func:`~torchrl_dreamer.distributed.ray_config`).
+    :func:`~torchrl_dreamer.distributed.ray_config`), composed by
+    :func:`~torchrl_dreamer.distributed.build_ray_run`, which importing
+    :mod:`torchrl_dreamer.distributed` registers (:func:`register_run_backend`).
     """
     from torchrl_dreamer.collectors import AsyncDreamerCollector
 
@@ -227,8 +254,15 @@ def build_run(
     if env is None:
         check_spec_start(cfg)
     f = RunFactories(cfg, obs, action_dim)
+    compose = _RUN_BACKENDS.get(cfg.backend)
+    if compose is not None:
+        return compose(f, logger)
     if cfg.backend == "ray":
-        return _build_ray_run(f, logger)
+        raise ConfigError(
+            "--backend ray needs the Ray composition of torchrl_dreamer.distributed: import "
+            "torchrl_dreamer.distributed before building the run (the training CLI does) and "
+            "install ray, or use --backend reference/threaded/cuda."
+        )
     if env is None:
         env = f.env()
     f = f.with_env(env)
@@ -251,26 +285,3 @@ def build_run(
     )
     return RunParts(cfg, env, storage, sampler, wm, actor, critic, learner, player, collector,
                     getattr(env, "success_rule", "terminal_reward"))
-
-
-def _build_ray_run(f: RunFactories, logger: Any) -> RunParts:
-    """The Ray composition: specs from a one-env probe, the learner here, the rest in actors."""
-    try:
-        from torchrl_dreamer.distributed import RayCollector, ray_config
-    except ImportError as err:
-        raise ConfigError(
-            f"--backend ray needs torchrl_dreamer.distributed and ray ({err}); install ray "
-            "or use --backend reference/threaded/cuda."
-        ) from err
-    cfg = f.config
-    rcfg = ray_config(cfg)
-    probe = f.env(num_envs=1)
-    f = f.with_env(probe)
-    rule = getattr(probe, "success_rule", "terminal_reward")
-    probe.close()
-    wm, actor, critic = f.networks()
-    learner = f.learner(wm, actor, critic)
-    runner_f = replace(f, config=cfg.with_(num_envs=rcfg.envs_per_runner))
-    collector = RayCollector(rcfg, runner_f.env, runner_f.policy, learner, logger=logger,
-                             log_every=cfg.log_every)
-    return RunParts(cfg, None, None, None, wm, actor, critic, learner, None, collector, rule)
