@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from torchrl_dreamer.modules import RSSM, DreamerV3Actor
-from torchrl_dreamer.modules.rssm_imagine import fused_imagine, uses_fused_imagine
+from torchrl_dreamer.modules.rssm import uses_fused_imagine
+from torchrl_dreamer.modules.rssm_imagine import fused_imagine
 
 
 def _parts(layers: int = 1, unimix: float = 0.01):
@@ -51,8 +52,22 @@ def test_fused_imagine_only_where_it_reproduces_the_eager_pieces():
 
         greedy = Greedy(rssm.latent_dim, 5, units=16)
         assert not uses_fused_imagine(rssm, greedy, h)
-        rssm._imagine_body = lambda *a: None  # an instance override of a piece
+        rssm.fused_steps = False  # the instance's switch (e.g. after patching a step method)
         assert not uses_fused_imagine(rssm, actor, h)
+        del rssm.fused_steps
+
+        class HalfCell(type(rssm)):  # overrides the step: the generic rollout, which calls it
+            def _cell(self, x_pre, h, w):
+                return super()._cell(x_pre, h, w) * 0.5
+
+        class Logged(type(rssm)):
+            fused_steps = True  # declares the step maths RSSM's own: keeps the fused rollout
+
+        kw = dict(action_dim=5, embed_dim=rssm.embed_dim, deter=rssm.deter, hidden=rssm.hidden,
+                  stoch=rssm.stoch, classes=rssm.classes)
+        assert uses_fused_imagine(rssm, actor, h)
+        assert not uses_fused_imagine(HalfCell(**kw), actor, h)
+        assert uses_fused_imagine(Logged(**kw), actor, h)
 
 
 def test_actor_loss_uses_the_fused_rollout_and_keeps_its_samples():
@@ -65,11 +80,12 @@ def test_actor_loss_uses_the_fused_rollout_and_keeps_its_samples():
     h, z = wm.rssm.initial_state((5,))
     calls = []
     eager = wm.rssm.imagine
-    wm.rssm.imagine = lambda *a: calls.append(1) or eager(*a)  # an override: eager path
+    wm.rssm.imagine = lambda *a: calls.append(1) or eager(*a)
+    wm.rssm.fused_steps = False  # an override, declared: the eager path
     torch.manual_seed(1)
     want = loss.imagine(h, z)
     assert calls == [1]
-    del wm.rssm.imagine
+    del wm.rssm.imagine, wm.rssm.fused_steps
     torch.manual_seed(1)
     got = loss.imagine(h, z)
     assert calls == [1]  # not called again: the fused rollout ran

@@ -85,12 +85,12 @@ def test_fused_scan_same_samples_as_eager_in_fp32_and_without_grad():
 def test_fused_scan_is_skipped_under_autocast_and_when_disabled():
     rssm = _rssm(torch.float32)
     h = torch.zeros(B, 16)
-    assert rssm._uses_fused_scan(h)
+    assert rssm.uses_fused_scan(h)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert not rssm._uses_fused_scan(h)
-    assert not rssm._uses_fused_scan(h.bfloat16())
+        assert not rssm.uses_fused_scan(h)
+    assert not rssm.uses_fused_scan(h.bfloat16())
     rssm.fused_scan = False
-    assert not rssm._uses_fused_scan(h)
+    assert not rssm.uses_fused_scan(h)
 
 
 class _Count(TorchDispatchMode):
@@ -123,18 +123,28 @@ def test_fused_scan_backward_dispatches_far_fewer_ops():
 
 
 def test_fused_scan_steps_aside_for_overridden_step_pieces():
-    """A research variant that overrides the sampler (or the step) keeps getting it called."""
+    """A research variant that overrides the sampler (or the step) keeps getting it called:
+    a subclass runs the generic per-step path unless it sets ``fused_steps = True``; an
+    instance patched by hand says so with its own ``fused_steps = False``."""
     rssm = _rssm(torch.float32)
     h = torch.zeros(B, 16)
+    assert RSSM.fused_steps and rssm.uses_fused_scan(h)  # the base class: the fused scan
     rssm.sample_probs = lambda p: p.flatten(-2)  # e.g. no sampling at all
-    assert not rssm._uses_fused_scan(h)
+    rssm.fused_steps = False
+    assert not rssm.uses_fused_scan(h)
+
+    class SameMaths(RSSM):
+        fused_steps = True
+
+    assert SameMaths(action_dim=A, embed_dim=E, deter=16, hidden=12, stoch=4,
+                     classes=5).uses_fused_scan(h)
 
     class Variant(RSSM):
         def _cell(self, x_pre, h, w):
             return super()._cell(x_pre, h, w) * 0.5
 
     variant = Variant(action_dim=A, embed_dim=E, deter=16, hidden=12, stoch=4, classes=5)
-    assert not variant._uses_fused_scan(h)
+    assert not variant.uses_fused_scan(h)
     out = variant.observe(torch.randn(T, B, E), torch.randn(T, B, A),
                           torch.zeros(T, B, dtype=torch.bool))
     assert out["h"].abs().max() <= 0.5  # the overridden cell ran: |h| = |lerp| / 2 <= 0.5
@@ -162,7 +172,7 @@ def test_compiled_scan_steps_match_the_eager_fused_scan():
     forward, backward = rssm._compiled_scan_steps
     rssm._compiled_scan_steps = (_counting(forward, calls, "forward"),
                                  _counting(backward, calls, "backward"))
-    assert rssm._uses_fused_scan(torch.zeros(B, 16, dtype=torch.float64))
+    assert rssm.uses_fused_scan(torch.zeros(B, 16, dtype=torch.float64))
     out_c, grads_c = _run(rssm, True, embed, act, is_first)
     assert calls == {"forward": T, "backward": T}  # every step ran compiled
     assert torch.equal(out_c["z"], out_e["z"])  # the same uniforms: the same one-hots

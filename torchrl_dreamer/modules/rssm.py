@@ -14,7 +14,7 @@ priors are computed for all steps after the scan.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -27,11 +27,14 @@ from torchrl_dreamer.modules.functional import (
     unimix_logits,
     unimix_probs,
 )
+from torchrl_dreamer.modules.heads import DreamerV3Actor
 from torchrl_dreamer.modules.init import hafner_init_, uniform_init_
+from torchrl_dreamer.modules.latent import latent_of
 from torchrl_dreamer.modules.layers import LN_EPS, MLP, LayerNormGRUCell
-from torchrl_dreamer.modules.rssm_scan import fused_observe_scan
+from torchrl_dreamer.modules.rssm_imagine import compile_rollout_step
+from torchrl_dreamer.modules.rssm_scan import compile_scan_steps, fused_observe_scan
 
-__all__ = ["RSSM"]
+__all__ = ["RSSM", "uses_fused_imagine"]
 
 
 class _LatentHead(nn.Module):
@@ -64,13 +67,51 @@ class RSSM(nn.Module):
         deter: GRU state size. hidden: MLP width. stoch, classes: latent shape (32x32).
         unimix: uniform mix of prior/posterior probabilities (0.01).
 
+    Fast paths: :meth:`observe` can run the fused posterior scan
+    (:mod:`~torchrl_dreamer.modules.rssm_scan`) and a discrete actor's imagination the
+    graph-free rollout (:mod:`~torchrl_dreamer.modules.rssm_imagine`). Both re-implement this
+    class's step maths (:meth:`sample_probs`, the GRU cell, the observe and imagine step bodies)
+    instead of calling those methods, so they run only where the class attribute
+    :attr:`fused_steps` is true. ``RSSM`` sets it; a subclass starts with ``False`` (the generic
+    per-step path, which calls its methods, whatever it overrides) and sets
+    ``fused_steps = True`` in its class body to state that its step maths is this class's own
+    (a subclass that only adds methods, say). An instance may set it too (``False`` after
+    patching a step method on that instance). :attr:`fused_scan` turns the fused scan alone
+    off; :meth:`uses_fused_scan` and :func:`uses_fused_imagine` say which path runs.
+
     Example:
         >>> rssm = RSSM(action_dim=4, embed_dim=16, deter=32, hidden=32, stoch=4, classes=4)
         >>> out = rssm.observe(torch.zeros(5, 2, 16), torch.zeros(5, 2, 4),
         ...                    torch.ones(5, 2, dtype=torch.bool))
         >>> out["h"].shape, out["post_logits"].shape
         (torch.Size([5, 2, 32]), torch.Size([5, 2, 4, 4]))
+
+        The switch: a subclass that changes the step gets the generic path; one that keeps the
+        step maths opts back in.
+
+        >>> class HalfCell(RSSM):  # a research variant: the generic path calls its cell
+        ...     def _cell(self, x_pre, h, w):
+        ...         return super()._cell(x_pre, h, w) * 0.5
+        >>> class Logged(RSSM):
+        ...     fused_steps = True  # same step maths as RSSM: keep the fused paths
+        >>> RSSM.fused_steps, HalfCell.fused_steps, Logged.fused_steps
+        (True, False, True)
+        >>> h = torch.zeros(2, 32)
+        >>> rssm.uses_fused_scan(h), HalfCell(4, 16, 32, 32, 4, 4).uses_fused_scan(h)
+        (True, False)
     """
+
+    #: Whether the fused scan and the graph-free rollout may stand in for this class's step
+    #: methods (they reproduce ``RSSM``'s own step maths). ``True`` here; every subclass gets
+    #: ``False`` unless its class body sets it (see :meth:`__init_subclass__`).
+    fused_steps: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """A subclass that does not set :attr:`fused_steps` in its own body runs the generic
+        per-step path: its methods are called, whatever it overrides."""
+        super().__init_subclass__(**kwargs)
+        if "fused_steps" not in cls.__dict__:
+            cls.fused_steps = False
 
     def __init__(
         self,
@@ -111,6 +152,18 @@ class RSSM(nn.Module):
         state = super().__getstate__()
         return {**state, "_compiled_observe": None, "_compiled_imagine": None,
                 "_compiled_scan_steps": None, "_compiled_rollout_step": None}
+
+    @property
+    def compiled_scan_steps(self) -> tuple | None:
+        """The fused scan's compiled ``(forward step, backward step)`` after
+        :meth:`compile_steps`, ``None`` before (the scan then runs the eager steps)."""
+        return self._compiled_scan_steps
+
+    @property
+    def compiled_rollout_step(self) -> Any:
+        """The graph-free rollout's compiled step after :meth:`compile_steps`, ``None``
+        before (the rollout then runs the eager step)."""
+        return self._compiled_rollout_step
 
     @property
     def latent_dim(self) -> int:
@@ -186,8 +239,10 @@ class RSSM(nn.Module):
         return h * keep + h0 * m, z * keep + z0 * m, action * keep.to(action.dtype)
 
     # ------------------------------------------------------------------ scan
-    def _scan_weights(self) -> _ScanWeights:
-        """Transposed / split weights a scan uses at every step, taken once per scan."""
+    def scan_weights(self) -> _ScanWeights:
+        """Transposed / split weights a scan uses at every step, taken once per scan (read by
+        the eager step bodies and by the fused rollout of
+        :mod:`~torchrl_dreamer.modules.rssm_imagine`)."""
         w_in = self.input_mlp[0].weight
         w_post = self.posterior.linear.weight
         return _ScanWeights(
@@ -240,14 +295,14 @@ class RSSM(nn.Module):
             )
         h, z = self.initial_state((B,)) if state is None else state
         h0, z0 = self.initial_state(())
-        w = self._scan_weights()
+        w = self.scan_weights()
         mask = is_first.to(h.dtype).unsqueeze(-1)
         keep = 1.0 - mask
         e_proj = F.linear(embed, w.post_e)  # whole sequence at once
         a_proj = F.linear(prev_action.to(h.dtype) * keep, w.in_a)
         # reset values depend only on parameters: precompute the mixed-in part.
         h_reset, z_reset = h0 * mask, z0 * mask
-        if self._uses_fused_scan(h):
+        if self.uses_fused_scan(h):
             h_all, z_all, probs_all = fused_observe_scan(
                 self, h, z, keep, h_reset, z_reset, a_proj, e_proj
             )
@@ -276,15 +331,15 @@ class RSSM(nn.Module):
             probs_all.append(probs)
         return torch.stack(hs, 0), torch.stack(zs, 0), torch.stack(probs_all, 0)
 
-    def _uses_fused_scan(self, h: torch.Tensor) -> bool:
+    def uses_fused_scan(self, h: torch.Tensor) -> bool:
         """Whether :meth:`observe` runs :func:`fused_observe_scan` (with compiled steps after
-        :meth:`compile_steps`): when ``fused_scan`` is on, no autocast is active, the state is
-        fp32/fp64, and the step's pieces are this class's own (a subclass or instance that
-        overrides ``sample_probs``, ``_cell`` or ``_observe_body``, or swaps the GRU or
-        posterior module, gets the eager scan, which calls them)."""
+        :meth:`compile_steps`): when :attr:`fused_scan` and :attr:`fused_steps` are on, the GRU
+        and posterior modules are the ones built here (not swapped), no autocast is active and
+        the state is fp32/fp64. Otherwise the eager scan runs, which calls ``sample_probs``,
+        ``_cell`` and ``_observe_body``."""
         return (
             self.fused_scan
-            and _own_pieces(self, RSSM, ("sample_probs", "_cell", "_observe_body"))
+            and self.fused_steps
             and type(self.gru) is LayerNormGRUCell
             and type(self.posterior) is _LatentHead
             and len(self.input_mlp) == 3
@@ -307,9 +362,9 @@ class RSSM(nn.Module):
             ``latents [H+1, N, latent_dim]`` and ``actions [H, N, A]`` (action ``t`` leads from
             state ``t`` to ``t + 1``).
         """
-        w = self._scan_weights()
+        w = self.scan_weights()
         body = self._imagine_body if self._compiled_imagine is None else self._compiled_imagine
-        latent = torch.cat([z, h], -1)
+        latent = latent_of(z, h)
         latents, actions = [latent], []
         for _ in range(horizon):
             a = policy(latent)
@@ -346,7 +401,7 @@ class RSSM(nn.Module):
         h = self._cell(x_pre, h, w)
         logits = self.prior.tail(h @ w.prior_t, w.prior_out_t)
         z = straight_through_from_probs(unimix_probs(logits, self.unimix)).flatten(-2)
-        return h, z, torch.cat([z, h], -1)
+        return h, z, latent_of(z, h)
 
     def compile_steps(self, mode: str | None = "default", **kwargs) -> RSSM:
         """``torch.compile`` the per-step bodies of :meth:`observe` and :meth:`imagine`.
@@ -378,17 +433,13 @@ class RSSM(nn.Module):
             self._compiled_observe = self._compiled_imagine = None
             self._compiled_scan_steps = self._compiled_rollout_step = None
             return self
-        from torchrl_dreamer.modules.rssm_imagine import _rollout_step
-        from torchrl_dreamer.modules.rssm_scan import _backward_step, _forward_step
-
         kwargs.setdefault("dynamic", False)
         if kwargs.get("backend", "inductor") == "inductor":  # modes are inductor's
             kwargs["mode"] = NO_CUDA_GRAPH_MODES.get(mode, mode)
         self._compiled_observe = torch.compile(self._observe_body, **kwargs)
         self._compiled_imagine = torch.compile(self._imagine_body, **kwargs)
-        self._compiled_scan_steps = (torch.compile(_forward_step, **kwargs),
-                                     torch.compile(_backward_step, **kwargs))
-        self._compiled_rollout_step = torch.compile(_rollout_step, **kwargs)
+        self._compiled_scan_steps = compile_scan_steps(**kwargs)
+        self._compiled_rollout_step = compile_rollout_step(**kwargs)
         return self
 
 
@@ -398,9 +449,34 @@ class RSSM(nn.Module):
 NO_CUDA_GRAPH_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 
 
+def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bool:
+    """Whether :func:`~torchrl_dreamer.modules.rssm_imagine.fused_imagine` reproduces
+    ``rssm.imagine(h, z, actor.sample_action, H)``: no graph is being recorded, the RSSM is an
+    :class:`RSSM` with :attr:`RSSM.fused_steps` on (its ``imagine``, ``_imagine_body`` and
+    ``_cell`` are ``RSSM``'s maths) and its own modules (not swapped), the actor
+    a discrete :class:`~torchrl_dreamer.modules.heads.DreamerV3Actor` whose ``forward`` and
+    ``sample_action`` are that class's own and whose modules are not swapped, no autocast is
+    active and the state is fp32/fp64 (after :meth:`RSSM.compile_steps` the rollout's step runs
+    compiled). Otherwise the eager rollout runs, which calls those pieces."""
+    return (
+        not torch.is_grad_enabled()
+        and isinstance(rssm, RSSM)
+        and rssm.fused_steps
+        and isinstance(actor, DreamerV3Actor)
+        and _own_pieces(actor, DreamerV3Actor, ("forward", "sample_action"))
+        and actor.discrete
+        and type(actor.net) is MLP
+        and type(actor.out) is nn.Linear
+        and type(rssm.gru) is LayerNormGRUCell
+        and type(rssm.prior) is _LatentHead
+        and len(rssm.input_mlp) == 3
+        and _plain_precision(h)
+    )
+
+
 def _own_pieces(obj: nn.Module, cls: type, names: tuple[str, ...]) -> bool:
-    """Whether ``obj`` runs ``cls``'s own methods ``names`` (no subclass or instance override):
-    the condition for a fused path to reproduce the eager one, which calls them."""
+    """Whether ``obj`` runs ``cls``'s own public methods ``names`` (no subclass or instance
+    override): the actor's condition for the fused rollout, which stands in for them."""
     return all(
         name not in obj.__dict__ and getattr(type(obj), name) is getattr(cls, name)
         for name in names
@@ -415,7 +491,7 @@ def _plain_precision(h: torch.Tensor) -> bool:
 
 
 class _ScanWeights(NamedTuple):
-    """Per-scan views of the RSSM weights (see :meth:`RSSM._scan_weights`)."""
+    """Per-scan views of the RSSM weights (see :meth:`RSSM.scan_weights`)."""
 
     in_t: torch.Tensor
     in_z_t: torch.Tensor

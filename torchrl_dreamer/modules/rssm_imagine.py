@@ -36,37 +36,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from torchrl_dreamer.modules.functional import sample_categorical
+from torchrl_dreamer.modules.latent import latent_of
 
-__all__ = ["fused_imagine", "uses_fused_imagine"]
-
-
-def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bool:
-    """Whether :func:`fused_imagine` reproduces ``rssm.imagine(h, z, actor.sample_action, H)``:
-    no graph is being recorded, the actor is a discrete
-    :class:`~torchrl_dreamer.modules.heads.DreamerV3Actor` and the RSSM an
-    :class:`~torchrl_dreamer.modules.rssm.RSSM`, neither overriding the pieces the rollout
-    runs (``imagine``, ``_imagine_body``, ``_cell``; ``forward``, ``sample_action``) nor
-    swapping their modules, no autocast is active and the state is fp32/fp64 (after
-    ``RSSM.compile_steps`` the rollout's step runs compiled). Otherwise the eager rollout
-    runs, which calls those pieces."""
-    from torchrl_dreamer.modules.heads import DreamerV3Actor
-    from torchrl_dreamer.modules.layers import MLP, LayerNormGRUCell
-    from torchrl_dreamer.modules.rssm import RSSM, _LatentHead, _own_pieces, _plain_precision
-
-    return (
-        not torch.is_grad_enabled()
-        and isinstance(rssm, RSSM)
-        and _own_pieces(rssm, RSSM, ("imagine", "_imagine_body", "_cell"))
-        and isinstance(actor, DreamerV3Actor)
-        and _own_pieces(actor, DreamerV3Actor, ("forward", "sample_action"))
-        and actor.discrete
-        and type(actor.net) is MLP
-        and type(actor.out) is nn.Linear
-        and type(rssm.gru) is LayerNormGRUCell
-        and type(rssm.prior) is _LatentHead
-        and len(rssm.input_mlp) == 3
-        and _plain_precision(h)
-    )
+__all__ = ["compile_rollout_step", "fused_imagine"]
 
 
 def _sample_into(
@@ -85,7 +57,7 @@ def _sample_into(
 
 class _RolloutWeights(NamedTuple):
     """What a rollout step reads: the actor's ``(weight.t(), norm)`` per hidden layer and its
-    output layer, the RSSM's transposed weights (``RSSM._scan_weights``), its three LayerNorms
+    output layer, the RSSM's transposed weights (``RSSM.scan_weights``), its three LayerNorms
     and the prior's output bias; each norm as ``(weight, bias, eps)`` (:func:`_norm`)."""
 
     actor_layers: tuple[tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor, float]], ...]
@@ -137,7 +109,7 @@ def _rollout_step(latent, z, h, u_action, u_latent, outs, w: _RolloutWeights, co
     probs = torch.addmm(w.prior_out_b, y, w.prior_out_t).view(n, stoch, classes).softmax(-1)
     z = _sample_into(probs, u_latent, z_out, unimix)
     if outs is None:
-        return action, torch.cat([z.view(n, -1), h], -1)
+        return action, latent_of(z.view(n, -1), h)
     return action, None
 
 
@@ -150,7 +122,7 @@ def fused_imagine(
     Args:
         rssm: an :class:`~torchrl_dreamer.modules.rssm.RSSM`; actor: a discrete
             :class:`~torchrl_dreamer.modules.heads.DreamerV3Actor` (check
-            :func:`uses_fused_imagine` first).
+            :func:`~torchrl_dreamer.modules.rssm.uses_fused_imagine` first).
         h, z: ``[N, D]`` / ``[N, S*C]`` start states.
         horizon: imagined steps ``H``.
 
@@ -165,7 +137,7 @@ def fused_imagine(
     s, c = rssm.stoch, rssm.classes
     a_dim = actor.action_dim
     dtype = h.dtype
-    sw = rssm._scan_weights()
+    sw = rssm.scan_weights()
     net = actor.net  # Linear -> LayerNorm -> SiLU blocks
     w = _RolloutWeights(
         tuple((net[i].weight.t(), _norm(net[i + 1])) for i in range(0, len(net), 3)),
@@ -174,13 +146,13 @@ def fused_imagine(
         (_norm(rssm.input_mlp[1]), _norm(rssm.gru.norm), _norm(rssm.prior.norm)),
     )
     consts = (s, c, float(actor.unimix), float(rssm.unimix))
-    step = rssm._compiled_rollout_step
+    step = rssm.compiled_rollout_step
     # every step's uniforms in one draw: the action's N, then the latent's N x S
     uniforms = torch.rand(horizon, n * (1 + s), dtype=dtype, device=h.device)
     u_actions = uniforms[:, :n].unsqueeze(-1).unbind(0)
     u_latents = uniforms[:, n:].unflatten(-1, (n, s, 1)).unbind(0)
     if step is not None:  # compiled: fresh outputs each step, stacked at the end
-        latent = torch.cat([z, h], -1)
+        latent = latent_of(z, h)
         latents, actions = [latent], []
         for t in range(horizon):
             action, latent = step(latent, latent[:, :sc], latent[:, sc:], u_actions[t],
@@ -199,3 +171,11 @@ def fused_imagine(
         _rollout_step(latent, zs[t], hs[t], u_actions[t], u_latents[t],
                       (action, hs[t + 1], z_onehots[t + 1]), w, consts)
     return latents, actions
+
+
+def compile_rollout_step(**kwargs):
+    """``torch.compile(step, **kwargs)`` of the rollout's step, for
+    :meth:`RSSM.compile_steps <torchrl_dreamer.modules.rssm.RSSM.compile_steps>`, which keeps it
+    as :attr:`~torchrl_dreamer.modules.rssm.RSSM.compiled_rollout_step` for
+    :func:`fused_imagine`."""
+    return torch.compile(_rollout_step, **kwargs)

@@ -44,7 +44,7 @@ from torch import nn
 
 from torchrl_dreamer.modules.functional import sample_categorical
 
-__all__ = ["fused_observe_scan"]
+__all__ = ["compile_scan_steps", "fused_observe_scan"]
 
 _aten = torch.ops.aten
 
@@ -85,8 +85,16 @@ def fused_observe_scan(
         post.out.weight, post.out.bias,
         (rssm.stoch, rssm.classes, float(rssm.unimix), float(ln1.eps), float(gru.norm.eps),
          float(post.norm.eps)),
-        rssm._compiled_scan_steps or (_forward_step, _backward_step),
+        rssm.compiled_scan_steps or (_forward_step, _backward_step),
     )
+
+
+def compile_scan_steps(**kwargs) -> tuple:
+    """``(forward step, backward step)``, each ``torch.compile(..., **kwargs)``, for
+    :meth:`RSSM.compile_steps <torchrl_dreamer.modules.rssm.RSSM.compile_steps>`, which keeps
+    them as :attr:`~torchrl_dreamer.modules.rssm.RSSM.compiled_scan_steps` for
+    :func:`fused_observe_scan`."""
+    return torch.compile(_forward_step, **kwargs), torch.compile(_backward_step, **kwargs)
 
 
 def _flat(x: torch.Tensor) -> torch.Tensor:

@@ -27,7 +27,8 @@ from torchrl.objectives import LossModule
 
 from torchrl_dreamer.modules.functional import discount_weights, lambda_returns
 from torchrl_dreamer.modules.heads import DreamerV3Actor, DreamerV3Critic
-from torchrl_dreamer.modules.rssm_imagine import fused_imagine, uses_fused_imagine
+from torchrl_dreamer.modules.rssm import uses_fused_imagine
+from torchrl_dreamer.modules.rssm_imagine import fused_imagine
 from torchrl_dreamer.modules.world_model import WorldModel
 from torchrl_dreamer.objectives.config import DreamerV3LossConfig
 from torchrl_dreamer.objectives.utils import hold_out_params
