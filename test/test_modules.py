@@ -284,6 +284,7 @@ def test_rssm_is_first_mid_sequence_resets_exactly():
     with torch.no_grad():
         rssm.h0.normal_()
     rssm.sample_probs = lambda p: straight_through_mode(p.log()).flatten(-2)  # deterministic
+    rssm.fused_steps = False  # a patched step method: the eager scan, which calls it
     T, B, k = 6, 2, 3
     embed = torch.randn(T, B, 6)
     act = torch.randn(T, B, 3)
@@ -489,6 +490,7 @@ def test_space_to_depth_matches_pixel_shuffle_layout(shape, dtype):
 def test_rssm_compiled_scan_bodies_match_eager_fullgraph():
     rssm = _small_rssm()
     rssm.sample_probs = lambda p: straight_through_mode(p.log()).flatten(-2)  # deterministic
+    rssm.fused_steps = False  # a patched step method: the eager scan, which calls it
     embed, act = torch.randn(5, 2, 6), torch.randn(5, 2, 3)
     first = torch.zeros(5, 2, dtype=torch.bool)
     first[0] = True
