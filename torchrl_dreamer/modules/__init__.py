@@ -35,6 +35,7 @@ from torchrl_dreamer.modules.heads import (
     one_hot_actions,
 )
 from torchrl_dreamer.modules.init import hafner_init_, uniform_init_
+from torchrl_dreamer.modules.latent import latent_of
 from torchrl_dreamer.modules.layers import MLP, LayerNormGRUCell
 from torchrl_dreamer.modules.player import DreamerPlayer
 from torchrl_dreamer.modules.rssm import RSSM
@@ -42,6 +43,7 @@ from torchrl_dreamer.modules.world_model import PRESETS, DreamerV3Config, WorldM
 
 __all__ = [
     "RSSM",
+    "latent_of",
     "LayerNormGRUCell",
     "MLP",
     "ImageEncoder",

@@ -28,6 +28,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from torchrl_dreamer.modules.heads import DreamerV3Actor, one_hot_actions
+from torchrl_dreamer.modules.latent import latent_of
 from torchrl_dreamer.modules.world_model import WorldModel
 
 __all__ = ["DreamerPlayer", "own_generator"]
@@ -150,7 +151,7 @@ class DreamerPlayer(nn.Module):
         embed = wm.embed(wm.preprocess(obs))
         h, z, _ = wm.rssm.obs_step(self.h, self.z, self.prev_action, embed,
                                    generator=self.generator)
-        latent = torch.cat([z, h], -1)
+        latent = latent_of(z, h)
         action = self.actor.act(latent, self.greedy, self.generator)
         self.h.copy_(h)
         self.z.copy_(z)
