@@ -316,7 +316,9 @@ def _pressed(rec: Recording) -> torch.Tensor:
     if rec.buttons is not None:
         bits = ((rec.buttons.unsqueeze(-1).long() >> torch.arange(8)) & 1).bool()
     else:  # an older recording: the base actions (no SELECT)
-        bits = torch.nn.functional.one_hot(rec.actions, len(_ACTIONS)).bool()
+        from torchrl_dreamer.modules.functional import one_hot  # the model package, on demand
+
+        bits = one_hot(rec.actions, len(_ACTIONS), torch.bool)
     out = bits.clone()
     out[1:] |= bits[:-1]
     return out

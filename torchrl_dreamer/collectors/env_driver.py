@@ -114,9 +114,12 @@ class EnvDriver:
             a = torch.randint(k, (n,), generator=g, device=g.device)
             return a.to(spec.device, spec.dtype).reshape(spec.shape)
         if isinstance(spec, OneHot):
+            # imported here: the collectors do not otherwise load the model package
+            from torchrl_dreamer.modules.functional import one_hot
+
             k = spec.space.n
             a = torch.randint(k, (n,), generator=g, device=g.device)
-            return torch.nn.functional.one_hot(a, k).to(spec.device, spec.dtype).reshape(spec.shape)
+            return one_hot(a, k, spec.dtype).to(spec.device).reshape(spec.shape)
         if isinstance(spec, Bounded):
             u = torch.rand(spec.shape, generator=g, device=g.device).to(spec.device)
             return (spec.space.low + u * (spec.space.high - spec.space.low)).to(spec.dtype)

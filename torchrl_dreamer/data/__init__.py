@@ -6,12 +6,13 @@
   pointer and keep episode boundaries inside (``is_first``).
 - :class:`TimeMajorWriter` -- TorchRL ``Writer`` appending at the storage head.
 - :func:`dreamer_schema`, :class:`FieldSpec` -- the stored fields.
-- :func:`shift_actions`, :func:`dreamer_inputs` -- replay rows to RSSM inputs.
+- :func:`rssm_inputs` (with :func:`shift_actions`, :func:`dreamer_inputs`) -- replay rows
+  to RSSM inputs.
 
 See ``docs/row_alignment.md`` for what row t holds.
 """
 
-from torchrl_dreamer.data.dreamer_inputs import dreamer_inputs, shift_actions
+from torchrl_dreamer.data.dreamer_inputs import dreamer_inputs, rssm_inputs, shift_actions
 from torchrl_dreamer.data.sampler import ChronologicalSliceSampler
 from torchrl_dreamer.data.schema import FieldSpec, dreamer_schema
 from torchrl_dreamer.data.storage import ReplayInvariantError, TimeMajorStorage, ring_rows
@@ -26,5 +27,6 @@ __all__ = [
     "dreamer_inputs",
     "dreamer_schema",
     "ring_rows",
+    "rssm_inputs",
     "shift_actions",
 ]

@@ -48,6 +48,7 @@ from torchrl_dreamer.data.sampler import ChronologicalSliceSampler
 from torchrl_dreamer.data.schema import FieldSpec, Key, dreamer_schema
 from torchrl_dreamer.data.storage import TimeMajorStorage
 from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE
+from torchrl_dreamer.modules.functional import one_hot
 
 __all__ = [
     "DEMO_FORMAT",
@@ -392,7 +393,7 @@ class Demonstration:
                 if fs.shape == ():
                     v = self.action
                 elif fs.shape == (n,):
-                    v = torch.nn.functional.one_hot(self.action, n)
+                    v = one_hot(self.action, n, torch.int64)
                 else:
                     raise DemonstrationError(
                         f"the replay's action field is {list(fs.shape)}; demonstrations give an "

@@ -6,6 +6,9 @@ action column is shifted by one step; it is zero at t=0 (unknown) and wherever `
 episode has no previous action; on our deferred-reset envs the action stored on the row before
 is_first was ignored by the env). ``is_first[0]`` is forced True so every sequence starts from the
 initial state.
+
+:func:`rssm_inputs` is the one place this happens: the world-model loss, the open-loop videos of
+training and evaluation and :func:`dreamer_inputs` all call it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,28 @@ from collections.abc import Mapping
 
 import torch
 from tensordict import TensorDictBase
+
+from torchrl_dreamer.modules.heads import one_hot_actions
+
+__all__ = ["action_to_vector", "shift_actions", "rssm_inputs", "dreamer_inputs"]
+
+
+def action_to_vector(action: torch.Tensor, action_dim: int, batch_dims: int = 2) -> torch.Tensor:
+    """Int index ``[T, B]`` / ``[T, B, 1]`` or float ``[T, B, A]`` actions -> float ``[T, B, A]``.
+
+    ``batch_dims`` is the number of leading batch dims (2 for ``[T, B]``).
+
+    Example:
+        >>> action_to_vector(torch.tensor([[2], [0]]), 3, batch_dims=1).tolist()
+        [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    if not action.dtype.is_floating_point and action.dim() == batch_dims + 1:
+        if action.shape[-1] != 1:
+            raise ValueError(
+                f"integer actions must be indices [T, B] or [T, B, 1], got {tuple(action.shape)}"
+            )
+        action = action.squeeze(-1)
+    return one_hot_actions(action, action_dim)
 
 
 def shift_actions(
@@ -47,7 +72,7 @@ def shift_actions(
                 f"action is an integer tensor ({action.dtype}): pass num_actions so it can be "
                 "one-hot encoded (an action index cannot be zeroed at episode starts)."
             )
-        action = torch.nn.functional.one_hot(action.long(), num_actions).float()
+        action = action_to_vector(action, num_actions, batch_dims=is_first.ndim)
     nb = is_first.ndim
     if tuple(action.shape[:nb]) != tuple(is_first.shape):
         raise ValueError(
@@ -59,6 +84,37 @@ def shift_actions(
     prev.narrow(time_dim, 0, 1).zero_()
     mask = is_first.bool().reshape(*is_first.shape, *([1] * (prev.ndim - nb)))
     return prev.masked_fill(mask, 0.0)
+
+
+def rssm_inputs(
+    action: torch.Tensor,
+    is_first: torch.Tensor,
+    num_actions: int | None = None,
+    *,
+    time_dim: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(prev_action, is_first)`` the RSSM consumes for replay rows ``[T, B]`` (or ``[B, T]``
+    with ``time_dim=1``): ``is_first`` as bool with its first step forced True, and the actions
+    (indices ``[T, B]`` / ``[T, B, 1]`` one-hot encoded, or float ``[T, B, A]``) shifted by
+    :func:`shift_actions` on that forced ``is_first``.
+
+    Args:
+        action: the action column of the rows (``a_t`` on row ``t``).
+        is_first: the rows' episode-start flags, ``[T, B]``.
+        num_actions: the one-hot size; needed for integer actions, and checked against the
+            last dim of float actions when given.
+        time_dim: the time dim of ``is_first``.
+
+    Example:
+        >>> prev, first = rssm_inputs(torch.tensor([[1], [2]]), torch.zeros(2, 1), 3)
+        >>> prev[:, 0].tolist(), first[:, 0].tolist()
+        ([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [True, False])
+    """
+    first = is_first.bool().clone()
+    first.narrow(time_dim % first.ndim, 0, 1).fill_(True)
+    if num_actions is not None:
+        action = action_to_vector(action, num_actions, batch_dims=first.ndim)
+    return shift_actions(action, first, time_dim=time_dim), first
 
 
 def dreamer_inputs(
@@ -77,10 +133,7 @@ def dreamer_inputs(
     ``reward[t]`` and ``continue_[t]`` from the state at t.
     """
     out = dict(sample.items()) if isinstance(sample, TensorDictBase) else dict(sample)
-    first = out[is_first_key].bool().clone()
-    first.narrow(time_dim % first.ndim, 0, 1).fill_(True)
-    out[is_first_key] = first
-    out["prev_action"] = shift_actions(
-        out[action_key], first, time_dim=time_dim, num_actions=num_actions
+    out["prev_action"], out[is_first_key] = rssm_inputs(
+        out[action_key], out[is_first_key], num_actions, time_dim=time_dim
     )
     return out

@@ -2,9 +2,9 @@
 
 Row alignment (the replay's data contract): row ``t`` holds ``o_t``, ``a_t`` (chosen after
 ``o_t``), ``r_t`` (reward on arriving at ``o_t``), ``is_first_t`` and ``continue_t``. The RSSM step
-at ``t`` therefore consumes ``a_{t-1}``: :func:`shift_actions` prepends a zero action and drops
-the last, and ``is_first[0]`` is forced True so each sampled sequence starts from the learned
-initial state (as sheeprl and the 2023 replay do).
+at ``t`` therefore consumes ``a_{t-1}``: :func:`~torchrl_dreamer.data.dreamer_inputs.rssm_inputs`
+prepends a zero action and drops the last, and forces ``is_first[0]`` True so each sampled
+sequence starts from the learned initial state (as sheeprl and the 2023 replay do).
 """
 
 from __future__ import annotations
@@ -17,24 +17,13 @@ import torch.nn.functional as F
 from tensordict import TensorDict, TensorDictBase
 from torchrl.objectives import LossModule
 
-from torchrl_dreamer.data.dreamer_inputs import shift_actions
+from torchrl_dreamer.data.dreamer_inputs import action_to_vector, rssm_inputs
 from torchrl_dreamer.modules.functional import categorical_kl, two_hot_log_prob
-from torchrl_dreamer.modules.heads import one_hot_actions
+from torchrl_dreamer.modules.latent import latent_of
 from torchrl_dreamer.modules.world_model import WorldModel
 from torchrl_dreamer.objectives.config import DreamerV3LossConfig
 
 __all__ = ["DreamerV3WorldModelLoss", "action_to_vector"]
-
-
-def action_to_vector(action: torch.Tensor, action_dim: int, batch_dims: int = 2) -> torch.Tensor:
-    """Int index ``[T, B]`` / ``[T, B, 1]`` or float ``[T, B, A]`` actions -> float ``[T, B, A]``."""
-    if not action.dtype.is_floating_point and action.dim() == batch_dims + 1:
-        if action.shape[-1] != 1:
-            raise ValueError(
-                f"integer actions must be indices [T, B] or [T, B, 1], got {tuple(action.shape)}"
-            )
-        action = action.squeeze(-1)
-    return one_hot_actions(action, action_dim)
 
 
 class DreamerV3WorldModelLoss(LossModule):
@@ -182,20 +171,22 @@ class DreamerV3WorldModelLoss(LossModule):
             )
         obs = {k: self._get(tensordict, k) for k in wm.obs_keys}
         targets = wm.preprocess(obs)
-        action = action_to_vector(self._get(tensordict, keys.action), wm.action_dim)
         reward = self._get(tensordict, keys.reward).float()
         if reward.dim() == 3:
             reward = reward.squeeze(-1)
-        is_first = self._get(tensordict, keys.is_first).reshape(reward.shape).clone()
-        is_first[0] = True
+        prev_action, is_first = rssm_inputs(
+            self._get(tensordict, keys.action),
+            self._get(tensordict, keys.is_first).reshape(reward.shape),
+            wm.action_dim,
+        )
         if keys.continue_ in tensordict.keys():
             cont = self._get(tensordict, keys.continue_).float().reshape(reward.shape)
         else:
             cont = 1.0 - self._get(tensordict, keys.terminated).float().reshape(reward.shape)
 
         embed = wm.embed(targets)
-        out = wm.rssm.observe(embed, shift_actions(action, is_first), is_first)
-        latent = torch.cat([out["z"], out["h"]], -1)
+        out = wm.rssm.observe(embed, prev_action, is_first)
+        latent = latent_of(out["z"], out["h"])
         stride = cfg.decode_stride
         recon = wm.decode(latent[::stride] if stride > 1 else latent)
         recon_targets = {k: v[::stride] for k, v in targets.items()} if stride > 1 else targets
@@ -210,7 +201,7 @@ class DreamerV3WorldModelLoss(LossModule):
         extra = {}
         if cfg.prior_head_scale > 0:
             z_prior = wm.rssm.sample(prior.detach())  # no gradient to the prior
-            prior_latent = torch.cat([z_prior, out["h"]], -1)
+            prior_latent = latent_of(z_prior, out["h"])
             extra = {
                 "loss_reward_prior": cfg.prior_head_scale * cfg.reward_scale
                 * self.reward_loss(wm.reward(prior_latent), reward).mean(),

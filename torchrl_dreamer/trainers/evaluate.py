@@ -270,6 +270,7 @@ def world_model_video_checkpoint(
         CheckpointError: the checkpoint holds no world model (nothing to draw), or its task has
             no packed2 image observation.
     """
+    from torchrl_dreamer.data.dreamer_inputs import rssm_inputs
     from torchrl_dreamer.trainers.builder import make_env
     from torchrl_dreamer.trainers.checkpoint import (
         CheckpointError,
@@ -299,17 +300,16 @@ def world_model_video_checkpoint(
     n_act = int(env.action_spec.space.n)
     td = env.reset()
     pixels, firsts, actions = [td.get("pixels")], [td.get("is_first").reshape(-1)], []
-    prev = torch.zeros(sequences, n_act)
-    acts = [prev]
     for _ in range(length - 1):
         a = torch.randint(0, n_act, (sequences,), generator=g)
         td = env.step(td.select("pixels").set("action", a.to(env.device))).get("next")
-        prev = torch.nn.functional.one_hot(a, n_act).float()
         pixels.append(td.get("pixels"))
         firsts.append(td.get("is_first").reshape(-1))
-        acts.append(prev)
         actions.append(a)
+    actions.append(torch.zeros_like(a))  # the last row's action: no step consumes it
     dev = torch.device(cfg.device)
-    frames = open_loop_frames(wm, torch.stack(pixels).to(dev), torch.stack(acts).to(dev),
-                              torch.stack(firsts).bool().to(dev), context=context)
+    prev_action, is_first = rssm_inputs(torch.stack(actions).to(dev),
+                                        torch.stack(firsts).to(dev), n_act)
+    frames = open_loop_frames(wm, torch.stack(pixels).to(dev), prev_action, is_first,
+                              context=context)
     return write_video(path, torch.cat(list(frames), 1))  # sequences stacked vertically

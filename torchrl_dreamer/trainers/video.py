@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from torchrl_dreamer.emulator.packed2 import shades_to_grey
+from torchrl_dreamer.modules.latent import latent_of
 from torchrl_dreamer.trainers.gif import write_gif
 
 __all__ = ["open_loop_frames", "replay_open_loop", "write_video", "BAR_ROWS"]
@@ -77,13 +78,13 @@ def open_loop_frames(world_model, pixels: torch.Tensor, prev_action: torch.Tenso
         inputs = world_model.preprocess({key: pixels})
         post = world_model.rssm.observe(world_model.embed(inputs), prev_action, is_first)
         h, z = post["h"], post["z"]
-        recon = world_model.decode(torch.cat([z, h], -1))[key]
+        recon = world_model.decode(latent_of(z, h))[key]
         hc, zc = h[context - 1], z[context - 1]
-        imagined = [torch.cat([zc, hc], -1)]
+        imagined = [latent_of(zc, hc)]
         for t in range(context, T):
             hc, zc = world_model.rssm.img_step(hc, zc, prev_action[t], sample=False)
-            imagined.append(torch.cat([zc, hc], -1))
-        open_loop = torch.cat([torch.cat([z[: context - 1], h[: context - 1]], -1),
+            imagined.append(latent_of(zc, hc))
+        open_loop = torch.cat([latent_of(z[: context - 1], h[: context - 1]),
                                torch.stack(imagined, 0)], 0)
         dream = world_model.decode(open_loop)[key]
     finally:
@@ -104,9 +105,8 @@ def replay_open_loop(world_model, storage, sequences: int = 4, length: int = 32,
     ``uint8 [T, sequences * (72 + BAR_ROWS), 240]`` shades, or ``None`` while the replay holds
     fewer than ``length`` committed rows. Its own generator (``seed``): the training sampler's
     draws are left alone."""
-    from torchrl_dreamer.data.dreamer_inputs import shift_actions
+    from torchrl_dreamer.data.dreamer_inputs import rssm_inputs
     from torchrl_dreamer.data.sampler import ChronologicalSliceSampler
-    from torchrl_dreamer.objectives.world_model import action_to_vector
 
     lo, hi = storage.sampleable_range()
     if hi - lo < length:
@@ -115,11 +115,10 @@ def replay_open_loop(world_model, storage, sequences: int = 4, length: int = 32,
                                         generator=torch.Generator().manual_seed(seed))
     data, _ = sampler.sample_sequences(storage, sequences * length)  # [T, B]
     dev = next(world_model.parameters()).device
-    is_first = data.get("is_first").reshape(length, sequences).bool().clone().to(dev)
-    is_first[0] = True
-    action = action_to_vector(data.get("action").to(dev), world_model.action_dim)
-    frames = open_loop_frames(world_model, data.get("pixels").to(dev),
-                              shift_actions(action, is_first), is_first,
+    prev_action, is_first = rssm_inputs(data.get("action").to(dev),
+                                        data.get("is_first").reshape(length, sequences).to(dev),
+                                        world_model.action_dim)
+    frames = open_loop_frames(world_model, data.get("pixels").to(dev), prev_action, is_first,
                               context=min(context, length))
     return torch.cat(list(frames), 1)
 
