@@ -385,6 +385,33 @@ def test_deferred_reset_gym_env():
     assert env.success_rule == "truncated" and env.max_episode_steps == 500
 
 
+def test_obs_spec_of_refuses_an_observation_the_world_model_cannot_use():
+    """An integer vector used to vanish from the world model's inputs without a word; now the
+    run stops and names the key, its shape and dtype and what is supported."""
+    from types import SimpleNamespace
+
+    from torchrl.data import Categorical, Composite, Unbounded
+
+    from torchrl_dreamer.trainers.builder import obs_spec_of
+
+    def env_with(**leaves):
+        flag = Categorical(2, shape=(3, 1), dtype=torch.bool)
+        spec = Composite(is_first=flag, success=flag.clone(), shape=(3,), **leaves)
+        return SimpleNamespace(observation_spec=spec, batch_size=torch.Size([3]))
+
+    vec = Unbounded(shape=(3, 5), dtype=torch.float32)
+    image = Unbounded(shape=(3, 1, 8, 8), dtype=torch.uint8)
+    assert obs_spec_of(env_with(obs=vec, img=image)) == {"obs": ("vector", 5),
+                                                        "img": ("image", (1, 8, 8))}
+    ram = Unbounded(shape=(3, 4), dtype=torch.int64)
+    with pytest.raises(ConfigError, match=r"observation 'ram' of shape \[4\] and dtype "
+                                          r"torch.int64 .*float vectors \[D\].*cast"):
+        obs_spec_of(env_with(obs=vec, ram=ram))
+    grid = Unbounded(shape=(3, 6, 7), dtype=torch.float32)
+    with pytest.raises(ConfigError, match=r"'grid' of shape \[6, 7\]"):
+        obs_spec_of(env_with(grid=grid))
+
+
 def test_shipped_maze_config_only_spells_out_the_defaults():
     """examples/dreamer_v3/config.yaml documents what `--task maze` alone runs (measured best)."""
     from pathlib import Path

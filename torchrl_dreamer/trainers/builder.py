@@ -105,12 +105,22 @@ def check_spec_start(cfg: TrainConfig) -> None:
                           f"{cfg.rom} shows what happens.") from err
 
 
+_NOT_MODEL_INPUTS = frozenset({"is_first", "episode_id", "success"})
+"""Observation-spec leaves that are bookkeeping, not world-model inputs: the episode-start flag,
+the episode counter and the task's success flag (the replay stores that one apart)."""
+
+
 def obs_spec_of(env: Any) -> dict[str, Any]:
-    """World-model observation kinds from the env's specs: packed2 / image / vector per key."""
+    """World-model observation kinds from the env's specs: packed2 / image / vector per key.
+
+    Every other observation leaf must be one the world model can encode: packed2 ``pixels``, an
+    image ``[C, H, W]`` or a float vector ``[D]``. Anything else (an integer or bool vector, a
+    scalar, a 2-D grid) raises :class:`ConfigError` naming the key, its shape and dtype, instead
+    of training without it.
+    """
     out: dict[str, Any] = {}
-    skip = {"is_first", "episode_id"}
     for key, spec in env.observation_spec.items(include_nested=False, leaves_only=True):
-        if key in skip:
+        if key in _NOT_MODEL_INPUTS:
             continue
         shape = tuple(spec.shape[len(env.batch_size):])
         if getattr(env, "pixels_format", None) == "packed2" and key == "pixels":
@@ -119,6 +129,14 @@ def obs_spec_of(env: Any) -> dict[str, Any]:
             out[key] = ("image", shape)
         elif len(shape) == 1 and spec.dtype.is_floating_point:
             out[key] = ("vector", shape[0])
+        else:
+            hint = (" (cast an integer or bool vector to float first, e.g. with TorchRL's "
+                    "DTypeCastTransform)" if len(shape) == 1 else "")
+            raise ConfigError(
+                f"observation {key!r} of shape {list(shape)} and dtype {spec.dtype} is not a "
+                "world-model input: supported are packed2 'pixels', images [C, H, W] and float "
+                f"vectors [D]{hint}"
+            )
     if not out:
         raise ConfigError(f"no usable observation in the env's specs: {env.observation_spec}")
     return out
