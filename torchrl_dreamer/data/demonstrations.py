@@ -467,6 +467,13 @@ class DemonstrationRecorder:
     def __len__(self) -> int:
         return len(self._rows["pixels"])
 
+    def row(self, t: int) -> dict[str, torch.Tensor]:
+        """Recorded row ``t`` (negative counts from the end) by field: ``pixels``, ``reward``,
+        ``terminated``, ``truncated``, ``is_first``, ``episode_id``, ``action`` (the action
+        taken from it, a no-op on the last row until :meth:`step`) and ``success`` where the
+        task reports it."""
+        return {k: v[t] for k, v in self._rows.items()}
+
     def _append(self, td: TensorDictBase | Mapping[str, torch.Tensor]) -> None:
         def get(key: str, default: Any) -> torch.Tensor:
             v = td.get(key, None)
@@ -546,7 +553,8 @@ def replay_demonstration(demo: Demonstration, env: Any, *, check: bool = True) -
         if check:
             _compare_row(demo, rec, t - 1)
         a = int(demo.action[t - 1])
-        ended = bool(rec._rows["terminated"][-1] | rec._rows["truncated"][-1])
+        last = rec.row(-1)
+        ended = bool(last["terminated"] | last["truncated"])
         if bool(demo.truncated[t - 1]) and not ended:
             rec.end_episode()  # the player ended this episode early and reset the env
             rec.step(a, env.reset())
@@ -559,12 +567,12 @@ def replay_demonstration(demo: Demonstration, env: Any, *, check: bool = True) -
 
 
 def _compare_row(demo: Demonstration, rec: DemonstrationRecorder, t: int) -> None:
-    rows = rec._rows
+    row = rec.row(t)
     names = ["pixels", "reward", "terminated", "truncated", "is_first", "episode_id"]
-    if demo.success is not None and "success" in rows:
+    if demo.success is not None and "success" in row:
         names.append("success")
     for name in names:
-        got, want = rows[name][t], getattr(demo, name)[t]
+        got, want = row[name], getattr(demo, name)[t]
         if name == "truncated" and bool(want) and not bool(got):
             continue  # a player's early restart; replay marks it when the next row resets
         if not torch.equal(got.to(want.dtype), want):
@@ -810,7 +818,7 @@ class DemoMixingSampler:
         """``(MixedIndex, info)`` for ``batch_size`` transitions (``B * slice_len``)."""
         b, t = self.resolve(batch_size)
         k = self.num_demo(b)
-        self._demo_sampler._generator = self.demo_generator
+        self._demo_sampler.generator = self.demo_generator
         parts, infos = [], []
         agent = demo = None
         if b - k:

@@ -132,8 +132,14 @@ class ChronologicalSliceSampler(Sampler):
 
     @property
     def generator(self) -> torch.Generator | None:
-        """The generator drawing envs and starts."""
+        """The generator drawing envs and starts (``None``: torch's global one); assignable, so
+        a sampler mixing several draws them all from one stream
+        (:class:`~torchrl_dreamer.data.demonstrations.DemoMixingSampler`)."""
         return self._generator
+
+    @generator.setter
+    def generator(self, value: torch.Generator | None) -> None:
+        self._generator = value
 
     def resolve(self, batch_size: int | None) -> tuple[int, int]:
         """``(num_slices, slice_len)`` for a ``batch_size`` counting transitions (None: both given)."""

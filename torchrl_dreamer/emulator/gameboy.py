@@ -256,16 +256,18 @@ class GameBoy:
         """Launch ``kernel`` over every slice with ``inputs(slice)``; one plain launch when there
         is a single slice (the per-call recording costs about what a launch's packing does)."""
         if self._pool is None:
-            self._launch(kernel, inputs(self._slices[0]))
+            self.launch(kernel, inputs(self._slices[0]))
             return
         wdev = _wp_device(self.device)
         self._run_slices([wp.launch(kernel, dim=s.hi - s.lo, inputs=inputs(s), device=wdev,
                                     record_cmd=True) for s in self._slices])
 
-    def _launch(self, kernel, inputs: list) -> None:
-        """One launch over all N consoles on the calling thread, whatever ``workers`` is (each
-        kernel thread touches only its own console, so this is always correct); used for the
-        short kernels (``ResetCache`` restores, :meth:`write_memory`)."""
+    def launch(self, kernel, inputs: list) -> None:
+        """Launch a Warp ``kernel`` once over all N consoles (``dim=num_envs``) with ``inputs``,
+        on the calling thread whatever ``workers`` is (each kernel thread touches only its own
+        console, so this is always correct), on PyTorch's current stream on CUDA; used for the
+        short kernels (:class:`~torchrl_dreamer.emulator.reset.ResetCache` restores,
+        :meth:`write_memory`)."""
         wdev = _wp_device(self.device)
         if self.device.type == "cuda":
             with wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream(self.device))):
@@ -317,7 +319,7 @@ class GameBoy:
                     s.out_mem.obs = s.obs  # hold no reference to the caller's tensor
 
     def _replay(self, cmd) -> None:
-        """Launch a recorded command (on PyTorch's current stream on CUDA, as ``_launch`` does)."""
+        """Launch a recorded command (on PyTorch's current stream on CUDA, as :meth:`launch` does)."""
         if self.device.type == "cuda":
             cmd.launch(stream=wp.stream_from_torch(torch.cuda.current_stream(self.device)))
         else:
@@ -481,7 +483,7 @@ class GameBoy:
             if mask.shape != (self.num_envs,):
                 raise ValueError(f"mask must be bool [{self.num_envs}], got {tuple(mask.shape)}")
             mk = mask.to(device=self.device, dtype=torch.uint8).contiguous()
-        self._launch(self._kmod.gb_poke, [self._mem, int(addr), wp.from_torch(v), wp.from_torch(mk)])
+        self.launch(self._kmod.gb_poke, [self._mem, int(addr), wp.from_torch(v), wp.from_torch(mk)])
 
     def serial_output(self, env: int = 0) -> bytes:
         """Bytes the console ``env`` sent over the serial port (internal clock) so far."""

@@ -98,9 +98,9 @@ class ResetCache:
                 raise ValueError(f"rows must have shape [{gb.num_envs}], got {tuple(rows.shape)}")
             wrows = wp.from_torch(rows.to(gb.device, torch.int32).contiguous(), dtype=wp.int32)
             for name, dst in gb.state_tensors().items():
-                gb._launch(_restore_rows, [self._wsnap[name], wp.from_torch(dst), wmask, wrows])
+                gb.launch(_restore_rows, [self._wsnap[name], wp.from_torch(dst), wmask, wrows])
             return
         if not (self.broadcast or self.pool_size == gb.num_envs):
             raise ValueError(f"a {self.pool_size}-state pool needs rows= to pick each env's start")
         for name, dst in gb.state_tensors().items():
-            gb._launch(_restore, [self._wsnap[name], wp.from_torch(dst), wmask, int(self.broadcast)])
+            gb.launch(_restore, [self._wsnap[name], wp.from_torch(dst), wmask, int(self.broadcast)])

@@ -60,10 +60,16 @@ class SlowCritic(nn.Module):
         self._calls += 1
         self.count.add_(1)
 
+    def resume_from_count(self) -> None:
+        """Continue the update schedule from the ``count`` buffer (the updates done so far, as
+        saved in a state dict): a restored slow critic must not be hard-copied again at the
+        next update. Loading a state dict calls it; a trainer restoring a run may call it
+        again."""
+        self._calls = int(self.count)
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        # a restored slow critic must not be hard-copied again at the next update
-        self._calls = int(self.count)
+        self.resume_from_count()
 
     def forward(self, latent: torch.Tensor) -> torch.Tensor:
         """Slow-critic two-hot logits."""

@@ -169,7 +169,7 @@ class DreamerTrainer:
         p.learner.num_updates = int(saved["num_updates"])
         for m in p.learner.modules():
             if isinstance(m, SlowCritic):
-                m._calls = int(m.count)  # the hard copy happens only at the very first update
+                m.resume_from_count()  # the hard copy happens only at the very first update
         for k, opt in p.learner.optimizers().items():
             opt.load_state_dict(saved["optimizers"][k])
         has_replay = bool(saved.get("has_replay")) and (ckpt / "replay").is_dir()
