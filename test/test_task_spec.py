@@ -256,6 +256,30 @@ def test_exploration_bonus_counts_visits_per_episode():
     assert key.shape == (1,) and 0 <= int(key) < 2 ** 16
 
 
+def test_screen_key_is_the_block_shade_hash():
+    """The table-driven screen hash equals its definition: each 8x8 block's shade sum,
+    quantised to 4 levels, mixed by the task's weights; and it tells frames apart."""
+    obj = {"actions": "dpad", "start": {"macro": [{"wait": 1}]},
+           "reward": [{"kind": "level", "address": 0xC000, "scale": 0.0}],
+           "exploration": {"screen": {"scale": 1.0, "table_bits": 12}}}
+    task = load_task_spec(obj, rom=rom_path("catch"))
+    n = 5
+    task.setup(n, torch.device("cpu"))
+    g = torch.Generator().manual_seed(3)
+    pixels = torch.randint(0, 256, (n, 1, 72, 20), generator=g, dtype=torch.uint8)
+    pixels[0] = 0  # all white: every block 0
+    pixels[1] = 0xFF  # all black: every block 192
+    p = pixels.reshape(n, 72, 20).to(torch.int64)
+    shades = sum(((p >> (2 * k)) & 3) for k in range(4))
+    blocks = shades.reshape(n, 9, 8, 10, 2).sum((2, 4))
+    q = (blocks * 4 // 193).reshape(n, -1)
+    h = (q * task._screen_w).sum(1)
+    want = (h ^ (h >> 17)) & ((1 << 12) - 1)
+    got = task.screen_key(pixels, 12)
+    assert torch.equal(got, want)
+    assert len(set(got.tolist())) == n  # five different frames, five keys
+
+
 def test_spec_rom_check():
     obj = {**MIN, "rom": {"title": "SOMETHING ELSE"}}
     from torchrl_dreamer.envs.task import TaskMismatchError

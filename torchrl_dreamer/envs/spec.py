@@ -91,6 +91,7 @@ from typing import Any
 
 import torch
 
+from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, packed2_lut
 from torchrl_dreamer.envs.actions import BUTTON_BITS, make_action_set
 from torchrl_dreamer.envs.task import Task, TaskMismatchError
 
@@ -821,6 +822,14 @@ def load_task_spec(spec: str | Path | dict, rom: str | Path | None = None,
 _HASH_MUL = 0x9E3779B1  # Knuth's multiplicative hash constant
 
 
+def _pair_shade_table() -> torch.Tensor:
+    """``float32[65536]``: the sum of the eight 2-bit shades packed in a 16-bit word (two
+    packed2 bytes), for :meth:`SpecTask.screen_key`."""
+    per_byte = packed2_lut().sum(1, dtype=torch.int64)  # shade sum of each byte's 4 pixels
+    word = torch.arange(65536)
+    return (per_byte[word & 0xFF] + per_byte[word >> 8]).to(torch.float32)
+
+
 class SpecTask(Task):
     """The :class:`Task` a :class:`TaskSpec` describes (see :func:`load_task_spec`).
 
@@ -954,6 +963,7 @@ class SpecTask(Task):
             g = torch.Generator().manual_seed(0x5EED)
             self._screen_w = torch.randint(1, 2**31 - 1, (9 * 10,), generator=g,
                                            dtype=torch.int64).to(self.device)
+            self._pair_shades = _pair_shade_table().to(self.device)
 
     def _alloc_table(self, kind: str, bits: int) -> None:
         n = self.num_envs
@@ -1025,11 +1035,18 @@ class SpecTask(Task):
 
     def screen_key(self, pixels: torch.Tensor, bits: int) -> torch.Tensor:
         """A coarse hash of the packed2 frame: mean shade of 9x10 blocks (8x8 pixels),
-        quantised to 4 levels, hashed to ``bits`` bits."""
-        p = pixels.reshape(self.num_envs, 72, 20).to(torch.int64)
-        shades = sum(((p >> (2 * k)) & 3) for k in range(4))  # 4 pixels per byte
-        blocks = shades.reshape(self.num_envs, 9, 8, 10, 2).sum((2, 4))  # 0..192 per block
-        q = (blocks * 4 // 193).reshape(self.num_envs, -1)
+        quantised to 4 levels, hashed to ``bits`` bits.
+
+        Each pair of bytes (8 pixels of a row) is read as one 16-bit word and looked up in a
+        table of its shade sum, then summed in float32, where these small integers are exact:
+        one gather and two sums instead of eight shifts and masks over int64 (4-10x faster on
+        the CPU at N = 256, measured 2026-11-26)."""
+        n = self.num_envs
+        _, rows, row_bytes = PACKED2_SHAPE
+        words = pixels.contiguous().reshape(n, rows, row_bytes // 2, 2).view(torch.int16)
+        shades = self._pair_shades[words.reshape(n, rows, row_bytes // 2).int() & 0xFFFF]
+        blocks = shades.reshape(n, rows // 8, 8, row_bytes // 2).sum(2)  # 0..192 per block
+        q = torch.div(blocks * 4, 193, rounding_mode="floor").to(torch.int64).reshape(n, -1)
         h = (q * self._screen_w).sum(1)
         return (h ^ (h >> 17)) & ((1 << bits) - 1)
 
