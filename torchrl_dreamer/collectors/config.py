@@ -2,8 +2,9 @@
 
 A plain dataclass (CleanRL style: one place to read every knob) rather than a Hydra config, so it
 can be built from a CLI, a YAML file or a test with the same validation. A training run derives
-it from its :class:`~torchrl_dreamer.trainers.TrainConfig` (``collector_config()``), whose
-defaults for the settings they share are the ones defined here.
+it from its :class:`~torchrl_dreamer.trainers.TrainConfig` (``collector_config()``). The defaults
+of the settings it shares with ``TrainConfig`` and ``RayTrainingConfig`` are the constants of
+:mod:`torchrl_dreamer.collectors.defaults`.
 
 Units: ``steps_per_rollout``, ``commit_stride``, ``seq_len``, ``min_ready_steps`` and
 ``safety_margin`` count *env steps* (replay rows, one per vectorised step); ``learning_starts``
@@ -20,6 +21,23 @@ import warnings
 from typing import Any, Literal
 
 import torch
+
+from torchrl_dreamer.collectors.defaults import (
+    BACKEND,
+    BATCH_SIZE,
+    COMMIT_STRIDE,
+    DEVICE,
+    LEARNING_STARTS,
+    LOG_EVERY,
+    OFF_POLICY_TOLERANCE,
+    PRECISION,
+    REPLAY_RATIO,
+    SEED,
+    SEQ_LEN,
+    STEPS_PER_ROLLOUT,
+    TIMEOUT_S,
+    check_batch_shape,
+)
 
 __all__ = ["AsyncCollectorConfig", "Backend", "Precision", "precision_dtype"]
 
@@ -44,8 +62,9 @@ class AsyncCollectorConfig:
     """Every knob of :class:`~torchrl_dreamer.collectors.AsyncDreamerCollector`.
 
     Rules checked in ``__post_init__`` (a ``ValueError`` names the field and why):
-    ``steps_per_rollout >= 1``, ``commit_stride >= 1``, ``seq_len >= 2``,
-    ``min_ready_steps >= seq_len``, ``safety_margin >= seq_len``, ``batch_size >= 1``,
+    ``steps_per_rollout >= 1``, ``commit_stride >= 1``, ``seq_len >= 2`` and ``batch_size >= 1``
+    (:func:`~torchrl_dreamer.collectors.defaults.check_batch_shape`, the rule every run config
+    shares), ``min_ready_steps >= seq_len``, ``safety_margin >= seq_len``,
     ``replay_ratio >= 0``, ``max_learner_steps_per_tick >= 1``, ``log_every >= 1``,
     ``off_policy_tolerance >= 1``, ``timeout_s > 0``; a ``UserWarning`` when
     ``commit_stride > seq_len / 2`` (the learner then sees fresh data in coarse bursts).
@@ -80,23 +99,23 @@ class AsyncCollectorConfig:
         'reference'
     """
 
-    steps_per_rollout: int = 16
-    commit_stride: int = 8
-    seq_len: int = 32
-    batch_size: int = 16
-    replay_ratio: float = 0.05
-    learning_starts: int = 1024
+    steps_per_rollout: int = STEPS_PER_ROLLOUT
+    commit_stride: int = COMMIT_STRIDE
+    seq_len: int = SEQ_LEN
+    batch_size: int = BATCH_SIZE
+    replay_ratio: float = REPLAY_RATIO
+    learning_starts: int = LEARNING_STARTS
     pretrain_steps: int = 0
-    min_ready_steps: int = 32
-    safety_margin: int = 32
+    min_ready_steps: int = SEQ_LEN
+    safety_margin: int = SEQ_LEN
     max_learner_steps_per_tick: int = 64
-    off_policy_tolerance: float = 2.0
-    log_every: int = 10
-    device: str | torch.device = "cpu"
-    precision: Precision = "fp32"
-    backend: Backend = "reference"
-    timeout_s: float = 120.0
-    seed: int = 0
+    off_policy_tolerance: float = OFF_POLICY_TOLERANCE
+    log_every: int = LOG_EVERY
+    device: str | torch.device = DEVICE
+    precision: Precision = PRECISION
+    backend: Backend = BACKEND
+    timeout_s: float = TIMEOUT_S
+    seed: int = SEED
 
     def __post_init__(self) -> None:
         def need(cond: bool, field: str, why: str) -> None:
@@ -105,16 +124,15 @@ class AsyncCollectorConfig:
                     f"AsyncCollectorConfig.{field}={getattr(self, field)!r} is invalid: {why}"
                 )
 
-        for name in ("steps_per_rollout", "commit_stride", "seq_len", "batch_size",
-                     "learning_starts", "pretrain_steps", "min_ready_steps", "safety_margin",
-                     "max_learner_steps_per_tick", "log_every", "seed"):
+        check_batch_shape("AsyncCollectorConfig", self.batch_size, self.seq_len)
+        for name in ("steps_per_rollout", "commit_stride", "learning_starts", "pretrain_steps",
+                     "min_ready_steps", "safety_margin", "max_learner_steps_per_tick",
+                     "log_every", "seed"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool), name, "must be an integer.")
         need(self.steps_per_rollout >= 1, "steps_per_rollout", "a rollout window needs >= 1 step.")
         need(self.commit_stride >= 1, "commit_stride",
              "must be >= 1 (commit rows to the learner every commit_stride env steps).")
-        need(self.seq_len >= 2, "seq_len", "sequences need >= 2 steps (one transition).")
-        need(self.batch_size >= 1, "batch_size", "must be >= 1.")
         need(isinstance(self.replay_ratio, (int, float)) and math.isfinite(self.replay_ratio)
              and self.replay_ratio >= 0, "replay_ratio",
              "must be a finite number >= 0 (gradient steps per policy step).")
@@ -157,6 +175,37 @@ class AsyncCollectorConfig:
                 UserWarning,
                 stacklevel=3,
             )
+
+    def check_sampler_shape(self, sampler: Any) -> None:
+        """Raise ``ValueError`` unless ``sampler`` draws ``[seq_len, batch_size]`` batches.
+
+        The collector asks a sampler for ``batch_size * seq_len`` transitions (TorchRL's unit), and
+        the sampler fixes one side of the batch: ``slice_len`` (the steps of a sequence, as
+        :class:`~torchrl_dreamer.data.ChronologicalSliceSampler` is built for the collector) must
+        equal ``seq_len``, or ``num_slices`` (the sequences of a batch) must equal ``batch_size``.
+
+        Example:
+            >>> from torchrl_dreamer.data import ChronologicalSliceSampler
+            >>> cfg = AsyncCollectorConfig()
+            >>> cfg.check_sampler_shape(ChronologicalSliceSampler(slice_len=cfg.seq_len))
+            >>> cfg.check_sampler_shape(ChronologicalSliceSampler(slice_len=64))
+            Traceback (most recent call last):
+            ...
+            ValueError: the sampler draws sequences of slice_len=64 but AsyncCollectorConfig.seq_len=32; build the sampler with slice_len=32 (ChronologicalSliceSampler(slice_len=32, generator=...)).
+        """
+        slice_len = getattr(sampler, "slice_len", None)
+        num_slices = getattr(sampler, "num_slices", None)
+        fix = (f"build the sampler with slice_len={self.seq_len} (ChronologicalSliceSampler("
+               f"slice_len={self.seq_len}, generator=...)).")
+        if slice_len is not None and slice_len != self.seq_len:
+            raise ValueError(f"the sampler draws sequences of slice_len={slice_len} but "
+                             f"AsyncCollectorConfig.seq_len={self.seq_len}; {fix}")
+        if slice_len is None and num_slices is not None and num_slices != self.batch_size:
+            raise ValueError(f"the sampler draws batches of num_slices={num_slices} sequences but "
+                             f"AsyncCollectorConfig.batch_size={self.batch_size}; {fix}")
+        if slice_len is None and num_slices is None:
+            raise ValueError(f"the sampler {type(sampler).__name__} has neither slice_len nor "
+                             f"num_slices, so its batch shape is unknown; {fix}")
 
     @property
     def autocast_dtype(self) -> torch.dtype:

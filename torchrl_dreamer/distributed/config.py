@@ -5,7 +5,12 @@ CLI (``--backend ray``), a YAML file or a test build it with the same checks. Un
 local collector and use its names (:class:`~torchrl_dreamer.trainers.TrainConfig`):
 ``steps_per_rollout``, ``seq_len`` and ``capacity`` count env steps (rows); ``total_steps`` and
 ``learning_starts`` count policy steps (one action of one env);
-``replay_ratio`` is gradient steps per policy step.
+``replay_ratio`` is gradient steps per policy step. The settings it shares with the local
+collector and ``TrainConfig`` (``seq_len``, ``batch_size``, ``replay_ratio``, ``learning_starts``,
+``steps_per_rollout``, ``off_policy_tolerance``, ``timeout_s``, ``seed``, ``total_steps``) take
+their defaults from :mod:`torchrl_dreamer.collectors.defaults` and
+:mod:`torchrl_dreamer.trainers.defaults`: a Ray job built without them samples the same
+``B x T`` batches at the same replay ratio as ``python -m torchrl_dreamer.train``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,19 @@ from __future__ import annotations
 import dataclasses
 import math
 from typing import Any
+
+from torchrl_dreamer.collectors.defaults import (
+    BATCH_SIZE,
+    LEARNING_STARTS,
+    OFF_POLICY_TOLERANCE,
+    REPLAY_RATIO,
+    SEED,
+    SEQ_LEN,
+    STEPS_PER_ROLLOUT,
+    TIMEOUT_S,
+    check_batch_shape,
+)
+from torchrl_dreamer.trainers.defaults import TOTAL_STEPS
 
 __all__ = ["RayTrainingConfig"]
 
@@ -62,16 +80,16 @@ class RayTrainingConfig:
     human_runners: int = 0
     human_proportion: float = 0.5
     envs_per_runner: int = 4
-    steps_per_rollout: int = 16
+    steps_per_rollout: int = STEPS_PER_ROLLOUT
     capacity: int = 100_000
-    seq_len: int = 64
-    batch_size: int = 16
-    replay_ratio: float = 0.5
-    learning_starts: int = 1024
-    off_policy_tolerance: float = 2.0
+    seq_len: int = SEQ_LEN
+    batch_size: int = BATCH_SIZE
+    replay_ratio: float = REPLAY_RATIO
+    learning_starts: int = LEARNING_STARTS
+    off_policy_tolerance: float = OFF_POLICY_TOLERANCE
     publish_every: int = 1
     max_weight_lag: int = 8
-    total_steps: int = 100_000
+    total_steps: int = TOTAL_STEPS
     max_updates: int | None = None
     runner_groups: list[str] | None = None
     group_weights: dict[str, float] | None = None
@@ -84,8 +102,8 @@ class RayTrainingConfig:
     address: str | None = None
     num_cpus: int | None = None
     use_ray: bool = True
-    timeout_s: float = 120.0
-    seed: int = 0
+    timeout_s: float = TIMEOUT_S
+    seed: int = SEED
 
     def __post_init__(self) -> None:
         def need(cond: bool, name: str, why: str) -> None:
@@ -99,11 +117,10 @@ class RayTrainingConfig:
         need(0.0 <= self.human_proportion <= 1.0, "human_proportion", "must lie in [0, 1].")
         need(self.envs_per_runner >= 1, "envs_per_runner", "must be >= 1.")
         need(self.steps_per_rollout >= 1, "steps_per_rollout", "must be >= 1 env step.")
-        need(self.seq_len >= 2, "seq_len", "sequences need >= 2 steps.")
+        check_batch_shape("RayTrainingConfig", self.batch_size, self.seq_len)
         need(self.capacity >= self.seq_len + self.steps_per_rollout, "capacity",
              "each slot must hold seq_len + steps_per_rollout = "
              f"{self.seq_len + self.steps_per_rollout} rows.")
-        need(self.batch_size >= 1, "batch_size", "must be >= 1.")
         need(math.isfinite(self.replay_ratio) and self.replay_ratio > 0, "replay_ratio",
              "must be a finite number > 0 (gradient steps per policy step).")
         need(self.learning_starts >= 0, "learning_starts", "must be >= 0.")

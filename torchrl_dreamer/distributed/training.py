@@ -494,7 +494,8 @@ class RayDreamerTrainer:
 
 
 def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
-    """The :class:`RayTrainingConfig` of a run's ``TrainConfig``: the same names and units.
+    """The :class:`RayTrainingConfig` of a run's ``TrainConfig``: the settings of the same name
+    copied as they are (``TrainConfig.shared_settings``), the rest derived below.
 
     ``num_envs`` is split evenly over ``num_runners`` runners (default ``min(2, num_envs)``); each
     runner slot of the replay service holds
@@ -519,17 +520,11 @@ def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
             "num_envs that is a multiple of the runner count (2 by default)."
         )
     fields = dict(
+        tc.shared_settings(RayTrainingConfig),  # seq_len, batch_size, replay_ratio, seed, ...
         num_runners=runners,
         envs_per_runner=tc.num_envs // runners,
-        steps_per_rollout=int(tc.steps_per_rollout),
         capacity=ring_rows(tc.replay_capacity, tc.num_envs, tc.seq_len, tc.steps_per_rollout),
-        seq_len=int(tc.seq_len),
-        batch_size=int(tc.batch_size),
-        replay_ratio=float(tc.replay_ratio),
-        learning_starts=int(tc.learning_starts),
-        total_steps=int(tc.total_steps),
         replay_dir=str(Path(tc.log_dir) / "replay") if tc.replay_backing == "memmap" else None,
-        seed=int(tc.seed),
         # CUDA envs: the runners share the GPU (Ray hides it from actors reserving none).
         runner_gpus=1.0 / runners if str(tc.device).startswith("cuda") else 0.0,
     )

@@ -4,7 +4,10 @@ A plain dataclass (CleanRL style: the whole run is readable in one place, one do
 field) from which the CLI (``python -m torchrl_dreamer.train``) is generated and which the YAML
 configs of ``examples/dreamer_v3/`` and the tests build the same way. The collector's and the Ray
 run's configs are derived from it (:meth:`TrainConfig.collector_config`,
-:func:`torchrl_dreamer.distributed.ray_config`). Unknown task / preset / device / backend fail
+:func:`torchrl_dreamer.distributed.ray_config`), both through
+:meth:`TrainConfig.shared_settings`: a setting of the same name is copied, never renamed or
+recomputed, and its default is defined once (:mod:`torchrl_dreamer.collectors.defaults`,
+:mod:`torchrl_dreamer.trainers.defaults`). Unknown task / preset / device / backend fail
 here, with a message saying what to pass instead, before anything expensive (the Warp kernel
 compile) happens.
 
@@ -32,10 +35,25 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import torch
 
-from torchrl_dreamer.collectors.config import AsyncCollectorConfig as _COLLECTOR
 from torchrl_dreamer.collectors.config import Precision
+from torchrl_dreamer.collectors.defaults import (
+    BACKEND,
+    BATCH_SIZE,
+    COMMIT_STRIDE,
+    DEVICE,
+    LEARNING_STARTS,
+    LOG_EVERY,
+    PRECISION,
+    REPLAY_RATIO,
+    SEED,
+    SEQ_LEN,
+    STEPS_PER_ROLLOUT,
+    check_batch_shape,
+)
 from torchrl_dreamer.emulator import DEFAULT_PPU, PpuMode
+from torchrl_dreamer.objectives.config import DreamerV3LossConfig
 from torchrl_dreamer.objectives.learner import COMPILE_MODES, CompileMode
+from torchrl_dreamer.trainers.defaults import TOTAL_STEPS
 
 __all__ = [
     "TrainConfig",
@@ -169,9 +187,10 @@ class TrainConfig:
     The command line is generated from these fields (``--num-envs`` for ``num_envs``; see
     ``python -m torchrl_dreamer.train --help``), and YAML/JSON files use the same names. A
     setting that is not given takes the task's training default
-    (:attr:`torchrl_dreamer.envs.Task.train_defaults`), else the default below (for the
-    collector's settings, :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig`'s: each
-    default is defined once). After
+    (:attr:`torchrl_dreamer.envs.Task.train_defaults`), else the default below (each defined
+    once: a setting shared with the collector's or the Ray job's config takes the constant of
+    :mod:`torchrl_dreamer.collectors.defaults` or :mod:`torchrl_dreamer.trainers.defaults`, a
+    loss setting its :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig` default). After
     construction every field holds the value the run uses (``None`` defaults are resolved), so
     ``to_dict()`` is what a checkpoint records and compares on ``--resume``.
 
@@ -197,29 +216,29 @@ class TrainConfig:
     """Loss and learner preset (``torchrl_dreamer.objectives.LOSS_PRESETS`` / ``LEARNER_PRESETS``);
     unset: ``fast-pixels`` (Game Boy tasks) or ``fast`` (``gym:`` tasks) for the ``tiny`` preset,
     ``sheeprl`` for XS..XL."""
-    device: str = "cpu"
+    device: str = DEVICE
     """Learner, replay and env device (``cpu``, ``cuda``, ``cuda:1``)."""
     num_envs: int = 16
     """Consoles (envs) stepped together."""
-    total_steps: int = 50_000
+    total_steps: int = TOTAL_STEPS
     """Policy steps to collect (one action of one env): the run's length."""
     replay_capacity: int = 100_000
     """Policy steps the replay holds (the oldest are overwritten first)."""
     replay_backing: ReplayBacking = "memory"
     """``memory`` (RAM of ``device``) or ``memmap`` (files under ``<log_dir>/replay_ring``)."""
-    backend: Backend = _COLLECTOR.backend
+    backend: Backend = BACKEND
     """Collector backend: ``reference`` (sequential), ``threaded``, ``cuda`` or ``ray``."""
-    seed: int = _COLLECTOR.seed
+    seed: int = SEED
     """Seeds torch, the env, the sampler and the random prefill."""
     log_dir: str = "runs/dreamer"
     """Run directory: logs, checkpoints, GIFs."""
-    replay_ratio: float = _COLLECTOR.replay_ratio
+    replay_ratio: float = REPLAY_RATIO
     """Gradient steps per policy step."""
-    learning_starts: int = _COLLECTOR.learning_starts
+    learning_starts: int = LEARNING_STARTS
     """Policy steps of random actions before training starts."""
-    batch_size: int = _COLLECTOR.batch_size
+    batch_size: int = BATCH_SIZE
     """Sequences per gradient step (``B`` of the ``B x T`` batch)."""
-    seq_len: int = _COLLECTOR.seq_len
+    seq_len: int = SEQ_LEN
     """Steps per sampled sequence (``T``)."""
     gamma: float | None = None
     """Discount of the imagined returns; unset: a 20-second horizon for Game Boy tasks
@@ -233,24 +252,24 @@ class TrainConfig:
     replay, which every batch draws ``demo_share`` of its sequences from."""
     demo_share: float = 0.25
     """Share of each batch's sequences drawn from the demonstrations (with ``demos``)."""
-    decode_stride: int = 1
+    decode_stride: int = DreamerV3LossConfig.decode_stride
     """Reconstruct every n-th step of each sampled sequence (1: all; see
     :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`): 2 made a ``tiny`` CPU update
     17 % faster; its effect on learning is not measured yet."""
     event_fraction: float = 0.0
     """Share of each batch's sequences drawn to contain a ``terminated`` row (0: uniform starts,
     the reference DreamerV3 replay)."""
-    steps_per_rollout: int = _COLLECTOR.steps_per_rollout
+    steps_per_rollout: int = STEPS_PER_ROLLOUT
     """Env steps per actor window (weights change only between windows; Ray: per chunk)."""
-    commit_stride: int = _COLLECTOR.commit_stride
+    commit_stride: int = COMMIT_STRIDE
     """Env steps between commits of new rows to the learner."""
     checkpoint_every: int = 10_000
     """Policy steps between checkpoints (0: only at the end)."""
     checkpoint_replay: bool = True
     """Store the replay in checkpoints (exact resume; costs disk)."""
-    log_every: int = _COLLECTOR.log_every
+    log_every: int = LOG_EVERY
     """Gradient steps between metric logs."""
-    precision: Precision = _COLLECTOR.precision
+    precision: Precision = PRECISION
     """Learner autocast: ``fp32`` (off), ``bf16`` or ``fp16``."""
     compile: CompileMode | None = None
     """``torch.compile`` mode of the learner's update (unset: eager). A mode the device cannot
@@ -423,7 +442,8 @@ class TrainConfig:
         if self.replay_backing == "memmap" and not self.device.startswith("cpu"):
             raise ConfigError("replay_backing='memmap' keeps the replay in host files: use --device cpu "
                               "or --replay-backing memory.")
-        for name in ("num_envs", "total_steps", "batch_size", "seq_len", "steps_per_rollout",
+        check_batch_shape("TrainConfig", self.batch_size, self.seq_len, error=ConfigError)
+        for name in ("num_envs", "total_steps", "steps_per_rollout",
                      "commit_stride", "log_every", "frame_skip", "eval_max_steps"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}.")
@@ -434,8 +454,6 @@ class TrainConfig:
                               "no frames to skip: leave it unset or 0.")
         self.time_limit_s  # noqa: B018 - parses (and so checks) the durations
         self.eval_time_limit_s  # noqa: B018
-        if self.seq_len < 2:
-            raise ConfigError(f"seq_len must be >= 2, got {self.seq_len}.")
         if self.checkpoint_every < 0 or self.eval_episodes < 0:
             raise ConfigError("checkpoint_every and eval_episodes must be >= 0.")
         if self.video_every < 0:
@@ -499,19 +517,32 @@ class TrainConfig:
 
         return ring_rows(self.replay_capacity, self.num_envs, self.seq_len, self.commit_stride)
 
+    def shared_settings(self, config_cls: type) -> dict[str, Any]:
+        """This run's values of the settings the dataclass ``config_cls`` has by the same name:
+        the one path by which ``seq_len``, ``batch_size``, ``replay_ratio`` and the others reach
+        the collector's and the Ray job's configs (a shared name means the same setting in the
+        same unit, with one default: ``test/test_config_defaults.py``).
+
+        Example:
+            >>> from torchrl_dreamer.distributed import RayTrainingConfig
+            >>> TrainConfig(task="catch", seq_len=16).shared_settings(RayTrainingConfig)
+            {'steps_per_rollout': 16, 'seq_len': 16, 'batch_size': 16, 'replay_ratio': 0.2, 'learning_starts': 1024, 'total_steps': 50000, 'seed': 0}
+        """
+        own = {f.name for f in dataclasses.fields(self)}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(config_cls)
+                if f.init and f.name in own}
+
     def collector_config(self) -> Any:
-        """The :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig` of this run: the same
-        names and units (``ray`` runs its collection through the ``reference`` loop's settings)."""
+        """The :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig` of this run: its
+        :meth:`shared_settings`, the sampling margins at ``seq_len``, and ``ray`` running its
+        collection through the ``reference`` loop's settings."""
         from torchrl_dreamer.collectors import AsyncCollectorConfig
 
-        return AsyncCollectorConfig(
-            steps_per_rollout=self.steps_per_rollout, commit_stride=self.commit_stride,
-            seq_len=self.seq_len, batch_size=self.batch_size, replay_ratio=self.replay_ratio,
-            learning_starts=self.learning_starts, min_ready_steps=self.seq_len,
-            safety_margin=self.seq_len, log_every=self.log_every, device=self.device,
-            precision=self.precision, seed=self.seed,
-            backend=self.backend if self.backend != "ray" else "reference",
-        )
+        return AsyncCollectorConfig(**{
+            **self.shared_settings(AsyncCollectorConfig),
+            "min_ready_steps": self.seq_len, "safety_margin": self.seq_len,
+            "backend": self.backend if self.backend != "ray" else "reference",
+        })
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-friendly dict of the values the run uses (logged, stored in checkpoints)."""
