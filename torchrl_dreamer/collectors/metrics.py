@@ -5,17 +5,23 @@ Per-update tensors (losses, entropies, ...) are summed on their device in place;
 means with one device-to-host transfer; the collector calls it every ``log_every`` updates and
 hands the result to any :class:`torchrl.record.loggers.Logger` (CSV, TensorBoard, ...) via
 ``log_metrics``. TorchRL has loggers but no device-side accumulator, hence this small class.
+
+:class:`OverlapMeter` measures how much of the actor's and the learner's busy time overlapped;
+:class:`CollectorGauges` is the collector's part that builds the logged rows (the learner's
+means plus the run's gauges), its :meth:`~CollectorGauges.summary` and
+:meth:`~CollectorGauges.stats`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
+from tensordict import TensorDict, TensorDictBase
 
-__all__ = ["MetricsAccumulator", "OverlapMeter"]
+__all__ = ["CollectorGauges", "MetricsAccumulator", "OverlapMeter"]
 
 
 class MetricsAccumulator:
@@ -162,3 +168,111 @@ class OverlapMeter:
     def efficiency(self) -> float:
         """Overlap efficiency over everything added."""
         return self.efficiency_of(*self.snapshot())
+
+
+class CollectorGauges:
+    """The gauges and metric yields of :class:`~torchrl_dreamer.collectors.AsyncDreamerCollector`.
+
+    A part of the collector class: it reads the collector's counters, storage, rate limiter,
+    :class:`MetricsAccumulator` (``metrics``) and :class:`OverlapMeter` (``overlap``). Every
+    ``log_every`` gradient steps :meth:`_log` adds the gauges (achieved replay ratio, replay
+    fill, versions and lag, backlog, the actor's time per window and the overlap since the last
+    log) to the means of the learner's metrics, sends them to the logger and queues them for
+    the iterator (:meth:`_drain_logs`).
+    """
+
+    def replay_ratio_actual(self) -> float:
+        """Gradient steps per policy step counted by the schedule (sheeprl's ``ratio_steps``)."""
+        committed = (self.storage.committed_t + 1) * self.num_envs
+        rs = self.schedule.ratio_steps(committed)
+        return self.updates / rs if rs > 0 else 0.0
+
+    def _feed_overlap(self) -> None:
+        """Busy intervals the sync has finished timing (device events on streams) -> meter."""
+        self.overlap.add_all(self._sync.busy_intervals())
+
+    def _log(self) -> None:
+        """The means since the last log plus the gauges -> logger, ``last_metrics``, the queue."""
+        self._feed_overlap()
+        (a0, l0, o0), host_a0, w0 = self._log_marks
+        busy_a, busy_l, both = self.overlap.snapshot()
+        windows = self.windows - w0
+        overlap = OverlapMeter.efficiency_of(busy_a - a0, busy_l - l0, both - o0)
+        host_a = self._actor_busy - host_a0
+        self._log_marks = (self.overlap.snapshot(), self._actor_busy, self.windows)
+        gauges = {
+            "replay_ratio_actual": self.replay_ratio_actual(),
+            "replay_ratio_target": self.config.replay_ratio,
+            "replay_fill": self.storage.size / self.storage.capacity,
+            "committed_t": float(self.storage.committed_t),
+            "policy_lag": float(self.learner_version - self.actor_version),
+            "actor_version": float(self.actor_version),
+            "learner_version": float(self.learner_version),
+            "env_steps": float(self.env_steps),
+            "policy_steps": float(self.policy_steps),
+            "updates": float(self.updates),
+            "backlog": float(self.limiter.queued),
+            "overlap_eff": overlap,
+        }
+        if windows > 0:
+            gauges["actor_ms"] = 1000.0 * host_a / windows
+        self.metrics.set_host(gauges)
+        values = self.metrics.log(self.logger, step=self.updates)
+        self.last_metrics = values
+        self._log_queue.append(values)
+
+    def _drain_logs(self) -> Iterator[TensorDictBase]:
+        """Yields the queued logs, oldest first, as TensorDicts of scalars."""
+        while self._log_queue:
+            values = self._log_queue.pop(0)
+            yield TensorDict({k: torch.tensor(v) for k, v in values.items()}, [])
+
+    def overlap_efficiency(self) -> float:
+        """Over all runs so far: the time the actor and the learner were busy at once, over the
+        shorter side's busy time, in [0, 1] (:class:`~.metrics.OverlapMeter`).
+
+        0 means the two sides never ran at the same time (``reference``), 1 that the shorter one
+        was entirely hidden behind the longer one. Busy intervals are windows and updates,
+        timed on the host, or on the device by events of the actor and learner streams
+        (``cuda``: what the GPU did, not how long the host took to enqueue it).
+        """
+        self._feed_overlap()
+        return self.overlap.efficiency()
+
+    def summary(self) -> dict[str, float]:
+        """Counters, versions and achieved ratio, plus the last logged metrics."""
+        return {
+            **self.last_metrics,
+            "actor_ms": 1000.0 * self._actor_busy / max(1, self.windows),
+            "learner_ms": 1000.0 * self._learner_busy / max(1, self.updates),
+            "overlap_eff": self.overlap_efficiency(),
+            "actor_busy_s": self.overlap.busy["actor"],
+            "learner_busy_s": self.overlap.busy["learner"],
+            "overlap_s": self.overlap.overlap,
+            "wall_s": self._wall,
+            "env_steps": float(self.env_steps),
+            "policy_steps": float(self.policy_steps),
+            "updates": float(self.updates),
+            "windows": float(self.windows),
+            "publications": float(self.publications),
+            "actor_version": float(self.actor_version),
+            "learner_version": float(self.learner_version),
+            "replay_ratio_actual": self.replay_ratio_actual(),
+            "granted": float(self.limiter.inserts),
+        }
+
+    def stats(self) -> dict[str, int | float | bool]:
+        """Cheap progress snapshot (TorchRL's ``stats()``, plus versions and the ratio)."""
+        out: dict[str, int | float | bool] = {
+            "frames": self.policy_steps,
+            "updates": self.updates,
+            "policy_version": self.actor_version,
+            "learner_version": self.learner_version,
+            "policy_lag": self.learner_version - self.actor_version,
+            "replay_ratio_actual": self.replay_ratio_actual(),
+        }
+        if self.total_frames >= 0:
+            out["total_frames"] = self.total_frames
+            out["completed"] = self.policy_steps >= self.total_frames
+        return out
+
