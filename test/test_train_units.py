@@ -18,7 +18,13 @@ from torchrl_dreamer.trainers import (
     load_checkpoint,
     write_gif,
 )
-from torchrl_dreamer.trainers.checkpoint import FORMAT, FORMAT_VERSION, check_compatible
+from torchrl_dreamer.trainers.checkpoint import (
+    FORMAT,
+    FORMAT_VERSION,
+    check_compatible,
+    learner_state,
+    load_learner_state,
+)
 from torchrl_dreamer.version import __version__
 
 
@@ -215,6 +221,29 @@ def test_episode_tracker_reads_committed_rows():
 
 
 # ---------------------------------------------------------------- checkpoint rules
+def test_learner_state_round_trip_restores_weights_count_and_optimizers():
+    """The learner's part of a checkpoint (the local trainer's and the Ray trainer's)."""
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 1)
+            self.opt = torch.optim.Adam(self.lin.parameters())
+            self.num_updates = 0
+
+        def optimizers(self):
+            return {"opt": self.opt}
+
+    a = Tiny()
+    a.lin(torch.ones(2)).sum().backward()
+    a.opt.step()
+    a.num_updates = 7
+    b = Tiny()
+    load_learner_state(b, learner_state(a))
+    assert b.num_updates == 7 and torch.equal(b.lin.weight, a.lin.weight)
+    assert b.opt.state_dict()["state"][0]["step"] == 1
+
+
 class _Opaque:
     """A class weights_only loading must refuse to rebuild."""
 

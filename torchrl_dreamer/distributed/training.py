@@ -22,7 +22,8 @@ from typing import Any
 
 import torch
 
-from torchrl_dreamer.collectors.protocols import Checkpointable, HasOptimizers, Learner
+from torchrl_dreamer.collectors.learner_side import learner_step
+from torchrl_dreamer.collectors.protocols import Checkpointable, Learner
 from torchrl_dreamer.distributed.cluster import call, call_async, get, init_ray, is_actor, put
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.pool import RunnerPool
@@ -30,6 +31,7 @@ from torchrl_dreamer.distributed.replay_service import ReplayService, batch_from
 from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
 from torchrl_dreamer.distributed.runner import EnvRunner
 from torchrl_dreamer.distributed.weights import WeightStore, extract_weights, pack_weights
+from torchrl_dreamer.trainers.checkpoint import learner_state, load_learner_state
 
 __all__ = ["GameBoyDreamer", "RayDreamerTrainer", "TrainingTimeout", "ray_config",
            "run_ray_training"]
@@ -376,17 +378,27 @@ class RayDreamerTrainer:
             time.sleep(0.002)
 
     def _update(self, out: Any) -> None:
+        """One gradient step on a batch from the replay service, then this path's bookkeeping.
+
+        The step itself is the local collector's
+        (:func:`~torchrl_dreamer.collectors.learner_side.learner_step`: to the learner's device,
+        ``learner.update``, its tensor metrics). The rest differs from
+        the collector's step because the replay and the players are remote: the batch was
+        sampled, and its grant taken, in the :class:`ReplayService` (and prefetched), so there is
+        no commit event to wait on; the weights go to a :class:`WeightStore` as a new version
+        every ``publish_every`` steps, held back while a runner lags ``max_weight_lag`` versions,
+        not into an in-process player between windows; the logged metrics are the scalars of the
+        latest step (the collector's are means over ``log_every`` steps, reduced on the device);
+        and checkpoints are taken here every ``checkpoint_every_updates``.
+        """
         batch, _info = out
-        if batch.device != self.learner_device:
-            batch = batch.to(self.learner_device, non_blocking=True)
-        metrics = self.learner.update(batch)
+        metrics = learner_step(self.learner, batch, self.learner_device)
         self.updates += 1
         if self.updates % self.config.publish_every == 0:
             self.wait_for_lag()
             self.publish()
         if self.updates % self.log_every == 0:
-            self.last_metrics = {k: float(v) for k, v in metrics.items()
-                                 if isinstance(v, torch.Tensor) and v.numel() == 1}
+            self.last_metrics = {k: float(v) for k, v in metrics.items() if v.numel() == 1}
             if self.logger is not None:
                 for k, v in self.last_metrics.items():
                     self.logger.log_scalar(k, v, step=self.updates)
@@ -401,9 +413,16 @@ class RayDreamerTrainer:
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, path: str | Path | None = None) -> str:
-        """Checkpoints the replay service(s), the learner (state_dict, optimizers) and counters.
+        """Checkpoints the replay service(s), the learner (state_dict, update count, optimizers)
+        and counters.
 
-        Resume with ``RayTrainingConfig(resume_from=<this directory>)``.
+        Resume with ``RayTrainingConfig(resume_from=<this directory>)``. The learner's part is
+        the local trainer's (:func:`~torchrl_dreamer.trainers.checkpoint.learner_state`); the
+        rest is this path's own layout: the replay lives in the service actors, which write
+        their own snapshots (``replay_agent/``, ``replay_human/``), beside a ``learner.pt``
+        with the learner's state and this trainer's ``updates`` and weight ``version``. (A
+        ``TrainConfig`` run on Ray, :class:`~torchrl_dreamer.distributed.RayCollector`, goes
+        through the local trainer's checkpoints instead.)
         """
         base = Path(path if path is not None else self.config.checkpoint_dir)
         base.mkdir(parents=True, exist_ok=True)
@@ -411,11 +430,8 @@ class RayDreamerTrainer:
         if self.human_service is not None:
             call(self.human_service, "checkpoint", str(base / "replay_human"))
         if isinstance(self.learner, Checkpointable):
-            state = {"learner": self.learner.state_dict(), "updates": self.updates,
+            state = {**learner_state(self.learner), "updates": self.updates,
                      "version": self.version}
-            if isinstance(self.learner, HasOptimizers):
-                state["optimizers"] = {k: o.state_dict()
-                                       for k, o in self.learner.optimizers().items()}
             torch.save(state, base / "learner.pt")
         self._checkpoints += 1
         return str(base)
@@ -433,12 +449,7 @@ class RayDreamerTrainer:
         learner_file = base / "learner.pt"
         if learner_file.is_file() and isinstance(self.learner, Checkpointable):
             state = torch.load(learner_file, map_location=self.learner_device)
-            self.learner.load_state_dict(state["learner"])
-            optimizers = (self.learner.optimizers() if isinstance(self.learner, HasOptimizers)
-                          else {})
-            for k, o in optimizers.items():
-                if k in state.get("optimizers", {}):
-                    o.load_state_dict(state["optimizers"][k])
+            load_learner_state(self.learner, state)
             self.updates = int(state["updates"])
             self.version = int(state["version"])
         self.resumed_from = str(base)

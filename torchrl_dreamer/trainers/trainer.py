@@ -40,7 +40,9 @@ from torchrl_dreamer.trainers.builder import RunParts, build_run
 from torchrl_dreamer.trainers.checkpoint import (
     CheckpointError,
     check_compatible,
+    learner_state,
     load_checkpoint,
+    load_learner_state,
     resolve_checkpoint,
     rng_state,
     save_checkpoint,
@@ -143,9 +145,7 @@ class DreamerTrainer:
         p = self.parts
         return {
             "config": self.config.to_dict(),
-            "learner": p.learner.state_dict(),
-            "num_updates": int(p.learner.num_updates),
-            "optimizers": {k: o.state_dict() for k, o in p.learner.optimizers().items()},
+            **learner_state(p.learner),  # learner, num_updates, optimizers
             "collector": self.collector.state_dict(),
             "tracker": self.tracker.state_dict(),
             "rng": rng_state(),
@@ -161,17 +161,9 @@ class DreamerTrainer:
         return save_checkpoint(path, self.state_dict(), save_replay)
 
     def _restore(self, saved: dict[str, Any], ckpt: Path) -> None:
-        from torchrl_dreamer.objectives import SlowCritic
-
         p = self.parts
         c = self.collector
-        p.learner.load_state_dict(saved["learner"])
-        p.learner.num_updates = int(saved["num_updates"])
-        for m in p.learner.modules():
-            if isinstance(m, SlowCritic):
-                m.resume_from_count()  # the hard copy happens only at the very first update
-        for k, opt in p.learner.optimizers().items():
-            opt.load_state_dict(saved["optimizers"][k])
+        load_learner_state(p.learner, saved)
         has_replay = bool(saved.get("has_replay")) and (ckpt / "replay").is_dir()
         c.load_state_dict(saved["collector"], keep_schedule=not has_replay)
         if has_replay:
