@@ -99,16 +99,7 @@ def check_sampler(sampler: Any, cfg: AsyncCollectorConfig) -> None:
         )
     if getattr(sampler, "n_samples", None) not in (None, 1):
         raise ValueError("the collector samples one batch per gradient step: n_samples=None.")
-    try:
-        b, t = sampler.resolve(cfg.batch_size * cfg.seq_len)
-    except ValueError:
-        b, t = None, getattr(sampler, "slice_len", None)
-    if (b, t) != (cfg.batch_size, cfg.seq_len):
-        raise ValueError(
-            f"the sampler gives batches of {b} x {t} but config asks batch_size="
-            f"{cfg.batch_size}, seq_len={cfg.seq_len}; build the sampler with "
-            f"slice_len={cfg.seq_len}."
-        )
+    cfg.check_sampler_shape(sampler)
 
 
 def check_learner(learner: Any, cfg: AsyncCollectorConfig) -> None:
