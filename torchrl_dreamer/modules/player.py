@@ -115,6 +115,23 @@ class DreamerPlayer(nn.Module):
         self.generator = generator if generator is not None else own_generator(dev)
         self.init_states()
 
+    def get_extra_state(self) -> dict:
+        """The sampling generator's state, saved with the player's ``state_dict`` so that a
+        resumed run draws the same actions as one that never stopped."""
+        return {} if self.generator is None else {"generator": self.generator.get_state()}
+
+    def set_extra_state(self, state: dict) -> None:
+        """Restore what :meth:`get_extra_state` returned."""
+        if self.generator is not None and "generator" in state:
+            self.generator.set_state(state["generator"])
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """``nn.Module.load_state_dict``; a state saved before the player kept its generator
+        state (no ``_extra_state`` entry) loads too, leaving the generator as it is."""
+        if "_extra_state" not in state_dict:
+            state_dict = {**state_dict, "_extra_state": self.get_extra_state()}
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
     @torch.no_grad()
     def load_from(self, world_model: WorldModel, actor: DreamerV3Actor) -> None:
         """Copy the learner's current weights into the player's modules, in place."""
