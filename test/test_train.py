@@ -57,6 +57,8 @@ def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
     assert progress[-1]["updates"] > 0 and progress[-1]["replay_ratio"] > 0
     ev = json.loads((cli_run / "eval.json").read_text())
     assert ev["episodes"] == 2 and 0.0 <= ev["success_rate"] <= 1.0
+    sampled = json.loads((cli_run / "eval_sampled.json").read_text())  # eval_sampled: default on
+    assert sampled["episodes"] == 2 and (cli_run / "eval_sampled.gif").is_file()
     pal, frames, (w, h) = read_gif(cli_run / "eval.gif")
     assert (w, h) == (160, 144)  # 80x72 frames upscaled x2
     assert len(frames) == ev["lengths"][0] + 1  # env 0: reset frame + one per step until done

@@ -498,7 +498,10 @@ def test_time_limit_alone_bounds_the_run_and_reserves_the_evaluation():
     assert [parse_duration(v) for v in ("90", "90s", "2m", "1.5h")] == [90, 90, 120, 5400]
     cfg = TrainConfig(task="maze", time_limit="60m")
     assert not cfg.steps_bounded  # no total_steps given: the clock alone ends it
-    assert cfg.training_deadline(100.0) == pytest.approx(100 + 3600 - 60 - FINISH_RESERVE_S)
+    # two final evaluations (greedy and sampled) of at most a minute each
+    assert cfg.training_deadline(100.0) == pytest.approx(100 + 3600 - 120 - FINISH_RESERVE_S)
+    greedy_only = cfg.with_(eval_sampled=False)
+    assert greedy_only.training_deadline(100.0) == pytest.approx(100 + 3600 - 60 - FINISH_RESERVE_S)
     both = TrainConfig(task="maze", time_limit="1h", total_steps=5000, eval_episodes=0)
     assert both.steps_bounded and both.training_deadline(0.0) == 3600 - FINISH_RESERVE_S
     assert TrainConfig(task="maze").training_deadline(0.0) is None

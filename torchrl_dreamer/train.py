@@ -179,12 +179,14 @@ def _train(argv: list[str]) -> int:
     if cfg.eval_episodes > 0:
         p = trainer.parts
         env = make_env(cfg, num_envs=cfg.eval_episodes)
-        res = evaluate(env, p.world_model, p.actor, gif=trainer.run_dir / "eval.gif",
-                       max_steps=cfg.eval_max_steps, time_limit=cfg.eval_time_limit_s,
-                       progress=cfg.progress)
-        (trainer.run_dir / "eval.json").write_text(json.dumps(res.to_dict(), indent=1))
-        summary.update({f"eval_{k}": v for k, v in res.to_dict().items()
-                        if k not in ("returns", "lengths", "unfinished_returns")})
+        modes = [("eval", True)] + ([("eval_sampled", False)] if cfg.eval_sampled else [])
+        for name, greedy in modes:
+            res = evaluate(env, p.world_model, p.actor, greedy=greedy,
+                           gif=trainer.run_dir / f"{name}.gif", max_steps=cfg.eval_max_steps,
+                           time_limit=cfg.eval_time_limit_s, progress=cfg.progress)
+            (trainer.run_dir / f"{name}.json").write_text(json.dumps(res.to_dict(), indent=1))
+            summary.update({f"{name}_{k}": v for k, v in res.to_dict().items()
+                            if k not in ("returns", "lengths", "unfinished_returns")})
     summary["total_wall_s"] = time.perf_counter() - start
     trainer.close()
     print(json.dumps(summary))

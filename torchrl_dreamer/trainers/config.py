@@ -309,6 +309,11 @@ class TrainConfig:
     eval_max_steps: int = 5000
     """Env steps an evaluation episode may last at most (a greedy policy that pauses the game
     would otherwise run to the episode limit)."""
+    eval_sampled: bool = True
+    """After the greedy final evaluation, play as many episodes again with sampled actions (the
+    policy as it trains): a puzzle's key sequence can come out of the samples but not out of
+    each step's mode (PostBot, 2026-11-26: 5 of 32 sampled episodes solved, none greedy).
+    Reported as ``eval_sampled_*``, bounded by ``eval_time_limit`` as well."""
     video_every: int = 0
     """Policy steps between world-model open-loop videos during training (0: none): real |
     reconstruction | imagination of 4 replay windows, as ``<log_dir>/videos/wm_step_<N>.mp4``
@@ -394,12 +399,14 @@ class TrainConfig:
 
     def training_deadline(self, start: float) -> float | None:
         """The ``time.perf_counter()`` value at which training must stop for a run whose clock
-        started at ``start``: ``time_limit`` less the final evaluation's bound and
-        :data:`FINISH_RESERVE_S` for the last checkpoint (``None``: no time limit)."""
+        started at ``start``: ``time_limit`` less the final evaluations' bounds (greedy, and
+        sampled with ``eval_sampled``) and :data:`FINISH_RESERVE_S` for the last checkpoint
+        (``None``: no time limit)."""
         limit = self.time_limit_s
         if limit is None:
             return None
-        reserve = FINISH_RESERVE_S + (self.eval_time_limit_s if self.eval_episodes > 0 else 0.0)
+        evals = (1 + int(self.eval_sampled)) if self.eval_episodes > 0 else 0
+        reserve = FINISH_RESERVE_S + evals * self.eval_time_limit_s
         return start + max(0.0, limit - reserve)
 
     # ------------------------------------------------------------------ validation
