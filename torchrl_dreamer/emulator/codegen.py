@@ -9,37 +9,13 @@ structurally by register index, which keeps the kernel (and its compile time) sm
 
 Bus accesses: the kernel calls :func:`~torchrl_dreamer.emulator.bus.tick`, ``rd``, ``rd_op``
 (the opcode fetch) and ``wr``, Warp functions that take the clock locals (``clk``, ``nxt``, ``dirty``) and the
-console memory ``m`` by reference (``wp.ref``, Warp >= 1.19) and are force-inlined. This
-replaced a textual expansion of the same code into the kernel body (Warp functions could not
-assign the caller's locals before ``wp.ref``), after measuring both on CPU (2 shared cores,
-process CPU time, A/B runs alternated; frames/s medians of 5 runs of 1000 frames, maze and
-postbot also 3 runs of 3000 frames; same final state bit for bit):
-
-=======================  ==========  ==========  =======  =======  =======  ======
-variant                  cold comp.  cpu_instrs  2048     tobu     maze     postbot
-=======================  ==========  ==========  =======  =======  =======  ======
-text expansion           21-36 s     10,900      184,000  37,000   521,000  5,210
-wp.ref funcs, ``m`` ref  18-23 s     12,100      185,600  39,900   499,000  4,950
-wp.ref funcs, ``m`` val  20 s         3,480       91,900  18,600   200,000  2,610
-same, not inlined         9 s         2,430       69,800  13,200   155,000  2,150
-=======================  ==========  ==========  =======  =======  =======  ======
-
-(cold compile: process CPU seconds at -O1 with a fresh Warp cache, 3 runs for the first two
-rows.) Passing ``m`` by value costs a copy of the whole ``Mem`` struct per access (3x slower);
-by reference the function form is as fast as the text expansion within the noise of this
-machine (+11 % cpu_instrs, +8 % tobu, -4 % maze, -5 % postbot), so the readable form was kept.
-Its CUDA module compiles ahead of time for sm_90 through NVRTC (no GPU: the slow test in
-test_codegen.py) in 286 s wall / 93 s CPU on the loaded 2-core machine, 2,423,224 bytes (with
-the OAM bug hooks added since: 440 s wall / 95 s CPU under a heavier load, 2,562,104 bytes).
-When OAM DMA bus conflicts and the PPU's VRAM/OAM blocking came to the text expansion (the
-in-place ranges bounded by kernel locals, today ``wram_end`` / ``rom_end`` / ``rom0_lo``, empty
-while a DMA runs; ``bus.cpu_read`` / ``cpu_write`` as the slow paths), the functions were given the
-same semantics (those bounds are passed by value) and measured again against it, with the OAM bug
-hooks included (frames/s, process CPU time, 1000 frames of scripted input after 300, medians of 5
-alternated runs on the loaded 2-core machine; same VRAM/WRAM/OAM/IO bytes on 7 games after 1,600
-frames): text expansion 20,632 / 17,368 / 69,702 / 28,965, functions 21,485 / 18,036 / 68,752 /
-30,957 (2048 / tobu / maze / postbot), so the function form stays.
-The generator still writes ``tick(i, m)`` / ``rd(i, m, addr)`` / ``wr(i, m, addr, v)`` in its
+console memory ``m`` by reference (``wp.ref``, Warp >= 1.19) and are force-inlined. Reads and
+writes also take the in-place range bounds by value (kernel locals ``wram_end`` / ``rom_end`` /
+``rom0_lo``, empty while an OAM DMA runs); ``bus.cpu_read`` / ``cpu_write`` are the slow paths.
+Taken by reference, these functions run as fast as the same code expanded into the kernel body
+as text, while ``m`` by value copies the whole ``Mem`` struct on every access (3x slower;
+``docs/emulator.md``, "Kernel experiments", 2026-11-24, commit 86580b8).
+The generator writes ``tick(i, m)`` / ``rd(i, m, addr)`` / ``wr(i, m, addr, v)`` in its
 templates; :func:`_bind_bus_locals` appends the locals (and, for reads and writes, the in-place
 range bounds) to those calls.
 
@@ -795,9 +771,9 @@ _JR_LOOP = (0x18, 0x20, 0x28, 0x30, 0x38)
 
 
 CPU_OPT_LEVEL = 3
-"""C++ optimisation level of the CPU kernel module. Measured on this kernel (2 shared cores,
-cold compile CPU time / gameplay frames/s vs -O1): -O1 21.1 s, -O2 22.1 s (+4-11 %), -O3 22.7 s
-(+6-14 %): the dispatch loop compiles as fast at -O3, so the CPU build uses it."""
+"""C++ optimisation level of the CPU kernel module: the dispatch loop compiles about as fast at
+-O3 as at -O1 and runs the games 6-14 % faster (``docs/emulator.md``, "Kernel design",
+2026-11-24, commit 1bceba9)."""
 
 
 def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace: bool = False,

@@ -33,11 +33,9 @@ class DreamerV3LossConfig:
     each sampled sequence (steps ``0, s, 2s, ...``; sequences start at random replay rows, so
     every stored frame is still decoded in some batches). The reconstruction loss is then the
     mean over the decoded steps, an estimate of the full mean with ``1/s`` of the decoder's
-    work: on the ``tiny`` preset (B16 x T32, one CPU thread, 2026-11-26) the decoder's forward
-    and backward are ~40 % of the world model's, and a whole update took 1.20 s at stride 1,
-    1.00 s at 2 and 0.95 s at 4 (medians of alternated updates on a loaded 2-core machine).
-    Its effect on learning is not measured yet. Encoder, RSSM, KL, reward and continue terms
-    see every step.
+    work (``tiny`` on the CPU: 1.20 s an update at stride 1, 0.95 s at 4; ``docs/dreamer.md``,
+    "Decoding every n-th step", 2026-11-26, cdd51be). Its effect on learning is not measured
+    yet. Encoder, RSSM, KL, reward and continue terms see every step.
 
     Example:
         >>> DreamerV3LossConfig().with_(gamma=0.98).gamma
