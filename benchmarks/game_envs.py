@@ -4,7 +4,7 @@ Shared by ``benchmarks/gpu_suite.py`` and ``benchmarks/simt.py`` (loaded by path
 benchmarks folder is not a package). Ours are the two games this project ships (``maze``,
 ``catch``: registered tasks); the shared ones are the five homebrew games of the shared ROM
 folder, each trained from its task spec in ``examples/tasks/`` (the same table as
-``test/test_game_specs.py``). A shared game is available when its ROM is found under the ROM
+``test/envs/test_game_specs.py``). A shared game is available when its ROM is found under the ROM
 folder given (``--roms``), in the shared folder's layout (``games/<dir>/<file>``).
 
 Start states are made once per game on the CPU with one console (a game's start macro can be

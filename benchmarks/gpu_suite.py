@@ -693,7 +693,7 @@ def part_learner(ctx: Context) -> None:
 def cuda_test_files() -> list[str]:
     """Test files that hold CUDA tests (marked ``gpu`` or decorated ``requires_cuda``)."""
     files = []
-    for p in sorted((REPO / "test").glob("test_*.py")):
+    for p in sorted((REPO / "test").rglob("test_*.py")):
         text = p.read_text(errors="replace")
         if "requires_cuda" in text or "mark.gpu" in text:
             files.append(str(p.relative_to(REPO)))

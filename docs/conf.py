@@ -9,7 +9,7 @@ The API reference (``docs/api/*.rst``) is generated from each sub-package's ``__
 ``public-api`` directive defined at the bottom of this file, so a name added to ``__all__`` shows
 up in the reference without editing any page. The helpers above the directive
 (:func:`public_modules`, :func:`public_names`, :func:`name_doc`) import nothing from Sphinx:
-``test/test_docs.py`` uses them to check that every public name has a docstring.
+``test/trainers/test_docs.py`` uses them to check that every public name has a docstring.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ suppress_warnings: list[str] = []
 nitpicky = False
 
 
-# -- public API discovery (no Sphinx import: used by test/test_docs.py too) -----------------------
+# -- public API discovery (no Sphinx import: used by test/trainers/test_docs.py too) -----------------------
 
 PACKAGE = "torchrl_dreamer"
 

@@ -1,4 +1,12 @@
-"""Shared pytest fixtures.
+"""Shared pytest fixtures, for every test folder below this one.
+
+The test folders mirror the package (``emulator/``, ``envs/``, ``data/``, ``modules/``,
+``objectives/``, ``collectors/``, ``distributed/``, ``trainers/``) and hold no ``__init__.py``:
+pytest imports each test file by its base name, so base names are unique across folders. Test
+modules import this file (``from conftest import rom_path``), their helpers and each other by
+module name (``from test_emulator_romkit import make_rom``, ``from test_train_units import
+read_gif``); every test folder is put on ``sys.path`` below, since pytest's prepend import mode
+adds a folder only when it collects a file there (a run of one file would miss its neighbours).
 
 Test ROMs are found through ``TORCHRL_DREAMER_ROMS`` (default ``../shared/roms``). Outside CI a
 missing ROM directory makes the ROM-based tests skip with a clear reason; in CI (``CI=true``) it is
@@ -8,6 +16,7 @@ an error, so a broken checkout can never pass by skipping.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +25,10 @@ import torch
 from torchrl_dreamer._roms import roms_dir
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+for _folder in sorted(Path(__file__).resolve().parent.iterdir()):
+    if _folder.is_dir() and any(_folder.glob("test_*.py")) and str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 # Two cores: keep torch from oversubscribing when pytest runs alongside other work.
 torch.set_num_threads(1)

@@ -5,7 +5,7 @@ of the sampled batch's shape.
 :class:`~torchrl_dreamer.trainers.TrainConfig` and
 :class:`~torchrl_dreamer.distributed.RayTrainingConfig` have fields of the same name and unit
 (``seq_len``, ``batch_size``, ``replay_ratio``, ...). Their defaults are the constants below, so a
-run gets the same value whichever config it starts from; ``test/test_config_defaults.py`` fails
+run gets the same value whichever config it starts from; ``test/trainers/test_config_defaults.py`` fails
 when two config classes give a shared field different defaults without a documented reason. They
 live in the collector layer, the lowest one whose configs use them (the trainers and
 ``distributed`` import downward). The run's length, used by the trainers and the Ray job only, is

@@ -3,7 +3,7 @@
 Why: every piece of the distributed data plane (replay service, weight store, env runner) is a
 plain Python class first, and a Ray actor only when wrapped with :func:`remote_class`. The same
 client code drives both through :func:`call`, so the protocol is tested in-process without Ray
-(Ray needs ~4-15 s and ~0.5 GB to start) and on a real cluster in ``test/test_ray_cluster.py``.
+(Ray needs ~4-15 s and ~0.5 GB to start) and on a real cluster in ``test/distributed/test_ray_cluster.py``.
 
 Ray binds its services to the node IP by default (the host's routable address). On Linux it
 treats ``127.0.0.1`` given as ``_node_ip_address`` as "resolve me to the routable address", so

@@ -7,7 +7,7 @@ it reaches. It is only run on lines where a write to an LCD register lands in mo
 (:func:`~.ppu.ppu_fifo_write`): the pipeline catches up to the write's dot with the old
 registers, then the write applies; at the end of the line it finishes the line. Lines without
 such a write use the whole-line renderer, which gives the same pixels and the same mode-3 length for
-constant registers (``test/test_ppu_fifo.py`` checks both on random scenes).
+constant registers (``test/emulator/test_ppu_fifo.py`` checks both on random scenes).
 
 Model (``t`` = dots since mode 3 started; facts: Pan Docs "Pixel FIFO", "Mode 3 length"; the
 Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read points):

@@ -30,7 +30,7 @@ where ``k`` ends strictly before the next event and before anything the loop rea
 Not skipped: an interrupt pending with IME=1 or an ``EI`` in flight (the loop is about to be
 left), and an OAM DMA in progress (:func:`~torchrl_dreamer.emulator.dma.dma_busy`) unless
 the loop is a countdown or spin running from HRAM (the usual DMA wait). Registers,
-memory, timers, APU, PPU and frames are bit-identical to running the loop (``test/test_emulator_idle.py``); skipped
+memory, timers, APU, PPU and frames are bit-identical to running the loop (``test/emulator/test_emulator_idle.py``); skipped
 *instructions* are added to ``S_CYCLES``.
 """
 

@@ -25,7 +25,7 @@ Where PyBoy 2.8.1 (the test oracle) departs from hardware we follow hardware; ga
 these (none did in 10,000 frames of each test game): PyBoy draws the window while LCDC.0 is
 clear, hides behind-BG objects while LCDC.0 is clear, lets a lower-priority object show through
 a higher-priority behind-BG object on non-zero BG, and shows BGP colour 0 (not shade 0) while
-the LCD is off. ``test/test_render.py`` pins each of these cases down.
+the LCD is off. ``test/emulator/test_render.py`` pins each of these cases down.
 
 The window state is one opaque ``int`` (the ``win_line`` of the contract): the core keeps it per
 env, resets it to :data:`WINDOW_STATE_RESET` when a frame starts (LY = 0) and passes back what the

@@ -13,7 +13,7 @@ The maths is the eager rollout's op for op (the same matrix products on the same
 same LayerNorms, gates, unimix and inverse-CDF samples), so the outputs are equal bit for bit.
 On a CPU one draw of ``H x (N + N x S)`` uniforms gives the numbers the eager rollout's per-step
 draws give, in the same order (action, then latent, each step), so with the same seed both
-paths sample the same trajectory (``test/test_rssm_imagine.py``); on CUDA the draws differ,
+paths sample the same trajectory (``test/modules/test_rssm_imagine.py``); on CUDA the draws differ,
 the distribution does not.
 
 Example:

@@ -15,7 +15,7 @@ The maths is the eager scan's (:meth:`RSSM._observe_body`) step for step: the sa
 input MLP, LayerNorm GRU, posterior head and 1 % unimix, and the same inverse-CDF samples: on a
 CPU one draw of ``T x B x S`` uniforms gives the numbers ``T`` per-step draws give, in the same
 order, so with the same seed both paths sample the same latents (on CUDA the draws differ, the
-distribution does not). ``test/test_rssm_scan.py`` checks outputs and every gradient against
+distribution does not). ``test/modules/test_rssm_scan.py`` checks outputs and every gradient against
 autograd through the eager scan. The straight-through sample is returned as the exact one-hot
 (the eager path's ``hard + probs - probs`` differs from it by float rounding); its gradient is
 the identity onto the probabilities, as there.

@@ -10,7 +10,7 @@ exactly what the agent would see had it picked the same actions
 A window shows every frame, not only the last of a step: the session's env runs on a console
 whose ``step`` emulates the step's frames one launch each and calls :attr:`PlaySession.on_frame`
 after each (the buttons held for ``press_frames`` frames, then released, as in one launch;
-the result is bit-identical, ``test/test_play.py`` checks it). Without a frame hook a step is one
+the result is bit-identical, ``test/envs/test_play.py`` checks it). Without a frame hook a step is one
 launch, as in training.
 """
 

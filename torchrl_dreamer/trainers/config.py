@@ -528,7 +528,7 @@ class TrainConfig:
         """This run's values of the settings the dataclass ``config_cls`` has by the same name:
         the one path by which ``seq_len``, ``batch_size``, ``replay_ratio`` and the others reach
         the collector's and the Ray job's configs (a shared name means the same setting in the
-        same unit, with one default: ``test/test_config_defaults.py``).
+        same unit, with one default: ``test/trainers/test_config_defaults.py``).
 
         Example:
             >>> from torchrl_dreamer.distributed import RayTrainingConfig

@@ -136,7 +136,7 @@ def test_env_with_two_workers_equals_one(roms):
     from torchrl_dreamer.envs import GameBoyEnv
     from torchrl_dreamer.envs.spec import load_task_spec
 
-    spec = Path(__file__).resolve().parents[1] / "examples" / "tasks" / "snake.yaml"
+    spec = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "snake.yaml"
     snake = rom_path(roms, "games/gb_raw_snake/snake.gb")
     for make, noop_max in ((lambda: "maze", 30), (lambda: load_task_spec(spec, rom=snake), 0)):
         envs = [GameBoyEnv(make(), num_envs=5, workers=w, seed=3, noop_max=noop_max, start_pool=4)

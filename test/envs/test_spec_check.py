@@ -26,7 +26,7 @@ from torchrl_dreamer.roms import ram_map, rom_path
 
 GREYS = [rgb[0] for rgb in DMG_SHADES_RGB]  # grey level of shades 0..3 in the PNG files
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 CATCH = rom_path("catch")
 RAM = ram_map("catch")
 

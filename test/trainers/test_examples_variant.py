@@ -9,7 +9,7 @@ import torch
 
 from torchrl_dreamer.modules.functional import lambda_returns
 
-_PATH = Path(__file__).resolve().parents[1] / "examples" / "loss_variant.py"
+_PATH = Path(__file__).resolve().parents[2] / "examples" / "loss_variant.py"
 
 
 def _load():

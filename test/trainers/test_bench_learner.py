@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "learner.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "learner.py"
 
 
 def _bench():

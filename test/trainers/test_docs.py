@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

@@ -244,7 +244,7 @@ def test_cli_trains_a_shared_game_from_its_spec_file(roms, tmp_path):
 
     from conftest import rom_path as shared_rom
 
-    spec = Path(__file__).resolve().parent.parent / "examples" / "tasks" / "snake.yaml"
+    spec = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "snake.yaml"
     rom = shared_rom(roms, "games/gb_raw_snake/snake.gb")
     torch.set_num_threads(1)
     args = list(SMALL_ARGS)

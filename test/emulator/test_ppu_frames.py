@@ -3,7 +3,7 @@
 * Renderer vs PyBoy on game dumps (no core needed): each frame PyBoy draws, VRAM/OAM/registers
   are read back and rendered by our Warp renderer (per-line SCX/SCY/WX/WY from PyBoy's scanline
   record); frames whose state did not change across the frame must match PyBoy's screen exactly.
-* Micro ROMs (``test/ppu_roms.py``): PyBoy must show the frame our numpy reference predicts
+* Micro ROMs (``test/emulator/ppu_roms.py``): PyBoy must show the frame our numpy reference predicts
   (validates ROM + reference), then our core must show it too.
 * Core vs PyBoy, frame by frame with scripted inputs, both booting PyBoy's DMG boot ROM, our
   core in PyBoy's frame protocol (``set_pyboy_timing``, see ``docs/emulator.md``): every frame
@@ -327,7 +327,8 @@ def test_core_frames_vs_pyboy(roms, tmp_path, game):
     assert not before, f"{game}: frames {before[:10]} differ from PyBoy before {limit}: {stats}"
 
 
-if __name__ == "__main__":  # the long report: python test/test_ppu_frames.py 10000
+if __name__ == "__main__":
+    # the long report: PYTHONPATH=test python test/emulator/test_ppu_frames.py 10000
     torch.set_num_threads(1)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
     for g in [*GAMES, *SHIPPED]:

@@ -5,7 +5,7 @@ handler of its 10th frame; the screen must then equal ``expected/<name>.png`` (g
 255/170/85/0 = shades 0..3). Used by ``test_ppu_fifo.py``; run as a script to print the number
 of differing pixels per test and write a diff image per test (calibration aid)::
 
-    python test/mealybug.py [--ppu fifo|line] [--out DIR] [names...]
+    python test/emulator/mealybug.py [--ppu fifo|line] [--out DIR] [names...]
 """
 
 from __future__ import annotations

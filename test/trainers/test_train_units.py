@@ -445,7 +445,7 @@ def test_shipped_maze_config_only_spells_out_the_defaults():
     """examples/dreamer_v3/config.yaml documents what `--task maze` alone runs (measured best)."""
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "examples" / "dreamer_v3" / "config.yaml"
+    path = Path(__file__).resolve().parents[2] / "examples" / "dreamer_v3" / "config.yaml"
     shipped = TrainConfig.from_file(path).to_dict()
     bare = TrainConfig(task="maze", log_dir=shipped["log_dir"]).to_dict()
     # the one machine setting the file adds: 2 threads for an otherwise idle 2-core CPU

@@ -25,7 +25,7 @@ from torchrl_dreamer.roms import rom_path
 
 GAME_2048 = "games/2048-wyattferguson/2048.gb"
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 MIN = {"reward": [{"kind": "delta", "address": 0xC000}]}
 
 

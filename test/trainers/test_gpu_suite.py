@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "benchmarks" / "gpu_suite.py"
 
 
@@ -145,8 +145,8 @@ def test_cuda_test_selection_keeps_the_cuda_tests_only():
     assert not suite.needs_cuda(item(other))
     assert not suite.needs_cuda(item(pytest.mark.slow.mark))
     files = suite.cuda_test_files()
-    assert {"test/test_emulator.py", "test/test_objectives.py"} <= set(files)
-    assert "test/test_asm.py" not in files
+    assert {"test/emulator/test_emulator.py", "test/objectives/test_objectives.py"} <= set(files)
+    assert "test/emulator/test_asm.py" not in files
 
 
 # ------------------------------------------------------------------------------ SIMT model

@@ -34,7 +34,7 @@ from torchrl_dreamer.ramsearch import (
 )
 from torchrl_dreamer.roms import ram_map, rom_path
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 GAMES = {"snake": "games/gb_raw_snake/snake.gb", "2048": "games/2048-wyattferguson/2048.gb",
          "tobutobugirl": "games/tobutobugirl/tobu.gb",
          "pandoras_blocks": "games/pandoras-blocks/PandorasBlocks.gbc",

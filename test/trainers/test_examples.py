@@ -14,7 +14,7 @@ import torch
 
 from torchrl_dreamer.trainers import TrainConfig
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.mark.parametrize("name", ["config", "config_catch", "config_cartpole"])

@@ -15,7 +15,7 @@ from torchrl_dreamer.envs import GameBoyEnv
 from torchrl_dreamer.envs.spec import load_task_spec
 from torchrl_dreamer.envs.task import TaskMismatchError
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 GAMES = {
     "snake": "games/gb_raw_snake/snake.gb",
     "2048": "games/2048-wyattferguson/2048.gb",

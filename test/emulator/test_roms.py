@@ -13,7 +13,7 @@ from torchrl_dreamer.asm import global_checksum, header_checksum
 from torchrl_dreamer.roms import GAMES, assemble_game, build_game, ram_map, rom_path
 from torchrl_dreamer.roms.build import main as build_main
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "roms.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "roms.md"
 PALETTE = (0xFFFFFF, 0xAAAAAA, 0x555555, 0x000000)
 PRESS, RELEASE = 8, 16  # the env's default step: button held 8 frames, released for 16
 
