@@ -26,15 +26,14 @@ import torch
 from torchrl_dreamer.data.demonstrations import DemonstrationRecorder
 from torchrl_dreamer.trainers import TrainConfig, make_env
 
-CATCH_PADDLE_X, CATCH_OBJ_X = 0xC007, 0xC008
-"""Catch's paddle left x and falling block left x (``docs/roms.md``)."""
+CATCH_PADDLE_X = 0xC007
+"""Catch's paddle left x; the falling block's left x is the next byte (``docs/roms.md``)."""
 CATCH_PADDLE_W, CATCH_BLOCK_W = 24, 8
 
 
 def catch_player(env) -> str:
     """The button that brings the paddle's centre under the block's centre (within 8 px)."""
-    paddle = int(env.gb.read_memory(CATCH_PADDLE_X)[0, 0])
-    block = int(env.gb.read_memory(CATCH_OBJ_X)[0, 0])
+    paddle, block = env.gb.read_memory(CATCH_PADDLE_X, 2)[0].tolist()  # adjacent bytes
     gap = (block + CATCH_BLOCK_W // 2) - (paddle + CATCH_PADDLE_W // 2)
     if gap > 8:
         return "RIGHT"
