@@ -18,8 +18,14 @@ one JSON line per result and per part, then a markdown table of them all:
    ``DreamerV3Loss`` (eager, its only mode here) at equal sizes (presets ``tiny``, ``S``,
    ``M``, B16xT64, 64x64 images), seconds per update and CUDA launches per update, with the
    functions of ``benchmarks/learner.py``.
-5. ``tests``: the CUDA tests (marked ``gpu`` or ``requires_cuda``), passed / failed / skipped.
-6. ``e2e``: the maze trained end to end with ``--backend cuda --capture`` and many envs,
+5. ``collector``: ``benchmarks/collector.py`` on the maze (``GameBoyEnv``, the ``tiny`` model,
+   the captured learner), the ``reference``, ``threaded`` and ``cuda`` (two-stream) backends at
+   equal gradient steps: env steps/s, updates, overlap (busy intervals timed by stream events).
+   Two cases: the maze's training settings (N = 256, B8xT32, replay ratio 0.18: the learner
+   dominates) and a balanced one (N = 1,024, B16xT64, replay ratio 0.002: acting and learning
+   take about as long, where overlap can pay most).
+6. ``tests``: the CUDA tests (marked ``gpu`` or ``requires_cuda``), passed / failed / skipped.
+7. ``e2e``: the maze trained end to end with ``--backend cuda --capture`` and many envs,
    stopped when the last 100 episodes first reach 95 % success: the time and env steps it took.
 
 Every part is timed (``wall_s``). A part (or a case of one) whose estimate does not fit what is
@@ -79,7 +85,7 @@ DEFAULT_AOT = REPO / ".warp_aot"
 DEFAULT_WHEELS = REPO / ".whl"
 DEFAULT_WARP_PARTS = REPO / ".gpu_warp"
 DEFAULT_SITE = Path(tempfile.gettempdir()) / "gpu_suite_site"
-PARTS = ("system", "env", "cpu", "learner", "tests", "e2e")
+PARTS = ("system", "env", "cpu", "learner", "collector", "tests", "e2e")
 AOT_ARCH = 90
 
 # import name -> distribution, for what the suite needs on the GPU machine
@@ -192,11 +198,13 @@ class Plan:
     def make(cls, args: argparse.Namespace) -> Plan:
         if args.dry_run:
             plan = cls("cpu", [8], 0.3, 4, 0.3, ["tiny"], 2, 8, 1, 16,
-                       {"env": 5, "cpu": 5, "learner": 10, "tests": 10, "e2e": 0})
+                       {"env": 5, "cpu": 5, "learner": 10, "collector": 20, "tests": 10,
+                        "e2e": 0})
         else:
             plan = cls("cuda", [1024, 4096, 16384, 65536], 2.0, 64, 3.0, ["tiny", "S", "M"],
                        16, 64, 5, 256,
-                       {"env": 20, "cpu": 40, "learner": 40, "tests": 90, "e2e": 150})
+                       {"env": 20, "cpu": 40, "learner": 40, "collector": 60, "tests": 90,
+                        "e2e": 150})
         if args.sizes:
             plan.sizes = sorted(args.sizes)
         if args.presets:
@@ -464,7 +472,7 @@ def part_env(ctx: Context) -> None:
     games, missing = games_mod.available_games(ctx.roms, ctx.args.games)
     for game, why in missing.items():
         ctx.out.emit(part="env", case=game, status="skipped", reason=why)
-    reserve = _reserve(ctx, "learner", "tests")
+    reserve = _reserve(ctx, "learner", "collector", "tests")
     step_s: dict[str, tuple[int, float]] = {}  # last measured (N, seconds a step) per game
     unit = "env steps/s (24 frames, packed2 rendered, task reward, random actions)"
     for n in ctx.plan.sizes:
@@ -577,7 +585,7 @@ def part_cpu(ctx: Context) -> None:
     games_mod = _load_sibling("game_envs")
     games, _missing = games_mod.available_games(ctx.roms, ctx.args.games)  # env said why not
     cores = os.cpu_count() or 1
-    reserve = _reserve(ctx, "learner", "tests")
+    reserve = _reserve(ctx, "learner", "collector", "tests")
     t = time.time()
     _cpu_kernel_ready()
     ctx.out.emit(part="cpu", case="cpu_kernel", status="ok", wall_s=round(time.time() - t, 1),
@@ -757,6 +765,55 @@ def _cuda_tests_main(status: Path, files: list[str], collect_only: bool) -> int:
     return int(pytest.main(argv, plugins=[plugin]))
 
 
+# ------------------------------------------------------------------------------ collector
+# (case name, collector.py arguments) on a GPU; the dry run's one case is the CPU twin
+COLLECTOR_CASES = (
+    ("maze_settings", ["--num-envs", "256", "--batch-size", "8", "--seq-len", "32",
+                       "--replay-ratio", "0.18", "--steps-per-rollout", "16",
+                       "--commit-stride", "8", "--max-tick", "1024", "--learning-starts", "512",
+                       "--capacity", "2048", "--frames", "4096"]),
+    ("balanced", ["--num-envs", "1024", "--batch-size", "16", "--seq-len", "64",
+                  "--replay-ratio", "0.002", "--steps-per-rollout", "16", "--commit-stride", "8",
+                  "--max-tick", "1024", "--learning-starts", "2048", "--capacity", "1024",
+                  "--frames", "131072"]),
+)
+COLLECTOR_DRY = (("twin", ["--num-envs", "4", "--quick"]),)
+
+
+def part_collector(ctx: Context) -> str | None:
+    """The backends of ``AsyncDreamerCollector`` against each other on the maze, each case in a
+    subprocess of ``benchmarks/collector.py`` whose JSON lines come back as this part's."""
+    cases = COLLECTOR_DRY if ctx.args.dry_run else COLLECTOR_CASES
+    reserve = _reserve(ctx, "tests", "e2e")
+    for k, (name, extra) in enumerate(cases):
+        # each remaining case gets an equal share of what is left beyond the reserve
+        limit = (ctx.budget.left() - reserve - 5) / (len(cases) - k)
+        if limit < 20:
+            ctx.out.emit(part="collector", case=name, status="skipped",
+                         reason=f"{ctx.budget.left():.0f} s left, {reserve:.0f} s reserved")
+            continue
+        cmd = [sys.executable, str(_HERE / "collector.py"), "--env", "gameboy", "--device",
+               ctx.plan.device, *(["--capture"] if ctx.cuda else []), *extra]
+        try:
+            res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=limit,
+                                 check=False)
+        except subprocess.TimeoutExpired as err:
+            ctx.out.emit(part="collector", case=name, status="failed",
+                         reason=f"did not finish within {limit:.0f} s: "
+                                f"{str(err.stderr or '')[-800:]}")
+            continue
+        lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+        if res.returncode != 0 or not lines:
+            ctx.out.emit(part="collector", case=name, status="failed",
+                         reason=f"exit {res.returncode}: {res.stderr[-1200:]}")
+            continue
+        for ln in lines:
+            ctx.out.emit(part="collector", case=f"{name}: {ln['case']}", ours=ln["ours"],
+                         peer=ln["peer"], unit=ln["unit"], speedup=ln["speedup"])
+    return None
+
+
+# ------------------------------------------------------------------------------ tests
 def part_tests(ctx: Context) -> str | None:
     files = cuda_test_files()
     collect_only = not ctx.cuda
@@ -873,7 +930,7 @@ def _why(err: BaseException) -> str:
 
 
 PART_FUNCS = {"system": part_system, "env": part_env, "cpu": part_cpu, "learner": part_learner,
-              "tests": part_tests, "e2e": part_e2e}
+              "collector": part_collector, "tests": part_tests, "e2e": part_e2e}
 
 
 # ============================================================================== prepare
