@@ -243,7 +243,7 @@ def main() -> None:
             + (f" env_ms={args.env_ms:.0f}" if args.env != "gameboy" else ""))
     print(json.dumps({"bench": "collector", "case": f"env_steps_per_s {case}",
                       "ours": round(thr["env_steps_per_s"], 3),
-                      "peer": round(ref["env_steps_per_s"], 3), "unit": "env steps/s",
+                      "peer": round(ref["env_steps_per_s"], 3), "unit": "vector env steps/s (N policy steps each)",
                       "speedup": round(thr["env_steps_per_s"] / ref["env_steps_per_s"], 3)}))
     # Diagnostics: how much CPU the process got, and how much of the shorter side was hidden.
     print(json.dumps({"bench": "collector", "case": f"cpu_share {case}",
@@ -257,7 +257,7 @@ def main() -> None:
     # steps for the same frames; the updates line says so)
     print(json.dumps({"bench": "collector", "case": f"env_steps_per_s {cuda} vs reference {case}",
                       "ours": round(dev["env_steps_per_s"], 3),
-                      "peer": round(ref["env_steps_per_s"], 3), "unit": "env steps/s",
+                      "peer": round(ref["env_steps_per_s"], 3), "unit": "vector env steps/s (N policy steps each)",
                       "speedup": round(dev["env_steps_per_s"] / ref["env_steps_per_s"], 3)}))
     print(json.dumps({"bench": "collector", "case": f"updates {cuda} vs reference {case}",
                       "ours": dev["updates"], "peer": ref["updates"], "unit": "gradient steps",
