@@ -351,6 +351,30 @@ def test_actor_loss_touches_only_the_actor(discrete):
     assert not imag["latent"].requires_grad
 
 
+def test_set_entropy_coef_changes_the_actor_loss_by_the_entropy_term():
+    """The loss is -(w * (objective + weight * H)).mean(): setting the weight from 0 to c moves
+    the loss by exactly -c * mean(w * H), with the same imagination (same generator seed)."""
+    wm, actor, critic = _agent()
+    loss = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))
+    assert float(loss.entropy_weight) == pytest.approx(loss.config.entropy_coef)
+    post = _posterior(wm)
+    assert "entropy_weight" not in loss.state_dict()  # old checkpoints load unchanged
+    loss.set_entropy_coef(0.0)
+    torch.manual_seed(5)
+    base = loss(post)
+    loss.set_entropy_coef(0.25)
+    torch.manual_seed(5)
+    out = loss(post)
+    w = out["imagination"]["weight"][:-1]
+    torch.testing.assert_close(base["imagination"]["latent"], out["imagination"]["latent"])
+    shift = float((base["loss_actor"] - out["loss_actor"]).detach())
+    assert shift > 0
+    # mean(w * H) = shift / 0.25, and H's mean is the logged actor_entropy
+    assert shift / 0.25 <= float(out["actor_entropy"]) * float(w.max()) + 1e-6
+    with pytest.raises(ValueError, match=">= 0"):
+        loss.set_entropy_coef(-1.0)
+
+
 def test_actor_first_continue_from_data_and_weights():
     wm, actor, critic = _agent()
     loss = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))

@@ -11,7 +11,7 @@ import torch
 from test_train_units import read_gif
 
 from torchrl_dreamer.train import main
-from torchrl_dreamer.trainers import DreamerTrainer, TrainConfig
+from torchrl_dreamer.trainers import ConfigError, DreamerTrainer, TrainConfig
 from torchrl_dreamer.trainers.checkpoint import load_checkpoint
 
 # Small but complete: 4 consoles, 6-frame steps, B4 x T8 batches, a few dozen gradient steps.
@@ -198,6 +198,24 @@ def test_entropy_coef_reaches_the_run_learner(tmp_path, monkeypatch):
     assert gym.entropy_coef == LOSS_PRESETS[gym.loss_preset].entropy_coef
     args = build_parser("train").parse_args(["--entropy-coef", "0.004"])
     assert args.entropy_coef == 0.004
+
+
+def test_entropy_final_anneals_the_learner_entropy_weight_over_the_run(tmp_path):
+    """--entropy-final: the actor loss's entropy weight starts at entropy_coef and reaches
+    entropy_final by the end of the run (steps bounded here), logged in each progress row."""
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "total_steps": 256,
+                         "entropy_coef": 1e-2, "entropy_final": 1e-4})
+    trainer = DreamerTrainer(cfg, quiet=True)
+    loss = trainer.parts.learner.actor_loss
+    assert float(loss.entropy_weight) == pytest.approx(1e-2)
+    trainer.train()
+    weights = [row["entropy_coef"] for row in trainer.history]
+    assert weights[-1] == pytest.approx(1e-4)
+    assert float(loss.entropy_weight) == pytest.approx(1e-4)
+    assert all(a >= b for a, b in zip(weights, weights[1:]))  # it only falls
+    trainer.close()
+    with pytest.raises(ConfigError, match="entropy_final"):
+        TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "b"), "entropy_final": -1.0})
 
 
 def test_capture_and_compile_reach_the_learner_with_one_warning_or_strict_error(tmp_path):

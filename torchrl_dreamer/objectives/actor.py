@@ -101,11 +101,36 @@ class DreamerV3ActorLoss(LossModule):
         self.config = config or DreamerV3LossConfig()
         # on the world model's device: a loss built around a CUDA agent must not keep CPU EMAs
         self.return_norm = make_return_norm(self.config, world_model.rssm.h0.device)
+        # the entropy bonus's weight as a tensor, so that a schedule (set_entropy_coef) reaches
+        # a captured update graph too; not persistent: a run's schedule sets it, old
+        # checkpoints load unchanged
+        self.register_buffer("entropy_weight",
+                             torch.tensor(float(self.config.entropy_coef),
+                                          device=world_model.rssm.h0.device),
+                             persistent=False)
         self._share_critic = share_critic_logits
         self._last_critic_logits = None
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
         pass
+
+    def set_entropy_coef(self, value: float) -> None:
+        """Set the entropy bonus's weight for the next updates (in place, so a captured update
+        graph sees it); ``config.entropy_coef`` is where it starts. A schedule such as
+        :attr:`~torchrl_dreamer.trainers.TrainConfig.entropy_final` calls this between updates.
+
+        Example:
+            >>> from torchrl_dreamer.modules import make_dreamer
+            >>> from torchrl_dreamer.objectives import DreamerV3ActorLoss
+            >>> wm, actor, critic = make_dreamer("tiny", {"obs": ("vector", 4)}, action_dim=2)
+            >>> loss = DreamerV3ActorLoss(wm, actor, critic)
+            >>> loss.set_entropy_coef(1e-3)
+            >>> round(float(loss.entropy_weight), 6)
+            0.001
+        """
+        if not value >= 0.0:
+            raise ValueError(f"the entropy bonus's weight must be >= 0, got {value}")
+        self.entropy_weight.fill_(float(value))
 
     @property
     def in_keys(self):
@@ -214,7 +239,7 @@ class DreamerV3ActorLoss(LossModule):
         else:
             objective = adv
         entropy = self.actor.entropy(params)
-        loss = -(weight[:-1] * (objective + cfg.entropy_coef * entropy)).mean()
+        loss = -(weight[:-1] * (objective + self.entropy_weight * entropy)).mean()
         imagination = {
             "latent": latents.detach(),
             "lambda_return": returns.detach(),

@@ -246,6 +246,12 @@ class TrainConfig:
     (DreamerV3's 1 - 1/333) for ``gym:`` tasks."""
     entropy_coef: float | None = None
     """Weight of the actor's entropy bonus; unset: the loss preset's."""
+    entropy_final: float | None = None
+    """The entropy bonus's weight at the end of training; unset: ``entropy_coef`` throughout.
+    Set, the weight moves from ``entropy_coef`` to it geometrically over the run's progress
+    (policy steps of ``total_steps`` or the wall clock of ``time_limit``, whichever is further:
+    :func:`~torchrl_dreamer.trainers.schedule.anneal`): broad exploration first, a policy whose
+    greedy actions are its best ones at the end."""
     demos: str | None = None
     """Human demonstrations to learn from (files recorded with ``python -m torchrl_dreamer.play``,
     folders of ``*.pt`` or glob patterns; several separated by commas): loaded into their own
@@ -473,6 +479,9 @@ class TrainConfig:
             raise ConfigError(f"gamma must lie in (0, 1], got {self.gamma}.")
         if not float(self.entropy_coef) >= 0.0:
             raise ConfigError(f"entropy_coef must be >= 0, got {self.entropy_coef}.")
+        if self.entropy_final is not None and not float(self.entropy_final) >= 0.0:
+            raise ConfigError(f"entropy_final must be >= 0 (or unset: a constant entropy_coef), "
+                              f"got {self.entropy_final}.")
         if not 0.0 <= float(self.demo_share) <= 1.0:
             raise ConfigError(f"demo_share must lie in [0, 1], got {self.demo_share}.")
         if self.demos is not None and self.backend == "ray":

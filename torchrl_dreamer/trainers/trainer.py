@@ -51,6 +51,7 @@ from torchrl_dreamer.trainers.checkpoint import (
 from torchrl_dreamer.trainers.config import TrainConfig
 from torchrl_dreamer.trainers.episodes import EpisodeTracker
 from torchrl_dreamer.trainers.loggers import make_logger
+from torchrl_dreamer.trainers.schedule import anneal, run_progress
 
 __all__ = ["DreamerTrainer", "RunCollector"]
 
@@ -127,6 +128,8 @@ class DreamerTrainer:
         self.wall_s = 0.0
         self.created = time.perf_counter()
         self._deadline: float | None = None
+        self.entropy_now: float | None = config.entropy_coef
+        """The entropy bonus's weight the learner uses now (``entropy_final``'s schedule)."""
         self.resumed_from: Path | None = None
         if saved is not None:
             self._restore(saved, ckpt)
@@ -187,6 +190,24 @@ class DreamerTrainer:
         self.resumed_from = ckpt
 
     # ------------------------------------------------------------------ loop
+    def progress(self) -> float:
+        """How far this training is, in ``[0, 1]``: policy steps of ``total_steps`` or the
+        clock from the trainer's creation to the training deadline, whichever is further."""
+        cfg = self.config
+        return run_progress(self.policy_steps, cfg.total_steps if cfg.steps_bounded else None,
+                            time.perf_counter(), self.created, self._deadline)
+
+    def _apply_schedules(self) -> None:
+        """Set the scheduled settings (``entropy_final``) for the run's progress now."""
+        cfg = self.config
+        if cfg.entropy_final is None:
+            return
+        loss = getattr(self.parts.learner, "actor_loss", None)
+        if loss is not None and hasattr(loss, "set_entropy_coef"):
+            self.entropy_now = anneal(float(cfg.entropy_coef), float(cfg.entropy_final),
+                                      self.progress())
+            loss.set_entropy_coef(self.entropy_now)
+
     def _record(self, bar: Any, t_start: float, steps0: int, t_chunk: float) -> dict[str, float]:
         c = self.collector
         episodes = []
@@ -213,6 +234,8 @@ class DreamerTrainer:
             "success": rec["success"],
             "episodes": rec["episodes"],
         }
+        if self.config.entropy_final is not None:
+            row["entropy_coef"] = self.entropy_now
         if bar is not None:
             bar.n = min(self.policy_steps, self.config.total_steps)
             left = ("" if self._deadline is None
@@ -259,8 +282,10 @@ class DreamerTrainer:
             while self.policy_steps < cfg.total_steps and not out_of_time:
                 target = min(cfg.total_steps, next_ckpt, next_video)
                 c.total_frames = target
+                self._apply_schedules()
                 for _ in c.iterator():
                     row = self._record(bar, t_start, steps0, t_chunk)
+                    self._apply_schedules()
                     if deadline is not None and time.perf_counter() >= deadline:
                         out_of_time = True
                         c.total_frames = min(c.total_frames, self.policy_steps)
