@@ -14,11 +14,15 @@ storage), so ``ReplayBuffer`` / ``TensorDictReplayBuffer`` work on top of it; To
 
 Time is counted in *absolute steps*: the ``t``-th row ever written has ``t`` (0-based), and lives
 in ring row ``t % capacity``. See ``docs/row_alignment.md`` for what a row holds.
+
+This module is the ring itself (allocation, writes, commits, reads, TorchRL's storage contract).
+The checks of what rows may hold are in :mod:`torchrl_dreamer.data.invariants`; checkpoints,
+``state_dict`` and pickling in :mod:`torchrl_dreamer.data.persistence` (a mixin the class
+inherits, so its methods stay on the storage).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +32,12 @@ import torch
 from tensordict import MemoryMappedTensor, TensorDict, TensorDictBase
 from torchrl.data.replay_buffers.storages import Storage, TensorStorage
 
+from torchrl_dreamer.data.invariants import (
+    ReplayInvariantError,
+    check_replay_invariants,
+    check_span,
+)
+from torchrl_dreamer.data.persistence import RingPersistence, key_name
 from torchrl_dreamer.data.schema import (
     FieldSpec,
     Key,
@@ -36,16 +46,7 @@ from torchrl_dreamer.data.schema import (
     schema_from_step,
 )
 
-_META_FILE = "meta.json"
-_FORMAT_VERSION = 1
-_COPY_CHUNK_BYTES = 64 << 20
-
-
-class ReplayInvariantError(ValueError):
-    """A stored row breaks the replay invariants (episode ids, resets, continue flags).
-
-    The message names the env, the row (absolute step ``t`` and ring row) and the values.
-    """
+__all__ = ["ReplayInvariantError", "TimeMajorStorage", "ring_rows"]
 
 
 def ring_rows(capacity_steps: int, num_envs: int, seq_len: int, write_ahead: int) -> int:
@@ -62,11 +63,7 @@ def ring_rows(capacity_steps: int, num_envs: int, seq_len: int, write_ahead: int
     return -(-int(capacity_steps) // int(num_envs)) + int(seq_len) + int(write_ahead)
 
 
-def _key_name(key: Key) -> str:
-    return key if isinstance(key, str) else ".".join(key)
-
-
-class TimeMajorStorage(TensorStorage):
+class TimeMajorStorage(RingPersistence, TensorStorage):
     """Time-major ring of env steps: every field is ``[capacity, num_envs, *shape]``.
 
     One *row* is one env-step of all ``num_envs`` envs. Rows are written at the head with
@@ -162,7 +159,7 @@ class TimeMajorStorage(TensorStorage):
                 mm = MemoryMappedTensor.empty(
                     shape,
                     dtype=fs.dtype,
-                    filename=str(self.memmap_dir / f"{_key_name(key)}.memmap"),
+                    filename=str(self.memmap_dir / f"{key_name(key)}.memmap"),
                     existsok=True,
                 )
                 self._memmaps[key] = mm
@@ -322,7 +319,7 @@ class TimeMajorStorage(TensorStorage):
         if self.auto_commit:
             self._committed = t
         if self.debug_checks:
-            self._check_span(max(t - 1, self._total - self.size), t + 1)
+            check_span(self._leaves, self.capacity, max(t - 1, self._total - self.size), t + 1)
         return t
 
     def _check_keys(self, keys, allow_missing=()) -> None:
@@ -493,176 +490,15 @@ class TimeMajorStorage(TensorStorage):
         unless ``is_first[t+1]``, where it must be ``episode_id[t] + 1``; a row that ends an
         episode (``terminated`` or ``truncated``) is followed by ``is_first``. For every row:
         ``continue_`` is 0 or 1, and 0 exactly where ``terminated``. Checks whose fields are
-        absent from the schema are skipped.
+        absent from the schema are skipped. The checks live in
+        :mod:`torchrl_dreamer.data.invariants`.
         """
-        if self._schema is None or self._total == 0:
-            return
-        self._check_span(self._total - self.size, self._total)
+        check_replay_invariants(self)
 
-    def _check_span(self, t0: int, t1: int) -> None:
-        rows = torch.arange(t0, t1, device=self.device) % self.capacity
-        needed = ("continue_", "terminated", "truncated", "is_first", "episode_id")
-        get = {k: self._leaves[k].index_select(0, rows) for k in needed if k in self._leaves}
-
-        def fail(mask: torch.Tensor, what) -> None:
-            if bool(mask.any()):
-                i, env = (int(x) for x in mask.nonzero()[0])
-                raise ReplayInvariantError(what(i, env))
-
-        def where(i: int, env: int, off: int = 0) -> str:
-            t = t0 + i + off
-            return f"env {env}, row t={t} (ring row {t % self.capacity})"
-
-        if "continue_" in get:
-            c = get["continue_"]
-            fail(
-                (c != 0) & (c != 1),
-                lambda i, e: f"{where(i, e)}: continue_={c[i, e].item()} is not 0 or 1.",
-            )
-            if "terminated" in get:
-                term = get["terminated"].bool()
-                fail(
-                    (c == 0) != term,
-                    lambda i, e: (
-                        f"{where(i, e)}: continue_={c[i, e].item()} but terminated="
-                        f"{bool(term[i, e])} (continue_ must be 0.0 exactly on a true terminal, 1.0 "
-                        "on truncation and normal steps)."
-                    ),
-                )
-        if t1 - t0 < 2 or "is_first" not in get:
-            return
-        first = get["is_first"].bool()
-        if "episode_id" in get:
-            ep = get["episode_id"]
-            prev, nxt, nf = ep[:-1], ep[1:], first[1:]
-            fail(
-                ~nf & (nxt != prev),
-                lambda i, e: (
-                    f"{where(i, e, 1)}: episode_id changed {prev[i, e].item()} -> "
-                    f"{nxt[i, e].item()} without is_first."
-                ),
-            )
-            fail(
-                nf & (nxt != prev + 1),
-                lambda i, e: (
-                    f"{where(i, e, 1)}: is_first but episode_id went "
-                    f"{prev[i, e].item()} -> {nxt[i, e].item()} (must increase by exactly 1)."
-                ),
-            )
-        ends = None
-        for k in ("terminated", "truncated"):
-            if k in get:
-                ends = get[k].bool() if ends is None else ends | get[k].bool()
-        if ends is not None:
-            fail(
-                ends[:-1] & ~first[1:],
-                lambda i, e: (
-                    f"{where(i, e, 1)}: the previous row ended the episode "
-                    "(terminated/truncated) but this row is not is_first (deferred reset expected)."
-                ),
-            )
-
-    # ------------------------------------------------------------------ checkpoints
-    def _meta(self) -> dict[str, Any]:
-        self._require_init()
-        return {
-            "format_version": _FORMAT_VERSION,
-            "capacity": self.capacity,
-            "num_envs": self.num_envs,
-            "total_steps": self._total,
-            "committed_t": self._committed,
-            "safety_margin": self.safety_margin,
-            "schema": [
-                [list(k) if isinstance(k, tuple) else k, fs.to_json()]
-                for k, fs in self._schema.items()
-            ],
-        }
-
-    def _load_meta(self, meta: Mapping[str, Any]) -> None:
-        if meta.get("format_version") != _FORMAT_VERSION:
-            raise ValueError(f"unknown checkpoint format_version {meta.get('format_version')!r}.")
-        if (meta["capacity"], meta["num_envs"]) != (self.capacity, self.num_envs):
-            raise ValueError(
-                f"checkpoint is capacity={meta['capacity']} x num_envs={meta['num_envs']}; this "
-                f"storage is {self.capacity} x {self.num_envs}. Build a storage of the same size."
-            )
-        schema = {
-            (tuple(k) if isinstance(k, list) else k): FieldSpec.from_json(fs)
-            for k, fs in meta["schema"]
-        }
-        if self._schema is None:
-            self._init_fields(schema)
-        elif schema != self._schema:
-            raise ValueError(
-                f"checkpoint schema {schema} differs from this storage's {self._schema}."
-            )
-
-    def _set_counters(self, meta: Mapping[str, Any]) -> None:
-        self._bump_mutation_revision()
-        self._total = int(meta["total_steps"])
-        self._committed = int(meta["committed_t"])
-        self.safety_margin = int(meta["safety_margin"])
-        self._prefilled.clear()
-
-    def state_dict(self) -> dict[str, Any]:
-        """Counters, schema and the held rows (``fields[key]`` are views of ring rows ``[0, size)``)."""
-        sd = self._meta()
-        sd["fields"] = {k: v[: self.size] for k, v in self._leaves.items()}
-        return sd
-
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Restores a :meth:`state_dict`: same ring rows, head, commits -> same samples afterwards."""
-        self._load_meta(state_dict)
-        size = min(int(state_dict["total_steps"]), self.capacity)
-        for k, v in state_dict["fields"].items():
-            if v.shape[0] != size:
-                raise ValueError(f"state_dict field {k!r} has {v.shape[0]} rows, expected {size}.")
-            _chunked_copy(self._leaves[k], v, size)
-        self._set_counters(state_dict)
-
-    def dumps(self, path: str | os.PathLike) -> None:
-        """Writes a checkpoint directory: ``meta.json`` and one ``<key>.memmap`` per field."""
-        path = Path(path)
-        if self.memmap_dir is not None and path.resolve() == self.memmap_dir.resolve():
-            raise ValueError("dumps(path) must not target this storage's own memmap_dir.")
-        path.mkdir(parents=True, exist_ok=True)
-        meta = self._meta()
-        for k, v in self._leaves.items():
-            dst = MemoryMappedTensor.empty(
-                v.shape, dtype=v.dtype, filename=str(path / f"{_key_name(k)}.memmap"), existsok=True
-            ).as_subclass(torch.Tensor)
-            _chunked_copy(dst, v, self.size)
-            del dst
-        (path / _META_FILE).write_text(json.dumps(meta, indent=1))
-
-    def loads(self, path: str | os.PathLike) -> None:
-        """Restores a :meth:`dumps` directory into this storage (same capacity and num_envs)."""
-        path = Path(path)
-        meta_file = path / _META_FILE
-        if not meta_file.is_file():
-            raise FileNotFoundError(f"{meta_file} not found: not a TimeMajorStorage checkpoint.")
-        meta = json.loads(meta_file.read_text())
-        self._load_meta(meta)
-        size = min(int(meta["total_steps"]), self.capacity)
-        for k, v in self._leaves.items():
-            src = MemoryMappedTensor.from_filename(
-                str(path / f"{_key_name(k)}.memmap"), dtype=v.dtype, shape=v.shape
-            ).as_subclass(torch.Tensor)
-            _chunked_copy(v, src, size)
-            del src
-        self._set_counters(meta)
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Pickle the leaves only; the flat views and the TensorDict are rebuilt on load so they
-        # keep sharing memory with the leaves (pickling them separately would copy each).
-        state = Storage.__getstate__(self)
-        for k in ("_flat", "_storage", "_memmaps"):
-            state.pop(k, None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        Storage.__setstate__(self, state)
-        self._memmaps = {}
+    # ------------------------------------------------------------------ pickling
+    def _rebuild_views(self) -> None:
+        # After unpickling (RingPersistence.__setstate__): the flat views and the TensorDict,
+        # sharing memory with the leaves.
         self._flat = {k: v.view(-1, *v.shape[2:]) for k, v in self._leaves.items()}
         self._storage = None
         if self._schema is not None:
@@ -675,7 +511,7 @@ class TimeMajorStorage(TensorStorage):
             "uninitialized"
             if self._schema is None
             else ", ".join(
-                f"{_key_name(k)}: {list(fs.shape)} {fs.dtype}" for k, fs in self._schema.items()
+                f"{key_name(k)}: {list(fs.shape)} {fs.dtype}" for k, fs in self._schema.items()
             )
         )
         return (
@@ -696,14 +532,3 @@ def _make_td(out: dict[Key, torch.Tensor], batch_size: list[int], device) -> Ten
     for k, v in out.items():
         td.set(k, v)
     return td
-
-
-def _chunked_copy(dst: torch.Tensor, src: torch.Tensor, rows: int) -> None:
-    """Copies rows ``[0, rows)`` in bounded chunks (memmap to memmap without loading it all)."""
-    if rows <= 0:
-        return
-    row_bytes = max(1, src[0].numel() * src.element_size())
-    step = max(1, _COPY_CHUNK_BYTES // row_bytes)
-    for i in range(0, rows, step):
-        j = min(rows, i + step)
-        dst[i:j].copy_(src[i:j])
