@@ -235,3 +235,46 @@ def test_postbot_draft_invents_nothing(roms, tmp_path):
     assert res.lives == [] and not mine.terminate
     assert mine.reward[0].kind == "level" and mine.reward[0].scale == 0.0
     assert mine.explore_screen is not None
+
+
+# ---------------------------------------------------------------- a policy instead of random play
+def test_policy_chooses_every_action_and_sees_the_frames():
+    """``record(policy=...)`` plays the policy's actions (here RIGHT, then A) on every console;
+    the policy gets each console's packed2 frame and ``is_first`` only at the first step; an
+    answer outside the action set is refused."""
+    seen = []
+    right, a_button = _ACTIONS.index("RIGHT"), _ACTIONS.index("A")
+
+    def policy(obs, first):
+        seen.append((tuple(obs.shape), obs.dtype, bool(first.all()), bool(first.any())))
+        return torch.full((3,), right if len(seen) <= 4 else a_button)
+
+    rec = record(rom_path("catch"), num_envs=3, steps=6, warmup=2, policy=policy)
+    assert rec.actions.shape == (8, 3)
+    assert (rec.actions[:4] == right).all() and (rec.actions[4:] == a_button).all()
+    assert seen[0] == ((3, 1, 72, 20), torch.uint8, True, True)
+    assert all(not any_first for *_, any_first in seen[1:])
+    with pytest.raises(RamSearchError, match="action indices in 0..7"):
+        record(rom_path("catch"), num_envs=2, steps=2, policy=lambda o, f: torch.full((2,), 8))
+
+
+def test_checkpoint_policy_plays_a_trained_agent_with_its_own_actions(tmp_path):
+    """A checkpoint's agent plays the search when the action sets agree, and is refused, with
+    the two sets named, when they do not."""
+    from torchrl_dreamer.envs import GameBoyEnv
+    from torchrl_dreamer.ramsearch import checkpoint_policy
+    from torchrl_dreamer.trainers import DreamerTrainer, TrainConfig
+
+    cfg = TrainConfig(task="maze", preset="tiny", num_envs=2, batch_size=2, seq_len=4,
+                      steps_per_rollout=4, commit_stride=2, replay_capacity=64,
+                      learning_starts=16, total_steps=16, eval_episodes=0, progress=False,
+                      backend="reference", threads=1, log_dir=str(tmp_path / "run"))
+    trainer = DreamerTrainer(cfg, quiet=True)
+    trainer.train()
+    trainer.close()
+    names = list(GameBoyEnv("maze", num_envs=1).action_set.names)
+    policy = checkpoint_policy(tmp_path / "run", num_envs=3, actions=names)
+    rec = record(rom_path("maze"), num_envs=3, steps=3, warmup=1, actions=names, policy=policy)
+    assert rec.actions.shape == (4, 3) and policy.frame_skip == cfg.frame_skip
+    with pytest.raises(RamSearchError, match="plays the actions"):
+        checkpoint_policy(tmp_path / "run", num_envs=3, actions=[*names, "SELECT"])
