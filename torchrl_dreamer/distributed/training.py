@@ -79,10 +79,17 @@ class GameBoyDreamer:
                            gamma=preset.gamma, entropy_coef=preset.entropy_coef, progress=False)
 
     def _factories(self) -> Any:
+        """The run's factories, with the observation kinds and action count of a one-console
+        probe of the env (so a task's extra observations, e.g. RAM vectors, get encoders)."""
         from torchrl_dreamer.trainers import RunFactories
+        from torchrl_dreamer.trainers.builder import make_env
 
-        return RunFactories(self.train_config(), obs={"pixels": "packed2"},
-                            action_dim=self.action_dim())
+        cfg = self.train_config()
+        probe = make_env(cfg, num_envs=1, **(self.env_kwargs or {}))
+        try:
+            return RunFactories(cfg).with_env(probe)
+        finally:
+            probe.close()
 
     def action_dim(self) -> int:
         """Actions of the task's default action set."""

@@ -1,7 +1,8 @@
 """torchrl_dreamer.envs: the Warp Game Boy emulator as a batched TorchRL env, with game tasks.
 
 - :class:`GameBoyEnv` -- ``EnvBase`` over N consoles (deferred native auto-reset, packed2 pixels).
-- :class:`Task` -- reward/termination/reset hook of a game; :func:`make_task`,
+- :class:`Task` -- reward/termination/reset hook of a game (and :class:`RamObservation`, the
+  observations it may add from RAM); :func:`make_task`,
   :func:`register_task`, :func:`list_tasks`, :func:`task_class` -- the task registry.
 - :class:`ActionSet`, :func:`make_action_set` -- discrete actions to buttons masks.
 - :func:`load_task_spec`, :class:`SpecTask`, :class:`TaskSpecError` -- tasks from YAML/JSON specs.
@@ -12,7 +13,7 @@ from torchrl_dreamer.envs.actions import ACTION_SETS, BUTTON_BITS, ActionSet, ma
 from torchrl_dreamer.envs.gameboy import PIXEL_FORMATS, GameBoyEnv
 from torchrl_dreamer.envs.registry import list_tasks, make_task, register_task, task_class
 from torchrl_dreamer.envs.spec import SpecTask, TaskSpecError, load_task_spec
-from torchrl_dreamer.envs.task import Task, TaskMismatchError
+from torchrl_dreamer.envs.task import RamObservation, Task, TaskMismatchError
 from torchrl_dreamer.envs.transforms import UnpackPacked2
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "PIXEL_FORMATS",
     "ActionSet",
     "GameBoyEnv",
+    "RamObservation",
     "SpecTask",
     "Task",
     "TaskMismatchError",

@@ -22,8 +22,10 @@ works as well and resets at once.
 Outputs per step (``batch_size=[N]``): ``pixels`` (``uint8[N,1,72,20]`` packed2 by default;
 ``pixels="shades"`` gives ``uint8[N,1,72,80]`` shades 0..3, ``pixels="rgb"`` ``uint8[N,3,72,80]``),
 ``reward`` ``float32[N,1]``, ``done``/``terminated``/``truncated`` ``bool[N,1]``, ``is_first``
-``bool[N,1]`` and ``episode_id`` ``int32[N,1]``. Each step returns fresh tensors: nothing returned
-aliases a buffer a later step overwrites (unless you ask for it with ``obs_out``).
+``bool[N,1]`` and ``episode_id`` ``int32[N,1]``, plus one ``float32[N,D]`` key per RAM observation
+the task declares (:attr:`Task.observations`: each byte / 255, read after the step like the
+picture). Each step returns fresh tensors: nothing returned aliases a buffer a later step
+overwrites (unless you ask for it with ``obs_out``).
 
 Example:
     >>> from torchrl_dreamer.envs import GameBoyEnv
@@ -48,7 +50,7 @@ from torchrl.envs import EnvBase
 from torchrl_dreamer.emulator.packed2 import PACKED2_HEIGHT, PACKED2_SHAPE, PACKED2_WIDTH
 from torchrl_dreamer.envs.actions import ActionSet, make_action_set
 from torchrl_dreamer.envs.registry import make_task
-from torchrl_dreamer.envs.task import Task
+from torchrl_dreamer.envs.task import Task, check_observations
 
 __all__ = ["GameBoyEnv", "PIXEL_FORMATS"]
 
@@ -167,6 +169,9 @@ class GameBoyEnv(EnvBase):
                 "rom/state/task_kwargs only apply to a task given by name; set them on your Task"
             )
         self.task: Task = make_task(task, **kwargs)
+        # checked before any console is built: a bad name or address fails here, named
+        self._ram_obs = check_observations(self.task.observations,
+                                           f"task {self.task.name!r} observations")
         self.action_set: ActionSet = make_action_set(
             action_set if action_set is not None else self.task.default_action_set
         )
@@ -233,6 +238,9 @@ class GameBoyEnv(EnvBase):
         )
         if self.task.has_success:
             self.observation_spec["success"] = flag.clone()
+        for obs in self._ram_obs:
+            self.observation_spec[obs.name] = Bounded(0.0, 1.0, shape=(n, obs.size),
+                                                      dtype=torch.float32, device=dev)
         if self.one_hot_actions:
             self.action_spec = OneHot(self.action_set.n, shape=(n, self.action_set.n),
                                       dtype=torch.bool, device=dev)
@@ -357,7 +365,7 @@ class GameBoyEnv(EnvBase):
 
         Returns:
             a TensorDict ``[N]`` with ``pixels, reward, done, terminated, truncated, is_first,
-            episode_id`` (shapes as in the module docstring).
+            episode_id`` and the task's RAM observations (shapes as in the module docstring).
         """
         n = self.num_envs
         if action.dim() > 1:
@@ -418,6 +426,9 @@ class GameBoyEnv(EnvBase):
         return truncated & ~terminated
 
     def _output(self, packed, reward, terminated, truncated, first) -> TensorDictBase:
+        # the task's RAM observations, of the consoles as they are now (after the step, a
+        # restart or a partial reset's roll-back): what the picture shows
+        ram = {obs.name: obs.read(self.gb) for obs in self._ram_obs}
         return TensorDict(
             {
                 self._PIXELS_KEY: self._format_pixels(packed),
@@ -427,6 +438,7 @@ class GameBoyEnv(EnvBase):
                 "truncated": truncated.reshape(-1, 1).clone(),
                 "is_first": first.reshape(-1, 1).clone(),
                 "episode_id": self._episode_id.reshape(-1, 1).clone(),
+                **ram,
             },
             batch_size=self.batch_size,
             device=self.device,

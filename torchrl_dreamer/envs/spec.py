@@ -39,6 +39,9 @@ Spec keys (all but ``reward`` optional)::
     exploration:                   # optional count bonus, no game knowledge needed
       ram: {addresses: [0xD35E, 0xD362, 0xD361], scale: 0.05}
       screen: {scale: 0.01}
+    observe:                       # extra observations beside the pixels, read from RAM
+      player: [0xD362, 0xD361]     # key 'player': float32 [N, 2], each byte / 255
+      board: {range: [0xC100, 0xC118]}   # key 'board': the 25 bytes 0xC100..0xC118
     train: {batch_size: 8}         # training defaults of this task (see TrainConfig)
 
 **Watches.** A RAM watch is ``address`` (0x0000-0xFFFF), ``length`` (bytes, 1-8), ``encoding``
@@ -68,6 +71,12 @@ plus ``op``: ``== != < <= > >=`` against ``value``; ``in`` against a list
 ``changed`` against the previous step. ``{all: [...]}``, ``{any: [...]}`` and ``{not: {...}}`` combine predicates and
 nest freely. ``terminate``/``truncate``/``success`` take one predicate or a list (any true).
 
+**Observations** (``observe``): each entry ``name: [addresses]`` (or ``name: {range: [lo,
+hi]}``, inclusive) becomes a :class:`~torchrl_dreamer.envs.task.RamObservation`: the env emits
+``name`` as ``float32[N, D]`` (byte / 255) at every step, the replay stores it and the world model
+encodes and reconstructs it (a vector input). Names are plain identifiers other than the env's
+own keys (``pixels``, ``reward``, ``is_first``...); addresses lie in 0x0000-0xFFFF, each once.
+
 **Reward terms**: ``delta`` (scale x change since the last step), ``level`` (scale x value),
 ``event`` (scale when its predicate holds: a predicate made of comparisons only pays once, when
 it becomes true; one with a change op anywhere pays at every step it holds, a change being an
@@ -93,7 +102,12 @@ import torch
 
 from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, packed2_lut
 from torchrl_dreamer.envs.actions import BUTTON_BITS, make_action_set
-from torchrl_dreamer.envs.task import Task, TaskMismatchError
+from torchrl_dreamer.envs.task import (
+    RamObservation,
+    Task,
+    TaskMismatchError,
+    observation_name_problem,
+)
 
 __all__ = [
     "TaskSpecError",
@@ -134,7 +148,7 @@ _RAM_KEYS = {"address", "length", "encoding", "signed", "mask", "order", "blank"
 _WATCH_KEYS = _RAM_KEYS | {"count"}
 _CMP_KEYS = {"op", "value", "in"}
 _TOP_KEYS = {"name", "rom", "start", "actions", "max_episode_steps", "reward", "terminate",
-             "truncate", "success", "on_reset", "exploration", "train"}
+             "truncate", "success", "on_reset", "exploration", "observe", "train"}
 
 
 class TaskSpecError(ValueError):
@@ -658,6 +672,7 @@ class TaskSpec:
     pokes: list[tuple[int, int, int]] = field(default_factory=list)
     explore_ram: tuple[tuple[int, ...], float, int] | None = None
     explore_screen: tuple[float, int] | None = None
+    observations: tuple[RamObservation, ...] = ()
     train_defaults: dict[str, Any] = field(default_factory=dict)
 
     def build(self, rom: str | Path | None = None, state: Any = None) -> SpecTask:
@@ -713,6 +728,45 @@ def _parse_start(spec: TaskSpec, obj: Any, base_dir: Path | None) -> None:
         spec.jitter = _int(start["jitter"], "start.jitter", 0, MAX_JITTER)
     if "noop_max" in start:
         spec.noop_max = _int(start["noop_max"], "start.noop_max", 0, 1_000_000)
+
+
+def _parse_observe(obj: Any) -> tuple[RamObservation, ...]:
+    """``observe``: ``{name: [addresses]}`` or ``{name: {range: [lo, hi]}}`` entries."""
+    what = ("expected a mapping of observation names to RAM addresses, e.g. {ram: [0xC000, "
+            "0xC001]} or {board: {range: [0xC100, 0xC118]}}")
+    if not isinstance(obj, dict):
+        raise _fail("observe", f"{what}; got {obj!r}")
+    out = []
+    for name, body in obj.items():
+        problem = observation_name_problem(name)
+        if problem is not None:
+            raise _fail(f"observe.{name}", problem)
+        w = f"observe.{name}"
+        if isinstance(body, dict):
+            _keys(body, w, {"range"}, ("range",))
+            r = body["range"]
+            if not isinstance(r, list) or len(r) != 2:
+                raise _fail(f"{w}.range", f"expected [lo, hi] (inclusive addresses), got {r!r}")
+            lo = _int(r[0], f"{w}.range[0]", 0, 0xFFFF)
+            hi = _int(r[1], f"{w}.range[1]", 0, 0xFFFF)
+            if lo > hi:
+                raise _fail(f"{w}.range", f"lo {lo:#06x} > hi {hi:#06x}")
+            addrs = tuple(range(lo, hi + 1))
+        elif isinstance(body, list):
+            if not body:
+                raise _fail(w, "expected at least one RAM address (0x0000-0xFFFF)")
+            addrs = tuple(_int(a, f"{w}[{k}]", 0, 0xFFFF) for k, a in enumerate(body))
+            first: dict[int, int] = {}
+            for k, a in enumerate(addrs):
+                if a in first:
+                    raise _fail(f"{w}[{k}]", f"{a:#06x} is listed twice (also at [{first[a]}]); "
+                                "list each address once")
+                first[a] = k
+        else:
+            raise _fail(w, f"expected a list of RAM addresses or {{range: [lo, hi]}}, got "
+                        f"{body!r}")
+        out.append(RamObservation(name, addrs))
+    return tuple(out)
 
 
 def parse_task_spec(obj: dict, base_dir: Path | None = None, name: str = "spec") -> TaskSpec:
@@ -787,6 +841,8 @@ def parse_task_spec(obj: dict, base_dir: Path | None = None, name: str = "spec")
         s = _keys(exp["screen"], "exploration.screen", {"scale", "table_bits"})
         spec.explore_screen = (_float(s.get("scale", 0.01), "exploration.screen.scale"),
                                _int(s.get("table_bits", 16), "exploration.screen.table_bits", 4, 24))
+    if "observe" in obj:
+        spec.observations = _parse_observe(obj["observe"])
     train = obj.get("train", {})
     if not isinstance(train, dict):
         raise _fail("train", "expected a mapping of TrainConfig fields")
@@ -857,6 +913,7 @@ class SpecTask(Task):
         self.default_max_episode_steps = spec.max_episode_steps
         self.default_noop_max = spec.noop_max
         self.has_success = bool(spec.success)
+        self.observations = spec.observations
         # without a success predicate an episode reports its return only (no guessed success)
         self.success_rule = "none"
         # a state given by the caller replaces the spec's start, savestate list included

@@ -22,22 +22,189 @@ Life cycle, as driven by the env::
     reward, terminated = task.compute(gb, pixels, is_first)
     # tasks with a notion of success (has_success) say which envs reached it at that step:
     task.success()
+    # the env then reads the task's RAM observations (``task.observations``) into the step's
+    # output: one float32 [N, D] vector per RamObservation, each byte / 255
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import torch
 
-__all__ = ["Task", "TaskMismatchError"]
+__all__ = ["RESERVED_OBSERVATION_KEYS", "RamObservation", "Task", "TaskMismatchError",
+           "check_observations", "observation_name_problem"]
+
+RESERVED_OBSERVATION_KEYS = frozenset({
+    "pixels", "reward", "done", "terminated", "truncated", "is_first", "episode_id", "success",
+    "action", "continue_", "prev_action", "next",
+})
+"""Keys a RAM observation may not be named: the env's own outputs, the replay's and the world
+model's fields, and TorchRL's ``"next"``."""
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+# Addresses at most this far apart are read in one block (a few bytes more to read cost less
+# than another emulator launch).
+_READ_GAP = 32
 
 
 class TaskMismatchError(ValueError):
     """The ROM (or state file) given does not belong to the task."""
+
+
+def observation_name_problem(name: Any) -> str | None:
+    """Why ``name`` cannot name a RAM observation (``None`` when it can).
+
+    A name is a non-empty identifier (letters, digits, ``_``; not starting with a digit or
+    ``_``) that is not one of :data:`RESERVED_OBSERVATION_KEYS`.
+
+    Example:
+        >>> observation_name_problem("ram") is None
+        True
+        >>> observation_name_problem("reward")
+        "'reward' is already a key of every env step; pick another name, e.g. 'reward_ram'"
+    """
+    if not isinstance(name, str) or not name:
+        return f"expected a non-empty name such as 'ram', got {name!r}"
+    if name[0] == "_" or name[0].isdigit() or not set(name) <= _NAME_CHARS:
+        return (f"{name!r} is not a plain name: use letters, digits and '_' (not first), e.g. "
+                "'ram' or 'player_xy'")
+    if name in RESERVED_OBSERVATION_KEYS:
+        return (f"{name!r} is already a key of every env step; pick another name, e.g. "
+                f"'{name}_ram'")
+    return None
+
+
+@dataclass(frozen=True)
+class RamObservation:
+    """An observation a task adds to every env step: the bytes at ``addresses`` as
+    ``float32[N, len(addresses)]``, each byte / 255 (in the order given).
+
+    :class:`~torchrl_dreamer.envs.GameBoyEnv` emits it under ``name`` in reset and step outputs
+    and in its ``observation_spec`` (``Bounded(0, 1)``); the replay stores it and the world model
+    gets a vector encoder and decoder for it, as for any float vector the env's specs declare.
+    Declare it in :attr:`Task.observations` (or ``observe:`` in a task spec). Reading costs one
+    ``read_memory`` launch per block of nearby addresses, then a gather; no host sync.
+
+    Args:
+        name: the output key (see :func:`observation_name_problem`).
+        addresses: RAM addresses 0x0000-0xFFFF, each once (e.g. a list, or ``range(lo, hi + 1)``
+            for a block).
+
+    Raises:
+        ValueError: naming the bad field (``RamObservation 'ram': addresses[2]: ...``).
+
+    Example:
+        Catch's paddle and block positions (``docs/roms.md``); compiles the emulator kernel once.
+
+        >>> from torchrl_dreamer.envs import GameBoyEnv, make_task
+        >>> objects = RamObservation("objects", [0xC007, 0xC008, 0xC009])
+        >>> objects.size
+        3
+        >>> task = make_task("catch")
+        >>> task.observations = (objects,)
+        >>> env = GameBoyEnv(task, num_envs=2)
+        >>> td = env.rollout(3, break_when_any_done=False)
+        >>> td["next", "objects"].shape, td["next", "objects"].dtype
+        (torch.Size([2, 3, 3]), torch.float32)
+        >>> bool((td["next", "objects"][:, -1] * 255).round().eq(
+        ...     env.gb.read_memory(0xC007, 3).float()).all())
+        True
+    """
+
+    name: str
+    addresses: tuple[int, ...]
+    _blocks: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
+    _index: tuple[int, ...] | None = field(init=False, repr=False, compare=False)
+    _index_on: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        problem = observation_name_problem(self.name)
+        if problem is not None:
+            raise ValueError(f"RamObservation name: {problem}")
+        where = f"RamObservation {self.name!r}: addresses"
+        try:
+            addresses = tuple(self.addresses)
+        except TypeError:
+            raise ValueError(f"{where}: expected a list of RAM addresses, got "
+                             f"{self.addresses!r}") from None
+        if not addresses:
+            raise ValueError(f"{where}: expected at least one RAM address (0x0000-0xFFFF)")
+        seen: dict[int, int] = {}
+        for k, a in enumerate(addresses):
+            if isinstance(a, bool) or not isinstance(a, int):
+                raise ValueError(f"{where}[{k}]: expected an integer address, got {a!r}")
+            if not 0 <= a <= 0xFFFF:
+                raise ValueError(f"{where}[{k}]: {a:#x} is outside 0x0000-0xFFFF")
+            if a in seen:
+                raise ValueError(f"{where}[{k}]: {a:#06x} is listed twice (also at "
+                                 f"[{seen[a]}]); list each address once")
+            seen[a] = k
+        object.__setattr__(self, "addresses", tuple(int(a) for a in addresses))
+        # blocks of nearby addresses, each read with one launch, and where each address lands
+        blocks: list[list[int]] = []
+        for a in sorted(seen):
+            if blocks and a - blocks[-1][1] <= _READ_GAP:
+                blocks[-1][1] = a
+            else:
+                blocks.append([a, a])
+        object.__setattr__(self, "_blocks", tuple((lo, hi - lo + 1) for lo, hi in blocks))
+        offsets, at = {}, 0
+        for lo, length in self._blocks:
+            for a in range(lo, lo + length):
+                offsets[a] = at + a - lo
+            at += length
+        index = tuple(offsets[a] for a in self.addresses)
+        object.__setattr__(self, "_index", None if index == tuple(range(at)) else index)
+        object.__setattr__(self, "_index_on", {})
+
+    @property
+    def size(self) -> int:
+        """``D``, the vector's length: one float per address."""
+        return len(self.addresses)
+
+    def read(self, gb: Any) -> torch.Tensor:
+        """``float32[N, D]`` of every console of ``gb``: byte / 255 at each address."""
+        parts = [gb.read_memory(lo, length) for lo, length in self._blocks]
+        raw = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
+        if self._index is not None:
+            index = self._index_on.get(raw.device)
+            if index is None:
+                index = self._index_on[raw.device] = torch.tensor(self._index, device=raw.device)
+            raw = raw.index_select(1, index)
+        return raw.to(torch.float32).div_(255.0)
+
+
+def check_observations(observations: Any, where: str = "Task.observations"
+                       ) -> tuple[RamObservation, ...]:
+    """Validate a task's :attr:`Task.observations` (``RamObservation`` entries, distinct names)
+    and return them as a tuple; raises ``ValueError`` naming the entry and what to do.
+
+    Example:
+        >>> check_observations([RamObservation("xy", [0xC004, 0xC005])])[0].size
+        2
+        >>> check_observations([RamObservation("xy", [0xC004]), RamObservation("xy", [0xC005])])
+        Traceback (most recent call last):
+        ...
+        ValueError: Task.observations[1]: name 'xy' is used by [0] too; give each observation its own name
+    """
+    if isinstance(observations, RamObservation) or not isinstance(observations, (list, tuple)):
+        raise ValueError(f"{where}: expected a tuple of RamObservation, got {observations!r}")
+    names: dict[str, int] = {}
+    for k, obs in enumerate(observations):
+        if not isinstance(obs, RamObservation):
+            raise ValueError(f"{where}[{k}]: expected a RamObservation(name, addresses), got "
+                             f"{obs!r}")
+        if obs.name in names:
+            raise ValueError(f"{where}[{k}]: name {obs.name!r} is used by [{names[obs.name]}] "
+                             "too; give each observation its own name")
+        names[obs.name] = k
+    return tuple(observations)
 
 
 class Task:
@@ -62,6 +229,10 @@ class Task:
         success_rule: how episodes count as successes when :attr:`has_success` is False:
             ``"terminal_reward"`` (ends ``terminated`` with a positive last reward, the rule of
             goal-reaching games) or ``"none"`` (returns only, no guessed success rate).
+        observations: extra observations read from RAM at every step
+            (:class:`RamObservation` entries, e.g. ``(RamObservation("xy", [0xC004, 0xC005]),)``):
+            the env emits each as a ``float32[N, D]`` key beside ``pixels``, and training stores
+            and models it with no other change. Empty by default.
         train_defaults: the training settings this task trains best with, as
             :class:`~torchrl_dreamer.trainers.TrainConfig` field names and values (e.g.
             ``{"replay_ratio": 0.2}``); a run's own settings override them. A task registered
@@ -84,6 +255,7 @@ class Task:
     default_noop_max: ClassVar[int | None] = None
     has_success: ClassVar[bool] = False
     success_rule: ClassVar[str] = "terminal_reward"
+    observations: ClassVar[tuple[RamObservation, ...]] = ()
 
     def __init__(self, rom: str | Path | None = None, state: Any = None):
         self.rom = Path(rom) if rom is not None else None

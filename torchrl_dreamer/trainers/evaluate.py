@@ -298,18 +298,20 @@ def world_model_video_checkpoint(
     wm, _ = modules_from_checkpoint(state, env, cfg.device)
     g = torch.Generator().manual_seed(seed)
     n_act = int(env.action_spec.space.n)
+    keys = list(wm.obs_keys)  # pixels and any other observation (a task's RAM vectors)
     td = env.reset()
-    pixels, firsts, actions = [td.get("pixels")], [td.get("is_first").reshape(-1)], []
+    obs, firsts, actions = [td.select(*keys)], [td.get("is_first").reshape(-1)], []
     for _ in range(length - 1):
         a = torch.randint(0, n_act, (sequences,), generator=g)
-        td = env.step(td.select("pixels").set("action", a.to(env.device))).get("next")
-        pixels.append(td.get("pixels"))
+        td = env.step(td.select(*keys).set("action", a.to(env.device))).get("next")
+        obs.append(td.select(*keys))
         firsts.append(td.get("is_first").reshape(-1))
         actions.append(a)
     actions.append(torch.zeros_like(a))  # the last row's action: no step consumes it
     dev = torch.device(cfg.device)
     prev_action, is_first = rssm_inputs(torch.stack(actions).to(dev),
                                         torch.stack(firsts).to(dev), n_act)
-    frames = open_loop_frames(wm, torch.stack(pixels).to(dev), prev_action, is_first,
-                              context=context)
+    seq = torch.stack(obs).to(dev)  # [T, B]
+    frames = open_loop_frames(wm, seq.get("pixels"), prev_action, is_first, context=context,
+                              others={k: seq.get(k) for k in keys if k != "pixels"})
     return write_video(path, torch.cat(list(frames), 1))  # sequences stacked vertically

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -50,8 +51,8 @@ def _to_shades(x: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def open_loop_frames(world_model, pixels: torch.Tensor, prev_action: torch.Tensor,
-                     is_first: torch.Tensor, context: int = 8, key: str = "pixels"
-                     ) -> torch.Tensor:
+                     is_first: torch.Tensor, context: int = 8, key: str = "pixels",
+                     others: Mapping[str, torch.Tensor] | None = None) -> torch.Tensor:
     """The open-loop report of ``world_model`` on recorded sequences, as shades.
 
     Args:
@@ -63,6 +64,9 @@ def open_loop_frames(world_model, pixels: torch.Tensor, prev_action: torch.Tenso
         is_first: ``bool [T, B]``.
         context: observed steps before imagination starts (``1 <= context <= T``).
         key: the image observation key.
+        others: the world model's other observations of the same steps (``[T, B, ...]``, e.g.
+            a task's RAM vectors), which the posterior reads too; every key of
+            ``world_model.obs_keys`` but ``key`` must be there.
 
     Returns:
         ``uint8 [B, T, 72 + BAR_ROWS, 3 * 80]``: real | reconstruction | open loop, shades 0..3.
@@ -75,7 +79,7 @@ def open_loop_frames(world_model, pixels: torch.Tensor, prev_action: torch.Tenso
     was_training = world_model.training
     world_model.eval()
     try:
-        inputs = world_model.preprocess({key: pixels})
+        inputs = world_model.preprocess({**(others or {}), key: pixels})
         post = world_model.rssm.observe(world_model.embed(inputs), prev_action, is_first)
         h, z = post["h"], post["z"]
         recon = world_model.decode(latent_of(z, h))[key]
@@ -118,8 +122,9 @@ def replay_open_loop(world_model, storage, sequences: int = 4, length: int = 32,
     prev_action, is_first = rssm_inputs(data.get("action").to(dev),
                                         data.get("is_first").reshape(length, sequences).to(dev),
                                         world_model.action_dim)
+    others = {k: data.get(k).to(dev) for k in world_model.obs_keys if k != "pixels"}
     frames = open_loop_frames(world_model, data.get("pixels").to(dev), prev_action, is_first,
-                              context=min(context, length))
+                              context=min(context, length), others=others)
     return torch.cat(list(frames), 1)
 
 
