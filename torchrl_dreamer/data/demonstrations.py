@@ -63,6 +63,7 @@ __all__ = [
     "MixedIndex",
     "RunSignature",
     "attach_demonstrations",
+    "demo_sequences",
     "demonstration_paths",
     "demonstration_storage",
     "load_demonstrations",
@@ -679,6 +680,20 @@ def demonstration_storage(
 
 
 # ------------------------------------------------------------------------------ mixing
+def demo_sequences(share: float, num_slices: int) -> int:
+    """Sequences of a batch of ``num_slices`` that take ``share`` of it: ``round(share * B)``.
+
+    The one rule for the demonstrations' part of a batch: :class:`DemoMixingSampler` here and
+    the Ray run's :class:`~torchrl_dreamer.distributed.ControlModeRouter` (``exact=True``) both
+    count with it (Python's ``round``: halves go to the even count).
+
+    Example:
+        >>> demo_sequences(0.25, 16), demo_sequences(0.25, 2), demo_sequences(0.25, 6)
+        (4, 0, 2)
+    """
+    return int(round(float(share) * int(num_slices)))
+
+
 @dataclass(frozen=True, eq=False)
 class MixedIndex:
     """Where a mixed batch's sequences come from: ``agent`` and ``demo`` are ``(rows, envs)``
@@ -810,8 +825,8 @@ class DemoMixingSampler:
         return self.sampler.resolve(batch_size)
 
     def num_demo(self, num_slices: int) -> int:
-        """Demonstration sequences in a batch of ``num_slices``: ``round(share * B)``."""
-        return int(round(self.share * int(num_slices)))
+        """Demonstration sequences in a batch of ``num_slices``: :func:`demo_sequences`."""
+        return demo_sequences(self.share, num_slices)
 
     # ---- sampling
     def sample(self, storage: TimeMajorStorage, batch_size: int) -> tuple[MixedIndex, dict]:

@@ -5,6 +5,8 @@
 - :class:`EnvRunner` -- a TorchRL env + player stepping chunks into the service.
 - :class:`WeightStore`, :func:`pack_weights` -- versioned weight publishing (fetch only if new).
 - :class:`ControlModeRouter` -- agent vs human-in-the-loop data in two services, mixed sampling.
+- :func:`load_demonstration_rows` -- recorded demonstrations, checked against the run, as rows
+  of the human service's static slot (``--backend ray --demos``).
 - :class:`RunnerPool` -- starts runners, restarts dead ones.
 - :func:`run_ray_training`, :class:`RayDreamerTrainer`, :class:`RayTrainingConfig` -- the job.
 - :class:`RayCollector`, :func:`ray_config`, :func:`build_ray_run` -- a ``TrainConfig`` run on
@@ -19,6 +21,12 @@ See ``docs/ray.md``.
 from torchrl_dreamer.distributed.cluster import call, init_ray, ray_available, remote_class
 from torchrl_dreamer.distributed.collector import RayCollector, build_ray_run
 from torchrl_dreamer.distributed.config import RayTrainingConfig
+from torchrl_dreamer.distributed.demonstrations import (
+    DEMO_SLOT,
+    demonstration_rows,
+    load_demonstration_rows,
+    runner_schema,
+)
 from torchrl_dreamer.distributed.pool import RunnerPool, RunnerRestartLimit
 from torchrl_dreamer.distributed.replay_service import ReplayService, SlotInfo, batch_from_numpy
 from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
@@ -41,6 +49,7 @@ from torchrl_dreamer.distributed.weights import (
 
 __all__ = [
     "AGENT",
+    "DEMO_SLOT",
     "HUMAN",
     "ControlModeRouter",
     "EnvRunner",
@@ -59,12 +68,15 @@ __all__ = [
     "batch_from_numpy",
     "build_ray_run",
     "call",
+    "demonstration_rows",
     "extract_weights",
     "init_ray",
+    "load_demonstration_rows",
     "pack_weights",
     "ray_available",
     "ray_config",
     "remote_class",
     "run_ray_training",
+    "runner_schema",
     "unpack_weights",
 ]

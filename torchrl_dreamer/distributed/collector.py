@@ -27,8 +27,14 @@ from typing import Any
 
 from torchrl_dreamer.distributed.cluster import call
 from torchrl_dreamer.distributed.config import RayTrainingConfig
+from torchrl_dreamer.distributed.demonstrations import load_demonstration_rows
 from torchrl_dreamer.distributed.training import RayDreamerTrainer, ray_config
-from torchrl_dreamer.trainers.builder import RunFactories, RunParts, register_run_backend
+from torchrl_dreamer.trainers.builder import (
+    RunFactories,
+    RunParts,
+    demo_config_errors,
+    register_run_backend,
+)
 
 __all__ = ["RayCollector", "build_ray_run"]
 
@@ -44,6 +50,8 @@ class RayCollector:
         learner: the learner, trained in this process.
         logger: a TorchRL logger (metrics every ``log_every`` updates).
         log_every: gradient steps between logged metrics (and progress yields).
+        demonstrations: demonstration rows for the human replay service
+            (:class:`RayDreamerTrainer`'s ``demonstrations``).
 
     Example:
         The shipped maze; ``use_ray=False`` runs it in this process, where
@@ -66,16 +74,22 @@ class RayCollector:
 
     def __init__(self, config: RayTrainingConfig, env_factory: Callable[[], Any],
                  policy_factory: Callable[[Any], Any], learner: Any, *, logger: Any = None,
-                 log_every: int = 10) -> None:
+                 log_every: int = 10, demonstrations: Any = None) -> None:
         self.config = config
         self.learner = learner
         self.total_frames = int(config.total_steps)
         self.log_every = int(log_every)
         self._ray = RayDreamerTrainer(config, env_factory, policy_factory, lambda: learner,
-                                      logger=logger, log_every=log_every)
+                                      logger=logger, log_every=log_every,
+                                      demonstrations=demonstrations)
         self._steps = 0
 
     # ------------------------------------------------------------------ counters
+    @property
+    def trainer(self) -> RayDreamerTrainer:
+        """The :class:`RayDreamerTrainer` this collector drives (its services and counters)."""
+        return self._ray
+
     @property
     def logger(self) -> Any:
         """The TorchRL logger metrics go to."""
@@ -172,18 +186,29 @@ class RayCollector:
 def build_ray_run(f: RunFactories, logger: Any) -> RunParts:
     """The Ray composition of :func:`~torchrl_dreamer.trainers.build_run` (``backend="ray"``):
     specs from a one-env probe, the learner here, the envs, players and replay in Ray actors
-    (a :class:`RayCollector`, configured by :func:`~torchrl_dreamer.distributed.ray_config`)."""
+    (a :class:`RayCollector`, configured by :func:`~torchrl_dreamer.distributed.ray_config`).
+
+    With ``demos`` the files are read and checked against the probe (the local path's loader
+    and errors: :func:`~torchrl_dreamer.trainers.builder.demo_config_errors`) before any actor
+    starts, and go to the human replay service
+    (:func:`~torchrl_dreamer.distributed.demonstrations.load_demonstration_rows`)."""
     cfg = f.config
     rcfg = ray_config(cfg)
     probe = f.env(num_envs=1)
-    f = f.with_env(probe)
-    rule = getattr(probe, "success_rule", "terminal_reward")
-    probe.close()
+    try:
+        f = f.with_env(probe)
+        rule = getattr(probe, "success_rule", "terminal_reward")
+        demos = None
+        if cfg.demos:
+            with demo_config_errors():
+                demos = load_demonstration_rows(cfg.demo_paths, probe)
+    finally:
+        probe.close()
     wm, actor, critic = f.networks()
     learner = f.learner(wm, actor, critic)
     runner_f = replace(f, config=cfg.with_(num_envs=rcfg.envs_per_runner))
     collector = RayCollector(rcfg, runner_f.env, runner_f.policy, learner, logger=logger,
-                             log_every=cfg.log_every)
+                             log_every=cfg.log_every, demonstrations=demos)
     return RunParts(cfg, None, None, None, wm, actor, critic, learner, None, collector, rule)
 
 

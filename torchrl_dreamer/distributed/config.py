@@ -43,7 +43,11 @@ class RayTrainingConfig:
         num_runners: agent env-runner actors.
         human_runners: extra runners whose rows have ``control_mode=1`` (human-in-the-loop);
             ``> 0`` routes them into a second replay service mixed in by ``human_proportion``.
-        human_proportion: share of each batch drawn from the human service (``0..1``).
+        human_proportion: share of each batch drawn from the human service (``0..1``): the human
+            runners' rows, or the demonstrations given to
+            :class:`~torchrl_dreamer.distributed.RayDreamerTrainer` (then exactly
+            ``round(human_proportion * batch_size)`` sequences; ``ray_config`` sets it to the
+            ``TrainConfig``'s ``demo_share``).
         envs_per_runner: envs in each runner's batched env (passed to the env factory).
         steps_per_rollout: env steps per chunk a runner commits to the replay service.
         capacity: rows kept per runner slot in the replay service.

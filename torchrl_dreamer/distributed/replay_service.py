@@ -8,6 +8,9 @@ before the call returns, so what a runner was told is committed is never lost (a
 mid-chunk loses only rows it never sent). Sequences are drawn with
 :class:`~torchrl_dreamer.data.ChronologicalSliceSampler`, across slots by per-group weights.
 
+A *static* slot (:meth:`ReplayService.load_static`) holds rows loaded once, e.g. human
+demonstrations: sized to them, never evicted, counting no policy steps, not checkpointed.
+
 Backpressure uses the local collector's :class:`~torchrl_dreamer.collectors.RateLimiter` in
 gradient-step units: every committed chunk inserts the gradient steps the
 :class:`~torchrl_dreamer.collectors.UpdateSchedule` grants for the run's policy steps, every
@@ -63,6 +66,25 @@ def batch_from_numpy(out: tuple[dict, dict] | None) -> tuple[TensorDictBase, dic
 _META = "service.json"
 
 
+def _as_rows(rows: TensorDictBase | Mapping[str, torch.Tensor]) -> TensorDictBase:
+    """``rows`` as a TensorDict whose batch is the first two dims of its fields (``[L, N]``)."""
+    if isinstance(rows, TensorDictBase):
+        return rows
+    td = TensorDict(dict(rows), batch_size=[])
+    td.batch_size = next(iter(td.values())).shape[:2]
+    return td
+
+
+def _write_committed(st: TimeMajorStorage, rows: TensorDictBase) -> None:
+    """Writes ``rows`` (``[L, N]``, time first) into ``st`` and commits them."""
+    leaves = dict(rows.items(include_nested=True, leaves_only=True))
+    t = -1
+    for i in range(rows.batch_size[0]):  # a flat dict per row: the storage's fast path
+        t = st.write({k: v[i] for k, v in leaves.items()})
+    if t >= 0:
+        st.commit(t)
+
+
 @dataclass
 class SlotInfo:
     """Bookkeeping of one runner slot (its storage lives in ``ReplayService._storages``)."""
@@ -80,6 +102,8 @@ class SlotInfo:
     min_policy_version: int | None = None
     max_policy_version: int | None = None
     episode_offset: list[int] = field(default_factory=list)
+    static: bool = False
+    """Rows loaded once (:meth:`ReplayService.load_static`), no runner: never checkpointed."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (checkpoints)."""
@@ -178,6 +202,8 @@ class ReplayService:
         if weight < 0 or not math.isfinite(weight):
             raise ValueError(f"register({name!r}): weight={weight} must be a finite number >= 0.")
         slot = self.slots.get(name)
+        if slot is not None and slot.static:
+            raise ValueError(f"runner name {name!r} is a static slot (load_static); use another.")
         if slot is None:
             slot = SlotInfo(name, num_envs, group, float(weight))
             self.slots[name] = slot
@@ -279,10 +305,10 @@ class ReplayService:
         runner whether to pause before its next chunk, or stop.
         """
         slot = self._slot_of(runner_id)
+        if slot.static:
+            raise ValueError(f"slot {slot.name!r} is static (load_static): no chunks go there.")
         st = self._storages[slot.name]
-        if not isinstance(chunk, TensorDictBase):
-            chunk = TensorDict(dict(chunk), batch_size=[])
-            chunk.batch_size = next(iter(chunk.values())).shape[:2]
+        chunk = _as_rows(chunk)
         if chunk.batch_dims < 2 or chunk.batch_size[1] != slot.num_envs:
             raise ValueError(
                 f"chunk for slot {slot.name!r} has batch {list(chunk.batch_size)}; expected "
@@ -296,12 +322,7 @@ class ReplayService:
             chunk.set("episode_id", chunk["episode_id"] + off.reshape(
                 1, -1, *([1] * (chunk["episode_id"].dim() - 2))))
         length = chunk.batch_size[0]
-        leaves = dict(chunk.items(include_nested=True, leaves_only=True))
-        t = -1
-        for i in range(length):  # a flat dict per row: the storage's fast path
-            t = st.write({k: v[i] for k, v in leaves.items()})
-        if t >= 0:
-            st.commit(t)
+        _write_committed(st, chunk)
         slot.chunks += 1
         v = int(policy_version)
         slot.min_policy_version = v if slot.min_policy_version is None else min(
@@ -315,6 +336,42 @@ class ReplayService:
             self.limiter.force_insert(granted)
         self.max_backlog = max(self.max_backlog, self.limiter.queued)
         return self._reply()
+
+    def load_static(
+        self, name: str, rows: TensorDictBase | Mapping[str, torch.Tensor], *,
+        group: str = "default", weight: float = 1.0,
+    ) -> dict[str, Any]:
+        """A slot ``name`` holding exactly ``rows`` (``[L, num_envs]``, time first), committed.
+
+        For data loaded once rather than collected, e.g. human demonstrations
+        (:func:`~torchrl_dreamer.distributed.demonstrations.demonstration_rows`): the slot is
+        sized to its rows (``L``, whatever the service's ``capacity``), so nothing evicts them;
+        the rows count no policy steps and grant no gradient steps; no runner writes to it; it
+        is sampled like any slot of its ``group``. It is not part of :meth:`checkpoint`: a
+        resumed run loads it again from its source (loading a name again replaces the slot).
+        A ``control_mode`` field is dropped, as from runner chunks. Returns the slot's
+        :meth:`stats` entry.
+        """
+        rows = _as_rows(rows)
+        if "control_mode" in rows.keys():
+            rows = rows.exclude("control_mode")
+        if weight < 0 or not math.isfinite(weight):
+            raise ValueError(f"load_static({name!r}): weight={weight} must be a finite number >= 0.")
+        if rows.batch_dims < 2 or rows.batch_size[0] < self.seq_len:
+            raise ValueError(
+                f"load_static({name!r}): rows of batch {list(rows.batch_size)} must be "
+                f"[L, num_envs] with L >= seq_len={self.seq_len} (one sequence)."
+            )
+        old = self.slots.get(name)
+        if old is not None and not old.static:
+            raise ValueError(f"slot {name!r} belongs to a runner; give the static rows another name.")
+        length, num_envs = int(rows.batch_size[0]), int(rows.batch_size[1])
+        st = TimeMajorStorage(length, num_envs, auto_commit=False)
+        _write_committed(st, rows)
+        st.check_invariants()
+        self.slots[name] = SlotInfo(name, num_envs, group, float(weight), static=True)
+        self._storages[name] = st
+        return self.stats()["slots"][name]
 
     # ------------------------------------------------------------------ sampling
     def _eligible(self) -> list[str]:
@@ -476,7 +533,7 @@ class ReplayService:
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, path: str | os.PathLike) -> str:
-        """Writes every slot's committed rows, the limiter, schedule, generator and registry.
+        """Writes every runner slot's committed rows (not the static ones), the limiter, schedule, generator and registry.
 
         Written into ``path + ".tmp"`` then renamed, so a crash mid-checkpoint leaves the
         previous checkpoint intact. Returns ``str(path)``.
@@ -487,7 +544,7 @@ class ReplayService:
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
         for name, st in self._storages.items():
-            if st.initialized:
+            if st.initialized and not self.slots[name].static:
                 st.dumps(tmp / "slots" / name)
         torch.save(self.generator.get_state(), tmp / "generator.pt")
         meta = {
@@ -500,7 +557,7 @@ class ReplayService:
             "learner_version": self.learner_version,
             "next_id": self._next_id,
             "group_weights": self.group_weights,
-            "slots": [s.to_json() for s in self.slots.values()],
+            "slots": [s.to_json() for s in self.slots.values() if not s.static],
         }
         (tmp / _META).write_text(json.dumps(meta, indent=1))
         if path.exists():

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from torchrl_dreamer.data.demonstrations import demo_sequences
 from torchrl_dreamer.distributed.cluster import call
 from torchrl_dreamer.distributed.replay_service import batch_from_numpy
 
@@ -41,6 +42,12 @@ class ControlModeRouter:
         proportions: ``{mode: share}`` of each sampled batch (normalised; default equal).
         primary: the mode whose rate limiter a batch counts against (default: the smallest key).
         default_mode: where chunks without a ``"control_mode"`` field go (default ``primary``).
+        exact: ``True`` gives each other mode exactly
+            :func:`~torchrl_dreamer.data.demonstrations.demo_sequences` ``(share, B)`` sequences
+            of a batch of ``B`` (``share``: its proportion among the modes that can sample) and
+            the primary the rest, as the local
+            :class:`~torchrl_dreamer.data.demonstrations.DemoMixingSampler` does (a Ray run's
+            demonstrations); ``False`` (default) draws each sequence's mode.
 
     A chunk must have one mode in every row (split human and agent envs into different
     runners); a mixed chunk is a ``ValueError``. When only some services can give sequences,
@@ -70,6 +77,7 @@ class ControlModeRouter:
         primary: int | None = None,
         default_mode: int | None = None,
         seed: int = 0,
+        exact: bool = False,
     ) -> None:
         if len(services) < 1:
             raise ValueError("ControlModeRouter needs at least one {mode: service}.")
@@ -86,6 +94,7 @@ class ControlModeRouter:
         if self.primary not in self.services:
             raise ValueError(f"primary mode {self.primary} has no service.")
         self.default_mode = self.primary if default_mode is None else int(default_mode)
+        self.exact = bool(exact)
         self.generator = torch.Generator().manual_seed(int(seed))
         # Per runner (keyed by its id on the primary service): its id on each service and the
         # mode of its last chunk. Works whether the router is shared or copied into runners.
@@ -150,7 +159,8 @@ class ControlModeRouter:
 
         The primary service must be able to sample (its limiter grants the gradient step);
         sequences are split by drawing each one's mode with the proportions among services
-        that can sample. ``info["mode"]`` gives each sequence's mode.
+        that can sample (``exact``: by :meth:`counts`). ``info["mode"]`` gives each sequence's
+        mode; the other modes' sequences come first, the primary's last.
         """
         primary = self.services[self.primary]
         if not call(primary, "can_sample"):
@@ -160,9 +170,13 @@ class ControlModeRouter:
                  and (m == self.primary or call(self.services[m], "can_sample"))]
         if not ready:
             return None
-        w = torch.tensor([self.proportions[m] for m in ready], dtype=torch.float64)
-        idx = torch.multinomial(w, int(batch_size), replacement=True, generator=self.generator)
-        counts = torch.bincount(idx, minlength=len(ready)).tolist()
+        if self.exact:
+            counts = self.counts(ready, int(batch_size))
+        else:
+            w = torch.tensor([self.proportions[m] for m in ready], dtype=torch.float64)
+            idx = torch.multinomial(w, int(batch_size), replacement=True,
+                                    generator=self.generator)
+            counts = torch.bincount(idx, minlength=len(ready)).tolist()
         parts, modes, infos = [], [], []
         # Other modes first (they take no grant), the primary last: a starved answer then
         # wastes no gradient-step grant.
@@ -186,6 +200,28 @@ class ControlModeRouter:
                 "env_idx": torch.cat([i["env_idx"] for i in infos]),
                 "start": torch.cat([i["start"] for i in infos])}
         return batch, info
+
+    def counts(self, modes: list[int], batch_size: int) -> list[int]:
+        """Sequences of each of ``modes`` in a batch of ``batch_size`` with ``exact``: every mode
+        but the primary :func:`~torchrl_dreamer.data.demonstrations.demo_sequences` of its
+        proportion among ``modes``, the primary (else the last mode) the rest.
+
+        Example:
+            >>> r = ControlModeRouter({AGENT: None, HUMAN: None}, {AGENT: 0.75, HUMAN: 0.25})
+            >>> r.counts([AGENT, HUMAN], 16), r.counts([AGENT, HUMAN], 6), r.counts([HUMAN], 6)
+            ([12, 4], [4, 2], [6])
+        """
+        total = sum(self.proportions[m] for m in modes)
+        rest = self.primary if self.primary in modes else modes[-1]
+        out, left = {}, int(batch_size)
+        for m in modes:
+            if m == rest:
+                continue
+            share = self.proportions[m] if abs(total - 1.0) < 1e-12 else self.proportions[m] / total
+            out[m] = min(left, demo_sequences(share, batch_size))
+            left -= out[m]
+        out[rest] = left
+        return [out[m] for m in modes]
 
     def can_sample(self) -> bool:
         """Whether the primary service grants a gradient step and holds data."""

@@ -2,11 +2,12 @@
 
 Topology (``distributed-notes.md`` §5): N :class:`EnvRunner` actors step their envs and commit
 chunks to a :class:`ReplayService` actor (two, mixed by a :class:`ControlModeRouter`, when
-human-in-the-loop runners exist); the learner runs in the driver, samples ``[T, B]`` batches from
-the service (one request kept in flight, so the next batch travels while the learner computes),
-updates, and publishes versioned weights to a :class:`WeightStore` actor every ``publish_every``
-gradient steps. Backpressure is the service's rate limiter: runners pause while the learner lags,
-the learner polls while starved. A :class:`RunnerPool` restarts runners that die.
+human-in-the-loop runners exist or demonstrations are loaded into the human one); the learner
+runs in the driver, samples ``[T, B]`` batches from the service (one request kept in flight, so
+the next batch travels while the learner computes), updates, and publishes versioned weights
+to a :class:`WeightStore` actor every ``publish_every`` gradient steps. Backpressure is the
+service's rate limiter: runners pause while the learner lags, the learner polls while starved.
+A :class:`RunnerPool` restarts runners that die.
 
 ``use_ray=False`` runs the same objects in-process (runners stepped one chunk in turn), which
 is how most of the protocol is tested without starting Ray.
@@ -21,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tensordict import TensorDictBase
 
 from torchrl_dreamer.collectors.learner_side import learner_step
 from torchrl_dreamer.collectors.protocols import Checkpointable, Learner
 from torchrl_dreamer.distributed.cluster import call, call_async, get, init_ray, is_actor, put
 from torchrl_dreamer.distributed.config import RayTrainingConfig
+from torchrl_dreamer.distributed.demonstrations import DEMO_SLOT
 from torchrl_dreamer.distributed.pool import RunnerPool
 from torchrl_dreamer.distributed.replay_service import ReplayService, batch_from_numpy
 from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
@@ -137,6 +140,11 @@ class RayDreamerTrainer:
             :func:`~torchrl_dreamer.distributed.apply_weights`).
         logger: a TorchRL logger; scalars are logged every ``log_every`` updates.
         log_every: updates between logged metrics.
+        demonstrations: human demonstration rows ``[L, 1]`` in the runners' format
+            (:func:`~torchrl_dreamer.distributed.demonstrations.load_demonstration_rows`), loaded
+            into the human service as a static slot when the run starts; every batch then draws
+            exactly ``demo_sequences(human_proportion, batch_size)`` sequences from them. Not
+            with ``human_runners`` (both would share the human service's part of the batch).
     """
 
     def __init__(
@@ -150,10 +158,14 @@ class RayDreamerTrainer:
         apply_fn: Callable[[Any, dict], None] | None = None,
         logger: Any = None,
         log_every: int = 10,
+        demonstrations: TensorDictBase | None = None,
     ) -> None:
         if not isinstance(config, RayTrainingConfig):
             raise TypeError(f"config must be a RayTrainingConfig, got {type(config).__name__}.")
         self.config = cfg = config
+        if demonstrations is not None:
+            _check_demonstrations(cfg, demonstrations)
+        self.demonstrations = demonstrations
         self.env_factory, self.policy_factory = env_factory, policy_factory
         self.extract_fn = extract_fn if extract_fn is not None else extract_weights
         self.apply_fn = apply_fn
@@ -171,6 +183,9 @@ class RayDreamerTrainer:
         #: Where batches go before ``learner.update`` (the learner's parameters' device).
         self.learner_device = first.device if first is not None else torch.device("cpu")
         self.updates = 0
+        #: Sequences the learner trained on, by the service they came from (``"agent"``,
+        #: ``"human"``): a run's realised human / demonstration share.
+        self.sequences = {"agent": 0, "human": 0}
         self.version = 0
         self.max_lag_seen = 0
         self.publish_s: list[float] = []
@@ -206,19 +221,27 @@ class RayDreamerTrainer:
                                   root_dir=None if root is None else root / "agent",
                                   seed=cfg.seed, name="agent")
         self.human_service = None
+        #: where runners send chunks, and where the learner's batches come from
         self.sink: Any = self.service
-        if cfg.human_runners:
+        self.source: Any = self.service
+        demos = self.demonstrations is not None
+        if cfg.human_runners or demos:
             self.human_service = self._make(
                 ReplayService, cfg.capacity, **common, rate_limited=False,
                 root_dir=None if root is None else root / "human", seed=cfg.seed + 1,
                 name="human")
-            self.sink = ControlModeRouter(
+            self.source = ControlModeRouter(
                 {AGENT: self.service, HUMAN: self.human_service},
                 {AGENT: 1.0 - cfg.human_proportion, HUMAN: cfg.human_proportion},
-                seed=cfg.seed,
+                seed=cfg.seed, exact=demos,
             )
+            if cfg.human_runners:
+                self.sink = self.source
         if cfg.resume_from is not None:
             self._resume(Path(cfg.resume_from))
+        if demos:  # after a restore: static slots are not in checkpoints
+            call(self.human_service, "load_static", DEMO_SLOT, self.demonstrations,
+                 group=DEMO_SLOT)
         for g, w in (cfg.group_weights or {}).items():
             call(self.service, "set_group_weight", g, w)
         self.store = self._make(WeightStore)
@@ -304,18 +327,18 @@ class RayDreamerTrainer:
         return self.pool.running
 
     def _request_sample(self) -> Any:
-        if is_actor(self.sink):  # numpy arrays travel zero-copy through the object store
-            return call_async(self.sink, "sample_numpy", self.config.batch_size)
-        return call_async(self.sink, "sample", self.config.batch_size)
+        if is_actor(self.source):  # numpy arrays travel zero-copy through the object store
+            return call_async(self.source, "sample_numpy", self.config.batch_size)
+        return call_async(self.source, "sample", self.config.batch_size)
 
     def _next_batch(self) -> Any:
         if self._pending is None:
             self._pending = self._request_sample()
         out = get(self._pending, timeout=self.config.timeout_s)
         self._pending = None
-        if out is not None and is_actor(self.sink):
+        if out is not None and is_actor(self.source):
             out = batch_from_numpy(out)
-        if out is not None and is_actor(self.sink):
+        if out is not None and is_actor(self.source):
             self._pending = self._request_sample()  # prefetch the next batch
         return out
 
@@ -398,9 +421,13 @@ class RayDreamerTrainer:
         latest step (the collector's are means over ``log_every`` steps, reduced on the device);
         and checkpoints are taken here every ``checkpoint_every_updates``.
         """
-        batch, _info = out
+        batch, info = out
         metrics = learner_step(self.learner, batch, self.learner_device)
         self.updates += 1
+        mode = info.get("mode")
+        human = 0 if mode is None else int((mode == HUMAN).sum())
+        self.sequences["human"] += human
+        self.sequences["agent"] += int(batch.batch_size[1]) - human
         if self.updates % self.config.publish_every == 0:
             self.wait_for_lag()
             self.publish()
@@ -483,6 +510,7 @@ class RayDreamerTrainer:
             "service": svc,
             "human_service": None if self.human_service is None
             else call(self.human_service, "stats"),
+            "sequences": dict(self.sequences),
             "weights": store,
             "metrics": dict(self.last_metrics),
         }
@@ -511,6 +539,27 @@ class RayDreamerTrainer:
         self._started = False
 
 
+def _check_demonstrations(cfg: RayTrainingConfig, rows: TensorDictBase) -> None:
+    """Refuse demonstrations a run cannot mix as asked, before anything starts."""
+    if cfg.human_runners:
+        raise ValueError(
+            f"demonstrations and human_runners={cfg.human_runners} would share the human replay "
+            "service, whose part of each batch (human_proportion) is split between its slots by "
+            "their size, so neither share would hold: run with demonstrations or with human "
+            "runners, not both."
+        )
+    if not isinstance(rows, TensorDictBase) or rows.batch_dims != 2 or rows.batch_size[1] != 1:
+        raise ValueError(
+            "demonstrations must be [L, 1] rows (load_demonstration_rows(paths, probe_env)), got "
+            f"{type(rows).__name__} {list(getattr(rows, 'batch_size', []))}."
+        )
+    if cfg.human_proportion > 0 and rows.batch_size[0] < cfg.seq_len:
+        raise ValueError(
+            f"the demonstrations hold {rows.batch_size[0]} steps, fewer than one sequence of "
+            f"seq_len={cfg.seq_len}; record longer demonstrations or set the share to 0."
+        )
+
+
 def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
     """The :class:`RayTrainingConfig` of a run's ``TrainConfig``: the settings of the same name
     copied as they are (``TrainConfig.shared_settings``), the rest derived below.
@@ -520,7 +569,9 @@ def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
     :func:`~torchrl_dreamer.data.ring_rows` of its share of ``replay_capacity`` (one chunk of
     ``steps_per_rollout`` rows written ahead); memmap replay goes under ``log_dir``. Checkpoints
     are the trainer's (every ``checkpoint_every`` policy steps), so the service's own
-    update-count checkpoints stay off. ``overrides`` set any :class:`RayTrainingConfig` field.
+    update-count checkpoints stay off. With ``demos`` the demonstrations' share of each batch,
+    ``demo_share``, is the human service's ``human_proportion``. ``overrides`` set any
+    :class:`RayTrainingConfig` field.
 
     Example:
         >>> from torchrl_dreamer.trainers import TrainConfig
@@ -546,6 +597,8 @@ def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
         # CUDA envs: the runners share the GPU (Ray hides it from actors reserving none).
         runner_gpus=1.0 / runners if str(tc.device).startswith("cuda") else 0.0,
     )
+    if getattr(tc, "demos", None):  # the demonstrations are the human service's rows
+        fields["human_proportion"] = float(tc.demo_share)
     fields.update(overrides)
     return RayTrainingConfig(**fields)
 

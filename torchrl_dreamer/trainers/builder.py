@@ -23,7 +23,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,8 @@ import torch
 
 from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["RunFactories", "RunParts", "build_run", "check_spec_start", "make_env", "obs_spec_of",
-           "register_run_backend"]
+__all__ = ["RunFactories", "RunParts", "build_run", "check_spec_start", "demo_config_errors",
+           "make_env", "obs_spec_of", "register_run_backend"]
 
 
 @dataclass
@@ -84,6 +85,21 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
         return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device, **opts)
     except FileNotFoundError as err:
         raise ConfigError(f"{err}. Pass --rom PATH to a ROM you own.") from err
+
+
+@contextmanager
+def demo_config_errors() -> Iterator[None]:
+    """Report a bad ``--demos`` file as ``ConfigError("--demos: <the loader's message>")``: a
+    missing or unreadable file, one recorded for another ROM, action set, frame skip, press
+    length or task (:class:`~torchrl_dreamer.data.demonstrations.DemonstrationMismatchError`),
+    or one lacking a field the replay stores. Both backends load ``--demos`` inside it, so a
+    file is refused with the same words locally and on Ray."""
+    from torchrl_dreamer.data.demonstrations import DemonstrationError
+
+    try:
+        yield
+    except (DemonstrationError, FileNotFoundError) as err:
+        raise ConfigError(f"--demos: {err}") from err
 
 
 def check_spec_start(cfg: TrainConfig) -> None:
@@ -286,14 +302,11 @@ def build_run(
     f = f.with_env(env)
     storage, sampler = f.replay(env)
     if cfg.demos:
-        from torchrl_dreamer.data.demonstrations import DemonstrationError, attach_demonstrations
+        from torchrl_dreamer.data.demonstrations import attach_demonstrations
 
-        paths = [p.strip() for p in str(cfg.demos).split(",") if p.strip()]
-        try:
-            storage, sampler = attach_demonstrations(storage, sampler, paths,
+        with demo_config_errors():
+            storage, sampler = attach_demonstrations(storage, sampler, cfg.demo_paths,
                                                      share=cfg.demo_share, env=env)
-        except (DemonstrationError, FileNotFoundError) as err:
-            raise ConfigError(f"--demos: {err}") from err
     wm, actor, critic = f.networks()
     learner = f.learner(wm, actor, critic)
     player = f.player(wm, actor, env)

@@ -254,8 +254,12 @@ class TrainConfig:
     greedy actions are its best ones at the end."""
     demos: str | None = None
     """Human demonstrations to learn from (files recorded with ``python -m torchrl_dreamer.play``,
-    folders of ``*.pt`` or glob patterns; several separated by commas): loaded into their own
-    replay, which every batch draws ``demo_share`` of its sequences from."""
+    folders of ``*.pt`` or glob patterns; several separated by commas), each checked against the
+    run's ROM, action set, frame skip and task before training: loaded into their own replay,
+    which every batch draws ``round(demo_share * batch_size)`` of its sequences from. On
+    ``backend="ray"`` that replay is a static slot of the human replay service (never evicted,
+    reloaded from the files on resume) and the router draws the same count from it
+    (``docs/ray.md``, "Demonstrations")."""
     demo_share: float = 0.25
     """Share of each batch's sequences drawn from the demonstrations (with ``demos``)."""
     decode_stride: int = DreamerV3LossConfig.decode_stride
@@ -484,9 +488,6 @@ class TrainConfig:
                               f"got {self.entropy_final}.")
         if not 0.0 <= float(self.demo_share) <= 1.0:
             raise ConfigError(f"demo_share must lie in [0, 1], got {self.demo_share}.")
-        if self.demos is not None and self.backend == "ray":
-            raise ConfigError("demos are loaded into a local replay: use --backend reference, "
-                              "threaded or cuda (the Ray path routes human episodes itself).")
         if not 0.0 <= float(self.event_fraction) <= 1.0:
             raise ConfigError(f"event_fraction must lie in [0, 1], got {self.event_fraction}.")
         if self.compile is not None and self.compile not in COMPILE_MODES:
@@ -579,6 +580,16 @@ class TrainConfig:
         data = read_config_file(path)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(data)
+
+    @property
+    def demo_paths(self) -> list[str]:
+        """The entries of ``demos`` (split at commas; empty without ``demos``).
+
+        Example:
+            >>> TrainConfig(demos="demos/, extra/*.pt").demo_paths
+            ['demos/', 'extra/*.pt']
+        """
+        return [p.strip() for p in str(self.demos or "").split(",") if p.strip()]
 
     def with_(self, **kwargs: Any) -> TrainConfig:
         """Copy with some settings changed (validated again).
