@@ -16,6 +16,7 @@ step.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from typing import Any, Literal
@@ -37,6 +38,8 @@ from torchrl_dreamer.collectors.defaults import (
     STEPS_PER_ROLLOUT,
     TIMEOUT_S,
     check_batch_shape,
+    invalid,
+    require,
 )
 
 __all__ = ["AsyncCollectorConfig", "Backend", "Precision", "precision_dtype"]
@@ -118,11 +121,7 @@ class AsyncCollectorConfig:
     seed: int = SEED
 
     def __post_init__(self) -> None:
-        def need(cond: bool, field: str, why: str) -> None:
-            if not cond:
-                raise ValueError(
-                    f"AsyncCollectorConfig.{field}={getattr(self, field)!r} is invalid: {why}"
-                )
+        need = functools.partial(require, "AsyncCollectorConfig", self)
 
         check_batch_shape("AsyncCollectorConfig", self.batch_size, self.seq_len)
         for name in ("steps_per_rollout", "commit_stride", "learning_starts", "pretrain_steps",
@@ -158,9 +157,7 @@ class AsyncCollectorConfig:
         try:
             dev = torch.device(self.device)
         except (RuntimeError, TypeError) as err:
-            raise ValueError(
-                f"AsyncCollectorConfig.device={self.device!r} is invalid: {err}"
-            ) from err
+            raise invalid("AsyncCollectorConfig", "device", self.device, str(err)) from err
         need(self.backend != "cuda" or dev.type == "cuda", "device",
              "backend='cuda' needs a CUDA device (use backend='threaded', or 'cuda-twin' to "
              "check the CUDA choreography, on CPU).")

@@ -1,5 +1,5 @@
-"""The defaults of the settings several run configs share, each defined once, and the one check
-of the sampled batch's shape.
+"""The defaults of the settings several run configs share, each defined once, the one check of
+the sampled batch's shape, and the one form of a bad setting's error.
 
 :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig`,
 :class:`~torchrl_dreamer.trainers.TrainConfig` and
@@ -22,6 +22,11 @@ Example:
     Traceback (most recent call last):
     ...
     ValueError: MyConfig.batch_size=0 is invalid: must be an integer >= 1 (sequences per gradient step); pass e.g. batch_size=16.
+
+Every check of a setting (the configs' ``__post_init__``, :class:`~torchrl_dreamer.collectors.Ratio`,
+:class:`~torchrl_dreamer.collectors.RateLimiter`, ...) words its error with :func:`invalid` (or
+:func:`require`, which raises it when a condition fails): ``<Owner>.<field>=<value> is invalid:
+<why>``, so a message names the class, the setting and its value the same way everywhere.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ __all__ = [
     "STEPS_PER_ROLLOUT",
     "TIMEOUT_S",
     "check_batch_shape",
+    "invalid",
+    "require",
 ]
 
 SEQ_LEN = 32
@@ -92,6 +99,41 @@ SEED = 0
 """Seeds torch, the env, the sampler and the random prefill."""
 
 
+def invalid(owner: str, field: str, value: object, why: str,
+            error: type[ValueError] = ValueError) -> ValueError:
+    """The error for a bad setting: ``error("<owner>.<field>=<value!r> is invalid: <why>")``.
+
+    Returned, not raised, so the caller's ``raise`` shows where the check stands (and can chain
+    a cause with ``from``).
+
+    Example:
+        >>> invalid("MyConfig", "log_every", 0, "must be >= 1.")
+        ValueError('MyConfig.log_every=0 is invalid: must be >= 1.')
+    """
+    return error(f"{owner}.{field}={value!r} is invalid: {why}")
+
+
+def require(owner: str, obj: object, cond: bool, field: str, why: str,
+            error: type[ValueError] = ValueError) -> None:
+    """Raise :func:`invalid`'s error for ``obj.<field>`` unless ``cond`` holds.
+
+    The check a config's ``__post_init__`` makes of each of its fields; bind the first two
+    arguments once (``need = functools.partial(require, "MyConfig", self)``) and call
+    ``need(cond, field, why)`` per rule.
+
+    Example:
+        >>> import types
+        >>> cfg = types.SimpleNamespace(log_every=0)
+        >>> require("MyConfig", cfg, cfg.log_every >= 0, "log_every", "must be >= 0.")  # fine
+        >>> require("MyConfig", cfg, cfg.log_every >= 1, "log_every", "must be >= 1.")
+        Traceback (most recent call last):
+        ...
+        ValueError: MyConfig.log_every=0 is invalid: must be >= 1.
+    """
+    if not cond:
+        raise invalid(owner, field, getattr(obj, field), why, error)
+
+
 def check_batch_shape(owner: str, batch_size: object, seq_len: object,
                       error: type[ValueError] = ValueError) -> None:
     """Raise ``error`` unless ``batch_size`` and ``seq_len`` make a valid ``T x B`` batch: integers,
@@ -113,5 +155,5 @@ def check_batch_shape(owner: str, batch_size: object, seq_len: object,
         ("seq_len", seq_len, 2, "a sequence needs one transition", SEQ_LEN),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise error(f"{owner}.{name}={value!r} is invalid: must be an integer >= {low} "
-                        f"({what}); pass e.g. {name}={default}.")
+            raise invalid(owner, name, value, f"must be an integer >= {low} ({what}); "
+                          f"pass e.g. {name}={default}.", error)

@@ -34,6 +34,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from torchrl_dreamer.collectors.defaults import invalid
+
 __all__ = ["RateLimiter", "RateLimiterClosed", "RateLimiterTimeout"]
 
 
@@ -69,26 +71,20 @@ class RateLimiter:
     ) -> None:
         spi = float(samples_per_insert)
         if not math.isfinite(spi) or spi <= 0:
-            raise ValueError(
-                f"RateLimiter: samples_per_insert must be a finite number > 0, got "
-                f"{samples_per_insert!r}."
-            )
+            raise invalid("RateLimiter", "samples_per_insert", samples_per_insert,
+                          "must be a finite number > 0.")
         if int(min_size_to_sample) != min_size_to_sample or min_size_to_sample < 1:
-            raise ValueError(
-                f"RateLimiter: min_size_to_sample must be an integer >= 1, got "
-                f"{min_size_to_sample!r}."
-            )
+            raise invalid("RateLimiter", "min_size_to_sample", min_size_to_sample,
+                          "must be an integer >= 1.")
         offset = spi * min_size_to_sample
         if isinstance(error_buffer, (tuple, list)):
             if len(error_buffer) != 2:
-                raise ValueError(
-                    f"RateLimiter: error_buffer as a range must be (min_diff, max_diff), got "
-                    f"{error_buffer!r}."
-                )
+                raise invalid("RateLimiter", "error_buffer", error_buffer,
+                              "as a range it must be (min_diff, max_diff).")
             min_diff, max_diff = float(error_buffer[0]), float(error_buffer[1])
         else:
             if error_buffer < 0:
-                raise ValueError(f"RateLimiter: error_buffer must be >= 0, got {error_buffer!r}.")
+                raise invalid("RateLimiter", "error_buffer", error_buffer, "must be >= 0.")
             min_diff, max_diff = offset - float(error_buffer), offset + float(error_buffer)
         if max_diff - min_diff < 2 * max(1.0, spi):
             raise ValueError(

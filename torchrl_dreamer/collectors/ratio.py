@@ -20,6 +20,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from torchrl_dreamer.collectors.defaults import invalid
+
 __all__ = ["Ratio", "UpdateSchedule"]
 
 
@@ -65,24 +67,16 @@ class Ratio:
         pretrain_mode: Literal["replace", "add"] = "replace",
     ) -> None:
         if not isinstance(ratio, (int, float)) or not math.isfinite(ratio) or ratio < 0:
-            raise ValueError(
-                f"Ratio: ratio must be a finite number >= 0 (gradient steps per policy step), "
-                f"got {ratio!r}."
-            )
+            raise invalid("Ratio", "ratio", ratio,
+                          "must be a finite number >= 0 (gradient steps per policy step).")
         if int(pretrain_steps) != pretrain_steps or pretrain_steps < 0:
-            raise ValueError(
-                f"Ratio: pretrain_steps must be an integer >= 0, got {pretrain_steps!r}."
-            )
+            raise invalid("Ratio", "pretrain_steps", pretrain_steps, "must be an integer >= 0.")
         if first_call not in ("floor", "one"):
-            raise ValueError(
-                f"Ratio: first_call must be 'floor' (sheeprl) or 'one' (danijar/TorchRL), "
-                f"got {first_call!r}."
-            )
+            raise invalid("Ratio", "first_call", first_call,
+                          "must be 'floor' (sheeprl) or 'one' (danijar/TorchRL).")
         if pretrain_mode not in ("replace", "add"):
-            raise ValueError(
-                f"Ratio: pretrain_mode must be 'replace' (sheeprl 0.5.x) or 'add' (sheeprl 0.8.4), "
-                f"got {pretrain_mode!r}."
-            )
+            raise invalid("Ratio", "pretrain_mode", pretrain_mode,
+                          "must be 'replace' (sheeprl 0.5.x) or 'add' (sheeprl 0.8.4).")
         self.ratio = float(ratio)
         self.pretrain_steps = int(pretrain_steps)
         self.first_call = first_call
@@ -189,16 +183,12 @@ class UpdateSchedule:
         version: Literal["0.8", "0.5"] = "0.8",
     ) -> None:
         if policy_steps_per_iter < 1:
-            raise ValueError(
-                f"UpdateSchedule: policy_steps_per_iter must be >= 1 (num_envs), "
-                f"got {policy_steps_per_iter}."
-            )
+            raise invalid("UpdateSchedule", "policy_steps_per_iter", policy_steps_per_iter,
+                          "must be >= 1 (num_envs).")
         if learning_starts < 0:
-            raise ValueError(
-                f"UpdateSchedule: learning_starts must be >= 0, got {learning_starts}."
-            )
+            raise invalid("UpdateSchedule", "learning_starts", learning_starts, "must be >= 0.")
         if version not in ("0.8", "0.5"):
-            raise ValueError(f"UpdateSchedule: version must be '0.8' or '0.5', got {version!r}.")
+            raise invalid("UpdateSchedule", "version", version, "must be '0.8' or '0.5'.")
         self.ppi = int(policy_steps_per_iter)
         self.version = version
         ls_iter = int(learning_starts) // self.ppi

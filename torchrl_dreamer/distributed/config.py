@@ -16,6 +16,7 @@ their defaults from :mod:`torchrl_dreamer.collectors.defaults` and
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -29,6 +30,7 @@ from torchrl_dreamer.collectors.defaults import (
     STEPS_PER_ROLLOUT,
     TIMEOUT_S,
     check_batch_shape,
+    require,
 )
 from torchrl_dreamer.trainers.defaults import TOTAL_STEPS
 
@@ -110,11 +112,7 @@ class RayTrainingConfig:
     seed: int = SEED
 
     def __post_init__(self) -> None:
-        def need(cond: bool, name: str, why: str) -> None:
-            if not cond:
-                raise ValueError(
-                    f"RayTrainingConfig.{name}={getattr(self, name)!r} is invalid: {why}"
-                )
+        need = functools.partial(require, "RayTrainingConfig", self)
 
         need(self.num_runners >= 1, "num_runners", "at least one agent runner is needed.")
         need(self.human_runners >= 0, "human_runners", "must be >= 0.")
