@@ -342,7 +342,7 @@ def _policy_actions(policy: Policy, obs: torch.Tensor, first: bool, n: int,
 
 
 def checkpoint_policy(checkpoint: str | Path, num_envs: int, actions: list[str] | None = None,
-                      greedy: bool = False, seed: int = 0) -> Policy:
+                      greedy: bool = False, seed: int = 0) -> AgentPolicy:
     """A :data:`Policy` that plays a trained agent (a checkpoint or a run directory's latest):
     its world model filters each console's frames and its actor samples (``greedy``: takes
     the mode of) the next action, as in training.
@@ -354,7 +354,7 @@ def checkpoint_policy(checkpoint: str | Path, num_envs: int, actions: list[str] 
     Raises:
         RamSearchError: the agent's action set differs from ``actions``.
     """
-    from torchrl_dreamer.modules import DreamerPlayer
+    from torchrl_dreamer.modules import DreamerPlayer  # the model packages, on demand
     from torchrl_dreamer.trainers.builder import make_env
     from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
     from torchrl_dreamer.trainers.config import TrainConfig
@@ -372,14 +372,20 @@ def checkpoint_policy(checkpoint: str | Path, num_envs: int, actions: list[str] 
     env.close()
     player = DreamerPlayer(wm, actor, num_envs=num_envs, greedy=greedy,
                            generator=torch.Generator().manual_seed(seed))
-    key = list(wm.obs_keys)[0]
+    return AgentPolicy(player, list(wm.obs_keys)[0], int(cfg.frame_skip))
 
-    def play(obs: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+
+class AgentPolicy:
+    """A :data:`Policy` around a :class:`~torchrl_dreamer.modules.DreamerPlayer` (what
+    :func:`checkpoint_policy` returns): the frames go to the player's observation ``key``;
+    ``frame_skip`` is the one the agent was trained at."""
+
+    def __init__(self, player: Any, key: str, frame_skip: int) -> None:
+        self.player, self.key, self.frame_skip = player, key, frame_skip
+
+    def __call__(self, obs: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            return player.act({key: obs}, first)
-
-    play.frame_skip = int(cfg.frame_skip)  # type: ignore[attr-defined]
-    return play
+            return self.player.act({self.key: obs}, first)
 
 
 def _frame_hash(packed2: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
