@@ -57,6 +57,19 @@ def test_cuda_device_without_cuda_says_what_to_do():
         TrainConfig(device="cuda")
 
 
+def test_env_device_is_where_the_consoles_run():
+    """env_device unset: the consoles run on --device; set, it names their device (the hybrid
+    run's CPU consoles), checked like --device, and workers > 1 follow it."""
+    assert TrainConfig(task="maze").consoles_device == "cpu"
+    cfg = TrainConfig(task="maze", env_device="cpu", workers=2)
+    assert cfg.consoles_device == "cpu" and cfg.env_device == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="CUDA is not available"):
+            TrainConfig(task="maze", env_device="cuda")
+    with pytest.raises(ConfigError, match="invalid device"):
+        TrainConfig(task="maze", env_device="tpu")
+
+
 def test_config_file_and_unknown_keys(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("task: catch\nnum_envs: 4\nseq_len: 16\n")

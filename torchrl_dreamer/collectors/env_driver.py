@@ -12,6 +12,13 @@ returns the reset observation with ``is_first=True``), e.g.
 (GameBoyEnv does) the driver skips TorchRL's step wrapping and, for packed2 pixels, lets the
 emulator render the next frame straight into the replay row (:meth:`TimeMajorStorage.obs_slot`).
 TorchRL's collectors cannot do this: they own the rollout buffer and write ``("next", obs)``.
+
+**An env on another device than the replay** (the hybrid run: consoles on the CPU cores, replay,
+player and learner on the GPU): each env output is copied to the replay's device through
+page-locked staging buffers, asynchronously, and each action back to the env's device; the
+policy, the replay rows and the episode ids all live on the replay's device. A staging buffer is
+refilled only after the copy out of it has finished (a CUDA event), so the next env step can
+overlap nothing it must not.
 """
 
 from __future__ import annotations
@@ -46,6 +53,9 @@ class EnvDriver:
             reading the observation keys and ``is_first``.
         generator: draws the random prefill actions (explicit, for reproducibility).
         zero_copy: render packed2 pixels straight into the next replay row when possible.
+        transfer: copy each env output to the storage's device through staging buffers
+            (``None``: exactly when the env's device differs from the storage's; ``True`` on
+            one device runs the same copies, which tests the path without a GPU).
 
     Example:
         The shipped maze; compiles the emulator kernel once.
@@ -70,6 +80,7 @@ class EnvDriver:
         generator: torch.Generator,
         *,
         zero_copy: bool = True,
+        transfer: bool | None = None,
     ) -> None:
         bs = tuple(env.batch_size)
         if len(bs) != 1:
@@ -95,10 +106,18 @@ class EnvDriver:
                          if k not in _NON_OBS and not (isinstance(k, tuple) and k[0] == "next")]
         self.action_spec = env.action_spec
         self._fast = isinstance(env, FastStepEnv)
+        self.device = torch.device(getattr(storage, "device", env.device))
+        """Where the policy, the replay rows and the episode ids live (the storage's device)."""
+        if transfer is None:
+            transfer = torch.device(env.device) != self.device
+        self.transfer = bool(transfer)
+        self._staging: dict[Any, torch.Tensor] = {}
+        self._staged: Any = None  # CUDA event after the last copies out of the staging buffers
         self._zero_copy_key = None
-        if zero_copy and self._fast and getattr(env, "pixels_format", None) == "packed2":
+        if (zero_copy and self._fast and not self.transfer
+                and getattr(env, "pixels_format", None) == "packed2"):
             self._zero_copy_key = "pixels"
-        self._episode_id = torch.full((self.num_envs,), -1, dtype=torch.int32, device=env.device)
+        self._episode_id = torch.full((self.num_envs,), -1, dtype=torch.int32, device=self.device)
         self._cur: TensorDictBase | None = None
         self._prefilled = None  # field of the next row already rendered in place (zero copy)
         self.rendered: torch.Tensor | None = None
@@ -169,6 +188,39 @@ class EnvDriver:
         keys = [*self.obs_keys, "action", "reward", *_FLAG_KEYS, "continue_", "episode_id"]
         return {k: self._row_value(k, cur, action, None) for k in keys}
 
+    def to_model(self, td: TensorDictBase) -> TensorDictBase:
+        """``td`` (an env output) on the storage's device: as it is without :attr:`transfer`,
+        else copied through this driver's staging buffers (page-locked when the target is a
+        CUDA device, so the copy is asynchronous)."""
+        if not self.transfer:
+            return td
+        if self._staged is not None:
+            self._staged.synchronize()  # the previous copies out of the buffers are done
+        pin = self.device.type == "cuda" and torch.cuda.is_available()
+        out = TensorDict({}, batch_size=td.batch_size, device=self.device)
+        for key, val in td.items(include_nested=True, leaves_only=True):
+            buf = self._staging.get(key)
+            if buf is None or buf.shape != val.shape or buf.dtype != val.dtype:
+                buf = torch.empty(val.shape, dtype=val.dtype, pin_memory=pin)
+                self._staging[key] = buf
+            buf.copy_(val)
+            out.set(key, buf.to(self.device, non_blocking=pin))
+        if pin:
+            self._staged = torch.cuda.Event()
+            self._staged.record()
+        return out
+
+    @property
+    def staging(self) -> dict[Any, torch.Tensor]:
+        """The staging buffer of each env output key (empty without :attr:`transfer`)."""
+        return dict(self._staging)
+
+    def _to_env(self, action: torch.Tensor) -> torch.Tensor:
+        return action.to(self.env.device) if self.transfer else action
+
+    def _to_env_td(self, td: TensorDictBase) -> TensorDictBase:
+        return td.to(self.env.device) if self.transfer else td
+
     def _track_episodes(self, cur: TensorDictBase) -> None:
         if "episode_id" not in cur.keys():
             first = _squeeze_last(cur.get("is_first"), self.num_envs).bool()
@@ -177,7 +229,7 @@ class EnvDriver:
     # ------------------------------------------------------------------ stepping
     def reset(self) -> TensorDictBase:
         """Resets every env; the first row written next has ``is_first=True`` everywhere."""
-        td = self.env.reset()
+        td = self.to_model(self.env.reset())
         n = self.num_envs
         if "reward" not in td.keys():
             td.set("reward", torch.zeros(n, 1, device=td.device))
@@ -206,7 +258,7 @@ class EnvDriver:
 
         Load the storage first: the next row's pixels are written into its head slot.
         """
-        dev = self.env.device
+        dev = self.device
         cur = {k: v.to(dev) for k, v in state["current"].items()}
         self._prefilled = None
         key, st = self._zero_copy_key, self.storage
@@ -243,18 +295,20 @@ class EnvDriver:
         t = self.storage.write(self._row(cur, action))
         self._prefilled = None
         self.rendered = None
+        env_action = self._to_env(action)
         if self._fast:
             key = self._zero_copy_key
             if key is not None and key in self.storage.fields:
                 slot = self.storage.obs_slot(t + 1, key)
-                nxt = self.env.fast_step(action, obs_out=slot)
+                nxt = self.env.fast_step(env_action, obs_out=slot)
                 self._prefilled = key
                 self.rendered = slot
             else:
-                nxt = self.env.fast_step(action)
+                nxt = self.env.fast_step(env_action)
         else:
-            td = cur.select(*self.obs_keys, "is_first").set("action", action)
+            td = self._to_env_td(cur).select(*self.obs_keys, "is_first").set("action", env_action)
             nxt = self.env.step(td).get("next")
+        nxt = self.to_model(nxt)
         self._track_episodes(nxt)
         self._cur = nxt
         self.env_steps += 1

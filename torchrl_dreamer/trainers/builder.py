@@ -82,7 +82,8 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
         opts["workers"] = cfg.workers
     opts.update(kwargs)
     try:
-        return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.device, **opts)
+        return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.consoles_device,
+                          **opts)
     except FileNotFoundError as err:
         raise ConfigError(f"{err}. Pass --rom PATH to a ROM you own.") from err
 

@@ -218,6 +218,12 @@ class TrainConfig:
     ``sheeprl`` for XS..XL."""
     device: str = DEVICE
     """Learner, replay and env device (``cpu``, ``cuda``, ``cuda:1``)."""
+    env_device: str | None = None
+    """Device of the env's consoles when it is not ``device`` (unset: ``device``). ``--device
+    cuda --env-device cpu --workers K`` is the hybrid run: the consoles on K CPU cores, the
+    replay, player and learner on the GPU, each step's observations copied over asynchronously
+    (page-locked staging, :class:`~torchrl_dreamer.collectors.env_driver.EnvDriver`), for games
+    that emulate faster on the machine's cores than on its GPU."""
     num_envs: int = 16
     """Consoles (envs) stepped together."""
     total_steps: int = TOTAL_STEPS
@@ -403,6 +409,11 @@ class TrainConfig:
         return float(parse_duration(self.eval_time_limit, "eval_time_limit"))
 
     @property
+    def consoles_device(self) -> str:
+        """The env's device: ``env_device``, else ``device``."""
+        return self.env_device or self.device
+
+    @property
     def steps_bounded(self) -> bool:
         """Whether ``total_steps`` ends the run (``False``: only ``time_limit`` does)."""
         return self.total_steps < UNBOUNDED_STEPS
@@ -500,9 +511,19 @@ class TrainConfig:
                               f"got {self.decode_stride!r}.")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise ConfigError(f"workers must be an integer >= 1, got {self.workers!r}.")
-        if self.workers > 1 and (not self.is_game or not self.device.startswith("cpu")):
+        if self.env_device is not None:
+            self.env_device = str(check_device(self.env_device))
+            if not self.is_game and self.env_device != self.device:
+                raise ConfigError(f"env_device applies to Game Boy tasks; task {self.task!r} "
+                                  "runs its env on --device.")
+            if self.replay_backing == "memmap" and self.env_device != self.device:
+                raise ConfigError("a hybrid run (env_device differs from device) keeps its replay "
+                                  "in device memory: use --replay-backing memory.")
+        if self.workers > 1 and (not self.is_game or not self.consoles_device.startswith("cpu")):
             raise ConfigError("workers > 1 spreads Game Boy consoles over CPU cores: it needs a "
-                              "Game Boy task on --device cpu (a GPU runs every console at once).")
+                              "Game Boy task with its consoles on the CPU (--device cpu, or "
+                              "--env-device cpu beside --device cuda; a GPU runs every console "
+                              "at once).")
         if self.replay_capacity < self.seq_len * self.num_envs:
             raise ConfigError(
                 f"replay_capacity={self.replay_capacity} cannot hold one sequence per env; raise "

@@ -112,6 +112,7 @@ def evaluate(
     n = int(env.batch_size[0])
     rule = getattr(env, "success_rule", "terminal_reward")
     player = DreamerPlayer(world_model, actor, num_envs=n, greedy=greedy, share=True)
+    model_device = next(world_model.parameters()).device
     keys = list(world_model.obs_keys)
     if max_steps is None:
         max_steps = (getattr(env, "max_episode_steps", 0) or 10_000) + 1
@@ -141,8 +142,10 @@ def evaluate(
         if time_limit is not None and time.perf_counter() - t0 >= time_limit:
             stopped_by = "time_limit"
             break
-        first = td.get("is_first").reshape(n).bool()
-        action = player.act({k: td.get(k) for k in keys}, first)
+        first = td.get("is_first").reshape(n).bool().to(model_device)
+        # an env on another device than the model (a hybrid run): frames in, actions out
+        action = player.act({k: td.get(k).to(model_device) for k in keys}, first)
+        action = action.to(env.device)
         if isinstance(env, FastStepEnv):
             td = env.fast_step(action)
         else:
