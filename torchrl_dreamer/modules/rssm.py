@@ -14,7 +14,7 @@ priors are computed for all steps after the scan.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple, get_args
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +34,14 @@ from torchrl_dreamer.modules.layers import LN_EPS, MLP, LayerNormGRUCell
 from torchrl_dreamer.modules.rssm_imagine import compile_rollout_step
 from torchrl_dreamer.modules.rssm_scan import compile_scan_steps, fused_observe_scan
 
-__all__ = ["RSSM", "uses_fused_imagine"]
+__all__ = ["KERNELS", "Kernel", "RSSM", "uses_fused_imagine"]
+
+#: The step implementations :class:`RSSM` can run (its ``kernel`` argument): ``"auto"`` the
+#: fused posterior scan and graph-free rollout wherever they reproduce the step maths, else
+#: the generic step-by-step paths; ``"eager"`` always the generic paths; ``"fused"`` the
+#: fused paths, an error where the model cannot run them.
+Kernel = Literal["auto", "eager", "fused"]
+KERNELS: tuple[str, ...] = get_args(Kernel)
 
 
 class _LatentHead(nn.Module):
@@ -66,6 +73,16 @@ class RSSM(nn.Module):
         embed_dim: size of the observation embedding.
         deter: GRU state size. hidden: MLP width. stoch, classes: latent shape (32x32).
         unimix: uniform mix of prior/posterior probabilities (0.01).
+        kernel: (keyword only) which implementation runs the posterior scan (:meth:`observe`)
+            and a discrete actor's imagination (see :data:`KERNELS`): ``"auto"`` (default) the
+            fused paths wherever they apply, else the generic step-by-step ones; ``"eager"``
+            always the generic paths, which call the step methods under autograd; ``"fused"``
+            the fused paths, and a ``ValueError`` where they cannot stand in for the step
+            maths: at construction for a class whose :attr:`fused_steps` is false, at a call
+            for an instance whose step modules or :attr:`fused_steps` were changed since. In
+            every mode, a call under autocast or on a state that is not fp32/fp64 (and an
+            imagination with a graph, a continuous actor or one that overrides its sampling)
+            runs the generic path, the only one there is for it. Read back as :attr:`kernel`.
 
     Fast paths: :meth:`observe` can run the fused posterior scan
     (:mod:`~torchrl_dreamer.modules.rssm_scan`) and a discrete actor's imagination the
@@ -76,8 +93,8 @@ class RSSM(nn.Module):
     per-step path, which calls its methods, whatever it overrides) and sets
     ``fused_steps = True`` in its class body to state that its step maths is this class's own
     (a subclass that only adds methods, say). An instance may set it too (``False`` after
-    patching a step method on that instance). :attr:`fused_scan` turns the fused scan alone
-    off; :meth:`uses_fused_scan` and :func:`uses_fused_imagine` say which path runs.
+    patching a step method on that instance). ``kernel`` picks between the paths (above);
+    :meth:`uses_fused_scan` and :func:`uses_fused_imagine` say which path runs.
 
     Example:
         >>> rssm = RSSM(action_dim=4, embed_dim=16, deter=32, hidden=32, stoch=4, classes=4)
@@ -99,6 +116,16 @@ class RSSM(nn.Module):
         >>> h = torch.zeros(2, 32)
         >>> rssm.uses_fused_scan(h), HalfCell(4, 16, 32, 32, 4, 4).uses_fused_scan(h)
         (True, False)
+
+        The kernel choice: ``"eager"`` turns the fused paths off, ``"fused"`` insists on them.
+
+        >>> eager = RSSM(4, 16, 32, 32, 4, 4, kernel="eager")
+        >>> eager.kernel, eager.uses_fused_scan(h)
+        ('eager', False)
+        >>> HalfCell(4, 16, 32, 32, 4, 4, kernel="fused")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: HalfCell(kernel='fused') is invalid: ...
     """
 
     #: Whether the fused scan and the graph-free rollout may stand in for this class's step
@@ -122,8 +149,24 @@ class RSSM(nn.Module):
         stoch: int = 32,
         classes: int = 32,
         unimix: float = 0.01,
+        *,
+        kernel: Kernel = "auto",
     ) -> None:
+        if kernel not in KERNELS:
+            raise ValueError(
+                f"{type(self).__name__}(kernel={kernel!r}) is invalid: choose one of "
+                + ", ".join(repr(k) for k in KERNELS)
+            )
+        if kernel == "fused" and not self.fused_steps:
+            raise ValueError(
+                f"{type(self).__name__}(kernel='fused') is invalid: the fused posterior scan "
+                f"and imagination reproduce RSSM's own step maths, and {type(self).__name__} "
+                "has fused_steps = False (a subclass gets it unless its class body sets it). "
+                "Set fused_steps = True in its class body if its step maths is RSSM's own, or "
+                "pass kernel='auto' (fused where it applies) or kernel='eager'."
+            )
         super().__init__()
+        self._kernel: str = kernel
         self.action_dim, self.embed_dim = action_dim, embed_dim
         self.deter, self.hidden, self.stoch, self.classes = deter, hidden, stoch, classes
         self.stoch_flat = stoch * classes
@@ -134,10 +177,6 @@ class RSSM(nn.Module):
         # posterior input is [h, embed]; its first weight is split by column in ``observe``.
         self.posterior = _LatentHead(deter + embed_dim, hidden, stoch, classes)
         self.h0 = nn.Parameter(torch.zeros(deter))
-        #: run :meth:`observe` as one autograd node with a hand-written backward
-        #: (:func:`~torchrl_dreamer.modules.rssm_scan.fused_observe_scan`; same maths, about a
-        #: third fewer dispatched ops per update); ``False``: autograd through the eager steps.
-        self.fused_scan = True
         # compiled scan bodies (compile_steps); plain attributes, not part of the state dict:
         # the autograd bodies of the eager scan and rollout, the fused scan's forward and
         # backward steps, the graph-free rollout's step
@@ -152,6 +191,44 @@ class RSSM(nn.Module):
         state = super().__getstate__()
         return {**state, "_compiled_observe": None, "_compiled_imagine": None,
                 "_compiled_scan_steps": None, "_compiled_rollout_step": None}
+
+    @property
+    def kernel(self) -> str:
+        """The step implementation chosen at construction: ``"auto"``, ``"eager"`` or
+        ``"fused"`` (see the ``kernel`` argument). Read-only (only the setter of the older
+        :attr:`fused_scan` flag changes it).
+
+        Example:
+            >>> RSSM(4, 16, 32, 32, 4, 4).kernel, RSSM(4, 16, 32, 32, 4, 4, kernel="eager").kernel
+            ('auto', 'eager')
+        """
+        return self._kernel
+
+    @property
+    def fused_scan(self) -> bool:
+        """Whether the fused paths may run: ``kernel != "eager"``. Kept for code that set it
+        before ``kernel`` existed: setting ``False`` makes :attr:`kernel` ``"eager"`` (which
+        also turns the fused imagination off, not only the fused scan), ``True`` makes an
+        ``"eager"`` kernel ``"auto"`` and leaves the others as they are. New code passes
+        ``kernel`` to the constructor.
+
+        Example:
+            >>> rssm = RSSM(4, 16, 32, 32, 4, 4)
+            >>> rssm.fused_scan = False
+            >>> rssm.kernel
+            'eager'
+            >>> rssm.fused_scan = True
+            >>> rssm.kernel, rssm.fused_scan
+            ('auto', True)
+        """
+        return self._kernel != "eager"
+
+    @fused_scan.setter
+    def fused_scan(self, value: bool) -> None:
+        if not value:
+            self._kernel = "eager"
+        elif self._kernel == "eager":
+            self._kernel = "auto"
 
     @property
     def compiled_scan_steps(self) -> tuple | None:
@@ -333,18 +410,26 @@ class RSSM(nn.Module):
 
     def uses_fused_scan(self, h: torch.Tensor) -> bool:
         """Whether :meth:`observe` runs :func:`fused_observe_scan` (with compiled steps after
-        :meth:`compile_steps`): when :attr:`fused_scan` and :attr:`fused_steps` are on, the GRU
-        and posterior modules are the ones built here (not swapped), no autocast is active and
-        the state is fp32/fp64. Otherwise the eager scan runs, which calls ``sample_probs``,
-        ``_cell`` and ``_observe_body``."""
-        return (
-            self.fused_scan
-            and self.fused_steps
+        :meth:`compile_steps`): when :attr:`kernel` is not ``"eager"``, :attr:`fused_steps` is
+        on, the GRU and posterior modules are the ones built here (not swapped), no autocast is
+        active and the state is fp32/fp64. Otherwise the eager scan runs, which calls
+        ``sample_probs``, ``_cell`` and ``_observe_body``.
+
+        Raises:
+            ValueError: :attr:`kernel` is ``"fused"`` and :attr:`fused_steps` is off or a step
+                module was swapped (the fused scan would not run this model's maths).
+        """
+        if self.kernel == "eager":
+            return False
+        own_steps = (
+            self.fused_steps
             and type(self.gru) is LayerNormGRUCell
             and type(self.posterior) is _LatentHead
             and len(self.input_mlp) == 3
-            and _plain_precision(h)
         )
+        if not own_steps:
+            _refuse_if_fused(self, "posterior")
+        return own_steps and _plain_precision(h)
 
     def imagine(
         self,
@@ -457,21 +542,46 @@ def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bo
     a discrete :class:`~torchrl_dreamer.modules.heads.DreamerV3Actor` whose ``forward`` and
     ``sample_action`` are that class's own and whose modules are not swapped, no autocast is
     active and the state is fp32/fp64 (after :meth:`RSSM.compile_steps` the rollout's step runs
-    compiled). Otherwise the eager rollout runs, which calls those pieces."""
+    compiled), and :attr:`RSSM.kernel` is not ``"eager"``. Otherwise the eager rollout runs,
+    which calls those pieces.
+
+    Raises:
+        ValueError: ``rssm.kernel`` is ``"fused"`` and its :attr:`~RSSM.fused_steps` is off or
+            a step module was swapped (the conditions on the actor, the precision and the graph
+            are the call's: there the eager rollout runs, whatever the kernel).
+    """
+    if not isinstance(rssm, RSSM) or rssm.kernel == "eager":
+        return False
+    own_steps = (
+        rssm.fused_steps
+        and type(rssm.gru) is LayerNormGRUCell
+        and type(rssm.prior) is _LatentHead
+        and len(rssm.input_mlp) == 3
+    )
+    if not own_steps:
+        _refuse_if_fused(rssm, "prior")
     return (
-        not torch.is_grad_enabled()
-        and isinstance(rssm, RSSM)
-        and rssm.fused_steps
+        own_steps
+        and not torch.is_grad_enabled()
         and isinstance(actor, DreamerV3Actor)
         and _own_pieces(actor, DreamerV3Actor, ("forward", "sample_action"))
         and actor.discrete
         and type(actor.net) is MLP
         and type(actor.out) is nn.Linear
-        and type(rssm.gru) is LayerNormGRUCell
-        and type(rssm.prior) is _LatentHead
-        and len(rssm.input_mlp) == 3
         and _plain_precision(h)
     )
+
+
+def _refuse_if_fused(rssm: RSSM, head: str) -> None:
+    """Raise where ``rssm.kernel == "fused"`` but its step maths is not the fused paths' (its
+    :attr:`~RSSM.fused_steps` is off, or its GRU, input MLP or ``head`` was swapped)."""
+    if rssm.kernel == "fused":
+        raise ValueError(
+            f"{type(rssm).__name__}(kernel='fused') cannot run its fused paths: they need "
+            f"fused_steps on (it is {rssm.fused_steps}) and the GRU, input MLP and {head} head "
+            "that RSSM builds. Keep the step maths RSSM's own, or build it with "
+            "kernel='auto' (fused where it applies) or kernel='eager'."
+        )
 
 
 def _own_pieces(obj: nn.Module, cls: type, names: tuple[str, ...]) -> bool:

@@ -20,7 +20,7 @@ from torchrl_dreamer.modules.encoders import (
     VectorEncoder,
 )
 from torchrl_dreamer.modules.heads import ContinueHead, DreamerV3Actor, DreamerV3Critic, TwoHotHead
-from torchrl_dreamer.modules.rssm import RSSM
+from torchrl_dreamer.modules.rssm import RSSM, Kernel
 
 __all__ = ["DreamerV3Config", "PRESETS", "WorldModel", "make_dreamer", "ObsSpec"]
 
@@ -105,9 +105,14 @@ class WorldModel(nn.Module):
         encoders / decoders: ``nn.ModuleDict`` keyed by observation key (TensorDict keys with
             nested keys joined by ``"."`` are not supported: use flat keys).
         rssm: :class:`RSSM`. reward: :class:`TwoHotHead`. cont: :class:`ContinueHead`.
+
+    ``kernel`` (keyword only) is the RSSM's step implementation, ``"auto"``, ``"eager"`` or
+    ``"fused"`` (see :class:`RSSM`).
     """
 
-    def __init__(self, obs: ObsSpec, action_dim: int, cfg: DreamerV3Config) -> None:
+    def __init__(
+        self, obs: ObsSpec, action_dim: int, cfg: DreamerV3Config, *, kernel: Kernel = "auto"
+    ) -> None:
         super().__init__()
         if not obs:
             raise ValueError(
@@ -118,7 +123,8 @@ class WorldModel(nn.Module):
         self.encoders = nn.ModuleDict({k: _make_encoder(v, cfg) for k, v in obs.items()})
         embed = sum(e.out_features for e in self.encoders.values())
         self.rssm = RSSM(
-            action_dim, embed, cfg.deter, cfg.hidden, cfg.stoch, cfg.classes, cfg.unimix
+            action_dim, embed, cfg.deter, cfg.hidden, cfg.stoch, cfg.classes, cfg.unimix,
+            kernel=kernel,
         )
         latent = self.rssm.latent_dim
         dec = {}
@@ -156,13 +162,21 @@ def make_dreamer(
     obs: ObsSpec,
     action_dim: int,
     discrete: bool = True,
+    *,
+    kernel: Kernel = "auto",
 ) -> tuple[WorldModel, DreamerV3Actor, DreamerV3Critic]:
     """Build ``(world_model, actor, critic)`` for a preset name or config.
+
+    ``kernel`` (keyword only) picks the RSSM's posterior scan and imagination implementation:
+    ``"auto"`` (default: the fused paths where they apply), ``"eager"`` (always the generic
+    step-by-step paths) or ``"fused"`` (see :class:`RSSM`).
 
     Example:
         >>> wm, actor, critic = make_dreamer("tiny", {"pixels": "packed2"}, action_dim=8)
         >>> wm.latent_dim
         384
+        >>> make_dreamer("tiny", {"obs": ("vector", 3)}, 2, kernel="eager")[0].rssm.kernel
+        'eager'
     """
     if isinstance(config, str):
         if config not in PRESETS:
@@ -170,7 +184,7 @@ def make_dreamer(
         config = PRESETS[config]
     if action_dim < 1:
         raise ValueError(f"action_dim must be >= 1, got {action_dim}")
-    wm = WorldModel(obs, action_dim, config)
+    wm = WorldModel(obs, action_dim, config, kernel=kernel)
     latent = wm.latent_dim
     hidden = config.hidden if config.ac_hidden is None else config.ac_hidden
     layers = config.mlp_layers if config.ac_layers is None else config.ac_layers
