@@ -106,10 +106,10 @@ class EnvDriver:
                          if k not in _NON_OBS and not (isinstance(k, tuple) and k[0] == "next")]
         self.action_spec = env.action_spec
         self._fast = isinstance(env, FastStepEnv)
-        self.device = torch.device(getattr(storage, "device", env.device))
+        self.device = torch.device(getattr(storage, "device", None) or env.device or "cpu")
         """Where the policy, the replay rows and the episode ids live (the storage's device)."""
         if transfer is None:
-            transfer = torch.device(env.device) != self.device
+            transfer = torch.device(env.device or "cpu") != self.device
         self.transfer = bool(transfer)
         self._staging: dict[Any, torch.Tensor] = {}
         self._staged: Any = None  # CUDA event after the last copies out of the staging buffers

@@ -47,6 +47,8 @@ def anneal(start: float, final: float, progress: float) -> float:
         0.75
     """
     p = min(1.0, max(0.0, float(progress)))
+    if p in (0.0, 1.0):  # the ends exactly, not through exp(log(x))
+        return float(start if p == 0.0 else final)
     if start > 0.0 and final > 0.0:
         return float(math.exp(math.log(start) + p * (math.log(final) - math.log(start))))
     return float(start + p * (final - start))

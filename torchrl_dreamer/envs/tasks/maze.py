@@ -123,7 +123,7 @@ class MazeTask(ShippedGameTask):
     # Game Boy rule (a 20-second horizon) gives at 24 frames a step.
     train_defaults = MappingProxyType({
         "batch_size": 8, "replay_ratio": 0.18, "learning_starts": 2048, "entropy_coef": 5e-3,
-        "frame_skip": 24,
+        "frame_skip": 24, "decode_stride": 1,
     })
     # Every episode draws its layout at reset, and the maze waits for input: no-op frames would
     # only move the clock.
@@ -181,4 +181,5 @@ class MazeSparseTask(MazeTask):
 
     name = "maze-sparse"
     default_shaping = 0.0
-    train_defaults = MappingProxyType({"replay_ratio": 0.08, "frame_skip": 24, "batch_size": 16})
+    train_defaults = MappingProxyType({"replay_ratio": 0.08, "frame_skip": 24, "batch_size": 16,
+                                       "decode_stride": 1})
