@@ -421,15 +421,7 @@ class RSSM(nn.Module):
         """
         if self.kernel == "eager":
             return False
-        own_steps = (
-            self.fused_steps
-            and type(self.gru) is LayerNormGRUCell
-            and type(self.posterior) is _LatentHead
-            and len(self.input_mlp) == 3
-        )
-        if not own_steps:
-            _refuse_if_fused(self, "posterior")
-        return own_steps and _plain_precision(h)
+        return _own_steps(self, "posterior") and _plain_precision(h)
 
     def imagine(
         self,
@@ -552,16 +544,8 @@ def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bo
     """
     if not isinstance(rssm, RSSM) or rssm.kernel == "eager":
         return False
-    own_steps = (
-        rssm.fused_steps
-        and type(rssm.gru) is LayerNormGRUCell
-        and type(rssm.prior) is _LatentHead
-        and len(rssm.input_mlp) == 3
-    )
-    if not own_steps:
-        _refuse_if_fused(rssm, "prior")
     return (
-        own_steps
+        _own_steps(rssm, "prior")
         and not torch.is_grad_enabled()
         and isinstance(actor, DreamerV3Actor)
         and _own_pieces(actor, DreamerV3Actor, ("forward", "sample_action"))
@@ -572,16 +556,25 @@ def uses_fused_imagine(rssm: nn.Module, actor: nn.Module, h: torch.Tensor) -> bo
     )
 
 
-def _refuse_if_fused(rssm: RSSM, head: str) -> None:
-    """Raise where ``rssm.kernel == "fused"`` but its step maths is not the fused paths' (its
-    :attr:`~RSSM.fused_steps` is off, or its GRU, input MLP or ``head`` was swapped)."""
-    if rssm.kernel == "fused":
+def _own_steps(rssm: RSSM, head: str) -> bool:
+    """Whether ``rssm`` steps with the maths the fused paths implement: :attr:`~RSSM.fused_steps`
+    on, and the GRU, input MLP and ``head`` (``"posterior"`` for the scan, ``"prior"`` for the
+    imagination) that :class:`RSSM` builds. Raises where it does not but ``rssm.kernel`` is
+    ``"fused"``."""
+    own = (
+        rssm.fused_steps
+        and type(rssm.gru) is LayerNormGRUCell
+        and type(getattr(rssm, head)) is _LatentHead
+        and len(rssm.input_mlp) == 3
+    )
+    if not own and rssm.kernel == "fused":
         raise ValueError(
             f"{type(rssm).__name__}(kernel='fused') cannot run its fused paths: they need "
             f"fused_steps on (it is {rssm.fused_steps}) and the GRU, input MLP and {head} head "
             "that RSSM builds. Keep the step maths RSSM's own, or build it with "
             "kernel='auto' (fused where it applies) or kernel='eager'."
         )
+    return bool(own)
 
 
 def _own_pieces(obj: nn.Module, cls: type, names: tuple[str, ...]) -> bool:
