@@ -153,15 +153,16 @@ def _with_cgb_flag(flag: int) -> bytes:
     return bytes(rom)
 
 
-def test_color_only_rom_is_refused():
-    """A Color-only cartridge (0x143 = 0xC0) is refused with a message saying the emulator is a
-    DMG, whether parsed alone or when a GameBoy is built; dual-mode (0x80) still parses."""
+def test_color_only_rom_is_refused_on_a_dmg():
+    """A Color-only cartridge (0x143 = 0xC0) is refused for a DMG console with a message naming
+    the Color model, whether parsed for a DMG or when a DMG GameBoy is asked for (unset, the
+    model is the Color: ``test_cgb.py``); dual-mode (0x80) still parses."""
     from torchrl_dreamer.emulator.cartridge import ColorOnlyCartridgeError
 
-    with pytest.raises(ColorOnlyCartridgeError, match="Color-only.*DMG"):
+    with pytest.raises(ColorOnlyCartridgeError, match="Color-only.*DMG.*model='cgb'"):
         parse_cartridge(_with_cgb_flag(0xC0), check=False)
-    with pytest.raises(CartridgeError, match="0x143 is 0xC0"):
-        GameBoy(_with_cgb_flag(0xC0), check_header=False)
+    with pytest.raises(CartridgeError, match="0x143 is 0xC0.*model='cgb'"):
+        GameBoy(_with_cgb_flag(0xC0), check_header=False, model="dmg")
     header_only = parse_cartridge(_with_cgb_flag(0xC0), check=False, dmg_only=False)
     assert header_only.cgb_flag == 0xC0
     assert parse_cartridge(_with_cgb_flag(0x80), check=False).cgb_flag == 0x80

@@ -37,6 +37,11 @@ trigger delay, the same-cycle wave RAM access, the retrigger corruption pattern 
 first step at power-on as SameBoy's APU notes describe the DMG (the dmg_sound wave tests pin
 the first three: they read and write wave RAM at every 2-cycle offset from a trigger).
 
+The Game Boy Color's APU (``S_CGB`` set, either mode) differs where the tests probe: power-off
+clears the length counters and NRx1 writes are ignored while powered off, a CPU access to wave
+RAM while the wave channel plays reaches the byte being played at any time, and a retrigger does
+not corrupt wave RAM (blargg's cgb_sound; Pan Docs "Audio details", obscure behaviour).
+
 State: registers live in ``m.hram[i, 0x10..0x3F]`` as written (NR52: bit 7 only); the internal
 state is in the ``S_APU_*`` columns of the state table (see :mod:`.layout`).
 """
@@ -58,6 +63,7 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_WAVE_CNT,
     S_APU_WAVE_PER,
     S_APU_WAVE_POS,
+    S_CGB,
     S_DIV16,
 )
 from torchrl_dreamer.emulator.memory import Mem
@@ -128,6 +134,12 @@ def dac_on(i: int, m: wp.ref[Mem], ch: int) -> bool:
     if ch == 2:
         return (int(m.hram[i, R_NR30]) & 0x80) != 0
     return (int(m.hram[i, R_NR12 + 5 * ch]) & 0xF8) != 0
+
+
+@wp.func
+def color(i: int, m: wp.ref[Mem]) -> bool:
+    """A Game Boy Color (either mode): its APU differs in the ways listed in the module docs."""
+    return m.st[i, S_CGB] != 0
 
 
 @wp.func
@@ -281,7 +293,7 @@ def apu_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read FF10-FF3F (the caller has caught the clock up)."""
     if r >= R_WAVE:
         if (m.st[i, S_APU_ACT] & CH3) != 0:
-            if wave_hit(i, m):
+            if wave_hit(i, m) or color(i, m):
                 return int(m.hram[i, R_WAVE + (m.st[i, S_APU_WAVE_POS] >> 1)])
             return 0xFF
         return int(m.hram[i, r])
@@ -310,13 +322,17 @@ def power(i: int, m: wp.ref[Mem], v: int):
         m.st[i, S_APU_SW_FLAGS] = 0
         for k in range(3):
             m.st[i, S_APU_ENV1 + k] = 0
-        # the length counters (S_APU_LEN1..4) keep their values on a DMG
+        # the length counters (S_APU_LEN1..4) keep their values on a DMG; a Color clears them
+        if color(i, m):
+            for k in range(4):
+                m.st[i, S_APU_LEN1 + k] = 0
 
 
 @wp.func(inline=False)
 def wave_trigger(i: int, m: wp.ref[Mem]):
     """Restart the wave channel's position; retriggering just before a fetch corrupts wave RAM."""
-    if (m.st[i, S_APU_ACT] & CH3) != 0 and m.st[i, S_APU_WAVE_CNT] == WAVE_CORRUPT_CNT:
+    if ((m.st[i, S_APU_ACT] & CH3) != 0 and m.st[i, S_APU_WAVE_CNT] == WAVE_CORRUPT_CNT
+            and not color(i, m)):
         b = ((m.st[i, S_APU_WAVE_POS] + 1) >> 1) & 15  # the byte the fetch would have read
         if b < 4:
             m.hram[i, R_WAVE] = m.hram[i, R_WAVE + b]
@@ -386,7 +402,7 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write FF10-FF3F (the caller has caught the clock up)."""
     if r >= R_WAVE:
         if (m.st[i, S_APU_ACT] & CH3) != 0:
-            if wave_hit(i, m):
+            if wave_hit(i, m) or color(i, m):
                 m.hram[i, R_WAVE + (m.st[i, S_APU_WAVE_POS] >> 1)] = wp.uint8(v)
             return
         m.hram[i, r] = wp.uint8(v)
@@ -404,7 +420,10 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     ch = (r - R_NR10) // 5
     k = (r - R_NR10) - 5 * ch
     if k == 1:
-        # NRx1: length load (DMG: also while powered off, without the duty bits)
+        # NRx1: length load (DMG: also while powered off, without the duty bits; a Color
+        # ignores it then, as every other register)
+        if not on and color(i, m):
+            return
         if ch == 2:
             m.st[i, S_APU_LEN1 + 2] = 256 - v
         else:

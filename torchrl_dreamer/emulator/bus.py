@@ -30,13 +30,22 @@ import warp as wp
 
 from torchrl_dreamer.emulator.dma import dma_conflict, dma_copy_due, dma_read
 from torchrl_dreamer.emulator.io import io_read, io_write
-from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_NEXT, S_ROM_OFF0, S_ROM_OFF1
+from torchrl_dreamer.emulator.layout import (
+    CGBX_VRAM1,
+    S_BOOT_ON,
+    S_CLK,
+    S_NEXT,
+    S_ROM_OFF0,
+    S_ROM_OFF1,
+    S_VBK,
+)
 from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write, rtc_needs_sync
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.ppu import oam_read_blocked, oam_write_blocked, vram_blocked
 from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
 from torchrl_dreamer.emulator.scheduler import sync
+from torchrl_dreamer.emulator.speed import dots
 
 __all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op",
            "wr"]
@@ -47,11 +56,14 @@ def peek(i: int, m: wp.ref[Mem], addr: int) -> int:
     """Read a byte through the memory map without advancing time (no DMA effects)."""
     if addr < 0x8000:
         if addr < 0x4000:
-            if addr < 0x100 and m.st[i, S_BOOT_ON] != 0:
+            bo = m.st[i, S_BOOT_ON]  # boot ROM mapped: its end (0x100 DMG, 0x900 Color)
+            if bo != 0 and (addr < 0x100 or (addr >= 0x200 and addr < bo)):
                 return int(m.boot[addr])
             return int(m.rom[m.st[i, S_ROM_OFF0] + addr])
         return int(m.rom[m.st[i, S_ROM_OFF1] + addr - 0x4000])
     if addr < 0xA000:
+        if m.st[i, S_VBK] != 0:
+            return int(m.cgbx[i, CGBX_VRAM1 + addr - 0x8000])  # Color: VRAM bank 1
         return int(m.vram[i, addr - 0x8000])
     if addr < 0xC000:
         return cram_read(i, m, addr)
@@ -73,7 +85,10 @@ def poke(i: int, m: wp.ref[Mem], addr: int, v: int):
     if addr < 0x8000:
         cart_write(i, m, addr, v)
     elif addr < 0xA000:
-        m.vram[i, addr - 0x8000] = wp.uint8(v)
+        if m.st[i, S_VBK] != 0:
+            m.cgbx[i, CGBX_VRAM1 + addr - 0x8000] = wp.uint8(v)
+        else:
+            m.vram[i, addr - 0x8000] = wp.uint8(v)
     elif addr < 0xC000:
         cram_write(i, m, addr, v)
     elif addr < 0xFE00:
@@ -99,10 +114,10 @@ def cpu_read(i: int, m: wp.ref[Mem], addr: int) -> int:
             return 0xFF
         return dma_read(i, m, src)
     if addr >= 0x8000 and addr < 0xA000:
-        if vram_blocked(i, m, t, True):
+        if vram_blocked(i, m, dots(i, m, t), True):
             return 0xFF
     elif addr >= 0xFE00 and addr < 0xFEA0:
-        if oam_read_blocked(i, m, t):
+        if oam_read_blocked(i, m, dots(i, m, t)):
             return 0xFF
     return peek(i, m, addr)
 
@@ -117,10 +132,10 @@ def cpu_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     if dma_conflict(i, m, addr, t) >= 0:
         return
     if addr >= 0x8000 and addr < 0xA000:
-        if vram_blocked(i, m, t, False):
+        if vram_blocked(i, m, dots(i, m, t), False):
             return
     elif addr >= 0xFE00 and addr < 0xFEA0:
-        if oam_write_blocked(i, m, t):
+        if oam_write_blocked(i, m, dots(i, m, t)):
             return
     poke(i, m, addr, v)
 

@@ -32,9 +32,10 @@ class CartridgeError(ValueError):
 
 
 class ColorOnlyCartridgeError(CartridgeError):
-    """The ROM is a Game Boy Color-only game (header byte 0x143 is 0xC0); the emulator is a DMG.
+    """The ROM is a Game Boy Color-only game (header byte 0x143 is 0xC0) and a DMG console was
+    asked for (``model="dmg"``); run it with ``model="cgb"``.
 
-    Dual-mode ROMs (0x80) run: they carry DMG code paths and fall back to them on a DMG.
+    Dual-mode ROMs (0x80) run on either: they carry DMG code paths and fall back to them on a DMG.
     """
 
 
@@ -139,8 +140,8 @@ def parse_cartridge(data: bytes, check: bool = True, dmg_only: bool = True) -> C
     Args:
         data: the whole ROM image.
         check: also warn on a missing Nintendo logo / bad checksums (off for synthetic test ROMs).
-        dmg_only: refuse Game Boy Color-only cartridges (the emulator runs DMG code only); pass
-            ``False`` to read such a header without running the game.
+        dmg_only: refuse Game Boy Color-only cartridges (for a DMG console); pass ``False`` to
+            read such a header (the Color model, or to inspect it).
 
     Raises:
         ColorOnlyCartridgeError: a Color-only cartridge (0x143 == 0xC0) while ``dmg_only``.
@@ -154,9 +155,9 @@ def parse_cartridge(data: bytes, check: bool = True, dmg_only: bool = True) -> C
         )
     if dmg_only and data[0x143] == CGB_ONLY:
         raise ColorOnlyCartridgeError(
-            "this ROM is a Game Boy Color-only game (header byte 0x143 is 0xC0) and the emulator "
-            "is a DMG (original Game Boy) for now: it cannot run Color-only code. Use a DMG or "
-            "dual-mode ROM (0x143 = 0x00 or 0x80)"
+            "this ROM is a Game Boy Color-only game (header byte 0x143 is 0xC0): a DMG (original "
+            "Game Boy) cannot run it. Run it on the Color: GameBoy(rom, model='cgb') (--model cgb "
+            "on the command line), or leave model unset, which picks the Color for such a ROM"
         )
     type_code = data[0x147]
     if type_code not in CARTRIDGE_TYPES:

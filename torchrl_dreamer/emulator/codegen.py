@@ -272,10 +272,11 @@ def _emit(op: isa.OpInfo) -> list[str]:
             "pc = (pc + 1) & 0xFFFF",
             "m.st[i, S_CLK] = clk",
             "poke(i, m, 0xFF00 | R_DIV, 0)",
+            "sw_ = speed_switch(i, m)  # a Color with KEY1 armed switches speed instead",
             "clk = m.st[i, S_CLK]",
             "nxt = m.st[i, S_NEXT]",
             "dirty = int(1)",
-            "if m.st[i, S_JOY] == 0:",
+            "if m.st[i, S_JOY] == 0 and sw_ == 0:",
             "    m.st[i, S_STOPPED] = 1",
             "    m.st[i, S_HALTED] = 1",
         ]
@@ -436,6 +437,7 @@ _HEADER = '''\
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
+from torchrl_dreamer.emulator.cgb import speed_switch
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
@@ -575,9 +577,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             # no instruction reads ROM after such a write before the next instruction starts)
             rom0 = m.st[i, S_ROM_OFF0]
             rom1 = m.st[i, S_ROM_OFF1]
-            rom0_lo = int(0)
-            if m.st[i, S_BOOT_ON] != 0:
-                rom0_lo = int(0x100)
+            rom0_lo = int(m.st[i, S_BOOT_ON])  # mapped boot ROM's end (0x100 DMG, 0x900 Color), or 0
             if dma_busy(i, m, clk):
                 wram_end = 0xC000
                 rom_end = 0x4000

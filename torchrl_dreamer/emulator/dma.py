@@ -33,6 +33,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.layout import (
+    CGBX_VRAM1,
     S_BOOT_ON,
     S_DMA_COPY,
     S_DMA_END,
@@ -41,6 +42,7 @@ from torchrl_dreamer.emulator.layout import (
     S_DMA_SRC,
     S_ROM_OFF0,
     S_ROM_OFF1,
+    S_VBK,
 )
 from torchrl_dreamer.emulator.mappers import cram_read
 from torchrl_dreamer.emulator.memory import Mem
@@ -64,11 +66,14 @@ def dma_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """A byte as the DMA unit reads it from ``addr`` (no IO registers, no OAM: WRAM echo)."""
     if addr < 0x8000:
         if addr < 0x4000:
-            if addr < 0x100 and m.st[i, S_BOOT_ON] != 0:
+            bo = m.st[i, S_BOOT_ON]  # the boot ROM's end while it is mapped
+            if bo != 0 and (addr < 0x100 or (addr >= 0x200 and addr < bo)):
                 return int(m.boot[addr])
             return int(m.rom[m.st[i, S_ROM_OFF0] + addr])
         return int(m.rom[m.st[i, S_ROM_OFF1] + addr - 0x4000])
     if addr < 0xA000:
+        if m.st[i, S_VBK] != 0:
+            return int(m.cgbx[i, CGBX_VRAM1 + addr - 0x8000])  # Color: VRAM bank 1
         return int(m.vram[i, addr - 0x8000])
     if addr < 0xC000:
         return cram_read(i, m, addr)

@@ -48,6 +48,7 @@ from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_
 from torchrl_dreamer.emulator.codegen import load_kernel_module
 from torchrl_dreamer.emulator.idle import loop_heads
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.model import resolve_model
 from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, SCREEN_HEIGHT, SCREEN_WIDTH
 from torchrl_dreamer.emulator.workers import LaunchPool, check_workers, slice_bounds
 
@@ -76,7 +77,17 @@ _POST_BOOT_REGS = {"A": 0x01, "F": 0xB0, "B": 0x00, "C": 0x13, "D": 0x00, "E": 0
 
 _POST_BOOT_DIV16 = 0xABC8
 
-_STATE_ARRAYS = ("st", "vram", "oam", "wram", "hram", "cram", "ser")
+# The Game Boy Color at PC = 0100 (Pan Docs "Power Up Sequence"; mooneye boot_regs-cgb for a
+# DMG-only cartridge, which runs in the compatibility mode). The system counter: mooneye
+# boot_div-cgbABCDE reads DIV 0x27 right after its increment 21 M-cycles later than
+# boot_div-dmgABCmgb reads 0xAC on a DMG (0xABC8 there): 0x2700 - 0x38 - 21 * 4.
+_POST_BOOT_REGS_CGB = {"A": 0x11, "F": 0x80, "B": 0x00, "C": 0x00, "D": 0xFF, "E": 0x56, "H": 0x00,
+                       "L": 0x0D, "SP": 0xFFFE, "PC": 0x0100}
+_POST_BOOT_REGS_COMPAT = {**_POST_BOOT_REGS_CGB, "D": 0x00, "E": 0x08, "L": 0x7C}
+_POST_BOOT_DIV16_CGB = 0x2674
+_BOOT_SIZES = {"dmg": 0x100, "cgb": 0x900}  # DMG boot ROM; Color: 0000-00FF and 0200-08FF
+
+_STATE_ARRAYS = ("st", "vram", "oam", "wram", "hram", "cram", "ser", "cgbx")
 
 def _wp_device(device: torch.device) -> str:
     return "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
@@ -98,7 +109,8 @@ class _Slice:
 
 
 class GameBoy:
-    """``num_envs`` DMG Game Boys running the same ROM, stepped together by one Warp kernel.
+    """``num_envs`` Game Boys (DMG or Color) running the same ROM, stepped together by one Warp
+    kernel.
 
     Args:
         rom: ROM path or bytes. Bad images raise :class:`~.cartridge.CartridgeError` before
@@ -107,8 +119,9 @@ class GameBoy:
         device: ``"cpu"`` or a CUDA device. On CPU per-console arrays are env-major
             (``[N, size]``); on CUDA they are stored address-major (``[size, N]``) and viewed
             transposed, so consoles in lockstep coalesce their memory accesses.
-        boot_rom: optional 256-byte DMG boot ROM (mapped at 0000-00FF until FF50 is written);
-            without it consoles start in the post-boot state.
+        boot_rom: optional boot ROM: 256 bytes for the DMG (mapped at 0000-00FF), 2304 for the
+            Color (0000-00FF and 0200-08FF), until FF50 is written; without it consoles start
+            in the model's post-boot state.
         framebuffer: keep the full ``uint8 [N, 144, 160]`` shade framebuffer readable as
             :attr:`framebuffer` (the last frame of every launch is rendered, since it also
             yields :attr:`packed2`, unless ``run_frames(..., render=False)``; this flag only
@@ -130,9 +143,15 @@ class GameBoy:
             :meth:`write_memory`, :class:`~.reset.ResetCache` restores) stay one launch over
             the batch on the calling thread. ``ValueError`` for < 1, more than the process's
             CPU cores, or > 1 on CUDA.
+        model: ``"dmg"`` or ``"cgb"`` (Game Boy Color), or ``None``: the Color for a Color-only
+            cartridge, else the DMG (see :mod:`~torchrl_dreamer.emulator.model`: a DMG-only
+            cartridge on the Color runs in its compatibility mode; ``"dmg"`` refuses a
+            Color-only one). A Color draws whole lines (the pixel pipeline of ``ppu="fifo"`` is
+            the DMG's) and in Color mode also keeps the colour frame (:attr:`rgb555`).
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
+        model: ``"dmg"`` or ``"cgb"``.
         packed2: ``uint8 [N, 1, 72, 20]`` observation of the last frame run.
         workers: slices the consoles are emulated in (``min(workers, num_envs)``).
 
@@ -159,19 +178,24 @@ class GameBoy:
         idle_skip: bool = True,
         ppu: PpuMode = DEFAULT_PPU,
         workers: int = 1,
+        model: str | None = None,
     ) -> None:
         if ppu not in PPU_MODES:
             raise ValueError(f"unknown ppu mode {ppu!r}; expected one of {', '.join(PPU_MODES)}")
         self.ppu = ppu
         data = load_rom_bytes(rom)
-        cart = parse_cartridge(data, check=check_header)
+        cart = parse_cartridge(data, check=check_header, dmg_only=False)
+        self.model, self._cgb = resolve_model(model, cart.cgb_flag)
+        color = self.model == "cgb"
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         boot = None
         if boot_rom is not None:
             boot = load_rom_bytes(boot_rom)
-            if len(boot) != 256:
-                raise ValueError(f"boot_rom must be 256 bytes (DMG boot ROM), got {len(boot)}")
+            want = _BOOT_SIZES[self.model]
+            if len(boot) != want:
+                raise ValueError(f"boot_rom must be {want} bytes for model={self.model!r} (the "
+                                 f"{'Color' if color else 'DMG'} boot ROM), got {len(boot)}")
         dev = torch.device(device)
         workers = check_workers(workers, dev)  # before the CUDA check: its error says what to do
         if dev.type == "cuda" and not torch.cuda.is_available():
@@ -200,6 +224,10 @@ class GameBoy:
         self._hram = self._alloc(layout.HRAM_SIZE, torch.uint8)
         self._cram = self._alloc(max(cart.ram_size, 1), torch.uint8)
         self._ser = self._alloc(layout.SERIAL_CAPACITY, torch.uint8)
+        # the Color's extra memory and colour frame: a 1-byte row / 1-pixel frame on a DMG
+        self._cgbx = self._alloc(layout.CGBX_SIZE if color else 1, torch.uint8)
+        self._rgb = (torch.zeros(n, SCREEN_HEIGHT, SCREEN_WIDTH, dtype=torch.int16, device=dev)
+                     if color else torch.zeros(n, 1, 1, dtype=torch.int16, device=dev))
         self._fb = torch.zeros(n, SCREEN_HEIGHT, SCREEN_WIDTH, dtype=torch.uint8, device=dev)
         self.packed2 = torch.zeros(n, *PACKED2_SHAPE, dtype=torch.uint8, device=dev)
         self._rom = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(dev)
@@ -208,7 +236,7 @@ class GameBoy:
         self._heads = wp.from_torch(torch.tensor(loop_heads(), dtype=torch.uint8, device=dev))
         self._all = torch.ones(n, dtype=torch.uint8, device=dev)
         self._mem = Mem()
-        for name in (*_STATE_ARRAYS, "rom", "boot", "fb"):
+        for name in (*_STATE_ARRAYS, "rom", "boot", "fb", "rgb"):
             setattr(self._mem, name, wp.from_torch(getattr(self, "_" + name)))
         self._mem.obs = wp.from_torch(self.packed2)
         # gb_run launches are recorded once (per kernel) and replayed with new scalar arguments:
@@ -222,6 +250,11 @@ class GameBoy:
         self.reset_power_on()
 
     # ------------------------------------------------------------------------------ internals
+    def _fifo_flag(self) -> int:
+        """``PPU_FIFO`` column value: the pixel pipeline only on a DMG (a Color draws whole
+        lines, :mod:`~.render_cgb`, whatever ``ppu`` says)."""
+        return int(self.ppu == "fifo" and self.model == "dmg")
+
     def _alloc(self, size: int, dtype: torch.dtype) -> torch.Tensor:
         if self.memory_layout == "address_major":
             return torch.zeros(size, self.num_envs, dtype=dtype, device=self.device).t()
@@ -230,7 +263,7 @@ class GameBoy:
     def _slice_mem(self, lo: int, hi: int) -> Mem:
         """A ``Mem`` of views of consoles ``lo..hi`` (the shared ROM and boot ROM whole)."""
         m = Mem()
-        for name in (*_STATE_ARRAYS, "fb"):
+        for name in (*_STATE_ARRAYS, "fb", "rgb"):
             setattr(m, name, wp.from_torch(getattr(self, "_" + name)[lo:hi]))
         m.rom = self._mem.rom
         m.boot = self._mem.boot
@@ -356,13 +389,19 @@ class GameBoy:
         st[:, f["ROM_OFF1"]] = 0x4000
         st[:, f["MODE"]] = 2
         st[:, f["PPU_NEXT"]] = 80
-        st[:, f["PPU_FIFO"]] = int(self.ppu == "fifo")
+        st[:, f["PPU_FIFO"]] = self._fifo_flag()
+        st[:, f["CGB"]] = self._cgb
+        if self.model == "cgb":
+            st[:, f["SVBK"]] = 1
         if self._boot_bytes is None:
-            for k, v in _POST_BOOT_REGS.items():
+            regs = _POST_BOOT_REGS
+            if self.model == "cgb":
+                regs = _POST_BOOT_REGS_CGB if self._cgb == layout.MODEL_CGB else _POST_BOOT_REGS_COMPAT
+            for k, v in regs.items():
                 st[:, f[k]] = v
             # system counter at PC = 0100 on DMG-ABC: DIV becomes AC 14 M-cycles later (mooneye
             # boot_div); the serial clock, a bit of it, keeps that phase (boot_sclk_align)
-            st[:, f["DIV16"]] = _POST_BOOT_DIV16
+            st[:, f["DIV16"]] = _POST_BOOT_DIV16_CGB if self.model == "cgb" else _POST_BOOT_DIV16
             for r, v in _POST_BOOT_IO.items():
                 self._hram[:, r] = v
             # the boot ROM's chime still plays on channel 1 (NR52 reads F1; NR11 was 80, length 64)
@@ -371,8 +410,17 @@ class GameBoy:
             # VRAM as the boot ROM leaves it (logo and (R) tile; some programs draw them)
             vram = torch.frombuffer(bytearray(boot_vram(self._rom_bytes)), dtype=torch.uint8)
             self._vram[:] = vram.to(self.device)
+            if self._cgb == layout.MODEL_CGB:
+                self._hram[:, 0x55] = 0xFF  # HDMA5: no transfer
+                # the Color boot ROM leaves every BG colour white (OBJ palettes: white here too)
+                self._cgbx[:, layout.CGBX_BGPAL:layout.CGBX_SIZE] = 0xFF
+                self._cgbx[:, layout.CGBX_BGPAL + 1:layout.CGBX_SIZE:2] = 0x7F
         else:
-            st[:, f["BOOT_ON"]] = 1
+            # the boot ROM is mapped up to its end; a Color boot ROM starts in Color mode and
+            # itself selects the compatibility mode (KEY0) for a DMG-only cartridge
+            st[:, f["BOOT_ON"]] = len(self._boot_bytes)
+            if self.model == "cgb":
+                st[:, f["CGB"]] = layout.MODEL_CGB
         self._wram.zero_()
 
     # ------------------------------------------------------------------------------ running
@@ -503,6 +551,17 @@ class GameBoy:
         return self._st[:, layout.FIELDS["LOCKED"]] != 0
 
     @property
+    def rgb555(self) -> torch.Tensor:
+        """``int16 [N, 144, 160]`` RGB555 colours (``r | g << 5 | b << 10``) of the last frame
+        run, for a Color cartridge in Color mode (the live buffer: copy it to keep it)."""
+        if self._cgb != layout.MODEL_CGB:
+            raise AttributeError(
+                f"rgb555 is the Color-mode frame; this console is model={self.model!r} running "
+                f"{'a DMG-only cartridge' if self.model == 'cgb' else 'as a DMG'} (shades: "
+                "framebuffer / packed2)")
+        return self._rgb
+
+    @property
     def framebuffer(self) -> torch.Tensor:
         """``uint8 [N, 144, 160]`` shades 0..3 of the last frame run (needs framebuffer=True)."""
         if not self._expose_fb:
@@ -527,7 +586,7 @@ class GameBoy:
         mode, and a line half-drawn by the pixel pipeline is finished by the mode in use."""
         state.restore_into(self, mask)
         f = layout.FIELDS
-        fifo = int(self.ppu == "fifo")
+        fifo = self._fifo_flag()
         other = self._st[:, f["PPU_FIFO"]] != fifo
         self._st[:, f["FIFO_LINE"]] = torch.where(other, 0, self._st[:, f["FIFO_LINE"]])
         self._st[:, f["PPU_FIFO"]] = fifo

@@ -56,6 +56,7 @@ from torchrl_dreamer.emulator.layout import (
     S_H,
     S_L,
     S_PC,
+    S_SPEED,
 )
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import ppu_poll
@@ -83,7 +84,8 @@ def code_ok(i: int, m: wp.ref[Mem], addr: int) -> bool:
     """Loop code the loop itself cannot change and the fast-forward may read with ``peek``:
     cartridge ROM (boot ROM unmapped), WRAM or HRAM."""
     if addr < 0x8000:
-        return addr >= 0x100 or m.st[i, S_BOOT_ON] == 0
+        bo = m.st[i, S_BOOT_ON]  # the boot ROM's end while it is mapped (Color: 0000-00FF, 0200-08FF)
+        return bo == 0 or (addr >= 0x100 and (addr < 0x200 or addr >= bo))
     return (addr >= 0xC000 and addr < 0xE000) or (addr >= 0xFF80 and addr < 0xFFFF)
 
 
@@ -199,7 +201,8 @@ def poll_iteration(v: int, bit: int, ts: wp.vec3i, ws: wp.vec3i, a: int, f: int)
 def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: int, b: int, c: int,
               d: int, e: int, h: int, l: int, clk: int, nxt: int, ime: int) -> int:  # noqa: E741
     """Fast-forward the loop ``head .. br`` (``br``: address of its closing branch ``op``, just
-    taken back to ``head``; the clock is ``clk`` of ``nxt``). Returns the instructions skipped
+    taken back to ``head``; the clock is ``clk`` of ``nxt``; LY / STAT polls not in the Color's
+    double speed). Returns the instructions skipped
     (then the registers, PC and clock are in the state row, :func:`store_regs`), 0 when nothing
     can be skipped now, or -1 when the code at ``head`` is not a loop this fast-forward knows (the
     kernel then stops asking for this closing branch until another loop is rejected).
@@ -296,8 +299,8 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         ins = 2 + nt
         if p != br:
             return -1
-        if blocked:
-            return 0
+        if blocked or (ppu and m.st[i, S_SPEED] != 0):
+            return 0  # (LY / STAT from a CPU-cycle clock: not in the Color's double speed)
         per = 4 * (lm + tm) + tb
         k = kev // per
         v = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.apu import apu_read, apu_write
+from torchrl_dreamer.emulator.cgb import cgb_io_read, cgb_io_write, color_mode
 from torchrl_dreamer.emulator.dma import oam_dma
 from torchrl_dreamer.emulator.joypad import joyp_value, joyp_write
 from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_PPU_FIFO
@@ -34,6 +35,7 @@ from torchrl_dreamer.emulator.registers import (
 )
 from torchrl_dreamer.emulator.scheduler import catch_up, schedule
 from torchrl_dreamer.emulator.serial import serial_div_reset, serial_write_sc
+from torchrl_dreamer.emulator.speed import dots
 from torchrl_dreamer.emulator.timer import timer_read, timer_write
 
 __all__ = ["io_read", "io_write"]
@@ -57,7 +59,7 @@ def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
     if r == R_STAT or r == R_LY:
         # from the dot counter, without catching up: no event is due before NEXT, so this is
         # ppu_read's value after catch_up (the deferred catch-up is done by the next sync)
-        return ppu_poll(i, m, r, m.st[i, S_CLK]) & 0xFF
+        return ppu_poll(i, m, r, dots(i, m, m.st[i, S_CLK])) & 0xFF
     elif r >= R_LCDC and r <= R_WX:
         return int(m.hram[i, r])  # plain LCD registers: nothing time-dependent to catch up
     catch_up(i, m)
@@ -73,6 +75,8 @@ def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
         return ppu_read(i, m, r)
     if r >= R_NR10 and r < R_LCDC:
         return apu_read(i, m, r)
+    if r > R_WX and color_mode(i, m):
+        return cgb_io_read(i, m, r)
     return int(m.hram[i, r]) | io_unused_bits(r)
 
 
@@ -102,6 +106,8 @@ def io_write_reg(i: int, m: wp.ref[Mem], r: int, v: int):
     elif r == R_BOOT:
         if v != 0:
             m.st[i, S_BOOT_ON] = 0
+    elif r > R_WX and color_mode(i, m):
+        cgb_io_write(i, m, r, v)
     else:
         m.hram[i, r] = wp.uint8(v)
 

@@ -42,6 +42,10 @@ _NAMES = [
     "PPU_FIFO",
     "FIFO_LINE", "FIFO_DOT", "FIFO_KP", "FIFO_SX", "FIFO_FETCH", "FIFO_TILE", "FIFO_LO", "FIFO_HI",
     "FIFO_BG", "FIFO_OBJ", "FIFO_STALL", "FIFO_OBJN", "FIFO_WIN", "FIFO_FINE", "FIFO_OBJH",
+    # Game Boy Color (see cgb.py; all 0 on a DMG): the model (MODEL_*), double speed (0/1),
+    # the VRAM bank (0/1) and WRAM bank mapped at D000 (1-7), the HDMA source / destination
+    # pointers and its state (0 idle, else 1 + blocks left | HDMA_HBLANK for the HBlank kind)
+    "CGB", "SPEED", "VBK", "SVBK", "HDMA_SRC", "HDMA_DST", "HDMA",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -152,6 +156,23 @@ S_FIFO_WIN = wp.constant(FIELDS["FIFO_WIN"])
 S_FIFO_FINE = wp.constant(FIELDS["FIFO_FINE"])
 S_FIFO_OBJH = wp.constant(FIELDS["FIFO_OBJH"])
 FIFO_WORDS = wp.constant(FIELDS["FIFO_OBJH"] - FIELDS["FIFO_LINE"] + 1)
+S_CGB = wp.constant(FIELDS["CGB"])
+S_SPEED = wp.constant(FIELDS["SPEED"])
+S_VBK = wp.constant(FIELDS["VBK"])
+S_SVBK = wp.constant(FIELDS["SVBK"])
+S_HDMA_SRC = wp.constant(FIELDS["HDMA_SRC"])
+S_HDMA_DST = wp.constant(FIELDS["HDMA_DST"])
+S_HDMA = wp.constant(FIELDS["HDMA"])
+
+MODEL_DMG = wp.constant(0)
+"""``CGB`` column: an original Game Boy."""
+MODEL_CGB = wp.constant(1)
+"""``CGB`` column: a Game Boy Color running a Color cartridge (Color mode)."""
+MODEL_CGB_COMPAT = wp.constant(2)
+"""``CGB`` column: a Game Boy Color running a DMG-only cartridge (its compatibility mode: the
+Color's post-boot state and timing, the DMG's registers and picture)."""
+HDMA_HBLANK = wp.constant(0x10000)
+"""``HDMA`` column bit: the transfer in progress copies 16 bytes per HBlank."""
 
 SERIAL_CAPACITY: int = 8192
 """Bytes of serial output kept per console (later bytes are dropped)."""
@@ -164,3 +185,12 @@ VRAM_SIZE = 0x2000
 WRAM_SIZE = 0x2000
 OAM_SIZE = 0xA0
 HRAM_SIZE = 0x100  # FF00-FFFF: IO registers, HRAM and IE
+
+# The Color's extra memory, one ``cgbx`` row per console (allocated for the Color only; a DMG
+# console has a 1-byte row): VRAM bank 1, the backing store of WRAM banks 1-7 (the bank mapped
+# at D000 lives in ``wram`` itself, see cgb.py), then BG and OBJ palette RAM.
+CGBX_VRAM1 = wp.constant(0x0000)
+CGBX_WRAM = wp.constant(0x2000)  # bank k (1-7) at CGBX_WRAM + (k - 1) * 0x1000
+CGBX_BGPAL = wp.constant(0x9000)  # 8 palettes x 4 colours x 2 bytes (RGB555, little-endian)
+CGBX_OBJPAL = wp.constant(0x9040)
+CGBX_SIZE = 0x9080

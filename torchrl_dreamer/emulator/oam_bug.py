@@ -27,7 +27,7 @@ the LCD switched on by a write in M-cycle ``W``, M-cycle ``W + 114 + k`` meets r
 line 1). The first line after the LCD is switched on has no OAM scan (the PPU starts it in
 mode 0).
 
-Only the CGB is immune; this is a DMG emulator. Not modelled: corruption by instruction fetches
+Only the CGB is immune (a Color console, in either mode, skips it). Not modelled: corruption by instruction fetches
 with PC in FE00-FEFF beyond the plain read (executing code from OAM).
 """
 
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.layout import S_LINE, S_PPU_DOT, S_WIN_LINE
+from torchrl_dreamer.emulator.layout import S_CGB, S_LINE, S_PPU_DOT, S_WIN_LINE
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import FRAME_LINES, LINE_DOTS, VBLANK_LINE, WIN_BLANK, lcd_on
 
@@ -50,8 +50,8 @@ OAM_ROWS = wp.constant(20)  # 8-byte rows, one scanned per M-cycle of mode 2
 def oam_scan_row(i: int, m: wp.ref[Mem], clk: int) -> int:
     """OAM row (1-19) the PPU scans in the CPU M-cycle that ends at lazy clock ``clk``, or -1
     when that M-cycle cannot corrupt OAM (LCD off, VBlank, outside mode 2, row 0, the first line
-    after LCD on)."""
-    if not lcd_on(i, m):
+    after LCD on, or a Game Boy Color, which has no OAM bug)."""
+    if not lcd_on(i, m) or m.st[i, S_CGB] != 0:
         return -1
     dt = m.st[i, S_PPU_DOT] + clk
     line = (m.st[i, S_LINE] + dt // LINE_DOTS) % FRAME_LINES

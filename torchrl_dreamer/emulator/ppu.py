@@ -16,11 +16,15 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.fifo import fifo_dry_end, fifo_run, fifo_start
+from torchrl_dreamer.emulator.hdma import hdma_hblank
 from torchrl_dreamer.emulator.interrupts import raise_irq
 from torchrl_dreamer.emulator.layout import (
+    MODEL_CGB,
+    S_CGB,
     S_FIFO_LINE,
     S_FIFO_WIN,
     S_FRAME_DONE,
+    S_HDMA,
     S_LINE,
     S_MODE,
     S_PACK,
@@ -69,6 +73,7 @@ from torchrl_dreamer.emulator.render import (
     window_line,
     window_state,
 )
+from torchrl_dreamer.emulator.render_cgb import clear_line_cgb, render_line_cgb
 
 __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
@@ -478,7 +483,8 @@ def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
 
 @wp.func(inline=False)
 def clear_obs(i: int, m: wp.ref[Mem]):
-    """Blank the env's packed2 observation and framebuffer (LCD off shows shade 0).
+    """Blank the env's packed2 observation and framebuffer (LCD off shows shade 0; white in
+    the Color's RGB555 frame).
 
     With ``PYBOY_TIMING`` the blank is BGP colour 0, as PyBoy paints it (not hardware).
     """
@@ -491,6 +497,9 @@ def clear_obs(i: int, m: wp.ref[Mem]):
     for y in range(144):
         for x in range(160):
             m.fb[i, y, x] = wp.uint8(shade)
+    if m.st[i, S_CGB] == MODEL_CGB:
+        for y in range(144):
+            clear_line_cgb(i, m, y)
 
 
 @wp.func
@@ -509,9 +518,10 @@ def next_ppu_line(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
 
 @wp.func
 def observed(i: int, m: wp.ref[Mem]) -> bool:
-    """Whether anything watches the modes of visible lines (a packed frame is drawn, or an
-    HBlank / OAM STAT source is on): if not, they are skipped a run of lines at a time."""
-    return m.st[i, S_PACK] != 0 or (m.st[i, S_STAT_EN] & (STAT_HBLANK | STAT_OAM)) != 0
+    """Whether anything watches the modes of visible lines (a packed frame is drawn, an
+    HBlank / OAM STAT source is on, or a Color HBlank HDMA runs): if not, they are skipped a run of lines at a time."""
+    return (m.st[i, S_PACK] != 0 or (m.st[i, S_STAT_EN] & (STAT_HBLANK | STAT_OAM)) != 0
+            or m.st[i, S_HDMA] != 0)
 
 
 @wp.func
@@ -634,16 +644,23 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
         lcdc = int(m.hram[i, R_LCDC])
         if (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:
             lcdc = lcdc & 0x7F  # first frame after LCD on: the renderer draws shade 0
-        wl = render_scanline(
-            i, line, m.vram, m.oam, lcdc, int(m.hram[i, R_SCX]),
-            int(m.hram[i, R_SCY]), int(m.hram[i, R_WX]), int(m.hram[i, R_WY]),
-            int(m.hram[i, R_BGP]), int(m.hram[i, R_OBP0]), int(m.hram[i, R_OBP1]),
-            m.st[i, S_WIN_LINE], m.fb,
-        )
+        wl = m.st[i, S_WIN_LINE]
+        if m.st[i, S_CGB] == MODEL_CGB:
+            wl = render_line_cgb(i, m, line, lcdc, int(m.hram[i, R_SCX]), int(m.hram[i, R_SCY]),
+                                 int(m.hram[i, R_WX]), int(m.hram[i, R_WY]), wl)
+        else:
+            wl = render_scanline(
+                i, line, m.vram, m.oam, lcdc, int(m.hram[i, R_SCX]),
+                int(m.hram[i, R_SCY]), int(m.hram[i, R_WX]), int(m.hram[i, R_WY]),
+                int(m.hram[i, R_BGP]), int(m.hram[i, R_OBP0]), int(m.hram[i, R_OBP1]),
+                wl, m.fb,
+            )
         m.st[i, S_WIN_LINE] = wl
         if (line & 1) == 0:
             pack_line_packed2(i, line, m.fb, m.obs)
     if on:
+        if m.st[i, S_HDMA] != 0:
+            hdma_hblank(i, m)  # Color: an HBlank HDMA copies a block at each HBlank
         stat_update(i, m, 0)
 
 

@@ -453,6 +453,7 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
         "hram": u8(hram),
         "cram": u8(cram),
         "ser": torch.zeros(1, layout.SERIAL_CAPACITY, dtype=torch.uint8),
+        "cgbx": torch.zeros(1, 1, dtype=torch.uint8),  # a DMG: no Color memory
     }
     return EmulatorState(STATE_VERSION, cart.sha256, layout.STATE_WORDS, arrays)
 

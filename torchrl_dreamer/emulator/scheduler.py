@@ -1,6 +1,7 @@
 """The lazy clock: the rest of the console catches up with the CPU only when it must.
 
-The CPU kernel adds 4 to ``CLK`` per M-cycle (T-cycles since the last sync) and compares it with
+The CPU kernel adds 4 to ``CLK`` per M-cycle (CPU T-cycles since the last sync; in the Color's
+double speed the PPU, APU and MBC3 clock advance by half of them, see :mod:`.speed`) and compares it with
 ``NEXT`` (T-cycles from the last sync to the next event: a PPU mode change, a TIMA overflow or
 its reload, the end of a serial transfer). :func:`sync` then advances every hardware block
 (and the MBC3 real-time clock) arithmetically by ``CLK`` cycles (:func:`catch_up`) and handles
@@ -16,12 +17,13 @@ import warp as wp
 from torchrl_dreamer.emulator.apu import apu_advance
 from torchrl_dreamer.emulator.dma import dma_advance
 from torchrl_dreamer.emulator.interrupts import pending_irqs
-from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT
+from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT, S_SPEED
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import at_vblank_point, ppu_advance, ppu_next_event
 from torchrl_dreamer.emulator.registers import IRQ_STAT, IRQ_VBLANK
 from torchrl_dreamer.emulator.serial import serial_advance, serial_next_event
+from torchrl_dreamer.emulator.speed import cpu_cycles
 from torchrl_dreamer.emulator.timer import timer_advance, timer_next_event
 
 __all__ = ["catch_up", "schedule", "sync", "halt_advance", "stop_advance", "frame_end"]
@@ -38,17 +40,25 @@ def catch_up(i: int, m: wp.ref[Mem]):
     m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
     d = m.st[i, S_DIV16]  # the serial clock is a bit of the system counter: its value before
     timer_advance(i, m, c)
-    apu_advance(i, m, d, c)
-    ppu_advance(i, m, c)
+    if m.st[i, S_SPEED] != 0:
+        # Color double speed: CLK counts CPU T-cycles; the PPU, APU and MBC3 clock see half as
+        # many dots (the frame sequencer then follows divider bit 13: the halved counter's 12)
+        p = c >> 1
+        apu_advance(i, m, d >> 1, p)
+        ppu_advance(i, m, p)
+        rtc_advance(i, m, p)
+    else:
+        apu_advance(i, m, d, c)
+        ppu_advance(i, m, c)
+        rtc_advance(i, m, c)
     serial_advance(i, m, d, c)
-    rtc_advance(i, m, c)
     dma_advance(i, m, c)
 
 
 @wp.func(inline=True)
 def schedule(i: int, m: wp.ref[Mem]):
     """Set NEXT: T-cycles (from now, CLK = 0) to the earliest upcoming event."""
-    n = ppu_next_event(i, m)
+    n = cpu_cycles(i, m, ppu_next_event(i, m))
     n = timer_next_event(i, m, n)
     n = serial_next_event(i, m, n)
     m.st[i, S_NEXT] = n

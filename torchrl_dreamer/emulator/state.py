@@ -36,14 +36,17 @@ from torchrl_dreamer.emulator import layout
 
 __all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
 
-STATE_VERSION = 4
+STATE_VERSION = 5
 """Current savestate format version (bump when the layout changes; 3: SER_CNT counts serial
 clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0; 4: PPU mode and pixel
-pipeline columns)."""
+pipeline columns; 5: the console model (header ``model``), the Color's columns and its extra
+memory array ``cgbx``). Version 4 files still load, as DMG states (:func:`_upgrade_v4`)."""
+_V4_STATE_WORDS = layout.FIELDS["CGB"]  # version 4 ended where the Color's columns begin
 STATE_MAGIC = b"TRDGBST\x00"
 """First 8 bytes of a serialised savestate."""
 
 _DTYPES = {"int32": torch.int32, "uint8": torch.uint8}
+_MODEL_NAMES = {"dmg": "DMG (original Game Boy)", "cgb": "Game Boy Color"}
 
 
 class SavestateError(ValueError):
@@ -56,6 +59,7 @@ class EmulatorState:
 
     Attributes:
         version: format version (:data:`STATE_VERSION`).
+        model: the console model it was taken on (``"dmg"`` or ``"cgb"``).
         rom_sha256: hash of the ROM the state was taken on.
         state_words: columns of the state table (guards against layout changes).
         arrays: name -> CPU tensor ``[num_envs, ...]``.
@@ -65,6 +69,7 @@ class EmulatorState:
     rom_sha256: str
     state_words: int
     arrays: dict[str, torch.Tensor]
+    model: str = "dmg"
 
     @property
     def num_envs(self) -> int:
@@ -75,14 +80,14 @@ class EmulatorState:
     def capture(cls, gb) -> EmulatorState:
         """Copy the current state of every env of ``gb`` to host memory."""
         arrays = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in gb.state_tensors().items()}
-        return cls(STATE_VERSION, gb.cartridge.sha256, layout.STATE_WORDS, arrays)
+        return cls(STATE_VERSION, gb.cartridge.sha256, layout.STATE_WORDS, arrays, gb.model)
 
     def select(self, env: int) -> EmulatorState:
         """A 1-env state holding env ``env`` (to broadcast it to other envs)."""
         if not 0 <= env < self.num_envs:
             raise IndexError(f"env {env} out of range for a {self.num_envs}-env state")
         return EmulatorState(self.version, self.rom_sha256, self.state_words,
-                             {k: v[env:env + 1].clone() for k, v in self.arrays.items()})
+                             {k: v[env:env + 1].clone() for k, v in self.arrays.items()}, self.model)
 
     def check_compatible(self, gb, any_envs: bool = False) -> None:
         """Raise :class:`SavestateError` unless this state fits ``gb`` (version, ROM, shapes);
@@ -92,6 +97,11 @@ class EmulatorState:
                 f"savestate format version {self.version} ({self.state_words} state words) is not "
                 f"supported; this build reads version {STATE_VERSION} ({layout.STATE_WORDS} words)"
             )
+        if self.model != gb.model:
+            raise SavestateError(
+                f"savestate was taken on a {_MODEL_NAMES.get(self.model, self.model)} "
+                f"(model={self.model!r}); this emulator is a {_MODEL_NAMES[gb.model]} "
+                f"(model={gb.model!r}): create the GameBoy with model={self.model!r} to load it")
         if self.rom_sha256 != gb.cartridge.sha256:
             raise SavestateError(
                 f"savestate was taken on another ROM (sha256 {self.rom_sha256[:12]}..., this "
@@ -130,6 +140,7 @@ class EmulatorState:
         header = {
             "rom_sha256": self.rom_sha256,
             "state_words": self.state_words,
+            "model": self.model,
             "arrays": [[n, str(self.arrays[n].dtype).replace("torch.", ""), list(self.arrays[n].shape)]
                        for n in names],
         }
@@ -144,7 +155,7 @@ class EmulatorState:
         if len(data) < 16 or data[:8] != STATE_MAGIC:
             raise SavestateError("not a torchrl_dreamer savestate (bad magic bytes)")
         version, hlen = struct.unpack("<II", data[8:16])
-        if version != STATE_VERSION:
+        if version not in (4, STATE_VERSION):
             raise SavestateError(f"savestate format version {version} is not supported (expected {STATE_VERSION})")
         if len(data) < 16 + hlen:
             raise SavestateError("savestate is truncated (header incomplete)")
@@ -164,7 +175,11 @@ class EmulatorState:
             off += nbytes
         if off != len(data):
             raise SavestateError(f"savestate has {len(data) - off} unexpected trailing bytes")
-        return cls(version, header["rom_sha256"], header["state_words"], arrays)
+        state = cls(version, header["rom_sha256"], header["state_words"], arrays,
+                    header.get("model", "dmg"))
+        if version == 4:
+            state = _upgrade_v4(state)
+        return state
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the state to ``path``."""
@@ -174,3 +189,18 @@ class EmulatorState:
     def load(cls, path: str | os.PathLike) -> EmulatorState:
         """Read a state written by :meth:`save`."""
         return cls.from_bytes(Path(path).read_bytes())
+
+
+def _upgrade_v4(state: EmulatorState) -> EmulatorState:
+    """A version 4 (DMG-only) state in the current format: the Color's state columns, appended
+    after version 4's, are 0 (a DMG), and its ``cgbx`` row is the DMG's single byte."""
+    st = state.arrays["st"]
+    if state.state_words != _V4_STATE_WORDS or st.shape[1] != _V4_STATE_WORDS:
+        raise SavestateError(f"version 4 savestate has {state.state_words} state words, expected "
+                             f"{_V4_STATE_WORDS}")
+    n = st.shape[0]
+    arrays = dict(state.arrays)
+    arrays["st"] = torch.cat([st, torch.zeros(n, layout.STATE_WORDS - _V4_STATE_WORDS,
+                                              dtype=st.dtype)], dim=1)
+    arrays["cgbx"] = torch.zeros(n, 1, dtype=torch.uint8)
+    return EmulatorState(STATE_VERSION, state.rom_sha256, layout.STATE_WORDS, arrays, "dmg")

@@ -536,7 +536,8 @@ class GameBoyEnv(EnvBase):
         st = self.gb.save_state()
         return {
             "console": {"version": st.version, "rom_sha256": st.rom_sha256,
-                        "state_words": st.state_words, "arrays": dict(st.arrays)},
+                        "state_words": st.state_words, "arrays": dict(st.arrays),
+                        "model": st.model},
             "env": {k: getattr(self, k).detach().to("cpu", copy=True) for k in self._BOOKKEEPING},
             "task": {k: v.detach().to("cpu", copy=True) for k, v in self.task.buffers.items()},
             "generator": self._generator.get_state(),
@@ -549,7 +550,7 @@ class GameBoyEnv(EnvBase):
 
         c = state["console"]
         self.gb.load_state(EmulatorState(c["version"], c["rom_sha256"], c["state_words"],
-                                         dict(c["arrays"])))
+                                         dict(c["arrays"]), c.get("model", "dmg")))
         for k, v in state["env"].items():
             setattr(self, k, v.to(self.device))
         for k, v in state["task"].items():

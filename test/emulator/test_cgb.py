@@ -1,0 +1,426 @@
+"""The Game Boy Color model, block by block, with micro ROMs built by the in-repo assembler:
+model selection and bad input, post-boot state, the KEY1 / STOP speed switch, WRAM and VRAM
+banks, palette memory (auto-increment, mode-3 access), HDMA (general-purpose and HBlank), the
+Color renderer (tile attributes, OBJ palettes, BG-to-OBJ priority, OAM-index priority), a
+user-supplied Color boot ROM, and savestates with a model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from torchrl_dreamer.asm import assemble, build_rom
+from torchrl_dreamer.emulator import GameBoy
+from torchrl_dreamer.emulator.cartridge import ColorOnlyCartridgeError
+from torchrl_dreamer.emulator.state import EmulatorState, SavestateError
+
+SPIN = "\n.spin: jr .spin\n"
+
+
+def color_rom(body: str, cgb_flag: int = 0xC0, data: str = "") -> bytes:
+    """A Color-only (or ``cgb_flag``) cartridge running ``body`` from 0x150, then spinning."""
+    return build_rom(assemble("start:\n" + body + SPIN + data), title="CGBTEST", cgb_flag=cgb_flag)
+
+
+def run(body: str, frames: int = 5, data: str = "", **kw) -> GameBoy:
+    gb = GameBoy(color_rom(body, data=data), check_header=False, **kw)
+    gb.run_frames(frames)
+    return gb
+
+
+def wram(gb: GameBoy, addr: int, n: int = 1) -> list[int]:
+    return gb.read_memory(addr, n)[0].tolist()
+
+
+LCD_OFF = """
+.vbl:   ldh a, [$44]
+        cp 144
+        jr nz, .vbl
+        xor a
+        ldh [$40], a
+"""
+
+
+# ------------------------------------------------------------------------------ model
+def test_model_choice_and_bad_input():
+    spin = assemble("start: jr start")
+    color_only = build_rom(spin, cgb_flag=0xC0)
+    dual = build_rom(spin, cgb_flag=0x80)
+    dmg = build_rom(spin)
+    assert GameBoy(color_only, check_header=False).model == "cgb"
+    assert GameBoy(dual, check_header=False).model == "dmg"
+    assert GameBoy(dual, check_header=False, model="cgb").model == "cgb"
+    assert GameBoy(dmg, check_header=False, model="cgb").model == "cgb"  # compatibility mode
+    with pytest.raises(ColorOnlyCartridgeError, match="model='cgb'"):
+        GameBoy(color_only, check_header=False, model="dmg")
+    with pytest.raises(ValueError, match="unknown Game Boy model 'gbc'.*dmg, cgb"):
+        GameBoy(dmg, check_header=False, model="gbc")
+    with pytest.raises(ValueError, match="2304 bytes for model='cgb'"):
+        GameBoy(color_only, check_header=False, boot_rom=bytes(256))
+    with pytest.raises(AttributeError, match="Color-mode frame"):
+        _ = GameBoy(dmg, check_header=False).rgb555
+
+
+def test_post_boot_registers_by_mode():
+    spin = assemble("start: jr start")
+    regs = {}
+    for name, rom, model in (("cgb", build_rom(spin, cgb_flag=0x80), "cgb"),
+                             ("compat", build_rom(spin), "cgb"), ("dmg", build_rom(spin), "dmg")):
+        r = GameBoy(rom, check_header=False, model=model).registers()
+        regs[name] = [int(r[k][0]) for k in ("a", "f", "b", "c", "d", "e", "h", "l")]
+    assert regs["cgb"] == [0x11, 0x80, 0x00, 0x00, 0xFF, 0x56, 0x00, 0x0D]
+    assert regs["compat"] == [0x11, 0x80, 0x00, 0x00, 0x00, 0x08, 0x00, 0x7C]
+    assert regs["dmg"][0] == 0x01
+
+
+def test_color_registers_read_ff_outside_color_mode():
+    body = """
+        ld a, 1
+        ldh [$4F], a
+        ldh a, [$4F]
+        ld [$C000], a
+        ldh a, [$70]
+        ld [$C001], a
+        ldh a, [$4D]
+        ld [$C002], a
+    """
+    rom = build_rom(assemble("start:\n" + body + SPIN))  # DMG-only
+    for model in ("dmg", "cgb"):
+        gb = GameBoy(rom, check_header=False, model=model)
+        gb.run_frames(2)
+        assert wram(gb, 0xC000, 3) == [0xFF, 0xFF, 0xFF], model
+    gb = run(body, 2)
+    assert wram(gb, 0xC000, 3) == [0xFF, 0xF8, 0x7E]  # VBK 1, SVBK 0, KEY1: normal speed
+
+
+# ------------------------------------------------------------------------------ speed
+def timer_per_frame(switch: bool) -> GameBoy:
+    """TIMA at 4096 Hz counted over one frame (VBlank to VBlank), after a speed switch or not."""
+    sw = """
+        ld a, 1
+        ldh [$4D], a
+        stop
+    """ if switch else ""
+    return run(sw + """
+        ldh a, [$4D]
+        ld [$C000], a
+        ld a, 1
+        ldh [$FF], a
+        xor a
+        ldh [$0F], a
+        halt
+        nop
+        xor a
+        ldh [$0F], a
+        ld a, 4
+        ldh [$07], a
+        xor a
+        ldh [$05], a
+        halt
+        nop
+        ldh a, [$05]
+        ld [$C001], a
+    """, 5)
+
+
+def test_speed_switch_doubles_the_cpu_clock():
+    normal, double = timer_per_frame(False), timer_per_frame(True)
+    assert wram(normal, 0xC000) == [0x7E] and wram(double, 0xC000) == [0xFE]
+    # 70224 dots a frame: 68.6 periods of 1024 CPU T-cycles, twice as many at double speed
+    assert wram(normal, 0xC001)[0] in (68, 69)
+    assert wram(double, 0xC001)[0] in (137, 138)
+    assert not bool(double.locked[0])
+
+
+# ------------------------------------------------------------------------------ banks
+def test_wram_banks():
+    body = ""
+    for bank in range(1, 8):
+        body += f"ld a, {bank}\nldh [$70], a\nld a, {0x10 + bank}\nld [$D000], a\n"
+    for bank in range(1, 8):
+        body += f"ld a, {bank}\nldh [$70], a\nld a, [$D000]\nld [${0xC000 + bank:04X}], a\n"
+    body += "xor a\nldh [$70], a\nld a, [$D000]\nld [$C008], a\nldh a, [$70]\nld [$C009], a\n"
+    body += "ld a, [$F000]\nld [$C00A], a\n"  # echo of D000
+    gb = run(body, 3)
+    assert wram(gb, 0xC001, 10) == [0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x11, 0xF8, 0x11]
+    assert gb.state_tensors()["cgbx"].shape[1] == 0x9080
+
+
+def test_vram_banks():
+    gb = run(LCD_OFF + """
+        ld a, 1
+        ldh [$4F], a
+        ld a, $AA
+        ld [$9800], a
+        xor a
+        ldh [$4F], a
+        ld a, $55
+        ld [$9800], a
+        ld a, [$9800]
+        ld [$C000], a
+        ld a, 1
+        ldh [$4F], a
+        ld a, [$9800]
+        ld [$C001], a
+        ldh a, [$4F]
+        ld [$C002], a
+    """, 3)
+    assert wram(gb, 0xC000, 3) == [0x55, 0xAA, 0xFF]
+    assert int(gb.state_tensors()["vram"][0, 0x1800]) == 0x55
+    assert int(gb.state_tensors()["cgbx"][0, 0x1800]) == 0xAA
+
+
+# ------------------------------------------------------------------------------ palettes
+def test_palette_memory_auto_increment_and_mode3():
+    gb = run(LCD_OFF + """
+        ld a, $80
+        ldh [$68], a
+        ld b, 8
+        ld a, $10
+.w:     ldh [$69], a
+        inc a
+        dec b
+        jr nz, .w
+        ld a, $02
+        ldh [$68], a
+        ldh a, [$69]
+        ld [$C000], a
+        ldh a, [$69]
+        ld [$C001], a
+        ldh a, [$68]
+        ld [$C002], a
+        ld a, $05
+        ldh [$6A], a
+        ld a, $77
+        ldh [$6B], a
+        ldh [$6B], a
+        ldh a, [$6A]
+        ld [$C003], a
+        ld a, $91
+        ldh [$40], a
+.m3:    ldh a, [$41]
+        and 3
+        cp 3
+        jr nz, .m3
+        ld a, $80
+        ldh [$68], a
+        ldh a, [$69]
+        ld [$C004], a
+        ld a, $EE
+        ldh [$69], a
+        ldh a, [$68]
+        ld [$C005], a
+    """, 4)
+    # no auto-increment on reads; BCPS reads bit 6 set
+    assert wram(gb, 0xC000, 6) == [0x12, 0x12, 0x42, 0x45, 0xFF, 0xC1]
+    pal = gb.state_tensors()["cgbx"][0]
+    assert pal[0x9000:0x9008].tolist() == list(range(0x10, 0x18))  # the mode-3 write dropped
+    assert int(pal[0x9045]) == 0x77
+
+
+# ------------------------------------------------------------------------------ HDMA
+def test_general_purpose_hdma_to_bank1():
+    data = "\nsection \"src\", $1000\nsrc: " + "db " + ", ".join(str(k) for k in range(32))
+    gb = run(LCD_OFF + """
+        ld a, 1
+        ldh [$4F], a
+        ld a, $10
+        ldh [$51], a
+        xor a
+        ldh [$52], a
+        ld a, $88
+        ldh [$53], a
+        ld a, $10
+        ldh [$54], a
+        ld a, $01
+        ldh [$55], a
+        ldh a, [$55]
+        ld [$C000], a
+    """, 3, data=data)
+    assert int(gb.state_tensors()["cgbx"][0, 0x0810 + 31]) == 31
+    assert gb.state_tensors()["cgbx"][0, 0x0810:0x0830].tolist() == list(range(32))
+    assert gb.state_tensors()["vram"][0, 0x0810:0x0830].tolist() == [0] * 32
+    assert wram(gb, 0xC000) == [0xFF]
+
+
+def test_hblank_hdma_one_block_per_line():
+    data = "\nsection \"src\", $1000\nsrc: " + "db " + ", ".join(str(k + 1) for k in range(48))
+    gb = run("""
+.v:     ldh a, [$44]
+        cp 150
+        jr nz, .v
+        ld a, $10
+        ldh [$51], a
+        xor a
+        ldh [$52], a
+        ld a, $80
+        ldh [$53], a
+        xor a
+        ldh [$54], a
+        ld a, $82
+        ldh [$55], a
+        ldh a, [$55]
+        ld [$C000], a
+.l1:    ldh a, [$44]
+        cp 1
+        jr nz, .l1
+        ldh a, [$55]
+        ld [$C001], a
+.l5:    ldh a, [$44]
+        cp 5
+        jr nz, .l5
+        ldh a, [$55]
+        ld [$C002], a
+    """, 4, data=data)
+    # 3 blocks: none copied before line 0's HBlank, one per line, then HDMA5 reads FF
+    assert wram(gb, 0xC000, 3) == [0x02, 0x01, 0xFF]
+    assert gb.state_tensors()["vram"][0, 0:48].tolist() == list(range(1, 49))
+
+
+# ------------------------------------------------------------------------------ renderer
+def test_renderer_attributes_palettes_and_priority():
+    """Tile 1 of VRAM bank 1 (all colour 1) through BG palette 3 on map entries 0 and 1; two
+    overlapping objects (OAM index priority), one hidden where the map attribute asks for BG
+    priority."""
+    gb = run(LCD_OFF + """
+        ; BG palette 3 colour 1 = red $001F; OBJ palette 2 colour 3 = blue $7C00
+        ld a, $80 | (3 * 8 + 2)
+        ldh [$68], a
+        ld a, $1F
+        ldh [$69], a
+        xor a
+        ldh [$69], a
+        ld a, $80 | (2 * 8 + 6)
+        ldh [$6A], a
+        xor a
+        ldh [$6B], a
+        ld a, $7C
+        ldh [$6B], a
+        ; bank 1 tile 1: lo plane $FF (colour 1) on every row
+        ld a, 1
+        ldh [$4F], a
+        ld hl, $8010
+        ld b, 8
+.t:     ld a, $FF
+        ld [hl+], a
+        xor a
+        ld [hl+], a
+        dec b
+        jr nz, .t
+        ; attributes: map entries 0 and 1 use bank 1, palette 3; entry 1 also BG priority
+        ld a, $0B
+        ld [$9800], a
+        ld a, $8B
+        ld [$9801], a
+        xor a
+        ldh [$4F], a
+        ld a, 1
+        ld [$9800], a
+        ld [$9801], a
+        ; bank 0 tile 2: colour 3 everywhere (the object)
+        ld hl, $8020
+        ld b, 16
+        ld a, $FF
+.o:     ld [hl+], a
+        dec b
+        jr nz, .o
+        ; object 0 at screen (4, 0), tile 2, OBJ palette 2; object 1 below it in OAM order
+        ld hl, $FE00
+        ld a, 16
+        ld [hl+], a
+        ld a, 12
+        ld [hl+], a
+        ld a, 2
+        ld [hl+], a
+        ld a, 2
+        ld [hl+], a
+        ld a, 16
+        ld [hl+], a
+        ld a, 8
+        ld [hl+], a
+        ld a, 2
+        ld [hl+], a
+        ld a, 3
+        ld [hl+], a
+        ld a, $93
+        ldh [$40], a
+    """, 4)
+    rgb = gb.rgb555[0]
+    red, blue = 0x001F, 0x7C00
+    white = 0x7FFF
+    # x 0-3: object 1 alone (OBJ palette 3, colour 3: white as the boot left it) over the BG
+    assert [int(v) for v in rgb[0, 0:4]] == [white] * 4
+    # x 4-7: objects 0 and 1 overlap; the lower OAM index wins although object 1 is further left
+    assert [int(v) for v in rgb[0, 4:8]] == [blue] * 4
+    # x 8-11: object 0 over map entry 1, whose attribute gives the BG priority: the BG shows,
+    # through BG palette 3 from tile data bank 1 (x 12-15: the BG alone)
+    assert [int(v) for v in rgb[0, 8:16]] == [red] * 8
+    assert int(rgb[0, 16]) == white  # map entry 2: tile 0 of bank 0 (colour 0), palette 0
+    # luminance shades: red 2, blue 3, white 0
+    fb = gb._fb[0]
+    assert [int(fb[0, 8]), int(fb[0, 4]), int(fb[0, 16])] == [2, 3, 0]
+
+
+# ------------------------------------------------------------------------------ boot ROM
+def test_color_boot_rom_maps_0000_00ff_and_0200_08ff():
+    boot = bytearray(0x900)
+    prog = assemble("""
+        org $0000
+        ld a, [$0200]
+        ld [$C000], a
+        ld a, [$0134]
+        ld [$C001], a
+        jp $00F0
+        org $00F0
+        ld a, 1
+        ldh [$50], a
+        org $0200
+        db $5A
+    """)
+    for sec in prog.sections:
+        boot[sec.address:sec.address + len(sec.data)] = sec.data
+    rom = color_rom("ld a, [$0200]\nld [$C002], a")
+    gb = GameBoy(rom, check_header=False, boot_rom=bytes(boot))
+    gb.run_frames(3)
+    assert wram(gb, 0xC000, 3) == [0x5A, ord("C"), rom[0x200]]
+
+
+# ------------------------------------------------------------------------------ savestates
+def test_color_savestate_round_trip_and_model_checks(tmp_path):
+    body = "ld a, 3\nldh [$70], a\nld a, $42\nld [$D000], a\nld a, 1\nldh [$4F], a"
+    rom = color_rom(body)
+    gb = GameBoy(rom, check_header=False)
+    gb.run_frames(3)
+    s = gb.save_state()
+    assert s.model == "cgb"
+    path = tmp_path / "c.trdstate"
+    s.save(path)
+    other = GameBoy(rom, check_header=False)
+    other.load_state(EmulatorState.load(path))
+    for name, t in gb.state_tensors().items():
+        assert torch.equal(t, other.state_tensors()[name]), name
+    assert wram(other, 0xD000) == [0x42]
+    # a Color state into a DMG console (same dual-mode ROM) is refused, naming both models
+    dual = build_rom(assemble("start: jr start"), cgb_flag=0x80)
+    color_state = GameBoy(dual, check_header=False, model="cgb").save_state()
+    with pytest.raises(SavestateError, match="Game Boy Color.*model='dmg'.*model='cgb'"):
+        GameBoy(dual, check_header=False, model="dmg").load_state(color_state)
+
+
+def test_version4_savestate_loads_as_dmg():
+    from torchrl_dreamer.emulator import layout
+    from torchrl_dreamer.emulator.state import _V4_STATE_WORDS
+
+    rom = build_rom(assemble("start: ld a, [$C000]\ninc a\nld [$C000], a\njr start"))
+    gb = GameBoy(rom, check_header=False)
+    gb.run_frames(2)
+    s = gb.save_state()
+    v4 = {k: v for k, v in s.arrays.items() if k != "cgbx"}
+    v4["st"] = v4["st"][:, :_V4_STATE_WORDS].clone()
+    blob = EmulatorState(4, s.rom_sha256, _V4_STATE_WORDS, v4).to_bytes()
+    old = EmulatorState.from_bytes(blob)
+    assert (old.version, old.model, old.state_words) == (5, "dmg", layout.STATE_WORDS)
+    fresh = GameBoy(rom, check_header=False)
+    fresh.load_state(old)
+    for name, t in gb.state_tensors().items():
+        assert torch.equal(t, fresh.state_tensors()[name]), name

@@ -1,0 +1,176 @@
+"""The Game Boy Color's registers: speed switch, VRAM/WRAM banks, palette memory, HDMA.
+
+A Color console in Color mode (``CGB`` column = :data:`~.layout.MODEL_CGB`) answers these IO
+registers; a DMG, or a Color running a DMG-only cartridge (its compatibility mode), reads them
+as FF and ignores writes, as the Color's boot ROM locks them for such cartridges. The IO page
+(:mod:`~.io`) calls :func:`cgb_io_read` / :func:`cgb_io_write` for FF4C-FF7F in Color mode
+only, so a DMG pays one comparison on those (rare) addresses.
+
+- KEY1 (FF4D): bit 0 arms a speed switch, done by the next STOP (:func:`speed_switch`); bit 7
+  reads the current speed (:mod:`~.speed`).
+- VBK (FF4F): VRAM bank 1 (``cgbx`` row, see :mod:`~.layout`) at 8000-9FFF for the CPU and HDMA.
+- SVBK (FF70): WRAM bank 1-7 at D000-DFFF (0 selects 1). The mapped bank always lives in the
+  ``wram`` row itself, so every in-place WRAM access of the CPU kernel stays as on a DMG; a bank
+  switch swaps the 4 KiB at D000 with the new bank's store in ``cgbx`` (8 KiB of copying per
+  switch, in exchange for nothing on every access).
+- BCPS/BCPD, OCPS/OCPD (FF68-FF6B): 64 bytes each of BG / OBJ palette memory (8 palettes of 4
+  RGB555 colours, little-endian), written through an index with optional auto-increment; in
+  mode 3 the data registers read FF and writes are dropped (the index still increments).
+- HDMA1-5 (FF51-FF55): :mod:`~.hdma`.
+- OPRI (FF6C): bit 0 kept (object priority by OAM index is what Color mode draws).
+- PCM12 / PCM34 (FF76 / FF77): read 0 (the channels' amplitudes are not modelled yet).
+
+Facts: Pan Docs "CGB Registers", "Palettes", "Memory Map".
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from torchrl_dreamer.emulator.hdma import hdma_read, hdma_write
+from torchrl_dreamer.emulator.layout import (
+    CGBX_BGPAL,
+    CGBX_OBJPAL,
+    CGBX_WRAM,
+    MODEL_CGB,
+    MODEL_CGB_COMPAT,
+    S_BOOT_ON,
+    S_CGB,
+    S_CLK,
+    S_SPEED,
+    S_SVBK,
+    S_VBK,
+)
+from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.ppu import ppu_refine, vram_blocked
+from torchrl_dreamer.emulator.registers import (
+    R_BCPD,
+    R_BCPS,
+    R_HDMA1,
+    R_HDMA4,
+    R_HDMA5,
+    R_KEY1,
+    R_OCPD,
+    R_OCPS,
+    R_OPRI,
+    R_PCM12,
+    R_PCM34,
+    R_SVBK,
+    R_VBK,
+)
+from torchrl_dreamer.emulator.scheduler import schedule
+from torchrl_dreamer.emulator.speed import cpu_cycles
+
+__all__ = ["color_mode", "cgb_io_read", "cgb_io_write", "speed_switch", "wram_bank"]
+
+R_KEY0 = wp.constant(0x4C)  # written by the Color boot ROM: bit 2 set = DMG compatibility mode
+
+
+@wp.func
+def color_mode(i: int, m: wp.ref[Mem]) -> bool:
+    """Whether the console is a Game Boy Color in Color mode (not a DMG, not compatibility)."""
+    return m.st[i, S_CGB] == MODEL_CGB
+
+
+@wp.func(inline=False)
+def wram_bank(i: int, m: wp.ref[Mem], v: int):
+    """SVBK written with ``v``: map WRAM bank ``v & 7`` (0 means 1) at D000 by swapping the
+    mapped 4 KiB with that bank's store (see the module docstring)."""
+    new = v & 7
+    if new == 0:
+        new = 1
+    old = m.st[i, S_SVBK]
+    if new == old:
+        return
+    ob = CGBX_WRAM + (old - 1) * 0x1000
+    nb = CGBX_WRAM + (new - 1) * 0x1000
+    for k in range(0x1000):
+        x = m.wram[i, 0x1000 + k]
+        m.wram[i, 0x1000 + k] = m.cgbx[i, nb + k]
+        m.cgbx[i, ob + k] = x
+    m.st[i, S_SVBK] = new
+
+
+@wp.func
+def palette_base(r: int) -> int:
+    """``cgbx`` offset of the palette memory behind BCPS/BCPD (``r`` <= BCPD) or OCPS/OCPD."""
+    if r <= R_BCPD:
+        return CGBX_BGPAL
+    return CGBX_OBJPAL
+
+
+@wp.func
+def cgb_io_read(i: int, m: wp.ref[Mem], r: int) -> int:
+    """Read Color register ``r`` (offset from FF00, FF4C-FF7F; Color mode, clock caught up)."""
+    if r == R_KEY1:
+        return 0x7E | (m.st[i, S_SPEED] << 7) | (int(m.hram[i, r]) & 1)
+    if r == R_VBK:
+        return 0xFE | m.st[i, S_VBK]
+    if r == R_HDMA5:
+        return hdma_read(i, m)
+    if r == R_BCPS or r == R_OCPS:
+        return int(m.hram[i, r]) | 0x40
+    if r == R_BCPD or r == R_OCPD:
+        if vram_blocked(i, m, 0, False):
+            return 0xFF  # mode 3: the PPU owns palette memory
+        return int(m.cgbx[i, palette_base(r) + (int(m.hram[i, r - 1]) & 0x3F)])
+    if r == R_OPRI:
+        return int(m.hram[i, r]) | 0xFE
+    if r == R_SVBK:
+        return int(m.hram[i, r]) | 0xF8
+    if r == R_PCM12 or r == R_PCM34:
+        return 0
+    return 0xFF
+
+
+@wp.func(inline=False)
+def cgb_io_write(i: int, m: wp.ref[Mem], r: int, v: int):
+    """Write Color register ``r`` (FF4C-FF7F but FF50; Color mode, clock caught up)."""
+    if r == R_KEY1:
+        m.hram[i, r] = wp.uint8(v & 1)
+    elif r == R_KEY0:
+        if m.st[i, S_BOOT_ON] != 0 and (v & 4) != 0:
+            m.st[i, S_CGB] = MODEL_CGB_COMPAT  # the boot ROM found a DMG-only cartridge
+    elif r == R_VBK:
+        m.st[i, S_VBK] = v & 1
+    elif r >= R_HDMA1 and r <= R_HDMA4:
+        m.hram[i, r] = wp.uint8(v)
+    elif r == R_HDMA5:
+        wait = hdma_write(i, m, v)
+        if (v & 0x80) != 0:
+            ppu_refine(i, m)  # an HBlank transfer needs every line's mode 0 point (observed)
+        if wait > 0:
+            # the CPU stands still while the bytes move: the lazy clock runs on by that long
+            m.st[i, S_CLK] = m.st[i, S_CLK] + cpu_cycles(i, m, wait)
+    elif r == R_BCPS or r == R_OCPS:
+        m.hram[i, r] = wp.uint8(v & 0xBF)
+    elif r == R_BCPD or r == R_OCPD:
+        ix = int(m.hram[i, r - 1])
+        if not vram_blocked(i, m, 0, False):
+            m.cgbx[i, palette_base(r) + (ix & 0x3F)] = wp.uint8(v)
+        if (ix & 0x80) != 0:
+            m.hram[i, r - 1] = wp.uint8(0x80 | ((ix + 1) & 0x3F))
+    elif r == R_OPRI:
+        m.hram[i, r] = wp.uint8(v & 1)
+    elif r == R_SVBK:
+        m.hram[i, r] = wp.uint8(v & 7)
+        wram_bank(i, m, v)
+    elif r == R_PCM12 or r == R_PCM34:
+        return
+    else:
+        m.hram[i, r] = wp.uint8(v)
+
+
+@wp.func(inline=False)
+def speed_switch(i: int, m: wp.ref[Mem]) -> int:
+    """STOP on a Color with KEY1 armed: switch speed instead of stopping (1), else 0.
+
+    Called right after STOP's DIV reset (so the clock has caught up at the old speed); the next
+    events are rescheduled in CPU T-cycles of the new speed. Not modelled: the ~2050 M-cycles
+    the switch takes on hardware (the CPU carries on at once)."""
+    if not color_mode(i, m) or (int(m.hram[i, R_KEY1]) & 1) == 0:
+        return 0
+    m.st[i, S_SPEED] = m.st[i, S_SPEED] ^ 1
+    m.hram[i, R_KEY1] = wp.uint8(0)
+    schedule(i, m)
+    return 1
