@@ -18,7 +18,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import subprocess
 import sys
@@ -42,33 +41,54 @@ def _flag_type(hint: Any) -> tuple[Any, tuple[Any, ...] | None]:
     return hint, None
 
 
-def _add_train_args(p: argparse.ArgumentParser, task: str | None = None) -> None:
-    """One flag per :class:`~torchrl_dreamer.trainers.TrainConfig` field, its help the field's
-    docstring and default; where ``task`` (default: the default task) sets its own training
-    default, the help says so. Flags left out are not set (the config file, the resumed
-    checkpoint, the task and the field defaults then apply, in that order)."""
-    from torchrl_dreamer.trainers import TrainConfig
-    from torchrl_dreamer.trainers.config import ConfigError, field_docs, task_train_defaults
+def setting_flags(name: str) -> tuple[str, str]:
+    """The two flags of the setting ``name`` (flat name): its dotted path in the run tree and its
+    flat alias, the flag users know (the same when a setting has no section prefix to drop).
 
-    task = task or TrainConfig.task
+    Example:
+        >>> setting_flags("seq_len"), setting_flags("replay_capacity")
+        (('--replay.seq-len', '--seq-len'), ('--replay.capacity', '--replay-capacity'))
+    """
+    from torchrl_dreamer.collectors.settings import FLAT
+
+    section, field = FLAT[name]
+    return f"--{section}.{field.replace('_', '-')}", "--" + name.replace("_", "-")
+
+
+def _add_train_args(p: argparse.ArgumentParser, task: str | None = None) -> None:
+    """One flag per run setting, in a group per section of the run tree: ``--replay.seq-len``
+    with the flat ``--seq-len`` as its alias (both set the same setting), its help the field's
+    docstring and default; where ``task`` (default: the default task) trains with another value
+    (:func:`~torchrl_dreamer.trainers.config.task_overlay`), the help says so. Flags left out are not set (the config file, the resumed
+    checkpoint, the task and the field defaults then apply, in that order)."""
+    from torchrl_dreamer.collectors.settings import FLAT, SECTIONS, setting_docs, setting_field
+    from torchrl_dreamer.trainers.config import ConfigError, task_overlay
+
+    task = task or setting_field("task").default
     try:
-        by_task = task_train_defaults(task)
+        by_task = task_overlay(task)
     except (ConfigError, ValueError):
         by_task = {}  # an unknown --task fails with its message once the config is built
-    docs = field_docs(TrainConfig)
-    hints = typing.get_type_hints(TrainConfig)
-    p.add_argument("--config", metavar="FILE", help="YAML/JSON file of settings (flags override it)")
-    for f in dataclasses.fields(TrainConfig):
-        kind, choices = _flag_type(hints[f.name])
+    docs = setting_docs()
+    p.add_argument("--config", metavar="FILE",
+                   help="YAML/JSON file of settings, flat or by section (flags override it)")
+    groups = {name: p.add_argument_group(f"{name} settings ({cls.__name__})")
+              for name, cls in SECTIONS.items()}
+    for name, (section, _field) in FLAT.items():
+        f = setting_field(name)
+        kind, choices = _flag_type(typing.get_type_hints(SECTIONS[section])[f.name])
         default = "unset" if f.default is None else f.default
-        note = f"; task {task}: {by_task[f.name]}" if f.name in by_task else ""
-        text = f"{docs[f.name]} (default: {default}{note})".replace("``", "").replace("%", "%%")
-        flag = "--" + f.name.replace("_", "-")
+        differs = name in by_task and by_task[name] != f.default
+        note = f"; task {task}: {by_task[name]}" if differs else ""
+        text = f"{docs[name]} (default: {default}{note})".replace("``", "").replace("%", "%%")
+        flags = dict.fromkeys(setting_flags(name))  # one flag when both are the same
+        g = groups[section]
         if kind is bool:
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
-                           help=text)
+            g.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction,
+                           default=argparse.SUPPRESS, help=text)
         else:
-            p.add_argument(flag, type=kind, choices=choices, default=argparse.SUPPRESS,
+            g.add_argument(*flags, dest=name, type=kind, choices=choices,
+                           default=argparse.SUPPRESS,
                            metavar=None if choices else kind.__name__.upper(), help=text)
     p.add_argument("--resume", nargs="?", const="", default=None, metavar="RUN_OR_CHECKPOINT",
                    help="continue a run (default: the latest checkpoint under --log-dir)")
@@ -114,31 +134,35 @@ def build_parser(command: str, task: str | None = None) -> argparse.ArgumentPars
 def config_from_args(args: argparse.Namespace) -> Any:
     """A validated :class:`~torchrl_dreamer.trainers.TrainConfig` from parsed ``train`` flags.
 
-    Precedence: CLI flag > ``--config`` file > the resumed checkpoint's config > defaults.
+    Precedence: CLI flag > ``--config`` file > the resumed checkpoint's config > defaults; each
+    layer is read by flat name (:func:`~torchrl_dreamer.trainers.config.overlay_settings`, the
+    one mapping) before they are merged.
     """
+    from torchrl_dreamer.collectors.settings import FLAT, setting_field
     from torchrl_dreamer.trainers import TrainConfig
     from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
-    from torchrl_dreamer.trainers.config import read_config_file
+    from torchrl_dreamer.trainers.config import overlay_settings, read_config_file
 
-    flags = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
-             if hasattr(args, f.name)}
+    flags = {name: getattr(args, name) for name in FLAT if hasattr(args, name)}
+    file = overlay_settings(read_config_file(args.config), args.config) if args.config else {}
     base: dict[str, Any] = {}
     if args.resume is not None:
-        where = args.resume or flags.get("log_dir") or TrainConfig.log_dir
+        where = (args.resume or flags.get("log_dir") or file.get("log_dir")
+                 or setting_field("log_dir").default)
         saved = load_checkpoint(resolve_checkpoint(where))
-        base = dict(saved["config"])
+        base = overlay_settings(dict(saved["config"]), "the checkpoint's config")
         base.pop("progress", None)
         args.resume = str(resolve_checkpoint(where))
-    file = read_config_file(args.config) if args.config else {}
     return TrainConfig.from_dict({**base, **file, **flags})
 
 
 def _task_in(argv: list[str]) -> str | None:
-    """The ``--task`` given in ``argv`` (so ``--task catch --help`` shows catch's defaults)."""
+    """The ``--task`` (``--env.task``) given in ``argv`` (so ``--task catch --help`` shows
+    catch's defaults)."""
     for i, a in enumerate(argv):
-        if a == "--task" and i + 1 < len(argv):
+        if a in ("--task", "--env.task") and i + 1 < len(argv):
             return argv[i + 1]
-        if a.startswith("--task="):
+        if a.startswith(("--task=", "--env.task=")):
             return a.split("=", 1)[1]
     return None
 

@@ -3,6 +3,10 @@
 - :class:`AsyncDreamerCollector` -- actor/learner choreography (reference / threaded / cuda, and
   cuda-twin: the cuda backend's code path on a CPU, its stream ordering checked op by op).
 - :class:`AsyncCollectorConfig` -- every knob, validated.
+- :mod:`~torchrl_dreamer.collectors.settings` -- the run tree's sections (:class:`EnvSection`,
+  :class:`ReplaySection`, ..., :class:`RunSection`): every run setting defined once, the flat
+  name mapping :data:`FLAT` / :func:`flatten_settings`, and :func:`takes_settings`, by which a
+  flat config takes the settings it shares.
 - :class:`Ratio`, :class:`UpdateSchedule` -- sheeprl/Hafner replay-ratio scheduling.
 - :class:`RateLimiter` -- Reverb samples-per-insert backpressure (Atropos pause rule).
 - :class:`EnvDriver` -- the actor's step: act, write one replay row, step the env.
@@ -31,32 +35,60 @@ from torchrl_dreamer.collectors.rate_limiter import (
     RateLimiterTimeout,
 )
 from torchrl_dreamer.collectors.ratio import Ratio, UpdateSchedule
+from torchrl_dreamer.collectors.settings import (
+    FLAT,
+    SECTIONS,
+    CollectorSection,
+    EnvSection,
+    EvalSection,
+    LearnerSection,
+    LossSection,
+    ModelSection,
+    RaySection,
+    ReplaySection,
+    RunSection,
+    flatten_settings,
+    takes_settings,
+)
 from torchrl_dreamer.collectors.stream_twin import StreamTwin
 from torchrl_dreamer.collectors.streams import CudaSync, HostSync, StreamOrderError, StreamSync
 
 __all__ = [
+    "FLAT",
+    "SECTIONS",
     "AsyncCollectorConfig",
     "AsyncDreamerCollector",
+    "CollectorSection",
     "CollectorTimeout",
     "CudaSync",
     "EnvDriver",
+    "EnvSection",
+    "EvalSection",
     "FailFast",
     "HostSync",
     "Learner",
+    "LearnerSection",
+    "LossSection",
+    "ModelSection",
     "MetricsAccumulator",
     "NonFiniteError",
     "OverlapMeter",
     "RateLimiter",
     "RateLimiterClosed",
     "RateLimiterTimeout",
+    "RaySection",
     "Ratio",
+    "ReplaySection",
     "ReplayStorage",
+    "RunSection",
     "SequenceSampler",
     "StreamOrderError",
     "StreamSync",
     "StreamTwin",
     "UpdateSchedule",
     "default_weight_sync",
+    "flatten_settings",
     "make_sync",
+    "takes_settings",
     "tensor_stats",
 ]

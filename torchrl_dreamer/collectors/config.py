@@ -2,9 +2,10 @@
 
 A plain dataclass (CleanRL style: one place to read every knob) rather than a Hydra config, so it
 can be built from a CLI, a YAML file or a test with the same validation. A training run derives
-it from its :class:`~torchrl_dreamer.trainers.TrainConfig` (``collector_config()``). The defaults
-of the settings it shares with ``TrainConfig`` and ``RayTrainingConfig`` are the constants of
-:mod:`torchrl_dreamer.collectors.defaults`.
+it from its :class:`~torchrl_dreamer.trainers.TrainConfig` (``collector_config()``). The settings
+it shares with the run (``seq_len``, ``batch_size``, ``replay_ratio``, the ``collector`` section,
+...) are not restated here: :func:`~torchrl_dreamer.collectors.settings.takes_settings` gives it
+those fields, with their one default and docstring (:mod:`torchrl_dreamer.collectors.settings`).
 
 Units: ``steps_per_rollout``, ``commit_stride``, ``seq_len``, ``min_ready_steps`` and
 ``safety_margin`` count *env steps* (replay rows, one per vectorised step); ``learning_starts``
@@ -23,29 +24,17 @@ from typing import Any, Literal
 
 import torch
 
-from torchrl_dreamer.collectors.defaults import (
-    BACKEND,
-    BATCH_SIZE,
-    COMMIT_STRIDE,
-    DEVICE,
-    LEARNING_STARTS,
-    LOG_EVERY,
-    OFF_POLICY_TOLERANCE,
-    PRECISION,
-    REPLAY_RATIO,
-    SEED,
-    SEQ_LEN,
-    STEPS_PER_ROLLOUT,
-    TIMEOUT_S,
-    check_batch_shape,
-    invalid,
-    require,
+from torchrl_dreamer.collectors.defaults import check_batch_shape, invalid, require
+from torchrl_dreamer.collectors.settings import (
+    CollectorSection,
+    Precision,
+    ReplaySection,
+    takes_settings,
 )
 
 __all__ = ["AsyncCollectorConfig", "Backend", "Precision", "precision_dtype"]
 
 Backend = Literal["reference", "threaded", "cuda", "cuda-twin"]
-Precision = Literal["fp32", "bf16", "fp16"]
 
 _PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -61,6 +50,9 @@ def precision_dtype(precision: Precision) -> torch.dtype | None:
 
 
 @dataclasses.dataclass
+@takes_settings("steps_per_rollout", "commit_stride", "seq_len", "batch_size", "replay_ratio",
+                "learning_starts", "pretrain_steps", "max_learner_steps_per_tick",
+                "off_policy_tolerance", "log_every", "device", "precision", "timeout_s", "seed")
 class AsyncCollectorConfig:
     """Every knob of :class:`~torchrl_dreamer.collectors.AsyncDreamerCollector`.
 
@@ -72,28 +64,20 @@ class AsyncCollectorConfig:
     ``off_policy_tolerance >= 1``, ``timeout_s > 0``; a ``UserWarning`` when
     ``commit_stride > seq_len / 2`` (the learner then sees fresh data in coarse bursts).
 
+    Fields: the run settings of :attr:`run_settings` (documented in their sections of
+    :mod:`torchrl_dreamer.collectors.settings`: ``replay`` for ``seq_len``, ``batch_size``,
+    ``replay_ratio``, ``learning_starts``; ``collector`` for the loop's; ``learner.precision``;
+    ``run.device`` and ``run.seed``), then its own:
+
     Args:
-        steps_per_rollout: env steps per actor window (weights can only change between windows).
-        commit_stride: the actor commits rows to the learner every this many env steps.
-        seq_len: sequence length ``T`` sampled by the learner.
-        batch_size: sequences per batch ``B``.
-        replay_ratio: gradient steps per policy step (sheeprl's ``replay_ratio``).
-        learning_starts: policy steps of prefill before training (sheeprl semantics).
-        pretrain_steps: extra gradient steps on the first training call (sheeprl 0.8.4).
-        min_ready_steps: committed env steps required before the first sample.
-        safety_margin: rows kept between the newest committed row and what the learner may sample.
-        max_learner_steps_per_tick: most gradient steps between two weight publications.
-        off_policy_tolerance: the actor pauses while more than this many windows' worth of owed
-            gradient steps are queued (the Atropos rule).
-        log_every: read device-side metrics and log them every this many gradient steps.
-        device: where the learner runs (the actor follows the env's device).
-        precision: learner autocast dtype: ``"fp32"`` (off), ``"bf16"``, ``"fp16"``.
+        min_ready_steps: committed env steps required before the first sample (a run sets it
+            to its ``seq_len``).
+        safety_margin: rows kept between the newest committed row and what the learner may
+            sample (a run sets it to its ``seq_len``).
         backend: ``"reference"`` (sequential, deterministic), ``"threaded"``, ``"cuda"`` (actor
             and learner on two CUDA streams) or ``"cuda-twin"`` (the ``cuda`` backend's code
             path on a CPU device, its streams and events modelled on the host and every op
             checked against them: :class:`~torchrl_dreamer.collectors.stream_twin.StreamTwin`).
-        timeout_s: longest wait on any event before failing with a diagnostic (deadlock guard).
-        seed: seeds the env, the sampler's generator and torch.
 
     Examples:
         >>> cfg = AsyncCollectorConfig(seq_len=16, min_ready_steps=16, safety_margin=16,
@@ -102,23 +86,9 @@ class AsyncCollectorConfig:
         'reference'
     """
 
-    steps_per_rollout: int = STEPS_PER_ROLLOUT
-    commit_stride: int = COMMIT_STRIDE
-    seq_len: int = SEQ_LEN
-    batch_size: int = BATCH_SIZE
-    replay_ratio: float = REPLAY_RATIO
-    learning_starts: int = LEARNING_STARTS
-    pretrain_steps: int = 0
-    min_ready_steps: int = SEQ_LEN
-    safety_margin: int = SEQ_LEN
-    max_learner_steps_per_tick: int = 64
-    off_policy_tolerance: float = OFF_POLICY_TOLERANCE
-    log_every: int = LOG_EVERY
-    device: str | torch.device = DEVICE
-    precision: Precision = PRECISION
-    backend: Backend = BACKEND
-    timeout_s: float = TIMEOUT_S
-    seed: int = SEED
+    min_ready_steps: int = ReplaySection.seq_len
+    safety_margin: int = ReplaySection.seq_len
+    backend: Backend = CollectorSection.backend
 
     def __post_init__(self) -> None:
         need = functools.partial(require, "AsyncCollectorConfig", self)

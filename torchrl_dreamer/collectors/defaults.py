@@ -1,19 +1,14 @@
-"""The defaults of the settings several run configs share, each defined once, the one check of
-the sampled batch's shape, and the one form of a bad setting's error.
+"""Names for the defaults of the settings several run configs share, the one check of the
+sampled batch's shape, and the one form of a bad setting's error.
 
-:class:`~torchrl_dreamer.collectors.AsyncCollectorConfig`,
-:class:`~torchrl_dreamer.trainers.TrainConfig` and
-:class:`~torchrl_dreamer.distributed.RayTrainingConfig` have fields of the same name and unit
-(``seq_len``, ``batch_size``, ``replay_ratio``, ...). Their defaults are the constants below, so a
-run gets the same value whichever config it starts from; ``test/trainers/test_config_defaults.py`` fails
-when two config classes give a shared field different defaults without a documented reason. They
-live in the collector layer, the lowest one whose configs use them (the trainers and
-``distributed`` import downward). The run's length, used by the trainers and the Ray job only, is
-:data:`torchrl_dreamer.trainers.defaults.TOTAL_STEPS`.
-
-The values are the measured ones of ``docs/learning_results.md`` (every reported run samples
-B16 x T32 or B8 x T32); a task's ``train_defaults`` and ``GAME_TRAIN_DEFAULTS``
-(:mod:`torchrl_dreamer.trainers.config`) override them for a ``TrainConfig`` run.
+Each setting is defined once, with its default and docstring, as a field of a section of
+:mod:`torchrl_dreamer.collectors.settings`; the constants below only name those defaults (read
+from the sections, never restated) for code and messages that want a module constant.
+:class:`~torchrl_dreamer.collectors.AsyncCollectorConfig` and
+:class:`~torchrl_dreamer.distributed.RayTrainingConfig` take the fields themselves
+(:func:`~torchrl_dreamer.collectors.settings.takes_settings`); a task's ``train_defaults`` and
+``GAME_TRAIN_DEFAULTS`` (:mod:`torchrl_dreamer.trainers.config`) overlay them for a
+``TrainConfig`` run.
 
 Example:
     >>> SEQ_LEN, BATCH_SIZE, REPLAY_RATIO
@@ -30,6 +25,13 @@ Every check of a setting (the configs' ``__post_init__``, :class:`~torchrl_dream
 """
 
 from __future__ import annotations
+
+from torchrl_dreamer.collectors.settings import (
+    CollectorSection,
+    LearnerSection,
+    ReplaySection,
+    RunSection,
+)
 
 __all__ = [
     "BACKEND",
@@ -50,53 +52,32 @@ __all__ = [
     "require",
 ]
 
-SEQ_LEN = 32
-"""Steps per sampled sequence (``T`` of the ``T x B`` batch), in env steps (replay rows). Every
-run of ``docs/learning_results.md`` used 32; sheeprl's and DreamerV3's 64 doubles the cost of a
-``tiny`` CPU update for sequences longer than the games' decisions need."""
-
-BATCH_SIZE = 16
-"""Sequences per gradient step (``B``). DreamerV3's 16; Game Boy tasks train with 8
-(``GAME_TRAIN_DEFAULTS``: on a CPU half the batch buys ~1.6x the updates per minute)."""
-
-REPLAY_RATIO = 0.05
-"""Gradient steps per policy step (sheeprl's ``replay_ratio``). 0.05 at B16 x T32 replays each
-collected step 25.6 times (``0.05 x 16 x 32``); the measured CPU runs used 0.05 (B16) or 0.1 (B8,
-the same replayed steps), the maze 0.18. sheeprl's 0.5 at B16 x T64 (512 replayed steps per
-collected step) is ten times the learner work a CPU run can afford."""
-
-LEARNING_STARTS = 1024
-"""Policy steps of random actions (the replay's prefill) before the first gradient step."""
-
-STEPS_PER_ROLLOUT = 16
-"""Env steps per actor window (weights change only between windows; Ray: per chunk a runner
-sends)."""
-
-COMMIT_STRIDE = 8
-"""Env steps between commits of new rows to the learner (``<= SEQ_LEN / 2``, or the learner sees
-fresh rows in coarse bursts)."""
-
-OFF_POLICY_TOLERANCE = 2.0
-"""The actor (Ray: the runners) pauses while more than this many windows' (rounds') worth of
-owed gradient steps wait for the learner (the Atropos rule)."""
-
-LOG_EVERY = 10
-"""Gradient steps between metric logs (device-side metrics are read back only then)."""
-
-DEVICE = "cpu"
-"""Where the learner (and, for a ``TrainConfig`` run, the replay and the env) runs."""
-
-PRECISION = "fp32"
-"""The learner's autocast: ``fp32`` (off), ``bf16`` or ``fp16``."""
-
-BACKEND = "reference"
-"""Collector backend: ``reference`` (sequential, deterministic)."""
-
-TIMEOUT_S = 120.0
-"""Longest wait on any event or without progress before failing with a diagnostic."""
-
-SEED = 0
-"""Seeds torch, the env, the sampler and the random prefill."""
+SEQ_LEN: int = ReplaySection.seq_len
+"""``replay.seq_len``'s default (:class:`~torchrl_dreamer.collectors.settings.ReplaySection`)."""
+BATCH_SIZE: int = ReplaySection.batch_size
+"""``replay.batch_size``'s default."""
+REPLAY_RATIO: float = ReplaySection.ratio
+"""``replay.ratio``'s (``replay_ratio``) default."""
+LEARNING_STARTS: int = ReplaySection.learning_starts
+"""``replay.learning_starts``' default."""
+STEPS_PER_ROLLOUT: int = CollectorSection.steps_per_rollout
+"""``collector.steps_per_rollout``'s default."""
+COMMIT_STRIDE: int = CollectorSection.commit_stride
+"""``collector.commit_stride``'s default."""
+OFF_POLICY_TOLERANCE: float = CollectorSection.off_policy_tolerance
+"""``collector.off_policy_tolerance``'s default."""
+LOG_EVERY: int = CollectorSection.log_every
+"""``collector.log_every``'s default."""
+TIMEOUT_S: float = CollectorSection.timeout_s
+"""``collector.timeout_s``' default."""
+BACKEND: str = CollectorSection.backend
+"""``collector.backend``'s default."""
+PRECISION: str = LearnerSection.precision
+"""``learner.precision``'s default."""
+DEVICE: str = RunSection.device
+"""``run.device``'s default."""
+SEED: int = RunSection.seed
+"""``run.seed``'s default."""
 
 
 def invalid(owner: str, field: str, value: object, why: str,

@@ -2,15 +2,15 @@
 
 A plain dataclass like :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig` so the training
 CLI (``--backend ray``), a YAML file or a test build it with the same checks. Units follow the
-local collector and use its names (:class:`~torchrl_dreamer.trainers.TrainConfig`):
+local collector and use its flat names (:mod:`torchrl_dreamer.collectors.settings`):
 ``steps_per_rollout``, ``seq_len`` and ``capacity`` count env steps (rows); ``total_steps`` and
 ``learning_starts`` count policy steps (one action of one env);
 ``replay_ratio`` is gradient steps per policy step. The settings it shares with the local
 collector and ``TrainConfig`` (``seq_len``, ``batch_size``, ``replay_ratio``, ``learning_starts``,
-``steps_per_rollout``, ``off_policy_tolerance``, ``timeout_s``, ``seed``, ``total_steps``) take
-their defaults from :mod:`torchrl_dreamer.collectors.defaults` and
-:mod:`torchrl_dreamer.trainers.defaults`: a Ray job built without them samples the same
-``B x T`` batches at the same replay ratio as ``python -m torchrl_dreamer.train``.
+``steps_per_rollout``, ``off_policy_tolerance``, ``timeout_s``, ``seed``, ``total_steps``) and
+the ``ray`` section's are not restated here: :func:`~torchrl_dreamer.collectors.settings.takes_settings`
+gives it those fields with their one default and docstring, so a Ray job built without them
+samples the same ``B x T`` batches at the same replay ratio as ``python -m torchrl_dreamer.train``.
 """
 
 from __future__ import annotations
@@ -20,29 +20,27 @@ import functools
 import math
 from typing import Any
 
-from torchrl_dreamer.collectors.defaults import (
-    BATCH_SIZE,
-    LEARNING_STARTS,
-    OFF_POLICY_TOLERANCE,
-    REPLAY_RATIO,
-    SEED,
-    SEQ_LEN,
-    STEPS_PER_ROLLOUT,
-    TIMEOUT_S,
-    check_batch_shape,
-    require,
-)
-from torchrl_dreamer.trainers.defaults import TOTAL_STEPS
+from torchrl_dreamer.collectors.defaults import check_batch_shape, require
+from torchrl_dreamer.collectors.settings import takes_settings
 
 __all__ = ["RayTrainingConfig"]
 
 
 @dataclasses.dataclass
+@takes_settings("num_runners", "steps_per_rollout", "seq_len", "batch_size", "replay_ratio",
+                "learning_starts", "off_policy_tolerance", "publish_every", "max_weight_lag",
+                "total_steps", "max_restarts", "address", "num_cpus", "timeout_s", "seed")
 class RayTrainingConfig:
     """Every knob of :func:`~torchrl_dreamer.distributed.run_ray_training`.
 
+    Fields: the run settings of :attr:`run_settings` (documented in their sections of
+    :mod:`torchrl_dreamer.collectors.settings`: ``ray`` for ``num_runners``, ``publish_every``,
+    ``max_weight_lag``, ``max_restarts``, ``address``, ``num_cpus``; ``replay`` for ``seq_len``,
+    ``batch_size``, ``replay_ratio``, ``learning_starts``; ``collector`` for
+    ``steps_per_rollout``, ``off_policy_tolerance``, ``timeout_s``; ``run`` for ``total_steps``
+    and ``seed``: runners are seeded ``seed + i``), then the job's own:
+
     Args:
-        num_runners: agent env-runner actors.
         human_runners: extra runners whose rows have ``control_mode=1`` (human-in-the-loop);
             ``> 0`` routes them into a second replay service mixed in by ``human_proportion``.
         human_proportion: share of each batch drawn from the human service (``0..1``): the human
@@ -51,21 +49,10 @@ class RayTrainingConfig:
             ``round(human_proportion * batch_size)`` sequences; ``ray_config`` sets it to the
             ``TrainConfig``'s ``demo_share``).
         envs_per_runner: envs in each runner's batched env (passed to the env factory).
-        steps_per_rollout: env steps per chunk a runner commits to the replay service.
         capacity: rows kept per runner slot in the replay service.
-        seq_len, batch_size: sampled batches are ``[seq_len, batch_size]``.
-        replay_ratio: gradient steps per policy step.
-        learning_starts: policy steps of random prefill before training.
-        off_policy_tolerance: runners pause while more than this many rounds (every runner one
-            chunk) of granted gradient steps wait for the learner (Atropos rule).
-        publish_every: gradient steps between weight publications.
-        max_weight_lag: the learner waits before publishing while a runner is more than this
-            many versions behind (bounded staleness).
-        total_steps: policy steps to collect (all runners), then the run drains and stops.
         max_updates: stop after this many gradient steps (``None``: no cap).
         runner_groups: group name of each agent runner (default all ``"default"``).
         group_weights: sampling weight of each group (default 1 each).
-        max_restarts: restarts allowed per runner after a crash before the run fails.
         checkpoint_dir, checkpoint_every_updates: replay-service and learner checkpoints every
             that many gradient steps (0: none; a ``DreamerTrainer`` run checkpoints itself, every
             ``TrainConfig.checkpoint_every`` policy steps, and leaves this 0).
@@ -75,41 +62,22 @@ class RayTrainingConfig:
         runner_gpus: GPUs reserved per runner actor (fractions share one GPU, e.g. ``0.5`` for
             two runners on one GPU). Ray hides GPUs from actors that reserve none, so CUDA envs
             need ``> 0``.
-        address: Ray cluster to join (``None``: start a local, loopback-only cluster).
-        num_cpus: CPUs of a local cluster.
         use_ray: ``False`` runs the same protocol in-process, runners stepped in turn (tests).
-        timeout_s: longest wait without progress before failing with a diagnostic.
-        seed: seeds runners (``seed + i``), the service sampler and torch.
     """
 
-    num_runners: int = 2
     human_runners: int = 0
     human_proportion: float = 0.5
     envs_per_runner: int = 4
-    steps_per_rollout: int = STEPS_PER_ROLLOUT
     capacity: int = 100_000
-    seq_len: int = SEQ_LEN
-    batch_size: int = BATCH_SIZE
-    replay_ratio: float = REPLAY_RATIO
-    learning_starts: int = LEARNING_STARTS
-    off_policy_tolerance: float = OFF_POLICY_TOLERANCE
-    publish_every: int = 1
-    max_weight_lag: int = 8
-    total_steps: int = TOTAL_STEPS
     max_updates: int | None = None
     runner_groups: list[str] | None = None
     group_weights: dict[str, float] | None = None
-    max_restarts: int = 3
     checkpoint_dir: str | None = None
     checkpoint_every_updates: int = 0
     resume_from: str | None = None
     replay_dir: str | None = None
     runner_gpus: float = 0.0
-    address: str | None = None
-    num_cpus: int | None = None
     use_ray: bool = True
-    timeout_s: float = TIMEOUT_S
-    seed: int = SEED
 
     def __post_init__(self) -> None:
         need = functools.partial(require, "RayTrainingConfig", self)

@@ -564,7 +564,8 @@ def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
     """The :class:`RayTrainingConfig` of a run's ``TrainConfig``: the settings of the same name
     copied as they are (``TrainConfig.shared_settings``), the rest derived below.
 
-    ``num_envs`` is split evenly over ``num_runners`` runners (default ``min(2, num_envs)``); each
+    ``num_envs`` is split evenly over ``ray.num_runners`` runners (unset: its default, at most
+    ``num_envs``); each
     runner slot of the replay service holds
     :func:`~torchrl_dreamer.data.ring_rows` of its share of ``replay_capacity`` (one chunk of
     ``steps_per_rollout`` rows written ahead); memmap replay goes under ``log_dir``. Checkpoints
@@ -582,7 +583,11 @@ def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
     from torchrl_dreamer.data import ring_rows
 
     tc = train_config
-    runners = int(overrides.pop("num_runners", min(2, tc.num_envs)))
+    # ray.num_runners as given, else its default capped at num_envs (a 1-env run: one runner)
+    runners = tc.ray.num_runners
+    if "num_runners" not in tc.given:
+        runners = min(runners, tc.num_envs)
+    runners = int(overrides.pop("num_runners", runners))
     if runners < 1 or tc.num_envs % runners:
         raise ValueError(
             f"num_envs={tc.num_envs} cannot be split evenly over {runners} Ray runners; pass a "

@@ -1,6 +1,8 @@
 """torchrl_dreamer.trainers: what ``python -m torchrl_dreamer.train`` composes.
 
-- :class:`TrainConfig` -- every setting of a run, validated (unknown task / preset / device fail
+- :class:`TrainConfig` -- every setting of a run as one frozen tree of sections (``env``,
+  ``replay``, ``model``, ``loss``, ``learner``, ``collector``, ``ray``, ``run``, ``eval``:
+  :mod:`torchrl_dreamer.collectors.settings`), validated (unknown task / preset / device fail
   early with what to use instead).
 - :func:`build_run`, :class:`RunFactories`, :class:`RunParts` -- the composition root: env,
   replay, networks, learner, player, collector (local, or on Ray with ``backend="ray"``).

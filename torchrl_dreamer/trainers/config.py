@@ -1,15 +1,24 @@
-"""``TrainConfig``: every setting of a training run, validated, with the task's defaults.
+"""``TrainConfig``: every setting of a training run as one tree of sections, validated, with the
+task's defaults.
 
-A plain dataclass (CleanRL style: the whole run is readable in one place, one docstring per
-field) from which the CLI (``python -m torchrl_dreamer.train``) is generated and which the YAML
-configs of ``examples/dreamer_v3/`` and the tests build the same way. The collector's and the Ray
-run's configs are derived from it (:meth:`TrainConfig.collector_config`,
-:func:`torchrl_dreamer.distributed.ray_config`), both through
-:meth:`TrainConfig.shared_settings`: a setting of the same name is copied, never renamed or
-recomputed, and its default is defined once (:mod:`torchrl_dreamer.collectors.defaults`,
-:mod:`torchrl_dreamer.trainers.defaults`). Unknown task / preset / device / backend fail
-here, with a message saying what to pass instead, before anything expensive (the Warp kernel
-compile) happens.
+The settings themselves (type, default, docstring) are the fields of the sections of
+:mod:`torchrl_dreamer.collectors.settings` (``env``, ``replay``, ``model``, ``loss``,
+``learner``, ``collector``, ``ray``, ``run``, ``eval``); a ``TrainConfig`` holds one frozen
+instance of each, with every default resolved to the value the run uses. The command line
+(``python -m torchrl_dreamer.train``, ``--replay.seq-len`` or its flat alias ``--seq-len``) is
+generated from them, and each part of the run reads its own section (``cfg.replay.seq_len``).
+The collector's and the Ray job's flat configs take the settings they share from the same
+fields (:func:`~torchrl_dreamer.collectors.settings.takes_settings`) and their values from the
+run (:meth:`TrainConfig.collector_config`, :func:`torchrl_dreamer.distributed.ray_config`).
+
+Flat names (``batch_size``, ``replay_capacity``) remain the names of settings outside the tree:
+``TrainConfig(batch_size=8)``, ``cfg.batch_size``, a task's ``train_defaults``, a spec's
+``train:``, YAML/JSON files (which may also be nested by section) and checkpoints all go through
+the one mapping :data:`~torchrl_dreamer.collectors.settings.FLAT`. Settings are layered as
+overlays: field defaults < :data:`GAME_TRAIN_DEFAULTS` (Game Boy tasks) < the task's
+``train_defaults`` < a config file < the command line, each holding only what it changes.
+Unknown task / preset / device / backend fail here, with a message saying what to pass
+instead, before anything expensive (the Warp kernel compile) happens.
 
 Units: ``total_steps``, ``learning_starts`` and ``checkpoint_every`` count *policy steps* (one
 action of one env, sheeprl's unit); ``replay_capacity`` counts policy steps too (the ring holds
@@ -18,42 +27,43 @@ policy step.
 
 Example:
     >>> cfg = TrainConfig(task="catch", total_steps=2000)
-    >>> cfg.num_envs, cfg.seq_len, cfg.replay_ratio
+    >>> cfg.env.num_envs, cfg.replay.seq_len, cfg.replay.ratio
     (16, 32, 0.2)
+    >>> cfg.seq_len == cfg.replay.seq_len  # the flat name reads the same field
+    True
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
-import inspect
 import json
-import textwrap
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import torch
 
-from torchrl_dreamer.collectors.config import Precision
-from torchrl_dreamer.collectors.defaults import (
-    BACKEND,
-    BATCH_SIZE,
-    COMMIT_STRIDE,
-    DEVICE,
-    LEARNING_STARTS,
-    LOG_EVERY,
-    PRECISION,
-    REPLAY_RATIO,
-    SEED,
-    SEQ_LEN,
-    STEPS_PER_ROLLOUT,
-    check_batch_shape,
+from torchrl_dreamer.collectors.defaults import check_batch_shape
+from torchrl_dreamer.collectors.settings import (
+    BACKENDS,
+    FLAT,
+    REPLAY_BACKINGS,
+    SECTIONS,
+    CollectorSection,
+    EnvSection,
+    EvalSection,
+    LearnerSection,
+    LossSection,
+    ModelSection,
+    RaySection,
+    ReplaySection,
+    RunSection,
+    UnknownSettingError,
+    flat_defaults,
+    flatten_settings,
+    setting_docs,
 )
-from torchrl_dreamer.emulator import DEFAULT_PPU, PpuMode
-from torchrl_dreamer.objectives.config import DreamerV3LossConfig
-from torchrl_dreamer.objectives.learner import COMPILE_MODES, CompileMode
-from torchrl_dreamer.trainers.defaults import TOTAL_STEPS
+from torchrl_dreamer.emulator import DEFAULT_PPU, PPU_MODES
+from torchrl_dreamer.objectives.learner import COMPILE_MODES
 
 __all__ = [
     "TrainConfig",
@@ -66,18 +76,10 @@ __all__ = [
     "REPLAY_BACKINGS",
     "default_loss_preset",
     "field_docs",
+    "redundant_settings",
+    "task_overlay",
     "task_train_defaults",
 ]
-
-Backend = Literal["reference", "threaded", "cuda", "ray"]
-ReplayBacking = Literal["memory", "memmap"]
-LoggerKind = Literal["csv", "tensorboard", "both", "none"]
-
-BACKENDS: tuple[str, ...] = get_args(Backend)
-"""Collector backends; ``ray`` runs the collection on Ray (:mod:`torchrl_dreamer.distributed`)."""
-
-REPLAY_BACKINGS: tuple[str, ...] = get_args(ReplayBacking)
-"""Where the replay ring lives: in RAM (on ``device``) or in memory-mapped files under the run."""
 
 
 class ConfigError(ValueError):
@@ -111,6 +113,7 @@ measurements across games (``docs/learning_results.md``, "One configuration for 
   against 1,287, both over twice random; 2026-11-26, "Decoding every second frame"). The maze
   and catch keep 1, the setting their figures were measured with.
 """
+
 
 FINISH_RESERVE_S = 30.0
 """Seconds a time-limited run keeps for building the evaluation env and the last checkpoint."""
@@ -169,261 +172,172 @@ def default_loss_preset(preset: str, task: str) -> str:
     return "fast" if str(task).startswith("gym:") else "fast-pixels"
 
 
-def _records_given(cls: type) -> type:
-    """Wrap the dataclass ``__init__`` so an instance knows which settings it was given
-    (``None`` counts as not given): those keep their value, the others take the task's default."""
-    init = cls.__init__
-    names = [f.name for f in dataclasses.fields(cls) if f.init]
-
-    @functools.wraps(init)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        given = {n for n, v in zip(names, args) if v is not None}
-        given |= {k for k, v in kwargs.items() if v is not None}
-        object.__setattr__(self, "_given", frozenset(given))
-        init(self, *args, **kwargs)
-
-    cls.__init__ = __init__
-    return cls
 
 
-@_records_given
-@dataclasses.dataclass
+def _spec_task(v: dict[str, Any]) -> Any:
+    """The task of ``task_spec`` (validated: a bad spec or a ROM it does not fit fails here,
+    before any console is built), or None."""
+    if v.get("task_spec") is None:
+        return None
+    from torchrl_dreamer.emulator.cartridge import load_rom_bytes, parse_cartridge
+    from torchrl_dreamer.envs import TaskMismatchError, TaskSpecError, load_task_spec
+
+    rom = v.get("rom")
+    if rom is None:
+        raise ConfigError("--task-spec needs --rom PATH: the game's ROM file.")
+    if not Path(rom).is_file():
+        raise ConfigError(f"ROM {rom} not found; pass --rom PATH to a .gb file you own.")
+    try:
+        task = load_task_spec(v["task_spec"], rom=rom)
+        task.check_cartridge(parse_cartridge(load_rom_bytes(rom), check=False))
+    except (TaskSpecError, TaskMismatchError) as err:
+        raise ConfigError(str(err)) from None
+    return task
+
+
+def _resolve(given: dict[str, Any]) -> dict[str, Any]:
+    """Every setting's value (flat names) of a run given the settings ``given`` (no ``None``):
+    the task's training defaults, then :data:`GAME_TRAIN_DEFAULTS` for Game Boy tasks, then the
+    field defaults, then those that follow other settings (loss preset, discount, entropy
+    bonus, decode stride, PPU mode); devices normalised."""
+    from torchrl_dreamer.modules import PRESETS
+    from torchrl_dreamer.objectives import LOSS_PRESETS
+
+    v = {**flat_defaults(), **given}
+    spec_task = _spec_task(v)
+    if spec_task is None:
+        check_task(v["task"])
+    elif "task" not in given:
+        v["task"] = spec_task.name
+    task_defaults = task_train_defaults(v["task"], spec_task)
+    for name, value in task_defaults.items():
+        if name not in given:
+            v[name] = value
+    is_game = not str(v["task"]).startswith("gym:")
+    if is_game:
+        own = set(given) | set(task_defaults)  # the run's or the task's own settings
+        noop = _task_noop_max(v["task"], spec_task)
+        if noop is not None and "noop_max" not in own:
+            v["noop_max"] = noop
+            own.add("noop_max")
+        for name, value in GAME_TRAIN_DEFAULTS.items():
+            if name not in own:
+                v[name] = value
+    else:
+        v["frame_skip"] = 1 if v["frame_skip"] is None else v["frame_skip"]
+        v["noop_max"] = 0 if v["noop_max"] is None else v["noop_max"]
+    if v["time_limit"] is not None and "total_steps" not in given:
+        v["total_steps"] = UNBOUNDED_STEPS  # the clock alone ends the run
+    if v["preset"] not in PRESETS:
+        raise ConfigError(
+            f"unknown preset {v['preset']!r}; choose one of {sorted(PRESETS)} "
+            "(tiny is the CPU preset)."
+        )
+    if v["loss_preset"] is None:
+        v["loss_preset"] = default_loss_preset(v["preset"], v["task"])
+    if v["loss_preset"] not in LOSS_PRESETS:
+        raise ConfigError(
+            f"unknown loss preset {v['loss_preset']!r}; choose one of {sorted(LOSS_PRESETS)}."
+        )
+    preset = LOSS_PRESETS[v["loss_preset"]]
+    if v["gamma"] is None:
+        v["gamma"] = game_discount(v["frame_skip"]) if is_game else preset.gamma
+    if v["entropy_coef"] is None:
+        v["entropy_coef"] = preset.entropy_coef
+    if v["decode_stride"] is None:
+        v["decode_stride"] = preset.decode_stride
+    if v["ppu"] is None:
+        v["ppu"] = DEFAULT_PPU
+    v["device"] = str(check_device(v["device"]))
+    if v["env_device"] is not None:
+        v["env_device"] = str(check_device(v["env_device"]))
+    return v
+
+
+@dataclasses.dataclass(frozen=True, init=False)
 class TrainConfig:
-    """One training run: every setting, with its default and what it means.
+    """One training run: a frozen tree of sections, every default resolved.
 
-    The command line is generated from these fields (``--num-envs`` for ``num_envs``; see
-    ``python -m torchrl_dreamer.train --help``), and YAML/JSON files use the same names. A
-    setting that is not given takes the task's training default
-    (:attr:`torchrl_dreamer.envs.Task.train_defaults`), else the default below (each defined
-    once: a setting shared with the collector's or the Ray job's config takes the constant of
-    :mod:`torchrl_dreamer.collectors.defaults` or :mod:`torchrl_dreamer.trainers.defaults`, a
-    loss setting its :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig` default). After
-    construction every field holds the value the run uses (``None`` defaults are resolved), so
-    ``to_dict()`` is what a checkpoint records and compares on ``--resume``.
+    Build it from flat names (``TrainConfig(batch_size=8)``), dotted paths
+    (``TrainConfig(**{"replay.batch_size": 8})``) or sections (``TrainConfig(replay={"batch_size":
+    8})`` or a :class:`~torchrl_dreamer.collectors.settings.ReplaySection`); an unknown name
+    raises :class:`ConfigError` listing the settings. A setting that is not given (or ``None``)
+    takes the task's training default (:attr:`torchrl_dreamer.envs.Task.train_defaults`), else
+    :data:`GAME_TRAIN_DEFAULTS` for a Game Boy task, else its field default. Each part reads
+    its section (``cfg.replay``, ``cfg.loss``, ...); ``cfg.batch_size`` reads the same field by
+    its flat name. :meth:`to_dict` is the flat record a checkpoint stores and compares on
+    ``--resume``; :meth:`to_tree` the same by section.
 
     Example:
         >>> cfg = TrainConfig(task="maze", total_steps=2000)
-        >>> cfg.batch_size, cfg.replay_ratio, cfg.gamma   # the maze's training defaults
+        >>> cfg.replay.batch_size, cfg.replay.ratio, cfg.loss.gamma   # the maze's defaults
         (8, 0.18, 0.98)
-        >>> cfg.with_(batch_size=16).batch_size
+        >>> cfg.with_(batch_size=16).replay.batch_size
         16
+        >>> TrainConfig(replay={"seq_len": 16}) == TrainConfig(seq_len=16)
+        True
     """
 
-    task: str = "maze"
-    """Registered task (``torchrl_dreamer.envs.list_tasks()``) or ``gym:<id>`` for a gymnasium
-    env with vector observations (``gym:CartPole-v1``)."""
-    rom: str | None = None
-    """ROM path overriding the task's own (games other than the shipped ones are never bundled)."""
-    task_spec: str | None = None
-    """A YAML/JSON task spec file (``docs/writing_a_task.md``) to train on instead of a registered
-    task: needs ``--rom``; the run's task name becomes the spec's ``name``."""
-    preset: str = "tiny"
-    """Model size, a key of ``torchrl_dreamer.modules.PRESETS`` (``tiny`` is the CPU preset)."""
-    loss_preset: str | None = None
-    """Loss and learner preset (``torchrl_dreamer.objectives.LOSS_PRESETS`` / ``LEARNER_PRESETS``);
-    unset: ``fast-pixels`` (Game Boy tasks) or ``fast`` (``gym:`` tasks) for the ``tiny`` preset,
-    ``sheeprl`` for XS..XL."""
-    device: str = DEVICE
-    """Learner, replay and env device (``cpu``, ``cuda``, ``cuda:1``)."""
-    env_device: str | None = None
-    """Device of the env's consoles when it is not ``device`` (unset: ``device``). ``--device
-    cuda --env-device cpu --workers K`` is the hybrid run: the consoles on K CPU cores, the
-    replay, player and learner on the GPU, each step's observations copied over asynchronously
-    (page-locked staging, :class:`~torchrl_dreamer.collectors.env_driver.EnvDriver`), for games
-    that emulate faster on the machine's cores than on its GPU."""
-    num_envs: int = 16
-    """Consoles (envs) stepped together."""
-    total_steps: int = TOTAL_STEPS
-    """Policy steps to collect (one action of one env): the run's length."""
-    replay_capacity: int = 100_000
-    """Policy steps the replay holds (the oldest are overwritten first)."""
-    replay_backing: ReplayBacking = "memory"
-    """``memory`` (RAM of ``device``) or ``memmap`` (files under ``<log_dir>/replay_ring``)."""
-    backend: Backend = BACKEND
-    """Collector backend: ``reference`` (sequential), ``threaded``, ``cuda`` or ``ray``."""
-    seed: int = SEED
-    """Seeds torch, the env, the sampler and the random prefill."""
-    log_dir: str = "runs/dreamer"
-    """Run directory: logs, checkpoints, GIFs."""
-    replay_ratio: float = REPLAY_RATIO
-    """Gradient steps per policy step."""
-    learning_starts: int = LEARNING_STARTS
-    """Policy steps of random actions before training starts."""
-    batch_size: int = BATCH_SIZE
-    """Sequences per gradient step (``B`` of the ``B x T`` batch)."""
-    seq_len: int = SEQ_LEN
-    """Steps per sampled sequence (``T``)."""
-    gamma: float | None = None
-    """Discount of the imagined returns; unset: a 20-second horizon for Game Boy tasks
-    (``game_discount(frame_skip)``: 0.9933 at 8 frames a step, 0.98 at 24), the loss preset's
-    (DreamerV3's 1 - 1/333) for ``gym:`` tasks."""
-    entropy_coef: float | None = None
-    """Weight of the actor's entropy bonus; unset: the loss preset's."""
-    entropy_final: float | None = None
-    """The entropy bonus's weight at the end of training; unset: ``entropy_coef`` throughout.
-    Set, the weight moves from ``entropy_coef`` to it geometrically over the run's progress
-    (policy steps of ``total_steps`` or the wall clock of ``time_limit``, whichever is further:
-    :func:`~torchrl_dreamer.trainers.schedule.anneal`): broad exploration first, a policy whose
-    greedy actions are its best ones at the end."""
-    demos: str | None = None
-    """Human demonstrations to learn from (files recorded with ``python -m torchrl_dreamer.play``,
-    folders of ``*.pt`` or glob patterns; several separated by commas), each checked against the
-    run's ROM, action set, frame skip and task before training: loaded into their own replay,
-    which every batch draws ``round(demo_share * batch_size)`` of its sequences from. On
-    ``backend="ray"`` that replay is a static slot of the human replay service (never evicted,
-    reloaded from the files on resume) and the router draws the same count from it
-    (``docs/ray.md``, "Demonstrations")."""
-    demo_share: float = 0.25
-    """Share of each batch's sequences drawn from the demonstrations (with ``demos``)."""
-    decode_stride: int = DreamerV3LossConfig.decode_stride
-    """Reconstruct every n-th step of each sampled sequence (1: all; see
-    :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`): 2 makes a ``tiny`` CPU update
-    17 % faster, and Game Boy tasks train with 2 (:data:`GAME_TRAIN_DEFAULTS`)."""
-    event_fraction: float = 0.0
-    """Share of each batch's sequences drawn to contain a ``terminated`` row (0: uniform starts,
-    the reference DreamerV3 replay)."""
-    steps_per_rollout: int = STEPS_PER_ROLLOUT
-    """Env steps per actor window (weights change only between windows; Ray: per chunk)."""
-    commit_stride: int = COMMIT_STRIDE
-    """Env steps between commits of new rows to the learner."""
-    checkpoint_every: int = 10_000
-    """Policy steps between checkpoints (0: only at the end)."""
-    checkpoint_replay: bool = True
-    """Store the replay in checkpoints (exact resume; costs disk)."""
-    log_every: int = LOG_EVERY
-    """Gradient steps between metric logs."""
-    precision: Precision = PRECISION
-    """Learner autocast: ``fp32`` (off), ``bf16`` or ``fp16``."""
-    compile: CompileMode | None = None
-    """``torch.compile`` mode of the learner's update (unset: eager). A mode the device cannot
-    use (CUDA graphs on the CPU) falls back with one warning (``--strict-acceleration``: error)."""
-    capture: bool = False
-    """Learner copies each batch into static buffers and, on CUDA, replays its whole update as
-    one captured CUDA graph (4.9x faster maze updates on an H200); on the CPU the same
-    static-buffer path runs without a graph, after one warning."""
-    strict_acceleration: bool = False
-    """Fail instead of warning when ``compile`` / ``capture`` cannot run as asked here."""
-    threads: int = 1
-    """Torch intra-op threads of the training process on CPU."""
-    workers: int = 1
-    """CPU cores the env's consoles are emulated on (``GameBoyEnv(workers=...)``: the console
-    batch in that many slices launched together, the same observations as 1). On a 2-core
-    machine the learner needs one core, so 1 is the default; raise it where cores are spare."""
-    frame_skip: int | None = None
-    """Emulated frames per env step (Game Boy tasks); unset: the task's, else 8
-    (:data:`GAME_TRAIN_DEFAULTS`)."""
-    noop_max: int | None = None
-    """Random no-op frames before each episode (Game Boy tasks): every episode starts after a
-    fresh draw of 0..noop_max frames with no button held, so games that seed their RNG from
-    frame counters play differently each time; unset: the task's (a spec's ``start.noop_max``),
-    else 30 (:data:`GAME_TRAIN_DEFAULTS`); 0: one fixed start."""
-    time_limit: str | None = None
-    """Wall-clock budget of the whole run, e.g. ``60m``, ``1h`` or ``3600`` (seconds): training
-    stops in time for the final evaluation (bounded by ``eval_time_limit``) and the checkpoint
-    to fit in it. With a time limit and no ``total_steps`` given, the clock alone ends training."""
-    ppu: PpuMode = DEFAULT_PPU
-    """Emulator PPU mode (Game Boy tasks): ``fifo`` (mid-scanline register writes land on the
-    right pixel) or ``line`` (whole lines; see docs/emulator.md)."""
-    eval_episodes: int = 32
-    """Episodes of the final evaluation (0: none), played at once in as many envs."""
-    eval_time_limit: str = "1m"
-    """Wall-clock bound of the final evaluation (seconds or ``90s``/``5m``): episodes still
-    running then are reported as unfinished (with their partial returns), never waited for."""
-    eval_max_steps: int = 5000
-    """Env steps an evaluation episode may last at most (a greedy policy that pauses the game
-    would otherwise run to the episode limit)."""
-    eval_sampled: bool = True
-    """After the greedy final evaluation, play as many episodes again with sampled actions (the
-    policy as it trains): a puzzle's key sequence can come out of the samples but not out of
-    each step's mode (PostBot, 2026-11-26: 5 of 32 sampled episodes solved, none greedy).
-    Reported as ``eval_sampled_*``, bounded by ``eval_time_limit`` as well."""
-    video_every: int = 0
-    """Policy steps between world-model open-loop videos during training (0: none): real |
-    reconstruction | imagination of 4 replay windows, as ``<log_dir>/videos/wm_step_<N>.mp4``
-    (GIF without ffmpeg) and as TensorBoard video when that logger is on."""
-    logger: LoggerKind = "csv"
-    """Metric logs: ``csv``, ``tensorboard``, ``both`` or ``none``."""
-    progress: bool = True
-    """Show a progress bar."""
+    env: EnvSection
+    replay: ReplaySection
+    model: ModelSection
+    loss: LossSection
+    learner: LearnerSection
+    collector: CollectorSection
+    ray: RaySection
+    run: RunSection
+    eval: EvalSection
 
-    def __post_init__(self) -> None:
-        self._resolve_defaults()
+    def __init__(self, **settings: Any) -> None:
+        flat = overlay_settings(settings, "TrainConfig")
+        given = {k: v for k, v in flat.items() if v is not None}
+        values = _resolve(given)
+        fields: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+        for name, (section, field) in FLAT.items():
+            fields[section][field] = values[name]
+        for name, cls in SECTIONS.items():
+            object.__setattr__(self, name, cls(**fields[name]))
+        object.__setattr__(self, "_given", frozenset(given))
         self.validate()
 
-    # ------------------------------------------------------------------ defaults
-    def _resolve_defaults(self) -> None:
-        """Fill the settings not given: the task's training defaults, then the field defaults,
-        then those that follow other settings (loss preset, discount, entropy bonus)."""
-        from torchrl_dreamer.modules import PRESETS
-        from torchrl_dreamer.objectives import LOSS_PRESETS
+    def __getattr__(self, name: str) -> Any:
+        """A setting by its flat name (``cfg.batch_size`` is ``cfg.replay.batch_size``)."""
+        where = FLAT.get(name)
+        section = self.__dict__.get(where[0]) if where is not None else None
+        if section is None:
+            raise AttributeError(f"{type(self).__name__} has no setting {name!r}")
+        return getattr(section, where[1])
 
-        spec_task = self._spec_task()
-        if spec_task is None:
-            check_task(self.task)
-        elif "task" not in self._given:
-            self.task = spec_task.name
-        task_defaults = task_train_defaults(self.task, spec_task)
-        for name, value in task_defaults.items():
-            if name not in self._given:
-                setattr(self, name, value)
-        if self.is_game:
-            own = self._given | set(task_defaults)  # the run's or the task's own settings
-            noop = _task_noop_max(self.task, spec_task)
-            if noop is not None and "noop_max" not in own:
-                self.noop_max = noop
-                own = own | {"noop_max"}
-            for name, value in GAME_TRAIN_DEFAULTS.items():
-                if name not in own:
-                    setattr(self, name, value)
-        else:
-            self.frame_skip = 1 if self.frame_skip is None else self.frame_skip
-            self.noop_max = 0 if self.noop_max is None else self.noop_max
-        if self.time_limit is not None and "total_steps" not in self._given:
-            self.total_steps = UNBOUNDED_STEPS  # the clock alone ends the run
-        for f in dataclasses.fields(self):
-            if getattr(self, f.name) is None and f.default is not None:
-                setattr(self, f.name, f.default)
-        if self.preset not in PRESETS:
-            raise ConfigError(
-                f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)} "
-                "(tiny is the CPU preset)."
-            )
-        if self.loss_preset is None:
-            self.loss_preset = default_loss_preset(self.preset, self.task)
-        if self.loss_preset not in LOSS_PRESETS:
-            raise ConfigError(
-                f"unknown loss preset {self.loss_preset!r}; choose one of {sorted(LOSS_PRESETS)}."
-            )
-        preset = LOSS_PRESETS[self.loss_preset]
-        if self.gamma is None:
-            self.gamma = game_discount(self.frame_skip) if self.is_game else preset.gamma
-        if self.entropy_coef is None:
-            self.entropy_coef = preset.entropy_coef
+    @property
+    def given(self) -> frozenset[str]:
+        """The flat names of the settings this config was given (the others were resolved, and
+        are resolved again by :meth:`with_`)."""
+        return self._given
 
     @property
     def is_game(self) -> bool:
         """Whether the run trains on a Game Boy task (not a ``gym:`` env)."""
-        return not str(self.task).startswith("gym:")
+        return not str(self.env.task).startswith("gym:")
 
     @property
     def time_limit_s(self) -> float | None:
         """``time_limit`` in seconds (``None``: no limit)."""
-        return parse_duration(self.time_limit, "time_limit")
+        return parse_duration(self.run.time_limit, "time_limit")
 
     @property
     def eval_time_limit_s(self) -> float:
         """``eval_time_limit`` in seconds."""
-        return float(parse_duration(self.eval_time_limit, "eval_time_limit"))
+        return float(parse_duration(self.eval.time_limit, "eval_time_limit"))
 
     @property
     def consoles_device(self) -> str:
         """The env's device: ``env_device``, else ``device``."""
-        return self.env_device or self.device
+        return self.env.device or self.run.device
 
     @property
     def steps_bounded(self) -> bool:
         """Whether ``total_steps`` ends the run (``False``: only ``time_limit`` does)."""
-        return self.total_steps < UNBOUNDED_STEPS
+        return self.run.total_steps < UNBOUNDED_STEPS
 
     def training_deadline(self, start: float) -> float | None:
         """The ``time.perf_counter()`` value at which training must stop for a run whose clock
@@ -433,45 +347,28 @@ class TrainConfig:
         limit = self.time_limit_s
         if limit is None:
             return None
-        evals = (1 + int(self.eval_sampled)) if self.eval_episodes > 0 else 0
+        evals = (1 + int(self.eval.sampled)) if self.eval.episodes > 0 else 0
         reserve = FINISH_RESERVE_S + evals * self.eval_time_limit_s
         return start + max(0.0, limit - reserve)
 
     # ------------------------------------------------------------------ validation
-    def _spec_task(self) -> Any:
-        """The task of ``task_spec`` (validated: a bad spec or a ROM it does not fit fails here,
-        before any console is built), or None."""
-        if self.task_spec is None:
-            return None
-        from torchrl_dreamer.emulator.cartridge import load_rom_bytes, parse_cartridge
-        from torchrl_dreamer.envs import TaskMismatchError, TaskSpecError, load_task_spec
-
-        if self.rom is None:
-            raise ConfigError("--task-spec needs --rom PATH: the game's ROM file.")
-        if not Path(self.rom).is_file():
-            raise ConfigError(f"ROM {self.rom} not found; pass --rom PATH to a .gb file you own.")
-        try:
-            task = load_task_spec(self.task_spec, rom=self.rom)
-            task.check_cartridge(parse_cartridge(load_rom_bytes(self.rom), check=False))
-        except (TaskSpecError, TaskMismatchError) as err:
-            raise ConfigError(str(err)) from None
-        return task
-
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first bad setting."""
-        for f in dataclasses.fields(self):
-            choices = get_args(_hints()[f.name]) if get_origin(_hints()[f.name]) is Literal else ()
-            if choices and getattr(self, f.name) not in choices:
+        for name, (section, field) in FLAT.items():
+            hint = _hints(section)[field]
+            choices = get_args(hint) if get_origin(hint) is Literal else ()
+            if choices and getattr(self, name) not in choices:
                 raise ConfigError(
-                    f"unknown {f.name.replace('_', ' ')} {getattr(self, f.name)!r}; choose one of "
+                    f"unknown {name.replace('_', ' ')} {getattr(self, name)!r}; choose one of "
                     f"{', '.join(choices)}."
                 )
+        if self.ppu not in PPU_MODES:
+            raise ConfigError(f"unknown ppu {self.ppu!r}; choose one of {', '.join(PPU_MODES)}.")
         if self.rom is not None and not Path(self.rom).is_file():
             raise ConfigError(
                 f"ROM {self.rom} not found; pass --rom PATH to a .gb file you own (games other than "
                 "the shipped maze and catch are never bundled)."
             )
-        self.device = str(check_device(self.device))
         if self.backend == "cuda" and not self.device.startswith("cuda"):
             raise ConfigError("backend='cuda' needs --device cuda; use 'threaded' on the CPU.")
         if self.replay_backing == "memmap" and not self.device.startswith("cpu"):
@@ -519,7 +416,6 @@ class TrainConfig:
         if not isinstance(self.workers, int) or self.workers < 1:
             raise ConfigError(f"workers must be an integer >= 1, got {self.workers!r}.")
         if self.env_device is not None:
-            self.env_device = str(check_device(self.env_device))
             if not self.is_game and self.env_device != self.device:
                 raise ConfigError(f"env_device applies to Game Boy tasks; task {self.task!r} "
                                   "runs its env on --device.")
@@ -540,19 +436,19 @@ class TrainConfig:
     # ------------------------------------------------------------------ derived values
     def loss_config(self) -> Any:
         """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`: the loss preset
-        with the run's ``gamma`` and ``entropy_coef``."""
+        with the run's ``loss`` section (``gamma``, ``entropy_coef``, ``decode_stride``)."""
         from torchrl_dreamer.objectives import LOSS_PRESETS
 
-        return LOSS_PRESETS[self.loss_preset].with_(gamma=self.gamma,
-                                                    entropy_coef=self.entropy_coef,
-                                                    decode_stride=self.decode_stride)
+        loss = self.loss
+        return LOSS_PRESETS[loss.preset].with_(gamma=loss.gamma, entropy_coef=loss.entropy_coef,
+                                               decode_stride=loss.decode_stride)
 
     def learner_config(self) -> Any:
         """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LearnerConfig` (optimizers):
         the learner preset of ``loss_preset``'s name."""
         from torchrl_dreamer.objectives import LEARNER_PRESETS
 
-        return LEARNER_PRESETS[self.loss_preset]
+        return LEARNER_PRESETS[self.loss.preset]
 
     @property
     def capacity_rows(self) -> int:
@@ -560,22 +456,27 @@ class TrainConfig:
         :func:`~torchrl_dreamer.data.ring_rows` of ``replay_capacity``."""
         from torchrl_dreamer.data import ring_rows
 
-        return ring_rows(self.replay_capacity, self.num_envs, self.seq_len, self.commit_stride)
+        return ring_rows(self.replay.capacity, self.env.num_envs, self.replay.seq_len,
+                         self.collector.commit_stride)
 
     def shared_settings(self, config_cls: type) -> dict[str, Any]:
-        """This run's values of the settings the dataclass ``config_cls`` has by the same name:
-        the one path by which ``seq_len``, ``batch_size``, ``replay_ratio`` and the others reach
-        the collector's and the Ray job's configs (a shared name means the same setting in the
-        same unit, with one default: ``test/trainers/test_config_defaults.py``).
+        """This run's values of the run settings the flat config ``config_cls`` takes
+        (``config_cls.run_settings``: the fields
+        :func:`~torchrl_dreamer.collectors.settings.takes_settings` gave it; for another
+        dataclass, its fields named like a setting): the one path by which ``seq_len``,
+        ``batch_size``, ``replay_ratio`` and the others reach the collector's and the Ray job's
+        configs.
 
         Example:
-            >>> from torchrl_dreamer.distributed import RayTrainingConfig
-            >>> TrainConfig(task="catch", seq_len=16).shared_settings(RayTrainingConfig)
-            {'steps_per_rollout': 16, 'seq_len': 16, 'batch_size': 16, 'replay_ratio': 0.2, 'learning_starts': 1024, 'total_steps': 50000, 'seed': 0}
+            >>> from torchrl_dreamer.collectors import AsyncCollectorConfig
+            >>> shared = TrainConfig(task="catch", seq_len=16).shared_settings(AsyncCollectorConfig)
+            >>> shared["seq_len"], shared["batch_size"], shared["replay_ratio"]
+            (16, 16, 0.2)
         """
-        own = {f.name for f in dataclasses.fields(self)}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(config_cls)
-                if f.init and f.name in own}
+        names = getattr(config_cls, "run_settings", None)
+        if names is None:
+            names = [f.name for f in dataclasses.fields(config_cls) if f.init and f.name in FLAT]
+        return {name: getattr(self, name) for name in names}
 
     def collector_config(self) -> Any:
         """The :class:`~torchrl_dreamer.collectors.AsyncCollectorConfig` of this run: its
@@ -585,28 +486,35 @@ class TrainConfig:
 
         return AsyncCollectorConfig(**{
             **self.shared_settings(AsyncCollectorConfig),
-            "min_ready_steps": self.seq_len, "safety_margin": self.seq_len,
-            "backend": self.backend if self.backend != "ray" else "reference",
+            "min_ready_steps": self.replay.seq_len, "safety_margin": self.replay.seq_len,
+            "backend": self.collector.backend if self.collector.backend != "ray" else "reference",
         })
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-friendly dict of the values the run uses (logged, stored in checkpoints)."""
-        return dataclasses.asdict(self)
+        """Every setting by its flat name (JSON-friendly): what a run logs and a checkpoint
+        stores (:meth:`from_dict` reads it back, as it reads :meth:`to_tree`)."""
+        return {name: getattr(getattr(self, s), f) for name, (s, f) in FLAT.items()}
+
+    def to_tree(self) -> dict[str, dict[str, Any]]:
+        """Every setting by section: ``{"replay": {"seq_len": 32, ...}, ...}``.
+
+        Example:
+            >>> TrainConfig().to_tree()["replay"]["capacity"]
+            100000
+        """
+        return {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        """Inverse of :meth:`to_dict`; unknown keys raise :class:`ConfigError`."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ConfigError(f"unknown config keys {unknown}; valid keys: {sorted(names)}.")
+        """A config of flat, dotted or nested settings (:meth:`to_dict`, :meth:`to_tree`, a
+        YAML file, an older checkpoint's flat record); unknown keys raise :class:`ConfigError`."""
         return cls(**d)
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: Any) -> TrainConfig:
         """Load a YAML (or JSON) config file, then apply ``overrides`` (e.g. from the CLI)."""
-        data = read_config_file(path)
-        data.update({k: v for k, v in overrides.items() if v is not None})
+        data = overlay_settings(read_config_file(path), str(path))
+        data.update(overlay_settings({k: v for k, v in overrides.items() if v is not None}))
         return cls.from_dict(data)
 
     @property
@@ -617,41 +525,76 @@ class TrainConfig:
             >>> TrainConfig(demos="demos/, extra/*.pt").demo_paths
             ['demos/', 'extra/*.pt']
         """
-        return [p.strip() for p in str(self.demos or "").split(",") if p.strip()]
+        return [p.strip() for p in str(self.replay.demos or "").split(",") if p.strip()]
 
     def with_(self, **kwargs: Any) -> TrainConfig:
-        """Copy with some settings changed (validated again).
+        """Copy with some settings changed (flat, dotted or by section; validated again).
 
         Settings this config was not given are resolved again for the copy (task defaults,
         loss preset), so ``TrainConfig().with_(preset="XS").loss_preset == "sheeprl"`` and
         ``TrainConfig().with_(task="catch").batch_size == 16``.
         """
         given = {k: getattr(self, k) for k in self._given}
-        return type(self)(**{**given, **kwargs})
+        return type(self)(**{**given, **overlay_settings(kwargs, "with_")})
 
 
-@functools.cache
-def _hints() -> dict[str, Any]:
-    return get_type_hints(TrainConfig)
+def overlay_settings(settings: dict[str, Any], source: str = "settings") -> dict[str, Any]:
+    """``settings`` (flat, dotted or nested by section) by flat name; an unknown key raises
+    :class:`ConfigError` naming ``source`` and listing the settings. The one translation of a
+    settings layer (config file, checkpoint record, command line) before layers are merged.
+
+    Example:
+        >>> overlay_settings({"replay": {"seq_len": 16}, "seed": 3})
+        {'seq_len': 16, 'seed': 3}
+    """
+    try:
+        return flatten_settings(settings, source)
+    except UnknownSettingError as err:
+        if not err.unknown:  # a section that is not a mapping
+            raise ConfigError(str(err)) from None
+        raise ConfigError(f"unknown config keys {err.unknown} in {source}; valid keys: "
+                          f"{sorted(FLAT)} (or section.field, e.g. replay.batch_size).") from None
+
+
+def _hints(section: str) -> dict[str, Any]:
+    return _HINTS.setdefault(section, get_type_hints(SECTIONS[section]))
+
+
+_HINTS: dict[str, dict[str, Any]] = {}
 
 
 def field_docs(cls: type = TrainConfig) -> dict[str, str]:
-    """The docstring under each field of a dataclass (``{name: text}``), read from its source:
-    what the generated command line shows as each flag's help.
+    """The docstring of each setting, by flat name, for ``TrainConfig`` (what the generated
+    command line shows as each flag's help); for a section class, its fields' docstrings.
 
     Example:
         >>> field_docs(TrainConfig)["num_envs"]
         'Consoles (envs) stepped together.'
     """
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body
-    docs = {}
-    for node, nxt in zip(body, body[1:]):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)):
-            docs[node.target.id] = " ".join(inspect.cleandoc(nxt.value.value).split())
-    return docs
+    docs = setting_docs()
+    if cls is TrainConfig:
+        return dict(docs)
+    return {f.name: docs[n] for n, (s, f_name) in FLAT.items() for f in dataclasses.fields(cls)
+            if SECTIONS[s] is cls and f.name == f_name}
+
+
+def redundant_settings(overlay: dict[str, Any], build: Any) -> list[str]:
+    """The keys of an ``overlay`` (a config file, a task's ``train_defaults``) that change
+    nothing: ``build(overlay without the key)`` resolves that setting to the same value. An
+    overlay holds only differences from the defaults beneath it, so this is empty for every
+    shipped one (``test/trainers/test_run_tree.py``).
+
+    Example:
+        >>> redundant_settings({"seq_len": 32, "seed": 3}, lambda d: TrainConfig(**d))
+        ['seq_len']
+    """
+    flat = overlay_settings(overlay)
+    out = []
+    for key, value in flat.items():
+        rest = {k: v for k, v in flat.items() if k != key}
+        if getattr(build(rest), key) == value:
+            out.append(key)
+    return out
 
 
 def _task_noop_max(task: str, task_obj: Any = None) -> int | None:
@@ -665,7 +608,8 @@ def _task_noop_max(task: str, task_obj: Any = None) -> int | None:
 
 def task_train_defaults(task: str, task_obj: Any = None) -> dict[str, Any]:
     """The training defaults of ``task`` (its ``train_defaults``; of ``task_obj`` when given, e.g.
-    a task built from a spec file), checked against the fields of :class:`TrainConfig`.
+    a task built from a spec file): an overlay of flat (or dotted) setting names, checked against
+    the settings of :class:`TrainConfig` and returned by flat name.
 
     Example:
         >>> task_train_defaults("maze-sparse")
@@ -682,14 +626,36 @@ def task_train_defaults(task: str, task_obj: Any = None) -> dict[str, Any]:
         source = task_class(task)
     if task_obj is None:
         defaults = dict(source.train_defaults)
-    names = {f.name for f in dataclasses.fields(TrainConfig)} - {"task"}
-    unknown = sorted(set(defaults) - names)
+    names = set(FLAT) - {"task"}
+    try:
+        flat = flatten_settings(defaults)
+    except UnknownSettingError as err:
+        unknown = err.unknown
+    else:
+        unknown = sorted(set(flat) - names)
     if unknown:
         raise ConfigError(
             f"{source.__name__}.train_defaults sets {unknown}, which are not TrainConfig settings; "
             f"use names from {sorted(names)}."
         )
-    return defaults
+    return flat
+
+
+def task_overlay(task: str) -> dict[str, Any]:
+    """The settings a run of ``task`` takes before its config file and command line, by flat
+    name: :data:`GAME_TRAIN_DEFAULTS` (Game Boy tasks; ``noop_max`` the task's own when it has
+    one) overlaid by the task's ``train_defaults`` (what ``--task X --help`` shows).
+
+    Example:
+        >>> task_overlay("maze")["batch_size"], task_overlay("maze")["replay_ratio"]
+        (8, 0.18)
+    """
+    own = task_train_defaults(task)
+    if task.startswith("gym:"):
+        return own
+    noop = _task_noop_max(task)
+    game = {**GAME_TRAIN_DEFAULTS, **({} if noop is None else {"noop_max": noop})}
+    return {**game, **own}
 
 
 # Settings that must match between a checkpoint and the run resuming it (the rest may change,

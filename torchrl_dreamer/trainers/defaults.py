@@ -1,10 +1,7 @@
-"""Defaults of the settings the trainers' run config shares with the Ray job's, defined once.
+"""The default run length, by the name the trainers and the Ray job have used for it.
 
-:class:`~torchrl_dreamer.trainers.TrainConfig` and
-:class:`~torchrl_dreamer.distributed.RayTrainingConfig` both take ``total_steps``; the collector
-has no such setting (it runs for the ``total_frames`` it is given), so its default lives here,
-in the trainers' layer, which ``distributed`` imports. The settings the collector shares too are
-in :mod:`torchrl_dreamer.collectors.defaults`.
+The setting itself, with its default and docstring, is ``run.total_steps``
+(:class:`~torchrl_dreamer.collectors.settings.RunSection`); this name only reads it.
 
 Example:
     >>> TOTAL_STEPS
@@ -13,9 +10,9 @@ Example:
 
 from __future__ import annotations
 
+from torchrl_dreamer.collectors.settings import RunSection
+
 __all__ = ["TOTAL_STEPS"]
 
-TOTAL_STEPS = 50_000
-"""Policy steps (one action of one env) a run collects: its length. The maze's target is met
-within it (``docs/learning_results.md``: >= 95 % success within 50k steps and 30 minutes on a
-2-core CPU; the shipped config's seeds reached 99-100 % at 45-50k)."""
+TOTAL_STEPS: int = RunSection.total_steps
+"""``run.total_steps``' default: policy steps (one action of one env) a run collects."""
