@@ -853,7 +853,7 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
 
 # Host-side modules the kernel never imports: editing them must not invalidate compiled kernels.
 _HOST_ONLY = {"__init__.py", "codegen.py", "gameboy.py", "state.py", "pyboy_state.py", "reset.py",
-              "cartridge.py", "packed2.py", "isa.py"}
+              "cartridge.py", "packed2.py", "isa.py", "model.py", "color_obs.py"}
 
 
 def _dep_sources() -> str:

@@ -20,7 +20,9 @@ whether an env is done. An explicit :meth:`reset` (full, or partial through a ``
 works as well and resets at once.
 
 Outputs per step (``batch_size=[N]``): ``pixels`` (``uint8[N,1,72,20]`` packed2 by default;
-``pixels="shades"`` gives ``uint8[N,1,72,80]`` shades 0..3, ``pixels="rgb"`` ``uint8[N,3,72,80]``),
+``pixels="shades"`` gives ``uint8[N,1,72,80]`` shades 0..3, ``pixels="rgb"`` ``uint8[N,3,72,80]``
+greys of the shades, ``pixels="color"`` ``uint8[N,3,72,80]`` a Game Boy Color game's colours:
+:mod:`~torchrl_dreamer.emulator.color_obs`),
 ``reward`` ``float32[N,1]``, ``done``/``terminated``/``truncated`` ``bool[N,1]``, ``is_first``
 ``bool[N,1]`` and ``episode_id`` ``int32[N,1]``, plus one ``float32[N,D]`` key per RAM observation
 the task declares (:attr:`Task.observations`: each byte / 255, read after the step like the
@@ -47,6 +49,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Categorical, Composite, OneHot, Unbounded
 from torchrl.envs import EnvBase
 
+from torchrl_dreamer.emulator.color_obs import COLOR_SHAPE, color_frame
 from torchrl_dreamer.emulator.packed2 import PACKED2_HEIGHT, PACKED2_SHAPE, PACKED2_WIDTH
 from torchrl_dreamer.envs.actions import ActionSet, make_action_set
 from torchrl_dreamer.envs.registry import make_task
@@ -54,7 +57,7 @@ from torchrl_dreamer.envs.task import Task, check_observations
 
 __all__ = ["GameBoyEnv", "PIXEL_FORMATS"]
 
-PIXEL_FORMATS = ("packed2", "shades", "rgb")
+PIXEL_FORMATS = ("packed2", "shades", "rgb", "color")
 """Observation formats of ``GameBoyEnv(pixels=...)``."""
 
 def _default_backend() -> Any:
@@ -88,7 +91,8 @@ class GameBoyEnv(EnvBase):
             ``min(8, frame_skip)``: a short step holds its button throughout).
         max_episode_steps: steps after which an episode is ``truncated``; default: the task's
             (``None``/0 = no limit).
-        pixels: observation format, one of :data:`PIXEL_FORMATS` (``"packed2"``).
+        pixels: observation format, one of :data:`PIXEL_FORMATS` (``"packed2"``; ``"color"``
+            needs a Color cartridge on the Color, the frame's colours instead of its shades).
         noop_max: episodes start after a random 0..``noop_max`` frames with no button held, a
             new draw at every episode start (0 = always the same start, unless the task has
             several start variants or a start jitter); see :attr:`varied_starts`.
@@ -108,6 +112,9 @@ class GameBoyEnv(EnvBase):
         workers: CPU cores the env's consoles are emulated on (``GameBoy(workers=...)``: the
             batch in that many slices launched together, same outputs as 1; CPU only, at most
             the process's cores). Auxiliary batches (start states) use 1.
+        model: the console, ``"dmg"`` or ``"cgb"`` (Game Boy Color); default: the emulator's
+            choice for the ROM (the Color for a Color-only cartridge, else the DMG; see
+            :mod:`torchrl_dreamer.emulator.model`).
     """
 
     _PIXELS_KEY = "pixels"
@@ -136,6 +143,7 @@ class GameBoyEnv(EnvBase):
         backend: Any = None,
         ppu: str | None = None,
         workers: int = 1,
+        model: str | None = None,
     ):
         num_envs = int(num_envs)
         if num_envs < 1:
@@ -158,6 +166,7 @@ class GameBoyEnv(EnvBase):
         super().__init__(batch_size=torch.Size([num_envs]), device=device)
         self._ppu = ppu
         self._workers = workers
+        self._model = model
 
         kwargs = dict(task_kwargs or {})
         if rom is not None:
@@ -190,6 +199,16 @@ class GameBoyEnv(EnvBase):
         # Console batch, task and start snapshot.
         self._rom_path = self.task.rom_path()
         self.gb = self._make_gb(num_envs, workers=self._workers)
+        self._color = pixels == "color"
+        if self._color and getattr(self.gb, "model", "dmg") != "cgb":
+            raise ValueError(
+                "pixels='color' is the Game Boy Color's colour frame: this console is a DMG "
+                "(pass model='cgb' for a Color or dual-mode cartridge)")
+        if self._color:
+            try:
+                self.gb.rgb555  # noqa: B018 (raises for a DMG-only cartridge on the Color)
+            except AttributeError as exc:
+                raise ValueError(f"pixels='color' needs a Color cartridge in Color mode: {exc}") from None
         self.task.check_cartridge(self.gb.cartridge)
         self.task.prepare(self.gb)
         self.task.setup(num_envs, device)
@@ -209,6 +228,10 @@ class GameBoyEnv(EnvBase):
         self._last_done = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self._zeros_u8 = torch.zeros(num_envs, dtype=torch.uint8, device=device)
         self._start_pixels = self._pool_pixels[torch.zeros(num_envs, dtype=torch.long)].to(device)
+        if self._color:
+            # the colour observation rides along the packed2 one (tasks read packed2)
+            self._start_color = self._pool_color[torch.zeros(num_envs, dtype=torch.long)]
+            self._last_color = torch.zeros_like(self._start_color)
         self.noop_frames = torch.zeros(num_envs, dtype=torch.int64, device=device)
         """No-op frames of each env's current episode start (``int64[N]``)."""
 
@@ -224,6 +247,8 @@ class GameBoyEnv(EnvBase):
             pix = Bounded(0, 255, shape=(n, *PACKED2_SHAPE), dtype=torch.uint8, device=dev)
         elif self.pixels_format == "shades":
             pix = Bounded(0, 3, shape=(n, 1, *hw), dtype=torch.uint8, device=dev)
+        elif self.pixels_format == "color":
+            pix = Bounded(0, 255, shape=(n, *COLOR_SHAPE), dtype=torch.uint8, device=dev)
         else:
             pix = Bounded(0, 255, shape=(n, 3, *hw), dtype=torch.uint8, device=dev)
         flag = Categorical(2, shape=(n, 1), dtype=torch.bool, device=dev)
@@ -274,6 +299,8 @@ class GameBoyEnv(EnvBase):
         if not self.varied_starts:
             self._ensure_picture(self.gb)
             self._pool_pixels = self.gb.packed2[:1].clone()
+            if self._color:
+                self._pool_color = color_frame(self.gb.rgb555[:1])
             self._pool_noops = torch.zeros(1, dtype=torch.int64, device=self.device)
             return self._backend.ResetCache(self.gb)
         size = self.start_pool
@@ -282,6 +309,7 @@ class GameBoyEnv(EnvBase):
                  if self.noop_max > 0 else torch.zeros(size, dtype=torch.int64))
         pool = self._make_gb(size)
         pixels = torch.empty(size, *PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
+        colors = torch.empty(size, *COLOR_SHAPE, dtype=torch.uint8, device=self.device)
         jitter = self.task.start_jitter > 0
         groups = ([[k] for k in range(size)] if jitter else
                   [list(range(v, size, variants)) for v in range(min(variants, size))])
@@ -295,10 +323,13 @@ class GameBoyEnv(EnvBase):
                     one.run_frames(int(noops[k]) - done)
                     done = int(noops[k])
                 pixels[k] = one.packed2[0]
+                if self._color:
+                    colors[k] = color_frame(one.rgb555)[0]
                 only_k = torch.zeros(size, dtype=torch.bool, device=self.device)
                 only_k[k] = True
                 pool.load_state(one.save_state(), mask=only_k)
         self._pool_pixels = pixels
+        self._pool_color = colors
         self._pool_noops = noops.to(self.device)
         return self._backend.ResetCache(self.gb, pool.save_state(), pool=True)
 
@@ -316,6 +347,8 @@ class GameBoyEnv(EnvBase):
                 # our own games leave the (copyrighted) Nintendo logo out on purpose
                 warnings.filterwarnings("ignore", message=".*Nintendo logo.*")
             extra = {} if self._ppu is None else {"ppu": self._ppu}
+            if self._model is not None:
+                extra["model"] = self._model
             if workers != 1:
                 extra["workers"] = workers
             return self._backend.GameBoy(self._rom_path, num_envs=num_envs, device=self.device,
@@ -338,6 +371,9 @@ class GameBoyEnv(EnvBase):
             self._reset_cache.restore(mask, rows)
             self._start_pixels = torch.where(mask.reshape(-1, 1, 1, 1), self._pool_pixels[rows],
                                              self._start_pixels)
+            if self._color:
+                self._start_color = torch.where(mask.reshape(-1, 1, 1, 1), self._pool_color[rows],
+                                                self._start_color)
             self.noop_frames = torch.where(mask, self._pool_noops[rows], self.noop_frames)
         else:
             self._reset_cache.restore(mask)
@@ -346,6 +382,8 @@ class GameBoyEnv(EnvBase):
     def _format_pixels(self, packed: torch.Tensor) -> torch.Tensor:
         if self.pixels_format == "packed2":
             return packed
+        if self._color:
+            return self._last_color.clone()  # (kept in step with _last_pixels by its callers)
         from torchrl_dreamer.emulator.packed2 import shades_to_rgb, unpack_packed2
 
         shades = unpack_packed2(packed)
@@ -396,6 +434,9 @@ class GameBoyEnv(EnvBase):
             # the new episode's first observation is its start state itself: nothing emulated
             self._restart(first)
             packed.copy_(torch.where(first.reshape(-1, 1, 1, 1), self._start_pixels, packed))
+        if self._color:
+            self._last_color = torch.where(first.reshape(-1, 1, 1, 1), self._start_color,
+                                           color_frame(self.gb.rgb555))
         out = self.task.compute(self.gb, packed, first)
         reward, terminated = out[0], out[1]
         task_truncated = out[2] if len(out) > 2 else None
@@ -475,6 +516,9 @@ class GameBoyEnv(EnvBase):
                          obs_out=packed)
         else:  # the start state's own picture; consoles outside the mask are not touched
             packed = torch.where(mask.reshape(-1, 1, 1, 1), self._start_pixels, self._last_pixels)
+        if self._color:
+            color = (color_frame(self.gb.rgb555) if self._settle else self._start_color)
+            self._last_color = torch.where(mask.reshape(-1, 1, 1, 1), color, self._last_color)
         self.task.compute(self.gb, packed, mask)
         if partial:
             # Envs outside the mask must not move: roll their consoles and task state back.
@@ -525,6 +569,10 @@ class GameBoyEnv(EnvBase):
     _BOOKKEEPING = ("_pending", "_steps", "_episode_id", "_last_pixels", "_last_done",
                     "_start_pixels", "noop_frames")
 
+    def _bookkeeping(self) -> tuple[str, ...]:
+        """Names of the per-env tensors a checkpoint keeps (the colour ones with ``"color"``)."""
+        return self._BOOKKEEPING + (("_last_color", "_start_color") if self._color else ())
+
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         """The env mid-run, as tensors and plain values (loadable with ``weights_only=True``):
         the consoles (:meth:`GameBoy.save_state`), the per-env bookkeeping (pending deferred
@@ -538,7 +586,7 @@ class GameBoyEnv(EnvBase):
             "console": {"version": st.version, "rom_sha256": st.rom_sha256,
                         "state_words": st.state_words, "arrays": dict(st.arrays),
                         "model": st.model},
-            "env": {k: getattr(self, k).detach().to("cpu", copy=True) for k in self._BOOKKEEPING},
+            "env": {k: getattr(self, k).detach().to("cpu", copy=True) for k in self._bookkeeping()},
             "task": {k: v.detach().to("cpu", copy=True) for k, v in self.task.buffers.items()},
             "generator": self._generator.get_state(),
             "noop_generator": self._noop_gen.get_state(),
@@ -566,6 +614,9 @@ class GameBoyEnv(EnvBase):
         """
         from torchrl_dreamer.emulator.packed2 import shades_to_rgb, unpack_packed2
 
+        if self._color:
+            rgb = self._last_color.permute(0, 2, 3, 1).contiguous()
+            return rgb if env is None else rgb[env]
         rgb = shades_to_rgb(unpack_packed2(self._last_pixels).squeeze(-3), channels_last=True)
         return rgb if env is None else rgb[env]
 
