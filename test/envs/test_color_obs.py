@@ -114,3 +114,16 @@ def test_the_world_model_encodes_the_color_observation(ramp_rom):
     embed = enc(enc.preprocess(td["pixels"]))
     assert embed.shape == (2, enc.out_features)
     assert bool(torch.isfinite(embed).all())
+
+
+def test_play_runs_a_color_game_and_refuses_a_dmg_for_it(ramp_rom, capsys):
+    from torchrl_dreamer.play import play
+    from torchrl_dreamer.play.__main__ import main
+
+    session = play(str(ramp_rom), inputs=["NOOP x2"], headless=True, log=lambda line: None)
+    assert session.env.gb.model == "cgb" and len(session.history) == 3
+    # the CLI's --model dmg asks for a DMG, which refuses a Color-only ROM with a clear error
+    script = ramp_rom.parent / "moves.txt"
+    script.write_text("NOOP\n")
+    assert main([str(ramp_rom), "--headless", "--script", str(script), "--model", "dmg"]) == 2
+    assert "model='cgb'" in capsys.readouterr().err

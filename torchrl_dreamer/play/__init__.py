@@ -89,6 +89,7 @@ def play(
     max_steps: int | None = None,
     verbose: bool | None = None,
     log: Callable[[str], None] = print,
+    model: str | None = None,
 ) -> PlaySession:
     """Play ``rom`` (or a task / spec) in a window, or headless through a script.
 
@@ -114,6 +115,8 @@ def play(
         max_steps: stop after this many env steps.
         verbose: log every step (default: headless yes, window only rewards and episode ends).
         log: where readout lines and messages go.
+        model: the console, ``"dmg"`` or ``"cgb"`` (Game Boy Color); default: the Color for a
+            Color-only cartridge, else the DMG. The window shows a Color game's luminance shades.
 
     Returns:
         the :class:`PlaySession` (its ``history`` holds every readout, ``env`` the console).
@@ -142,7 +145,7 @@ def play(
     session = PlaySession(the_task, action_set=action_set, frame_skip=frame_skip,
                           press_frames=press_frames, max_episode_steps=max_episode_steps,
                           seed=seed, noop_max=noop_max, watches=task_watches(the_task) + extra,
-                          record=record is not None, meta=meta)
+                          record=record is not None, meta=meta, model=model)
     if save_state is None:
         stem = Path(rom).stem if rom is not None and Path(rom).is_file() else the_task.name
         save_state = Path(f"{stem}.trdstate")

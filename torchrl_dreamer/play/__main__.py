@@ -23,6 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--spec", help="task spec file (YAML/JSON): reward, episode end, actions")
     g.add_argument("--task", help="registered task name (e.g. maze, catch) for the ROM")
     p.add_argument("--state", help="savestate to start from")
+    p.add_argument("--model", choices=("dmg", "cgb"), default=None,
+                   help="console: dmg or cgb (Game Boy Color); default: the Color for a "
+                        "Color-only ROM, else the DMG")
     p.add_argument("--record", metavar="FILE", help="write a demonstration file when play stops")
     p.add_argument("--save-state", metavar="FILE",
                    help="where F2 saves a state (default <ROM>.trdstate)")
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
              max_episode_steps=max_episode_steps, seed=args.seed, noop_max=args.noop_max,
              watches=args.watch,
              scale=args.scale, speed=args.speed, view=args.view, max_steps=args.max_steps,
-             verbose=args.verbose)
+             verbose=args.verbose, model=args.model)
     except NoDisplayError as err:
         print(f"play: {err}", file=sys.stderr)
         return 2

@@ -438,13 +438,14 @@ class PlaySession:
         watches: list[Watch] | None = None,
         record: bool = False,
         meta: dict[str, Any] | None = None,
+        model: str | None = None,
     ) -> None:
         self._backend = _FrameBackend()
         if frame_skip is None:
             frame_skip = default_frame_skip(task)
         self.env = GameBoyEnv(task, 1, device, action_set=action_set, frame_skip=frame_skip,
                               press_frames=press_frames, max_episode_steps=max_episode_steps,
-                              noop_max=noop_max, seed=seed, backend=self._backend)
+                              noop_max=noop_max, seed=seed, backend=self._backend, model=model)
         self.seed = int(seed)
         self.watches = list(task_watches(task) if watches is None else watches)
         names = self.env.action_set.names
