@@ -31,7 +31,6 @@ import torch  # noqa: E402
 from torchrl_dreamer.data import dreamer_schema  # noqa: E402
 from torchrl_dreamer.distributed import (  # noqa: E402
     EnvRunner,
-    GameBoyDreamer,
     ReplayService,
     WeightStore,
     batch_from_numpy,
@@ -41,6 +40,7 @@ from torchrl_dreamer.distributed import (  # noqa: E402
     pack_weights,
     remote_class,
 )
+from torchrl_dreamer.trainers import GameBoyDreamer  # noqa: E402
 
 
 def emit(bench: str, case: str, ours: float, peer: float, unit: str, higher_is_better: bool):

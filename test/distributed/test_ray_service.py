@@ -335,7 +335,8 @@ def test_train_config_maps_to_a_gameboy_ray_run(tmp_path):
 def test_cuda_runners_and_learner_in_process():
     """CUDA twin of the CLI test: GameBoyEnv renders into the runner's CUDA ring, chunks go to
     the host replay, batches back to the CUDA learner; weights cross devices both ways."""
-    from torchrl_dreamer.distributed import GameBoyDreamer, RayDreamerTrainer
+    from torchrl_dreamer.distributed import RayDreamerTrainer
+    from torchrl_dreamer.trainers import GameBoyDreamer
 
     f = GameBoyDreamer("maze", num_envs=2, device="cuda")
     cfg = _small_cfg(num_runners=1, total_steps=128, learning_starts=16, seq_len=8)
@@ -429,8 +430,9 @@ def test_gameboy_dreamer_builds_through_the_run_factories():
     loss and optimiser settings (not the maze's training defaults), env_kwargs override the run's
     env settings, and the learner's published weights load into its player (Protocol paths of
     extract_weights / apply_weights)."""
-    from torchrl_dreamer.distributed import GameBoyDreamer, apply_weights, extract_weights
+    from torchrl_dreamer.distributed import apply_weights, extract_weights
     from torchrl_dreamer.objectives import LEARNER_PRESETS, LOSS_PRESETS
+    from torchrl_dreamer.trainers import GameBoyDreamer
 
     f = GameBoyDreamer("maze", num_envs=2, loss_preset="sheeprl", env_kwargs={"frame_skip": 6})
     learner = f.learner()

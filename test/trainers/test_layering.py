@@ -3,7 +3,9 @@ function-level imports both: an import moved into a function to dodge a circle i
 and no module reading another object's ``_private`` attribute.
 
 Layers import downward only: emulator <- envs <- data <- modules <- objectives <- collectors
-<- trainers; ``distributed`` imports the trainers' factories, never the other way round.
+<- trainers; ``distributed`` sits beside the trainers on the collectors: neither imports the
+other (the trainers compose a Ray run through the collectors' remote-collection registry, and
+its factories reach ``distributed`` as arguments).
 """
 
 from __future__ import annotations
@@ -130,6 +132,18 @@ def test_the_trainers_never_import_distributed():
     # nor at run time (nothing imports it for them)
     code = ("import sys, torchrl_dreamer.trainers; "
             "print(any(m.startswith('torchrl_dreamer.distributed') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[-1] == "False"
+
+
+def test_distributed_never_imports_the_trainers():
+    graph = import_graph()
+    up = {m: sorted(d for d in deps if d.startswith("torchrl_dreamer.trainers"))
+          for m, deps in graph.items() if m.startswith("torchrl_dreamer.distributed")}
+    assert not any(up.values()), up
+    code = ("import sys, torchrl_dreamer.distributed; "
+            "print(any(m.startswith('torchrl_dreamer.trainers') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out[-1] == "False"

@@ -208,3 +208,39 @@ def test_an_older_record_resumes_through_the_cli(tmp_path):
     assert cfg.total_steps == 99 and cfg.replay_ratio == 0.18
     assert args.resume.endswith("step_16")
     assert torch.load(Path(args.resume) / "state.pt", weights_only=True)["config"] == OLD_RECORD
+
+
+# ---------------------------------------------------------------- remote collection
+def test_remote_collections_register_by_backend():
+    from torchrl_dreamer.collectors.remote import (
+        register_remote_collection,
+        remote_collection,
+        unregister_remote_collection,
+    )
+
+    class Half:
+        def envs_per_runner(self, config):
+            return config.num_envs // 2
+
+    with pytest.raises(TypeError, match="needs envs_per_runner, load_demonstrations and collector"):
+        register_remote_collection("half-test", Half())
+
+    class Full(Half):
+        def load_demonstrations(self, paths, probe_env):
+            return None
+
+        def collector(self, config, env_factory, policy_factory, learner, *, logger=None,
+                      demonstrations=None):
+            return (config.num_envs, learner)
+
+    class Other(Full):
+        pass
+
+    try:
+        assert register_remote_collection("full-test", Full()) is remote_collection("full-test")
+        register_remote_collection("full-test", Full())  # the same kind again: replaced
+        with pytest.raises(ValueError, match="already collects"):
+            register_remote_collection("full-test", Other())
+    finally:
+        unregister_remote_collection("full-test")
+    assert remote_collection("full-test") is None

@@ -8,10 +8,15 @@
 - :func:`load_demonstration_rows` -- recorded demonstrations, checked against the run, as rows
   of the human service's static slot (``--backend ray --demos``).
 - :class:`RunnerPool` -- starts runners, restarts dead ones.
-- :func:`run_ray_training`, :class:`RayDreamerTrainer`, :class:`RayTrainingConfig` -- the job.
-- :class:`RayCollector`, :func:`ray_config`, :func:`build_ray_run` -- a ``TrainConfig`` run on
+- :func:`run_ray_training`, :class:`RayDreamerTrainer`, :class:`RayTrainingConfig` -- the job
+  (its factories, e.g. :class:`~torchrl_dreamer.trainers.GameBoyDreamer`, come as arguments).
+- :class:`RayCollector`, :func:`ray_config`, :class:`RayCollection` -- a ``TrainConfig`` run on
   Ray through :class:`~torchrl_dreamer.trainers.DreamerTrainer` (``--backend ray``; importing
-  this package registers :func:`build_ray_run` with :func:`~torchrl_dreamer.trainers.build_run`).
+  this package registers :class:`RayCollection` as the ``"ray"`` backend of
+  :func:`~torchrl_dreamer.trainers.build_run`, which composes the run from its own factories).
+
+This package imports the collectors' and the data layer's pieces, never the trainers (the
+factories of a run come in as arguments).
 - :func:`init_ray` -- a local cluster bound to 127.0.0.1 (addresses are opt-in).
 
 Everything but :func:`init_ray` also works in-process without Ray installed (``use_ray=False``).
@@ -19,7 +24,7 @@ See ``docs/ray.md``.
 """
 
 from torchrl_dreamer.distributed.cluster import call, init_ray, ray_available, remote_class
-from torchrl_dreamer.distributed.collector import RayCollector, build_ray_run
+from torchrl_dreamer.distributed.collector import RayCollection, RayCollector
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.demonstrations import (
     DEMO_SLOT,
@@ -32,7 +37,6 @@ from torchrl_dreamer.distributed.replay_service import ReplayService, SlotInfo, 
 from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
 from torchrl_dreamer.distributed.runner import EnvRunner
 from torchrl_dreamer.distributed.training import (
-    GameBoyDreamer,
     RayDreamerTrainer,
     TrainingTimeout,
     ray_config,
@@ -53,7 +57,7 @@ __all__ = [
     "HUMAN",
     "ControlModeRouter",
     "EnvRunner",
-    "GameBoyDreamer",
+    "RayCollection",
     "RayCollector",
     "RayDreamerTrainer",
     "RayTrainingConfig",
@@ -66,7 +70,6 @@ __all__ = [
     "WeightStore",
     "apply_weights",
     "batch_from_numpy",
-    "build_ray_run",
     "call",
     "demonstration_rows",
     "extract_weights",

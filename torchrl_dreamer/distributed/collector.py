@@ -12,31 +12,26 @@ drains and stops them at the run's ``total_steps``. A checkpoint holds the repla
 snapshot (``save_replay``) and the counters (``state_dict``); the learner is the trainer's.
 Runners do not snapshot their envs: a resumed run starts new episodes.
 
-:func:`build_ray_run` composes such a run from the trainers' factories; importing this module
-registers it as the ``"ray"`` backend of :func:`~torchrl_dreamer.trainers.build_run`
-(:func:`~torchrl_dreamer.trainers.builder.register_run_backend`): this layer imports the
-trainers, never the other way round.
+:func:`~torchrl_dreamer.trainers.build_run` composes such a run from the run's own factories
+(:func:`~torchrl_dreamer.trainers.builder.build_remote_run`); importing this module registers
+:class:`RayCollection`, which builds the collector, as its ``"ray"`` backend
+(:func:`~torchrl_dreamer.collectors.remote.register_remote_collection`). This layer imports the
+collectors' and the data layer's protocols, never the trainers, nor they this layer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from torchrl_dreamer.collectors.remote import register_remote_collection
 from torchrl_dreamer.distributed.cluster import call
 from torchrl_dreamer.distributed.config import RayTrainingConfig
 from torchrl_dreamer.distributed.demonstrations import load_demonstration_rows
 from torchrl_dreamer.distributed.training import RayDreamerTrainer, ray_config
-from torchrl_dreamer.trainers.builder import (
-    RunFactories,
-    RunParts,
-    demo_config_errors,
-    register_run_backend,
-)
 
-__all__ = ["RayCollector", "build_ray_run"]
+__all__ = ["RayCollection", "RayCollector"]
 
 
 class RayCollector:
@@ -183,33 +178,35 @@ class RayCollector:
         self._ray.config.resume_from = str(path)
 
 
-def build_ray_run(f: RunFactories, logger: Any) -> RunParts:
-    """The Ray composition of :func:`~torchrl_dreamer.trainers.build_run` (``backend="ray"``):
-    specs from a one-env probe, the learner here, the envs, players and replay in Ray actors
-    (a :class:`RayCollector`, configured by :func:`~torchrl_dreamer.distributed.ray_config`).
+class RayCollection:
+    """The ``"ray"`` backend of :func:`~torchrl_dreamer.trainers.build_run` (a
+    :class:`~torchrl_dreamer.collectors.remote.RemoteCollection`, registered when this module is
+    imported): the Ray job of a run is :func:`~torchrl_dreamer.distributed.ray_config` of its
+    config, its demonstrations go to the human replay service
+    (:func:`~torchrl_dreamer.distributed.demonstrations.load_demonstration_rows`), and a
+    :class:`RayCollector` drives the runners the run's own factories build.
 
-    With ``demos`` the files are read and checked against the probe (the local path's loader
-    and errors: :func:`~torchrl_dreamer.trainers.builder.demo_config_errors`) before any actor
-    starts, and go to the human replay service
-    (:func:`~torchrl_dreamer.distributed.demonstrations.load_demonstration_rows`)."""
-    cfg = f.config
-    rcfg = ray_config(cfg)
-    probe = f.env(num_envs=1)
-    try:
-        f = f.with_env(probe)
-        rule = getattr(probe, "success_rule", "terminal_reward")
-        demos = None
-        if cfg.demos:
-            with demo_config_errors():
-                demos = load_demonstration_rows(cfg.demo_paths, probe)
-    finally:
-        probe.close()
-    wm, actor, critic = f.networks()
-    learner = f.learner(wm, actor, critic)
-    runner_f = replace(f, config=cfg.with_(num_envs=rcfg.envs_per_runner))
-    collector = RayCollector(rcfg, runner_f.env, runner_f.policy, learner, logger=logger,
-                             log_every=cfg.log_every, demonstrations=demos)
-    return RunParts(cfg, None, None, None, wm, actor, critic, learner, None, collector, rule)
+    Example:
+        >>> from torchrl_dreamer.collectors.remote import remote_collection
+        >>> isinstance(remote_collection("ray"), RayCollection)
+        True
+    """
+
+    def envs_per_runner(self, config: Any) -> int:
+        """Envs each runner steps: the run's ``num_envs`` split over its runners."""
+        return ray_config(config).envs_per_runner
+
+    def load_demonstrations(self, paths: Sequence[str], probe_env: Any) -> Any:
+        """The demonstration files as rows of the human service's static slot."""
+        return load_demonstration_rows(list(paths), probe_env)
+
+    def collector(self, config: Any, env_factory: Callable[[], Any],
+                  policy_factory: Callable[[Any], Any], learner: Any, *, logger: Any = None,
+                  demonstrations: Any = None) -> RayCollector:
+        """A :class:`RayCollector` of the run's Ray job."""
+        return RayCollector(ray_config(config), env_factory, policy_factory, learner,
+                            logger=logger, log_every=config.log_every,
+                            demonstrations=demonstrations)
 
 
-register_run_backend("ray", build_ray_run)
+register_remote_collection("ray", RayCollection())

@@ -15,7 +15,6 @@ is how most of the protocol is tested without starting Ray.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +24,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl_dreamer.collectors.learner_side import learner_step
+from torchrl_dreamer.collectors.learner_state import learner_state, load_learner_state
 from torchrl_dreamer.collectors.protocols import Checkpointable, Learner
 from torchrl_dreamer.distributed.cluster import call, call_async, get, init_ray, is_actor, put
 from torchrl_dreamer.distributed.config import RayTrainingConfig
@@ -34,88 +34,12 @@ from torchrl_dreamer.distributed.replay_service import ReplayService, batch_from
 from torchrl_dreamer.distributed.routing import AGENT, HUMAN, ControlModeRouter
 from torchrl_dreamer.distributed.runner import EnvRunner
 from torchrl_dreamer.distributed.weights import WeightStore, extract_weights, pack_weights
-from torchrl_dreamer.trainers.checkpoint import learner_state, load_learner_state
 
-__all__ = ["GameBoyDreamer", "RayDreamerTrainer", "TrainingTimeout", "ray_config",
-           "run_ray_training"]
+__all__ = ["RayDreamerTrainer", "TrainingTimeout", "ray_config", "run_ray_training"]
 
 
 class TrainingTimeout(TimeoutError):
     """The learner waited ``timeout_s`` without runner progress (stalled or dead cluster)."""
-
-
-@dataclasses.dataclass
-class GameBoyDreamer:
-    """Factories for a hand-built Ray job: ``GameBoyEnv(task)`` runners, ``DreamerPlayer``
-    policies and a ``DreamerV3Learner``, each built by the one composition root
-    (:class:`~torchrl_dreamer.trainers.RunFactories` of :meth:`train_config`); picklable, so Ray
-    ships them to the runner actors. ``device`` places the envs, players and learner (e.g.
-    ``"cuda"``; runners then need a GPU each). ``loss_preset`` names a loss and learner preset
-    (its discount and entropy bonus, not the task's training defaults). A
-    :class:`~torchrl_dreamer.trainers.TrainConfig` run with ``backend="ray"`` needs none of this:
-    ``python -m torchrl_dreamer.train --backend ray``.
-
-    Example:
-        >>> f = GameBoyDreamer("maze", num_envs=4, preset="tiny")
-        >>> f.action_dim()  # the maze's d-pad: no-op + 4 directions
-        5
-        >>> f.train_config().loss_preset, f.train_config().num_envs
-        ('sheeprl', 4)
-    """
-
-    task: str = "maze"
-    num_envs: int = 4
-    preset: str = "tiny"
-    env_kwargs: dict[str, Any] | None = None
-    device: str = "cpu"
-    loss_preset: str = "sheeprl"
-
-    def train_config(self) -> Any:
-        """The :class:`~torchrl_dreamer.trainers.TrainConfig` these factories build from (built
-        on use, so a ``"cuda"`` job can be described on a machine without a GPU)."""
-        from torchrl_dreamer.objectives import LOSS_PRESETS
-        from torchrl_dreamer.trainers import TrainConfig
-
-        preset = LOSS_PRESETS[self.loss_preset]
-        return TrainConfig(task=self.task, num_envs=self.num_envs, preset=self.preset,
-                           device=self.device, loss_preset=self.loss_preset,
-                           gamma=preset.gamma, entropy_coef=preset.entropy_coef, progress=False)
-
-    def _factories(self) -> Any:
-        """The run's factories, with the observation kinds and action count of a one-console
-        probe of the env (so a task's extra observations, e.g. RAM vectors, get encoders)."""
-        from torchrl_dreamer.trainers import RunFactories
-        from torchrl_dreamer.trainers.builder import make_env
-
-        cfg = self.train_config()
-        probe = make_env(cfg, num_envs=1, **(self.env_kwargs or {}))
-        try:
-            return RunFactories(cfg).with_env(probe)
-        finally:
-            probe.close()
-
-    def action_dim(self) -> int:
-        """Actions of the task's default action set."""
-        from torchrl_dreamer.envs import make_action_set, make_task
-
-        return make_action_set(make_task(self.task).default_action_set).n
-
-    def env(self) -> Any:
-        """A ``GameBoyEnv`` with ``num_envs`` consoles (``env_kwargs`` override the run's)."""
-        from torchrl_dreamer.trainers.builder import make_env
-
-        return make_env(self.train_config(), **(self.env_kwargs or {}))
-
-    def policy(self, env: Any) -> Any:
-        """A ``DreamerPlayer`` for ``env`` (its weights come from the learner's publications)."""
-        from torchrl_dreamer.trainers import RunFactories
-
-        return RunFactories(self.train_config()).policy(env)
-
-    def learner(self) -> Any:
-        """A ``DreamerV3Learner`` with the same architecture."""
-        f = self._factories()
-        return f.learner(*f.networks())
 
 
 class RayDreamerTrainer:
@@ -451,7 +375,7 @@ class RayDreamerTrainer:
         and counters.
 
         Resume with ``RayTrainingConfig(resume_from=<this directory>)``. The learner's part is
-        the local trainer's (:func:`~torchrl_dreamer.trainers.checkpoint.learner_state`); the
+        the local trainer's (:func:`~torchrl_dreamer.collectors.learner_state.learner_state`); the
         rest is this path's own layout: the replay lives in the service actors, which write
         their own snapshots (``replay_agent/``, ``replay_human/``), beside a ``learner.pt``
         with the learner's state and this trainer's ``updates`` and weight ``version``. (A
@@ -610,27 +534,31 @@ def ray_config(train_config: Any, **overrides: Any) -> RayTrainingConfig:
 
 def run_ray_training(
     config: Any,
-    env_factory: Callable[[], Any] | None = None,
-    policy_factory: Callable[[Any], Any] | None = None,
-    learner_factory: Callable[[], Any] | None = None,
+    env_factory: Callable[[], Any],
+    policy_factory: Callable[[Any], Any] | None,
+    learner_factory: Callable[[], Any],
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Runs a whole Dreamer training job on Ray and returns its summary.
 
     The library entry point for custom Ray jobs (the training CLI's ``--backend ray`` goes
     through :class:`~torchrl_dreamer.trainers.DreamerTrainer` and
-    :class:`~torchrl_dreamer.distributed.RayCollector` instead). Without factories it trains on
-    ``GameBoyEnv("maze")`` with the ``tiny`` preset (:class:`GameBoyDreamer`). Keyword arguments
-    go to :class:`RayDreamerTrainer`.
+    :class:`~torchrl_dreamer.distributed.RayCollector` instead). The factories build each
+    runner's env and policy and the learner; :class:`~torchrl_dreamer.trainers.GameBoyDreamer`
+    has them for a Game Boy task (the run's one composition root,
+    :class:`~torchrl_dreamer.trainers.RunFactories`). Keyword arguments go to
+    :class:`RayDreamerTrainer`.
 
     Example:
         The shipped maze; ``use_ray=False`` runs the same protocol in this process, without
         starting a Ray cluster.
 
+        >>> from torchrl_dreamer.trainers import GameBoyDreamer
         >>> cfg = RayTrainingConfig(num_runners=1, envs_per_runner=2, steps_per_rollout=8,
         ...                         seq_len=8, batch_size=2, capacity=64, learning_starts=16,
         ...                         replay_ratio=0.1, total_steps=64, use_ray=False)
-        >>> summary = run_ray_training(cfg)
+        >>> f = GameBoyDreamer("maze", num_envs=cfg.envs_per_runner)
+        >>> summary = run_ray_training(cfg, f.env, f.policy, f.learner)
         >>> summary["policy_steps"] >= 64, summary["updates"] > 0
         (True, True)
     """
@@ -639,11 +567,12 @@ def run_ray_training(
             f"config must be a RayTrainingConfig, got {type(config).__name__}; train a "
             "TrainConfig with DreamerTrainer (backend='ray')."
         )
-    f = GameBoyDreamer(num_envs=config.envs_per_runner)
     if env_factory is None or learner_factory is None:
-        env_factory = env_factory or f.env
-        policy_factory = policy_factory or f.policy
-        learner_factory = learner_factory or f.learner
+        raise TypeError(
+            "run_ray_training needs env_factory and learner_factory (and policy_factory, or None "
+            "for random actions); for a Game Boy task pass those of "
+            "torchrl_dreamer.trainers.GameBoyDreamer(task, num_envs=config.envs_per_runner)."
+        )
     trainer = RayDreamerTrainer(config, env_factory, policy_factory, learner_factory, **kwargs)
     try:
         return trainer.run()

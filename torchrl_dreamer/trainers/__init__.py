@@ -6,6 +6,8 @@
   early with what to use instead).
 - :func:`build_run`, :class:`RunFactories`, :class:`RunParts` -- the composition root: env,
   replay, networks, learner, player, collector (local, or on Ray with ``backend="ray"``).
+- :class:`GameBoyDreamer` -- picklable env / policy / learner factories of a Game Boy run for a
+  hand-built Ray job (:func:`~torchrl_dreamer.distributed.run_ray_training`).
 - :class:`DreamerTrainer` -- progress bar, CSV/TensorBoard logs, checkpoints, ``--resume``; it
   drives any :class:`RunCollector`.
 - :func:`evaluate` -- greedy/sampled episodes, success rate and a GIF of the agent playing.
@@ -37,6 +39,7 @@ from torchrl_dreamer.trainers.evaluate import (
     world_model_video_checkpoint,
 )
 from torchrl_dreamer.trainers.gif import write_gif
+from torchrl_dreamer.trainers.job_factories import GameBoyDreamer
 from torchrl_dreamer.trainers.loggers import MultiLogger, make_logger
 from torchrl_dreamer.trainers.trainer import DreamerTrainer, RunCollector
 from torchrl_dreamer.trainers.video import open_loop_frames, write_video
@@ -47,6 +50,7 @@ __all__ = [
     "DreamerTrainer",
     "EpisodeTracker",
     "EvalResult",
+    "GameBoyDreamer",
     "MultiLogger",
     "RunCollector",
     "RunFactories",

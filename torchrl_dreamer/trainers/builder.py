@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,8 +33,8 @@ import torch
 
 from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
-__all__ = ["RunFactories", "RunParts", "build_run", "check_spec_start", "demo_config_errors",
-           "make_env", "obs_spec_of", "register_run_backend"]
+__all__ = ["RunFactories", "RunParts", "build_remote_run", "build_run", "check_spec_start",
+           "demo_config_errors", "make_env", "obs_spec_of"]
 
 
 @dataclass
@@ -244,27 +244,34 @@ class RunFactories:
         return storage, sampler
 
 
-#: composers of the runs whose collector lives above this layer, by ``TrainConfig.backend``:
-#: ``compose(factories, logger) -> RunParts``. The trainers never import
-#: :mod:`torchrl_dreamer.distributed` (it imports their factories); importing it adds ``"ray"``.
-_RUN_BACKENDS: dict[str, Callable[[RunFactories, Any], RunParts]] = {}
+def build_remote_run(f: RunFactories, remote: Any, logger: Any = None) -> RunParts:
+    """The composition of a run whose envs, players and replay live in other processes
+    (``backend="ray"``): the same factories as a local run, for the specs of a one-env probe,
+    the networks and the learner here, and the runners (each with ``num_envs`` of
+    ``remote.envs_per_runner``); ``remote`` (a
+    :class:`~torchrl_dreamer.collectors.remote.RemoteCollection`, e.g. the one
+    :mod:`torchrl_dreamer.distributed` registers) builds the collector that drives them.
 
-
-def register_run_backend(
-    backend: str, compose: Callable[[RunFactories, Any], RunParts]
-) -> Callable[[RunFactories, Any], RunParts]:
-    """Make :func:`build_run` compose runs of ``backend`` with ``compose(factories, logger)``
-    (dependency injection: the layer that owns such a collector registers it on import, as
-    :mod:`torchrl_dreamer.distributed` does for ``"ray"``). Returns ``compose``.
-
-    Raises:
-        ValueError: another composer is already registered for ``backend``.
-    """
-    other = _RUN_BACKENDS.get(backend)
-    if other is not None and other is not compose:
-        raise ValueError(f"backend {backend!r} already composes runs with {other!r}")
-    _RUN_BACKENDS[backend] = compose
-    return compose
+    With ``demos`` the files are read and checked against the probe by the backend, inside
+    :func:`demo_config_errors` (the local path's words for a bad file), before any actor
+    starts."""
+    cfg = f.config
+    probe = f.env(num_envs=1)
+    try:
+        f = f.with_env(probe)
+        rule = getattr(probe, "success_rule", "terminal_reward")
+        demos = None
+        if cfg.demos:
+            with demo_config_errors():
+                demos = remote.load_demonstrations(cfg.demo_paths, probe)
+    finally:
+        probe.close()
+    wm, actor, critic = f.networks()
+    learner = f.learner(wm, actor, critic)
+    runner_f = replace(f, config=cfg.with_(num_envs=remote.envs_per_runner(cfg)))
+    collector = remote.collector(cfg, runner_f.env, runner_f.policy, learner, logger=logger,
+                                 demonstrations=demos)
+    return RunParts(cfg, None, None, None, wm, actor, critic, learner, None, collector, rule)
 
 
 def build_run(
@@ -278,20 +285,22 @@ def build_run(
     """Build env (unless given), replay, networks, learner, player and collector for ``cfg``.
 
     ``backend="ray"``: the learner here, the envs, players and replay in Ray actors
-    (:class:`~torchrl_dreamer.distributed.RayCollector`, configured by
-    :func:`~torchrl_dreamer.distributed.ray_config`), composed by
-    :func:`~torchrl_dreamer.distributed.build_ray_run`, which importing
-    :mod:`torchrl_dreamer.distributed` registers (:func:`register_run_backend`).
+    (:func:`build_remote_run` with the
+    :class:`~torchrl_dreamer.collectors.remote.RemoteCollection` that importing
+    :mod:`torchrl_dreamer.distributed` registers: a
+    :class:`~torchrl_dreamer.distributed.RayCollector` configured by
+    :func:`~torchrl_dreamer.distributed.ray_config`).
     """
     from torchrl_dreamer.collectors import AsyncDreamerCollector
+    from torchrl_dreamer.collectors.remote import remote_collection
 
     torch.manual_seed(cfg.seed)
     if env is None:
         check_spec_start(cfg)
     f = RunFactories(cfg, obs, action_dim)
-    compose = _RUN_BACKENDS.get(cfg.backend)
-    if compose is not None:
-        return compose(f, logger)
+    remote = remote_collection(cfg.backend)
+    if remote is not None:
+        return build_remote_run(f, remote, logger)
     if cfg.backend == "ray":
         raise ConfigError(
             "--backend ray needs the Ray composition of torchrl_dreamer.distributed: import "
