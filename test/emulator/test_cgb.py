@@ -409,7 +409,7 @@ def test_color_savestate_round_trip_and_model_checks(tmp_path):
 
 def test_version4_savestate_loads_as_dmg():
     from torchrl_dreamer.emulator import layout
-    from torchrl_dreamer.emulator.state import _V4_STATE_WORDS
+    from torchrl_dreamer.emulator.state import _V4_STATE_WORDS, STATE_VERSION
 
     rom = build_rom(assemble("start: ld a, [$C000]\ninc a\nld [$C000], a\njr start"))
     gb = GameBoy(rom, check_header=False)
@@ -419,8 +419,78 @@ def test_version4_savestate_loads_as_dmg():
     v4["st"] = v4["st"][:, :_V4_STATE_WORDS].clone()
     blob = EmulatorState(4, s.rom_sha256, _V4_STATE_WORDS, v4).to_bytes()
     old = EmulatorState.from_bytes(blob)
-    assert (old.version, old.model, old.state_words) == (5, "dmg", layout.STATE_WORDS)
+    assert (old.version, old.model, old.state_words) == (STATE_VERSION, "dmg", layout.STATE_WORDS)
     fresh = GameBoy(rom, check_header=False)
     fresh.load_state(old)
     for name, t in gb.state_tensors().items():
         assert torch.equal(t, fresh.state_tensors()[name]), name
+
+
+# ------------------------------------------------------------------------------ PCM12 / PCM34
+def test_pcm_registers_show_the_channels_amplitudes():
+    """Channel 2 (50 % duty, volume 15), channel 3 (samples 5 and A at 100 %) and channel 4
+    (volume 15): sampled over time, each amplitude takes both its low and its high value and
+    nothing else; channel 1 (the boot chime, volume 0 by now) stays 0."""
+    wave = "".join(f"ld a, $5A\nldh [${0x30 + k:02X}], a\n" for k in range(16))
+    gb = run(wave + """
+        ld a, $80
+        ldh [$16], a
+        ld a, $F0
+        ldh [$17], a
+        xor a
+        ldh [$18], a
+        ld a, $87
+        ldh [$19], a
+        ld a, $80
+        ldh [$1A], a
+        ld a, $20
+        ldh [$1C], a
+        xor a
+        ldh [$1D], a
+        ld a, $87
+        ldh [$1E], a
+        ld a, $F0
+        ldh [$21], a
+        ld a, $10
+        ldh [$22], a
+        ld a, $80
+        ldh [$23], a
+        ld hl, $C000
+        ld b, 128
+.l:     ldh a, [$76]
+        ld [hl+], a
+        ldh a, [$77]
+        ld [hl+], a
+        ld c, 23
+.d:     dec c
+        jr nz, .d
+        dec b
+        jr nz, .l
+    """, 8)
+    got = gb.read_memory(0xC000, 256)[0].tolist()
+    pcm12, pcm34 = got[0::2], got[1::2]
+    assert {v & 15 for v in pcm12} == {0}
+    assert {v >> 4 for v in pcm12} == {0, 15}
+    assert {v & 15 for v in pcm34} == {5, 10}
+    assert {v >> 4 for v in pcm34} == {0, 15}
+    # 50 % duty: about half the samples high
+    assert 40 <= sum(v >> 4 == 15 for v in pcm12) <= 88
+
+
+def test_version5_savestate_loads_with_pcm_columns_zero():
+    from torchrl_dreamer.emulator import layout
+    from torchrl_dreamer.emulator.state import _V5_STATE_WORDS
+
+    gb = run("ld a, 2\nldh [$70], a\nld a, $33\nld [$D000], a", 3)
+    s = gb.save_state()
+    v5 = dict(s.arrays)
+    v5["st"] = v5["st"][:, :_V5_STATE_WORDS].clone()
+    old = EmulatorState.from_bytes(EmulatorState(5, s.rom_sha256, _V5_STATE_WORDS, v5,
+                                                 "cgb").to_bytes())
+    assert (old.model, old.state_words) == ("cgb", layout.STATE_WORDS)
+    fresh = GameBoy(color_rom("ld a, 2\nldh [$70], a\nld a, $33\nld [$D000], a"),
+                    check_header=False)
+    fresh.load_state(old)
+    assert wram(fresh, 0xD000) == [0x33]
+    assert torch.equal(fresh.state_tensors()["st"][:, :_V5_STATE_WORDS],
+                       gb.state_tensors()["st"][:, :_V5_STATE_WORDS])

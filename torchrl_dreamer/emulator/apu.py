@@ -50,13 +50,17 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.apu_pcm import noise_flush, noise_trigger, pcm_advance, square_trigger
 from torchrl_dreamer.emulator.layout import (
+    MODEL_CGB,
     S_APU_ACT,
     S_APU_ENV1,
     S_APU_FS,
     S_APU_LEN1,
     S_APU_LEN_EN,
     S_APU_SKIP,
+    S_APU_SQ1_POS,
+    S_APU_SQ2_POS,
     S_APU_SW_FLAGS,
     S_APU_SW_FREQ,
     S_APU_SW_TIMER,
@@ -278,6 +282,8 @@ def apu_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int):
             wave_fetches(i, m, w)
         else:
             m.st[i, S_APU_WAVE_CNT] = w
+    if m.st[i, S_CGB] == MODEL_CGB:
+        pcm_advance(i, m, cycles)  # Color mode: what PCM12 / PCM34 read (apu_pcm.py)
 
 
 @wp.func
@@ -326,6 +332,8 @@ def power(i: int, m: wp.ref[Mem], v: int):
         if color(i, m):
             for k in range(4):
                 m.st[i, S_APU_LEN1 + k] = 0
+            m.st[i, S_APU_SQ1_POS] = 0  # the duty steps restart
+            m.st[i, S_APU_SQ2_POS] = 0
 
 
 @wp.func(inline=False)
@@ -362,6 +370,11 @@ def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
     if (v & 0x80) != 0:
         if ch == 2:
             wave_trigger(i, m)
+        elif m.st[i, S_CGB] == MODEL_CGB:
+            if ch == 3:
+                noise_trigger(i, m)
+            else:
+                square_trigger(i, m, ch)
         if dac_on(i, m, ch):
             m.st[i, S_APU_ACT] = m.st[i, S_APU_ACT] | bit
         if ch != 2:
@@ -450,6 +463,8 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
             disable(i, m, ch)
         return
     if k == 3:
+        if ch == 3 and m.st[i, S_CGB] == MODEL_CGB:
+            noise_flush(i, m)  # the shifts so far ran with the old NR43
         m.hram[i, r] = wp.uint8(v)
         return
     nrx4_write(i, m, ch, v)

@@ -18,7 +18,7 @@ only, so a DMG pays one comparison on those (rare) addresses.
   mode 3 the data registers read FF and writes are dropped (the index still increments).
 - HDMA1-5 (FF51-FF55): :mod:`~.hdma`.
 - OPRI (FF6C): bit 0 kept (object priority by OAM index is what Color mode draws).
-- PCM12 / PCM34 (FF76 / FF77): read 0 (the channels' amplitudes are not modelled yet).
+- PCM12 / PCM34 (FF76 / FF77): the channels' current amplitudes (:mod:`~.apu_pcm`).
 
 Facts: Pan Docs "CGB Registers", "Palettes", "Memory Map".
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.apu_pcm import apu_pcm
 from torchrl_dreamer.emulator.hdma import hdma_read, hdma_write
 from torchrl_dreamer.emulator.layout import (
     CGBX_BGPAL,
@@ -119,7 +120,7 @@ def cgb_io_read(i: int, m: wp.ref[Mem], r: int) -> int:
     if r == R_SVBK:
         return int(m.hram[i, r]) | 0xF8
     if r == R_PCM12 or r == R_PCM34:
-        return 0
+        return apu_pcm(i, m, r - R_PCM12)
     return 0xFF
 
 

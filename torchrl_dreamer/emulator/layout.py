@@ -46,6 +46,10 @@ _NAMES = [
     # the VRAM bank (0/1) and WRAM bank mapped at D000 (1-7), the HDMA source / destination
     # pointers and its state (0 idle, else 1 + blocks left | HDMA_HBLANK for the HBlank kind)
     "CGB", "SPEED", "VBK", "SVBK", "HDMA_SRC", "HDMA_DST", "HDMA",
+    # Color mode only (apu_pcm.py, for PCM12/PCM34): the square channels' duty step and dots to
+    # the next, the noise LFSR, dots to its next shift and the shifts not applied yet
+    "APU_SQ1_POS", "APU_SQ1_CNT", "APU_SQ2_POS", "APU_SQ2_CNT", "APU_LFSR", "APU_NOISE_CNT",
+    "APU_NOISE_PEND",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -163,6 +167,13 @@ S_SVBK = wp.constant(FIELDS["SVBK"])
 S_HDMA_SRC = wp.constant(FIELDS["HDMA_SRC"])
 S_HDMA_DST = wp.constant(FIELDS["HDMA_DST"])
 S_HDMA = wp.constant(FIELDS["HDMA"])
+S_APU_SQ1_POS = wp.constant(FIELDS["APU_SQ1_POS"])
+S_APU_SQ1_CNT = wp.constant(FIELDS["APU_SQ1_CNT"])
+S_APU_SQ2_POS = wp.constant(FIELDS["APU_SQ2_POS"])
+S_APU_SQ2_CNT = wp.constant(FIELDS["APU_SQ2_CNT"])
+S_APU_LFSR = wp.constant(FIELDS["APU_LFSR"])
+S_APU_NOISE_CNT = wp.constant(FIELDS["APU_NOISE_CNT"])
+S_APU_NOISE_PEND = wp.constant(FIELDS["APU_NOISE_PEND"])
 
 MODEL_DMG = wp.constant(0)
 """``CGB`` column: an original Game Boy."""

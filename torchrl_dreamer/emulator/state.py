@@ -36,12 +36,15 @@ from torchrl_dreamer.emulator import layout
 
 __all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
 
-STATE_VERSION = 5
+STATE_VERSION = 6
 """Current savestate format version (bump when the layout changes; 3: SER_CNT counts serial
 clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0; 4: PPU mode and pixel
 pipeline columns; 5: the console model (header ``model``), the Color's columns and its extra
-memory array ``cgbx``). Version 4 files still load, as DMG states (:func:`_upgrade_v4`)."""
+memory array ``cgbx``; 6: the Color's PCM columns ``APU_SQ1_POS`` .. ``APU_NOISE_PEND``).
+Version 4 files still load, as DMG states (:func:`_upgrade_v4`), and version 5 files with
+those columns 0 (:func:`_upgrade_v5`)."""
 _V4_STATE_WORDS = layout.FIELDS["CGB"]  # version 4 ended where the Color's columns begin
+_V5_STATE_WORDS = layout.FIELDS["APU_SQ1_POS"]  # version 5 ended before the PCM columns
 STATE_MAGIC = b"TRDGBST\x00"
 """First 8 bytes of a serialised savestate."""
 
@@ -155,7 +158,7 @@ class EmulatorState:
         if len(data) < 16 or data[:8] != STATE_MAGIC:
             raise SavestateError("not a torchrl_dreamer savestate (bad magic bytes)")
         version, hlen = struct.unpack("<II", data[8:16])
-        if version not in (4, STATE_VERSION):
+        if version not in (4, 5, STATE_VERSION):
             raise SavestateError(f"savestate format version {version} is not supported (expected {STATE_VERSION})")
         if len(data) < 16 + hlen:
             raise SavestateError("savestate is truncated (header incomplete)")
@@ -179,6 +182,8 @@ class EmulatorState:
                     header.get("model", "dmg"))
         if version == 4:
             state = _upgrade_v4(state)
+        elif version == 5:
+            state = _upgrade_v5(state)
         return state
 
     def save(self, path: str | os.PathLike) -> None:
@@ -200,7 +205,24 @@ def _upgrade_v4(state: EmulatorState) -> EmulatorState:
                              f"{_V4_STATE_WORDS}")
     n = st.shape[0]
     arrays = dict(state.arrays)
-    arrays["st"] = torch.cat([st, torch.zeros(n, layout.STATE_WORDS - _V4_STATE_WORDS,
-                                              dtype=st.dtype)], dim=1)
+    arrays["st"] = _pad_columns(st)
     arrays["cgbx"] = torch.zeros(n, 1, dtype=torch.uint8)
     return EmulatorState(STATE_VERSION, state.rom_sha256, layout.STATE_WORDS, arrays, "dmg")
+
+
+def _upgrade_v5(state: EmulatorState) -> EmulatorState:
+    """A version 5 state in the current format: the PCM columns appended after version 5's
+    are 0 (duty steps and LFSR at their reset values)."""
+    st = state.arrays["st"]
+    if state.state_words != _V5_STATE_WORDS or st.shape[1] != _V5_STATE_WORDS:
+        raise SavestateError(f"version 5 savestate has {state.state_words} state words, expected "
+                             f"{_V5_STATE_WORDS}")
+    arrays = dict(state.arrays)
+    arrays["st"] = _pad_columns(st)
+    return EmulatorState(STATE_VERSION, state.rom_sha256, layout.STATE_WORDS, arrays, state.model)
+
+
+def _pad_columns(st: torch.Tensor) -> torch.Tensor:
+    """``st`` with zero columns appended up to the current :data:`~.layout.STATE_WORDS`."""
+    extra = torch.zeros(st.shape[0], layout.STATE_WORDS - st.shape[1], dtype=st.dtype)
+    return torch.cat([st, extra], dim=1)
