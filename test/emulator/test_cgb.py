@@ -278,11 +278,7 @@ def test_hblank_hdma_one_block_per_line():
 
 
 # ------------------------------------------------------------------------------ renderer
-def test_renderer_attributes_palettes_and_priority():
-    """Tile 1 of VRAM bank 1 (all colour 1) through BG palette 3 on map entries 0 and 1; two
-    overlapping objects (OAM index priority), one hidden where the map attribute asks for BG
-    priority."""
-    gb = run(LCD_OFF + """
+SCENE = """
         ; BG palette 3 colour 1 = red $001F; OBJ palette 2 colour 3 = blue $7C00
         ld a, $80 | (3 * 8 + 2)
         ldh [$68], a
@@ -342,9 +338,14 @@ def test_renderer_attributes_palettes_and_priority():
         ld [hl+], a
         ld a, 3
         ld [hl+], a
-        ld a, $93
-        ldh [$40], a
-    """, 4)
+"""
+
+
+def test_renderer_attributes_palettes_and_priority():
+    """Tile 1 of VRAM bank 1 (all colour 1) through BG palette 3 on map entries 0 and 1; two
+    overlapping objects (OAM index priority), one hidden where the map attribute asks for BG
+    priority."""
+    gb = run(LCD_OFF + SCENE + "ld a, $93\nldh [$40], a", 4)
     rgb = gb.rgb555[0]
     red, blue = 0x001F, 0x7C00
     white = 0x7FFF
@@ -494,3 +495,18 @@ def test_version5_savestate_loads_with_pcm_columns_zero():
     assert wram(fresh, 0xD000) == [0x33]
     assert torch.equal(fresh.state_tensors()["st"][:, :_V5_STATE_WORDS],
                        gb.state_tensors()["st"][:, :_V5_STATE_WORDS])
+
+
+@pytest.mark.parametrize("lcdc, opri", [(0x92, 0), (0x93, 1)])
+def test_renderer_master_priority_and_opri(lcdc, opri):
+    """The scene of the test above with LCDC.0 clear (objects over every BG pixel, the BG still
+    drawn) or with OPRI bit 0 (objects ordered by X first, as on a DMG)."""
+    gb = run(LCD_OFF + SCENE + f"ld a, {opri}\nldh [$6C], a\nld a, ${lcdc:02X}\nldh [$40], a", 4)
+    rgb = [int(v) for v in gb.rgb555[0, 0, 0:17]]
+    red, blue, white = 0x001F, 0x7C00, 0x7FFF
+    if lcdc == 0x92:
+        assert rgb[0:4] == [white] * 4 and rgb[4:8] == [blue] * 4
+        assert rgb[8:12] == [blue] * 4 and rgb[12:16] == [red] * 4  # the BG priority bit ignored
+    else:
+        # object 1 (X 8, screen 0-7) now beats object 0 (X 12) where they overlap
+        assert rgb[0:8] == [white] * 8 and rgb[8:16] == [red] * 8

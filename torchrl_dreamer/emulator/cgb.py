@@ -17,7 +17,8 @@ only, so a DMG pays one comparison on those (rare) addresses.
   RGB555 colours, little-endian), written through an index with optional auto-increment; in
   mode 3 the data registers read FF and writes are dropped (the index still increments).
 - HDMA1-5 (FF51-FF55): :mod:`~.hdma`.
-- OPRI (FF6C): bit 0 kept (object priority by OAM index is what Color mode draws).
+- OPRI (FF6C): bit 0 set orders objects by X first as on a DMG (:mod:`~.render_cgb`); clear
+  (the Color's own order), by OAM index.
 - PCM12 / PCM34 (FF76 / FF77): the channels' current amplitudes (:mod:`~.apu_pcm`).
 
 Facts: Pan Docs "CGB Registers", "Palettes", "Memory Map".

@@ -11,7 +11,8 @@ attributes), "Palettes", "Drawing priority"):
 * every BG / window map entry has an attribute byte at the same offset in VRAM bank 1: palette
   (bits 0-2), tile data bank (bit 3), X / Y flip (bits 5, 6), BG-to-OBJ priority (bit 7);
 * objects: palette bits 0-2 and tile data bank bit 3 of their attribute byte; among the ten
-  objects of a line the one with the lower OAM index wins (no ordering by X);
+  objects of a line the one with the lower OAM index wins (no ordering by X), unless OPRI
+  (FF6C) bit 0 asks for the DMG's order (X first, then OAM index);
 * colours come from palette memory: 8 BG and 8 OBJ palettes of 4 RGB555 colours;
 * LCDC.0 is the BG's master priority: clear, objects always show above BG and window (which
   still draw); set, an opaque object pixel is hidden behind a BG pixel of colour 1-3 when the
@@ -29,6 +30,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_OBJPAL, CGBX_VRAM1
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.registers import R_OPRI
 from torchrl_dreamer.emulator.render import WIN_COUNT_MASK, WIN_TRIGGERED, obj_on_line
 
 __all__ = ["WHITE", "rgb555_shade", "palette_colour", "render_line_cgb", "clear_line_cgb"]
@@ -39,6 +41,7 @@ _H = 144
 _CLAIMED = 0x80  # scratch byte: an object decided this pixel (its colour already in rgb)
 _BG_WON = 0x40  # ... and the BG pixel shows (BG-to-OBJ priority)
 _BG_PRIO = 0x20  # the BG map attribute's priority bit
+_vec10i = wp.types.vector(length=10, dtype=wp.int32)
 
 
 @wp.func
@@ -144,45 +147,61 @@ def render_line_cgb(i: int, m: wp.ref[Mem], ly: int, lcdc: int, scx: int, scy: i
                 t = bg_fetch(i, m, wrow + (wxp >> 3), lcdc, win_count & 7)
             m.fb[i, ly, x] = wp.uint8(bg_pixel(t, wxp & 7))
         win_count = win_count + 1
-    # pass 2: objects in OAM order (lower index wins); the first opaque pixel claims the pixel
+    # pass 2: objects in priority order (OAM index, or X with OPRI); the first opaque pixel
+    # claims the pixel
     if (lcdc & 0x02) != 0:
         height = 8
         if (lcdc & 0x04) != 0:
             height = 16
+        by_x = (int(m.hram[i, R_OPRI]) & 1) != 0
+        keys = _vec10i()
         n = int(0)  # noqa: UP018
         for s in range(40):
             if n < 10 and obj_on_line(int(m.oam[i, s * 4]), ly, height):
+                key = s
+                if by_x:
+                    key = int(m.oam[i, s * 4 + 1]) * 64 + s  # OPRI bit 0: X first, as a DMG
+                k = n
+                while k > 0:
+                    if keys[k - 1] > key:
+                        keys[k] = keys[k - 1]
+                        k = k - 1
+                    else:
+                        break
+                keys[k] = key
                 n = n + 1
-                sx = int(m.oam[i, s * 4 + 1]) - 8
-                sy = int(m.oam[i, s * 4]) - 16
-                tile = int(m.oam[i, s * 4 + 2])
-                attr = int(m.oam[i, s * 4 + 3])
-                if height == 16:
-                    tile = tile & 0xFE
-                line = ly - sy
-                if (attr & 0x40) != 0:
-                    line = height - 1 - line
-                bank = (attr >> 3) & 1
-                lo = tile_byte(i, m, bank, tile * 16 + line * 2)
-                hi = tile_byte(i, m, bank, tile * 16 + line * 2 + 1)
-                for px in range(8):
-                    x = sx + px
-                    if x >= 0 and x < _W:
-                        v = int(m.fb[i, ly, x])
-                        if (v & _CLAIMED) == 0:
-                            bit = 7 - px
-                            if (attr & 0x20) != 0:
-                                bit = px
-                            c = ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
-                            if c != 0:
-                                bg_wins = ((lcdc & 0x01) != 0 and (v & 3) != 0
-                                           and ((v & _BG_PRIO) != 0 or (attr & 0x80) != 0))
-                                if bg_wins:
-                                    m.fb[i, ly, x] = wp.uint8(v | _CLAIMED | _BG_WON)
-                                else:
-                                    m.fb[i, ly, x] = wp.uint8(v | _CLAIMED)
-                                    m.rgb[i, ly, x] = wp.int16(
-                                        palette_colour(i, m, CGBX_OBJPAL, attr & 7, c))
+        for t in range(n):
+            s = keys[t] & 63
+            sx = int(m.oam[i, s * 4 + 1]) - 8
+            sy = int(m.oam[i, s * 4]) - 16
+            tile = int(m.oam[i, s * 4 + 2])
+            attr = int(m.oam[i, s * 4 + 3])
+            if height == 16:
+                tile = tile & 0xFE
+            line = ly - sy
+            if (attr & 0x40) != 0:
+                line = height - 1 - line
+            bank = (attr >> 3) & 1
+            lo = tile_byte(i, m, bank, tile * 16 + line * 2)
+            hi = tile_byte(i, m, bank, tile * 16 + line * 2 + 1)
+            for px in range(8):
+                x = sx + px
+                if x >= 0 and x < _W:
+                    v = int(m.fb[i, ly, x])
+                    if (v & _CLAIMED) == 0:
+                        bit = 7 - px
+                        if (attr & 0x20) != 0:
+                            bit = px
+                        c = ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
+                        if c != 0:
+                            bg_wins = ((lcdc & 0x01) != 0 and (v & 3) != 0
+                                       and ((v & _BG_PRIO) != 0 or (attr & 0x80) != 0))
+                            if bg_wins:
+                                m.fb[i, ly, x] = wp.uint8(v | _CLAIMED | _BG_WON)
+                            else:
+                                m.fb[i, ly, x] = wp.uint8(v | _CLAIMED)
+                                m.rgb[i, ly, x] = wp.int16(
+                                    palette_colour(i, m, CGBX_OBJPAL, attr & 7, c))
     # pass 3: BG colours where no object shows; shades from the colours
     for x in range(_W):
         v = int(m.fb[i, ly, x])
