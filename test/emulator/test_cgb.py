@@ -510,3 +510,18 @@ def test_renderer_master_priority_and_opri(lcdc, opri):
     else:
         # object 1 (X 8, screen 0-7) now beats object 0 (X 12) where they overlap
         assert rgb[0:8] == [white] * 8 and rgb[8:16] == [red] * 8
+
+
+def test_color_consoles_on_several_cores_match_one():
+    from torchrl_dreamer.emulator.workers import available_cores
+
+    if available_cores() < 2:
+        pytest.skip("needs 2 CPU cores")
+    rom = color_rom(LCD_OFF + SCENE + "ld a, $93\nldh [$40], a\nld a, 5\nldh [$70], a")
+    one = GameBoy(rom, num_envs=3, check_header=False)
+    two = GameBoy(rom, num_envs=3, check_header=False, workers=2)
+    one.run_frames(4)
+    two.run_frames(4)
+    assert torch.equal(one.rgb555, two.rgb555) and int(one.rgb555[2, 0, 4]) == 0x7C00
+    for name, t in one.state_tensors().items():
+        assert torch.equal(t, two.state_tensors()[name]), name
