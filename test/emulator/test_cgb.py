@@ -525,3 +525,27 @@ def test_color_consoles_on_several_cores_match_one():
     assert torch.equal(one.rgb555, two.rgb555) and int(one.rgb555[2, 0, 4]) == 0x7C00
     for name, t in one.state_tensors().items():
         assert torch.equal(t, two.state_tensors()[name]), name
+
+
+@pytest.mark.parametrize("double", [False, True])
+def test_general_purpose_hdma_stalls_the_cpu(double):
+    """128 blocks take 8 M-cycles each at normal speed (16 in double speed: the same 4096 dots):
+    DIV, clocked by the CPU, moves 16 (32) counts over the transfer."""
+    switch = "ld a, 1\nldh [$4D], a\nstop\n" if double else ""
+    gb = run(switch + LCD_OFF + """
+        ld a, $10
+        ldh [$51], a
+        xor a
+        ldh [$52], a
+        ld a, $80
+        ldh [$53], a
+        xor a
+        ldh [$54], a
+        ldh [$04], a
+        ld a, $7F
+        ldh [$55], a
+        ldh a, [$04]
+        ld [$C000], a
+    """, 4)
+    div = wram(gb, 0xC000)[0]
+    assert div == (32 if double else 16), div
