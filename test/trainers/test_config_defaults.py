@@ -22,12 +22,7 @@ FLAT_CONFIGS = (AsyncCollectorConfig, RayTrainingConfig)
 
 #: (class name, field) -> why a flat config has a field named like a run setting that is not
 #: that setting. An entry here is the only way a config may declare such a field itself.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("AsyncCollectorConfig", "backend"): (
-        "the collector loop's backend (reference, threaded, cuda or cuda-twin; never ray): "
-        "TrainConfig.collector_config maps the run's backend onto it, ray to reference."
-    ),
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def restated(cls: type, exceptions: dict[tuple[str, str], str]) -> list[str]:
@@ -73,6 +68,22 @@ def test_every_constant_names_a_section_default(module):
     for const in constants:
         name = {"REPLAY_RATIO": "replay_ratio"}.get(const, const.lower())
         assert getattr(module, const) == setting_field(name).default, const
+
+
+def test_a_section_reaches_its_flat_config_whole():
+    """A setting added to the collector (ray) section reaches AsyncCollectorConfig
+    (RayTrainingConfig) with nothing else to change."""
+    from torchrl_dreamer.collectors.settings import section_settings
+
+    assert set(section_settings("collector")) <= set(AsyncCollectorConfig.run_settings)
+    assert set(section_settings("ray")) <= set(RayTrainingConfig.run_settings)
+
+
+def test_the_run_backend_is_the_collector_backend():
+    assert TrainConfig(task="catch", backend="cuda-twin").collector_config().backend == "cuda-twin"
+    assert TrainConfig(task="catch", backend="ray").collector_config().backend == "reference"
+    with pytest.raises(ValueError, match="backend='ray'.*torchrl_dreamer.distributed"):
+        AsyncCollectorConfig(backend="ray")
 
 
 def test_the_disagreements_of_the_issue_are_gone():
@@ -122,3 +133,24 @@ def test_batch_shape_has_one_check(build, owner, error):
         build(seq_len=1)
     with pytest.raises(error, match=rf"{owner}\.batch_size=2\.0 is invalid: must be an integer"):
         build(batch_size=2.0)
+
+
+@pytest.mark.parametrize("name, bad", [
+    ("steps_per_rollout", 0), ("learning_starts", -1), ("off_policy_tolerance", 0.5),
+    ("timeout_s", 0.0), ("replay_ratio", -1.0), ("seed", 1.5),
+])
+def test_a_shared_setting_has_one_rule(name, bad):
+    """Each config that holds a setting judges it by the setting's own rule, word for word."""
+    import re
+
+    from torchrl_dreamer.collectors.settings import setting_problem
+
+    why = setting_problem(name, bad)
+    assert why and setting_problem(name, setting_field(name).default) is None
+    for build, owner, error in (
+        (AsyncCollectorConfig, "AsyncCollectorConfig", ValueError),
+        (RayTrainingConfig, "RayTrainingConfig", ValueError),
+        (lambda **kw: TrainConfig(task="catch", **kw), "TrainConfig", ConfigError),
+    ):
+        with pytest.raises(error, match=re.escape(f"{owner}.{name}={bad!r} is invalid: {why}")):
+            build(**{name: bad})

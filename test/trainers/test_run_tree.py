@@ -244,3 +244,13 @@ def test_remote_collections_register_by_backend():
     finally:
         unregister_remote_collection("full-test")
     assert remote_collection("full-test") is None
+
+
+def test_a_given_value_is_checked_before_defaults_follow_from_it():
+    # frame_skip 0 would divide the Game Boy discount's horizon by zero
+    with pytest.raises(ConfigError, match=r"TrainConfig\.frame_skip=0 is invalid: must be an "
+                                          r"integer >= 1"):
+        TrainConfig(task="snake", frame_skip=0)
+    with pytest.raises(ConfigError, match=r"TrainConfig\.backend='mpi' is invalid: unknown "
+                                          r"backend 'mpi'; choose one of reference"):
+        TrainConfig(backend="mpi")

@@ -339,7 +339,7 @@ def test_demos_setting_mixes_demonstrations_into_every_batch(tmp_path):
     with pytest.raises(ConfigError, match="--demos:.*frame"):
         build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "bad"),
                                  "demos": str(tmp_path / "fs24")}))
-    with pytest.raises(ConfigError, match="demo_share must lie in"):
+    with pytest.raises(ConfigError, match="demo_share=.* is invalid: must lie in"):
         TrainConfig(**{**SMALL, "demo_share": 1.5})
 
 

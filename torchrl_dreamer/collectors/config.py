@@ -18,23 +18,23 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import warnings
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
 from torchrl_dreamer.collectors.defaults import check_batch_shape, invalid, require
 from torchrl_dreamer.collectors.settings import (
-    CollectorSection,
+    Backend,
     Precision,
     ReplaySection,
+    check_settings,
+    section_settings,
     takes_settings,
 )
 
 __all__ = ["AsyncCollectorConfig", "Backend", "Precision", "precision_dtype"]
 
-Backend = Literal["reference", "threaded", "cuda", "cuda-twin"]
 
 _PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -50,35 +50,31 @@ def precision_dtype(precision: Precision) -> torch.dtype | None:
 
 
 @dataclasses.dataclass
-@takes_settings("steps_per_rollout", "commit_stride", "seq_len", "batch_size", "replay_ratio",
-                "learning_starts", "pretrain_steps", "max_learner_steps_per_tick",
-                "off_policy_tolerance", "log_every", "device", "precision", "timeout_s", "seed")
+@takes_settings(*section_settings("collector"), "seq_len", "batch_size", "replay_ratio",
+                "learning_starts", "precision", "device", "seed")
 class AsyncCollectorConfig:
     """Every knob of :class:`~torchrl_dreamer.collectors.AsyncDreamerCollector`.
 
-    Rules checked in ``__post_init__`` (a ``ValueError`` names the field and why):
-    ``steps_per_rollout >= 1``, ``commit_stride >= 1``, ``seq_len >= 2`` and ``batch_size >= 1``
-    (:func:`~torchrl_dreamer.collectors.defaults.check_batch_shape`, the rule every run config
-    shares), ``min_ready_steps >= seq_len``, ``safety_margin >= seq_len``,
-    ``replay_ratio >= 0``, ``max_learner_steps_per_tick >= 1``, ``log_every >= 1``,
-    ``off_policy_tolerance >= 1``, ``timeout_s > 0``; a ``UserWarning`` when
+    Rules checked in ``__post_init__`` (a ``ValueError`` names the field and why): each run
+    setting's own rule, the one every config holding it applies
+    (:func:`~torchrl_dreamer.collectors.settings.check_settings`: ``steps_per_rollout >= 1``,
+    ``replay_ratio >= 0``, ``timeout_s > 0``, ...), ``seq_len >= 2`` and ``batch_size >= 1``
+    (:func:`~torchrl_dreamer.collectors.defaults.check_batch_shape`), then its own:
+    ``min_ready_steps >= seq_len``, ``safety_margin >= seq_len``, a ``backend`` of the local
+    loop (not ``ray``) that fits ``device``; a ``UserWarning`` when
     ``commit_stride > seq_len / 2`` (the learner then sees fresh data in coarse bursts).
 
     Fields: the run settings of :attr:`run_settings` (documented in their sections of
-    :mod:`torchrl_dreamer.collectors.settings`: ``replay`` for ``seq_len``, ``batch_size``,
-    ``replay_ratio``, ``learning_starts``; ``collector`` for the loop's; ``learner.precision``;
-    ``run.device`` and ``run.seed``), then its own:
+    :mod:`torchrl_dreamer.collectors.settings`): the whole ``collector`` section (``backend``,
+    ``steps_per_rollout``, ``commit_stride``, ...; any ``backend`` but ``ray``, which collects on
+    Ray actors), ``replay``'s ``seq_len``, ``batch_size``, ``replay_ratio`` and
+    ``learning_starts``, ``learner.precision``, ``run.device`` and ``run.seed``; then its own:
 
     Args:
         min_ready_steps: committed env steps required before the first sample (a run sets it
             to its ``seq_len``).
         safety_margin: rows kept between the newest committed row and what the learner may
             sample (a run sets it to its ``seq_len``).
-        backend: ``"reference"`` (sequential, deterministic), ``"threaded"``, ``"cuda"`` (actor
-            and learner on two CUDA streams) or ``"cuda-twin"`` (the ``cuda`` backend's code
-            path on a CPU device, its streams and events modelled on the host and every op
-            checked against them: :class:`~torchrl_dreamer.collectors.stream_twin.StreamTwin`).
-
     Examples:
         >>> cfg = AsyncCollectorConfig(seq_len=16, min_ready_steps=16, safety_margin=16,
         ...                            commit_stride=8)
@@ -88,42 +84,24 @@ class AsyncCollectorConfig:
 
     min_ready_steps: int = ReplaySection.seq_len
     safety_margin: int = ReplaySection.seq_len
-    backend: Backend = CollectorSection.backend
 
     def __post_init__(self) -> None:
         need = functools.partial(require, "AsyncCollectorConfig", self)
 
+        check_settings("AsyncCollectorConfig", self)  # each taken setting's one rule
         check_batch_shape("AsyncCollectorConfig", self.batch_size, self.seq_len)
-        for name in ("steps_per_rollout", "commit_stride", "learning_starts", "pretrain_steps",
-                     "min_ready_steps", "safety_margin", "max_learner_steps_per_tick",
-                     "log_every", "seed"):
+        for name in ("min_ready_steps", "safety_margin"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool), name, "must be an integer.")
-        need(self.steps_per_rollout >= 1, "steps_per_rollout", "a rollout window needs >= 1 step.")
-        need(self.commit_stride >= 1, "commit_stride",
-             "must be >= 1 (commit rows to the learner every commit_stride env steps).")
-        need(isinstance(self.replay_ratio, (int, float)) and math.isfinite(self.replay_ratio)
-             and self.replay_ratio >= 0, "replay_ratio",
-             "must be a finite number >= 0 (gradient steps per policy step).")
-        need(self.learning_starts >= 0, "learning_starts", "must be >= 0.")
-        need(self.pretrain_steps >= 0, "pretrain_steps", "must be >= 0.")
         need(self.min_ready_steps >= self.seq_len, "min_ready_steps",
              f"must be >= seq_len={self.seq_len}: the learner cannot sample a sequence before "
              "that many steps are committed.")
         need(self.safety_margin >= self.seq_len, "safety_margin",
              f"must be >= seq_len={self.seq_len} so a sampled sequence never reaches rows the "
              "actor may be writing.")
-        need(self.max_learner_steps_per_tick >= 1, "max_learner_steps_per_tick",
-             "the learner must be allowed >= 1 gradient step between weight publications.")
-        need(isinstance(self.off_policy_tolerance, (int, float))
-             and self.off_policy_tolerance >= 1, "off_policy_tolerance",
-             "must be >= 1 window, or the actor would pause before the learner can catch up.")
-        need(self.log_every >= 1, "log_every", "must be >= 1.")
-        need(self.precision in _PRECISION_DTYPES, "precision",
-             f"must be one of {sorted(_PRECISION_DTYPES)}.")
         need(self.backend in ("reference", "threaded", "cuda", "cuda-twin"), "backend",
-             "must be 'reference', 'threaded', 'cuda' or 'cuda-twin'.")
-        need(self.timeout_s > 0, "timeout_s", "must be > 0 seconds.")
+             "must be 'reference', 'threaded', 'cuda' or 'cuda-twin' (a run with backend='ray' "
+             "collects on Ray actors, torchrl_dreamer.distributed).")
         try:
             dev = torch.device(self.device)
         except (RuntimeError, TypeError) as err:

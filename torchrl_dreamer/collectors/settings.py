@@ -53,9 +53,10 @@ import ast
 import dataclasses
 import functools
 import inspect
+import math
 import textwrap
-from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 __all__ = [
     "BACKENDS",
@@ -74,21 +75,27 @@ __all__ = [
     "ReplaySection",
     "RunSection",
     "UnknownSettingError",
+    "check_settings",
     "flat_defaults",
     "flatten_settings",
+    "integer",
+    "number",
+    "optional",
+    "section_settings",
     "setting",
+    "setting_problem",
     "setting_docs",
     "setting_field",
     "takes_settings",
 ]
 
-Backend = Literal["reference", "threaded", "cuda", "ray"]
+Backend = Literal["reference", "threaded", "cuda", "cuda-twin", "ray"]
 ReplayBacking = Literal["memory", "memmap"]
 LoggerKind = Literal["csv", "tensorboard", "both", "none"]
 Precision = Literal["fp32", "bf16", "fp16"]
 
 BACKENDS: tuple[str, ...] = get_args(Backend)
-"""Run backends; ``ray`` runs the collection on Ray (:mod:`torchrl_dreamer.distributed`)."""
+"""Collector backends; ``ray`` runs the collection on Ray (:mod:`torchrl_dreamer.distributed`)."""
 REPLAY_BACKINGS: tuple[str, ...] = get_args(ReplayBacking)
 """Where the replay ring lives: in RAM (on ``device``) or in memory-mapped files under the run."""
 LOGGERS: tuple[str, ...] = get_args(LoggerKind)
@@ -106,20 +113,83 @@ class UnknownSettingError(ValueError):
         self.unknown = list(unknown or [])
 
 
-def setting(default: Any, *, flat: str | None = None) -> Any:
-    """A section field with ``default`` and, when the section's own name would repeat the
-    section (``replay.capacity``), the ``flat`` name it has outside its section
-    (``replay_capacity``: task defaults, YAML files, checkpoints, ``--replay-capacity``).
+Check = Callable[[Any], "str | None"]
+"""A setting's rule: ``check(value)`` is ``None`` for a valid value, else why it is not (the
+``<why>`` of :func:`~torchrl_dreamer.collectors.defaults.invalid`'s message)."""
+
+
+def integer(low: int | None = None) -> Check:
+    """The rule "an integer (not a bool)", ``>= low`` when ``low`` is given.
+
+    Example:
+        >>> integer(1)(0), integer(1)(2), integer(1)(2.0), integer()(-3)
+        ('must be an integer >= 1.', None, 'must be an integer >= 1.', None)
+    """
+    def check(value: Any) -> str | None:
+        ok = (isinstance(value, int) and not isinstance(value, bool)
+              and (low is None or value >= low))
+        return None if ok else "must be an integer" + ("." if low is None else f" >= {low}.")
+
+    return check
+
+
+def number(low: float, *, strict: bool = False, high: float | None = None,
+           high_open: bool = False) -> Check:
+    """The rule "a finite number ``>= low``" (``> low`` when ``strict``; ``<= high``, or ``<
+    high`` when ``high_open``, when ``high`` is given).
+
+    Example:
+        >>> number(0)(float("inf")), number(0, strict=True, high=1)(0.0), number(0, high=1)(1)
+        ('must be a finite number >= 0.', 'must lie in (0, 1].', None)
+    """
+    def check(value: Any) -> str | None:
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            v = float("nan")
+        ok = (not isinstance(value, bool) and math.isfinite(v)
+              and (v > low if strict else v >= low)
+              and (high is None or (v < high if high_open else v <= high)))
+        if ok:
+            return None
+        if high is None:
+            return f"must be a finite number {'>' if strict else '>='} {low:g}."
+        return (f"must lie in {'(' if strict else '['}{low:g}, {high:g}"
+                f"{')' if high_open else ']'}.")
+
+    return check
+
+
+def optional(check: Check) -> Check:
+    """``check``, with ``None`` (unset: resolved per run) also valid.
+
+    Example:
+        >>> optional(integer(1))(None), optional(integer(1))(0)
+        (None, 'must be an integer >= 1.')
+    """
+    return lambda value: None if value is None else check(value)
+
+
+def setting(default: Any, *, flat: str | None = None, check: Check | None = None) -> Any:
+    """A section field with ``default``, its rule ``check`` (applied wherever the setting is
+    given: :func:`check_settings`) and, when the section's own name would repeat the section
+    (``replay.capacity``), the ``flat`` name it has outside its section (``replay_capacity``:
+    task defaults, YAML files, checkpoints, ``--replay-capacity``).
 
     Example:
         >>> import dataclasses
         >>> @dataclasses.dataclass(frozen=True)
         ... class S:
-        ...     capacity: int = setting(10, flat="s_capacity")
+        ...     capacity: int = setting(10, flat="s_capacity", check=integer(1))
         >>> dataclasses.fields(S)[0].metadata["flat"], S().capacity
         ('s_capacity', 10)
     """
-    return dataclasses.field(default=default, metadata={"flat": flat} if flat else {})
+    meta: dict[str, Any] = {}
+    if flat:
+        meta["flat"] = flat
+    if check is not None:
+        meta["check"] = check
+    return dataclasses.field(default=default, metadata=meta)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +209,7 @@ class EnvSection:
     task_spec: str | None = None
     """A YAML/JSON task spec file (``docs/writing_a_task.md``) to train on instead of a registered
     task: needs ``--rom``; the run's task name becomes the spec's ``name``."""
-    num_envs: int = 16
+    num_envs: int = setting(16, check=integer(1))
     """Consoles (envs) stepped together."""
     device: str | None = setting(None, flat="env_device")
     """Device of the env's consoles when it is not ``run.device`` (unset: ``run.device``).
@@ -147,14 +217,14 @@ class EnvSection:
     cores, the replay, player and learner on the GPU, each step's observations copied over
     asynchronously (page-locked staging, :class:`~torchrl_dreamer.collectors.env_driver.EnvDriver`),
     for games that emulate faster on the machine's cores than on its GPU."""
-    workers: int = 1
+    workers: int = setting(1, check=integer(1))
     """CPU cores the env's consoles are emulated on (``GameBoyEnv(workers=...)``: the console
     batch in that many slices launched together, the same observations as 1). On a 2-core
     machine the learner needs one core, so 1 is the default; raise it where cores are spare."""
-    frame_skip: int | None = None
+    frame_skip: int | None = setting(None, check=optional(integer(1)))
     """Emulated frames per env step (Game Boy tasks); unset: the task's, else 8
     (``GAME_TRAIN_DEFAULTS``)."""
-    noop_max: int | None = None
+    noop_max: int | None = setting(None, check=optional(integer(0)))
     """Random no-op frames before each episode (Game Boy tasks): every episode starts after a
     fresh draw of 0..noop_max frames with no button held, so games that seed their RNG from
     frame counters play differently each time; unset: the task's (a spec's ``start.noop_max``),
@@ -178,7 +248,7 @@ class ReplaySection:
         256
     """
 
-    capacity: int = setting(100_000, flat="replay_capacity")
+    capacity: int = setting(100_000, flat="replay_capacity", check=integer(1))
     """Policy steps the replay holds (the oldest are overwritten first; the ring holds
     ``capacity // num_envs`` rows of ``num_envs`` envs)."""
     backing: ReplayBacking = setting("memory", flat="replay_backing")
@@ -190,14 +260,14 @@ class ReplaySection:
     batch_size: int = 16
     """Sequences per gradient step (``B``). DreamerV3's 16; Game Boy tasks train with 8
     (``GAME_TRAIN_DEFAULTS``: on a CPU half the batch buys ~1.6x the updates per minute)."""
-    ratio: float = setting(0.05, flat="replay_ratio")
+    ratio: float = setting(0.05, flat="replay_ratio", check=number(0))
     """Gradient steps per policy step (sheeprl's ``replay_ratio``). 0.05 at B16 x T32 replays
     each collected step 25.6 times (``0.05 x 16 x 32``); the measured CPU runs used 0.05 (B16)
     or 0.1 (B8, the same replayed steps), the maze 0.18. sheeprl's 0.5 at B16 x T64 (512
     replayed steps per collected step) is ten times the learner work a CPU run can afford."""
-    learning_starts: int = 1024
+    learning_starts: int = setting(1024, check=integer(0))
     """Policy steps of random actions (the replay's prefill) before the first gradient step."""
-    event_fraction: float = 0.0
+    event_fraction: float = setting(0.0, check=number(0, high=1))
     """Share of each batch's sequences drawn to contain a ``terminated`` row (0: uniform starts,
     the reference DreamerV3 replay)."""
     demos: str | None = None
@@ -208,7 +278,7 @@ class ReplaySection:
     ``backend="ray"`` that replay is a static slot of the human replay service (never evicted,
     reloaded from the files on resume) and the router draws the same count from it
     (``docs/ray.md``, "Demonstrations")."""
-    demo_share: float = 0.25
+    demo_share: float = setting(0.25, check=number(0, high=1))
     """Share of each batch's sequences drawn from the demonstrations (with ``demos``)."""
 
 
@@ -238,19 +308,19 @@ class LossSection:
     """Loss and learner preset (``torchrl_dreamer.objectives.LOSS_PRESETS`` / ``LEARNER_PRESETS``);
     unset: ``fast-pixels`` (Game Boy tasks) or ``fast`` (``gym:`` tasks) for the ``tiny`` preset,
     ``sheeprl`` for XS..XL."""
-    gamma: float | None = None
+    gamma: float | None = setting(None, check=optional(number(0, strict=True, high=1)))
     """Discount of the imagined returns; unset: a 20-second horizon for Game Boy tasks
     (``game_discount(frame_skip)``: 0.9933 at 8 frames a step, 0.98 at 24), the loss preset's
     (DreamerV3's 1 - 1/333) for ``gym:`` tasks."""
-    entropy_coef: float | None = None
+    entropy_coef: float | None = setting(None, check=optional(number(0)))
     """Weight of the actor's entropy bonus; unset: the loss preset's."""
-    entropy_final: float | None = None
+    entropy_final: float | None = setting(None, check=optional(number(0)))
     """The entropy bonus's weight at the end of training; unset: ``entropy_coef`` throughout.
     Set, the weight moves from ``entropy_coef`` to it geometrically over the run's progress
     (policy steps of ``total_steps`` or the wall clock of ``time_limit``, whichever is further:
     :func:`~torchrl_dreamer.trainers.schedule.anneal`): broad exploration first, a policy whose
     greedy actions are its best ones at the end."""
-    decode_stride: int | None = None
+    decode_stride: int | None = setting(None, check=optional(integer(1)))
     """Reconstruct every n-th step of each sampled sequence (1: all; see
     :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`); unset: the loss preset's. 2 makes
     a ``tiny`` CPU update 17 % faster, and Game Boy tasks train with 2 (``GAME_TRAIN_DEFAULTS``)."""
@@ -292,24 +362,26 @@ class CollectorSection:
     """
 
     backend: Backend = "reference"
-    """Run backend: ``reference`` (sequential, deterministic), ``threaded``, ``cuda`` (actor and
-    learner on two CUDA streams) or ``ray`` (the collection on Ray, ``docs/ray.md``)."""
-    steps_per_rollout: int = 16
+    """Collector backend: ``reference`` (sequential, deterministic), ``threaded``, ``cuda`` (actor
+    and learner on two CUDA streams), ``cuda-twin`` (the ``cuda`` backend's code path on a CPU,
+    its streams modelled on the host and every op checked against them) or ``ray`` (the
+    collection on Ray actors, ``docs/ray.md``; the learner's loop then runs ``reference``'s)."""
+    steps_per_rollout: int = setting(16, check=integer(1))
     """Env steps per actor window (weights change only between windows; Ray: per chunk a runner
     sends)."""
-    commit_stride: int = 8
+    commit_stride: int = setting(8, check=integer(1))
     """Env steps between commits of new rows to the learner (``<= seq_len / 2``, or the learner
     sees fresh rows in coarse bursts)."""
-    log_every: int = 10
+    log_every: int = setting(10, check=integer(1))
     """Gradient steps between metric logs (device-side metrics are read back only then)."""
-    pretrain_steps: int = 0
+    pretrain_steps: int = setting(0, check=integer(0))
     """Extra gradient steps on the first training call (sheeprl 0.8.4)."""
-    max_learner_steps_per_tick: int = 64
+    max_learner_steps_per_tick: int = setting(64, check=integer(1))
     """Most gradient steps between two weight publications."""
-    off_policy_tolerance: float = 2.0
+    off_policy_tolerance: float = setting(2.0, check=number(1))
     """The actor (Ray: the runners) pauses while more than this many windows' (rounds') worth of
     owed gradient steps wait for the learner (the Atropos rule)."""
-    timeout_s: float = 120.0
+    timeout_s: float = setting(120.0, check=number(0, strict=True))
     """Longest wait on any event or without progress before failing with a diagnostic."""
 
 
@@ -323,19 +395,19 @@ class RaySection:
         (2, 8)
     """
 
-    num_runners: int = 2
+    num_runners: int = setting(2, check=integer(1))
     """Agent env-runner actors; a run's ``num_envs`` is split evenly over them (at most
     ``num_envs`` runners)."""
-    publish_every: int = 1
+    publish_every: int = setting(1, check=integer(1))
     """Gradient steps between weight publications."""
-    max_weight_lag: int = 8
+    max_weight_lag: int = setting(8, check=integer(1))
     """The learner waits before publishing while a runner is more than this many versions behind
     (bounded staleness)."""
-    max_restarts: int = 3
+    max_restarts: int = setting(3, check=integer(0))
     """Restarts allowed per runner after a crash before the run fails."""
     address: str | None = None
     """Ray cluster to join (unset: start a local, loopback-only cluster)."""
-    num_cpus: int | None = None
+    num_cpus: int | None = setting(None, check=optional(integer(1)))
     """CPUs of a local cluster (unset: Ray's choice)."""
 
 
@@ -353,9 +425,9 @@ class RunSection:
 
     device: str = "cpu"
     """Learner, replay and env device (``cpu``, ``cuda``, ``cuda:1``)."""
-    seed: int = 0
+    seed: int = setting(0, check=integer())
     """Seeds torch, the env, the sampler and the random prefill."""
-    total_steps: int = 50_000
+    total_steps: int = setting(50_000, check=integer(1))
     """Policy steps to collect (one action of one env): the run's length. The maze's target is
     met within it (``docs/learning_results.md``: >= 95 % success within 50k steps and 30 minutes
     on a 2-core CPU; the shipped config's seeds reached 99-100 % at 45-50k)."""
@@ -365,13 +437,13 @@ class RunSection:
     to fit in it. With a time limit and no ``total_steps`` given, the clock alone ends training."""
     log_dir: str = "runs/dreamer"
     """Run directory: logs, checkpoints, GIFs."""
-    checkpoint_every: int = 10_000
+    checkpoint_every: int = setting(10_000, check=integer(0))
     """Policy steps between checkpoints (0: only at the end)."""
     checkpoint_replay: bool = True
     """Store the replay in checkpoints (exact resume; costs disk)."""
-    threads: int = 1
+    threads: int = setting(1, check=integer(1))
     """Torch intra-op threads of the training process on CPU."""
-    video_every: int = 0
+    video_every: int = setting(0, check=integer(0))
     """Policy steps between world-model open-loop videos during training (0: none): real |
     reconstruction | imagination of 4 replay windows, as ``<log_dir>/videos/wm_step_<N>.mp4``
     (GIF without ffmpeg) and as TensorBoard video when that logger is on."""
@@ -390,12 +462,12 @@ class EvalSection:
         (32, True)
     """
 
-    episodes: int = setting(32, flat="eval_episodes")
+    episodes: int = setting(32, flat="eval_episodes", check=integer(0))
     """Episodes of the final evaluation (0: none), played at once in as many envs."""
     time_limit: str = setting("1m", flat="eval_time_limit")
     """Wall-clock bound of the final evaluation (seconds or ``90s``/``5m``): episodes still
     running then are reported as unfinished (with their partial returns), never waited for."""
-    max_steps: int = setting(5000, flat="eval_max_steps")
+    max_steps: int = setting(5000, flat="eval_max_steps", check=integer(1))
     """Env steps an evaluation episode may last at most (a greedy policy that pauses the game
     would otherwise run to the episode limit)."""
     sampled: bool = setting(True, flat="eval_sampled")
@@ -440,6 +512,18 @@ FLAT: dict[str, tuple[str, str]] = _build_flat()
 name is unique across sections (checked when this module is imported)."""
 
 _DOTTED: dict[str, str] = {f"{s}.{f}": flat for flat, (s, f) in FLAT.items()}
+
+
+def section_settings(section: str) -> tuple[str, ...]:
+    """The flat names of every setting of ``section``, in field order: what a flat config that
+    is a section's consumer takes whole (``takes_settings(*section_settings("collector"))``), so
+    a setting added to the section reaches it with nothing else to change.
+
+    Example:
+        >>> section_settings("eval")
+        ('eval_episodes', 'eval_time_limit', 'eval_max_steps', 'eval_sampled')
+    """
+    return tuple(_flat_name(f) for f in dataclasses.fields(SECTIONS[section]))
 
 
 def setting_field(name: str) -> dataclasses.Field:
@@ -508,6 +592,54 @@ def flatten_settings(settings: Mapping[str, Any], source: str = "settings") -> d
             f"{source} sets {sorted(unknown)}, which are not run settings; use flat names from "
             f"{sorted(FLAT)} or dotted ones (replay.batch_size).", sorted(unknown))
     return out
+
+
+@functools.cache
+def _hint(name: str) -> Any:
+    section, field = FLAT[name]
+    return get_type_hints(SECTIONS[section])[field]
+
+
+def setting_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` is not valid for the setting ``name`` (flat), or ``None``: its choices
+    when its type is a ``Literal``, else its field's ``check``.
+
+    Example:
+        >>> setting_problem("num_envs", 0), setting_problem("num_envs", 4)
+        ('must be an integer >= 1.', None)
+        >>> setting_problem("logger", "wandb")
+        "unknown logger 'wandb'; choose one of csv, tensorboard, both, none."
+    """
+    hint = _hint(name)
+    if get_origin(hint) is Literal:
+        choices = get_args(hint)
+        if value not in choices:
+            return (f"unknown {name.replace('_', ' ')} {value!r}; choose one of "
+                    f"{', '.join(choices)}.")
+        return None
+    check = setting_field(name).metadata.get("check")
+    return None if check is None else check(value)
+
+
+def check_settings(owner: str, obj: Any, names: Any = None,
+                   error: type[ValueError] = ValueError) -> None:
+    """Apply each setting's one rule (:func:`setting_problem`) to ``obj``'s values of the
+    settings ``names`` (flat; default ``obj.run_settings``): the check every config that holds
+    run settings makes, so a value is judged by the same rule whichever config it was given
+    to. Raises ``error("<owner>.<name>=<value> is invalid: <why>")`` for the first bad one.
+
+    Example:
+        >>> import types
+        >>> check_settings("Mine", types.SimpleNamespace(num_envs=0), ["num_envs"])
+        Traceback (most recent call last):
+        ...
+        ValueError: Mine.num_envs=0 is invalid: must be an integer >= 1.
+    """
+    for name in (obj.run_settings if names is None else names):
+        value = getattr(obj, name)
+        why = setting_problem(name, value)
+        if why is not None:
+            raise error(f"{owner}.{name}={value!r} is invalid: {why}")
 
 
 def _field_docs(cls: type) -> dict[str, str]:

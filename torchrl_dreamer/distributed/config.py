@@ -21,21 +21,22 @@ import math
 from typing import Any
 
 from torchrl_dreamer.collectors.defaults import check_batch_shape, require
-from torchrl_dreamer.collectors.settings import takes_settings
+from torchrl_dreamer.collectors.settings import check_settings, section_settings, takes_settings
 
 __all__ = ["RayTrainingConfig"]
 
 
 @dataclasses.dataclass
-@takes_settings("num_runners", "steps_per_rollout", "seq_len", "batch_size", "replay_ratio",
-                "learning_starts", "off_policy_tolerance", "publish_every", "max_weight_lag",
-                "total_steps", "max_restarts", "address", "num_cpus", "timeout_s", "seed")
+@takes_settings(*section_settings("ray"), "steps_per_rollout", "seq_len", "batch_size",
+                "replay_ratio", "learning_starts", "off_policy_tolerance", "total_steps",
+                "timeout_s", "seed")
 class RayTrainingConfig:
     """Every knob of :func:`~torchrl_dreamer.distributed.run_ray_training`.
 
     Fields: the run settings of :attr:`run_settings` (documented in their sections of
-    :mod:`torchrl_dreamer.collectors.settings`: ``ray`` for ``num_runners``, ``publish_every``,
-    ``max_weight_lag``, ``max_restarts``, ``address``, ``num_cpus``; ``replay`` for ``seq_len``,
+    :mod:`torchrl_dreamer.collectors.settings`: the whole ``ray`` section (``num_runners``,
+    ``publish_every``, ``max_weight_lag``, ``max_restarts``, ``address``, ``num_cpus``); ``replay``
+    for ``seq_len``,
     ``batch_size``, ``replay_ratio``, ``learning_starts``; ``collector`` for
     ``steps_per_rollout``, ``off_policy_tolerance``, ``timeout_s``; ``run`` for ``total_steps``
     and ``seed``: runners are seeded ``seed + i``), then the job's own:
@@ -82,33 +83,23 @@ class RayTrainingConfig:
     def __post_init__(self) -> None:
         need = functools.partial(require, "RayTrainingConfig", self)
 
-        need(self.num_runners >= 1, "num_runners", "at least one agent runner is needed.")
+        check_settings("RayTrainingConfig", self)  # each taken setting's one rule
+        check_batch_shape("RayTrainingConfig", self.batch_size, self.seq_len)
         need(self.human_runners >= 0, "human_runners", "must be >= 0.")
         need(0.0 <= self.human_proportion <= 1.0, "human_proportion", "must lie in [0, 1].")
         need(self.envs_per_runner >= 1, "envs_per_runner", "must be >= 1.")
-        need(self.steps_per_rollout >= 1, "steps_per_rollout", "must be >= 1 env step.")
-        check_batch_shape("RayTrainingConfig", self.batch_size, self.seq_len)
         need(self.capacity >= self.seq_len + self.steps_per_rollout, "capacity",
              "each slot must hold seq_len + steps_per_rollout = "
              f"{self.seq_len + self.steps_per_rollout} rows.")
-        need(math.isfinite(self.replay_ratio) and self.replay_ratio > 0, "replay_ratio",
-             "must be a finite number > 0 (gradient steps per policy step).")
-        need(self.learning_starts >= 0, "learning_starts", "must be >= 0.")
-        need(self.off_policy_tolerance >= 1, "off_policy_tolerance",
-             "must be >= 1 round, or runners pause before the learner can catch up.")
-        need(self.publish_every >= 1, "publish_every", "must be >= 1 gradient step.")
-        need(self.max_weight_lag >= 1, "max_weight_lag",
-             "must be >= 1 (runners fetch between chunks, so they always trail by some).")
-        need(self.total_steps >= 1, "total_steps", "must be >= 1 policy step.")
+        need(self.replay_ratio > 0, "replay_ratio",
+             "must be > 0 on Ray (the replay service grants gradient steps per policy step).")
         need(self.max_updates is None or self.max_updates >= 0, "max_updates", "must be >= 0.")
         need(self.runner_groups is None or len(self.runner_groups) == self.num_runners,
              "runner_groups", f"needs one group name per agent runner ({self.num_runners}).")
-        need(self.max_restarts >= 0, "max_restarts", "must be >= 0.")
         need(self.checkpoint_every_updates >= 0, "checkpoint_every_updates", "must be >= 0 (0: never).")
         need(self.checkpoint_every_updates == 0 or self.checkpoint_dir is not None,
              "checkpoint_every_updates",
              "needs checkpoint_dir.")
-        need(self.timeout_s > 0, "timeout_s", "must be > 0 seconds.")
         need(self.runner_gpus >= 0, "runner_gpus", "must be >= 0.")
 
     @property

@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any
 
 import torch
 
@@ -58,6 +58,7 @@ from torchrl_dreamer.collectors.settings import (
     ReplaySection,
     RunSection,
     UnknownSettingError,
+    check_settings,
     flat_defaults,
     flatten_settings,
     setting_docs,
@@ -291,6 +292,8 @@ class TrainConfig:
     def __init__(self, **settings: Any) -> None:
         flat = overlay_settings(settings, "TrainConfig")
         given = {k: v for k, v in flat.items() if v is not None}
+        # a given value is judged by its setting's rule before any default follows from it
+        check_settings("TrainConfig", _Values(given), given, ConfigError)
         values = _resolve(given)
         fields: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
         for name, (section, field) in FLAT.items():
@@ -354,14 +357,7 @@ class TrainConfig:
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first bad setting."""
-        for name, (section, field) in FLAT.items():
-            hint = _hints(section)[field]
-            choices = get_args(hint) if get_origin(hint) is Literal else ()
-            if choices and getattr(self, name) not in choices:
-                raise ConfigError(
-                    f"unknown {name.replace('_', ' ')} {getattr(self, name)!r}; choose one of "
-                    f"{', '.join(choices)}."
-                )
+        check_settings("TrainConfig", self, FLAT, ConfigError)  # each setting's one rule
         if self.ppu not in PPU_MODES:
             raise ConfigError(f"unknown ppu {self.ppu!r}; choose one of {', '.join(PPU_MODES)}.")
         if self.rom is not None and not Path(self.rom).is_file():
@@ -371,50 +367,21 @@ class TrainConfig:
             )
         if self.backend == "cuda" and not self.device.startswith("cuda"):
             raise ConfigError("backend='cuda' needs --device cuda; use 'threaded' on the CPU.")
+        if self.backend == "cuda-twin" and not self.device.startswith("cpu"):
+            raise ConfigError("backend='cuda-twin' runs the cuda backend's code path on the CPU: "
+                              "use --device cpu (or --backend cuda on a GPU).")
         if self.replay_backing == "memmap" and not self.device.startswith("cpu"):
             raise ConfigError("replay_backing='memmap' keeps the replay in host files: use --device cpu "
                               "or --replay-backing memory.")
         check_batch_shape("TrainConfig", self.batch_size, self.seq_len, error=ConfigError)
-        for name in ("num_envs", "total_steps", "steps_per_rollout",
-                     "commit_stride", "log_every", "frame_skip", "eval_max_steps"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}.")
-        if not isinstance(self.noop_max, int) or self.noop_max < 0:
-            raise ConfigError(f"noop_max must be an integer >= 0 (frames), got {self.noop_max!r}.")
         if self.noop_max and not self.is_game:
             raise ConfigError(f"noop_max applies to Game Boy tasks only; task {self.task!r} has "
                               "no frames to skip: leave it unset or 0.")
         self.time_limit_s  # noqa: B018 - parses (and so checks) the durations
         self.eval_time_limit_s  # noqa: B018
-        if self.checkpoint_every < 0 or self.eval_episodes < 0:
-            raise ConfigError("checkpoint_every and eval_episodes must be >= 0.")
-        if self.video_every < 0:
-            raise ConfigError(f"video_every must be >= 0 (0: no videos), got {self.video_every}.")
-        if not self.replay_ratio >= 0:
-            raise ConfigError(f"replay_ratio must be >= 0, got {self.replay_ratio}.")
-        if self.learning_starts < 0:
-            raise ConfigError(f"learning_starts must be >= 0, got {self.learning_starts}.")
-        if not 0.0 < float(self.gamma) <= 1.0:
-            raise ConfigError(f"gamma must lie in (0, 1], got {self.gamma}.")
-        if not float(self.entropy_coef) >= 0.0:
-            raise ConfigError(f"entropy_coef must be >= 0, got {self.entropy_coef}.")
-        if self.entropy_final is not None and not float(self.entropy_final) >= 0.0:
-            raise ConfigError(f"entropy_final must be >= 0 (or unset: a constant entropy_coef), "
-                              f"got {self.entropy_final}.")
-        if not 0.0 <= float(self.demo_share) <= 1.0:
-            raise ConfigError(f"demo_share must lie in [0, 1], got {self.demo_share}.")
-        if not 0.0 <= float(self.event_fraction) <= 1.0:
-            raise ConfigError(f"event_fraction must lie in [0, 1], got {self.event_fraction}.")
         if self.compile is not None and self.compile not in COMPILE_MODES:
             raise ConfigError(f"unknown compile mode {self.compile!r}; choose one of "
                               f"{', '.join(COMPILE_MODES)} (or leave it unset: eager).")
-        if not isinstance(self.threads, int) or self.threads < 1:
-            raise ConfigError(f"threads must be an integer >= 1, got {self.threads!r}.")
-        if not isinstance(self.decode_stride, int) or self.decode_stride < 1:
-            raise ConfigError(f"decode_stride must be an integer >= 1 (1: decode every step), "
-                              f"got {self.decode_stride!r}.")
-        if not isinstance(self.workers, int) or self.workers < 1:
-            raise ConfigError(f"workers must be an integer >= 1, got {self.workers!r}.")
         if self.env_device is not None:
             if not self.is_game and self.env_device != self.device:
                 raise ConfigError(f"env_device applies to Game Boy tasks; task {self.task!r} "
@@ -436,12 +403,16 @@ class TrainConfig:
     # ------------------------------------------------------------------ derived values
     def loss_config(self) -> Any:
         """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`: the loss preset
-        with the run's ``loss`` section (``gamma``, ``entropy_coef``, ``decode_stride``)."""
+        overlaid by every field of the run's ``loss`` section that the loss config has by the
+        same name (``gamma``, ``entropy_coef``, ``decode_stride``; a loss setting added to the
+        section reaches the losses with nothing else to change)."""
         from torchrl_dreamer.objectives import LOSS_PRESETS
 
-        loss = self.loss
-        return LOSS_PRESETS[loss.preset].with_(gamma=loss.gamma, entropy_coef=loss.entropy_coef,
-                                               decode_stride=loss.decode_stride)
+        preset = LOSS_PRESETS[self.loss.preset]
+        own = {f.name for f in dataclasses.fields(preset)}
+        return preset.with_(**{f.name: getattr(self.loss, f.name)
+                               for f in dataclasses.fields(self.loss)
+                               if f.name in own and getattr(self.loss, f.name) is not None})
 
     def learner_config(self) -> Any:
         """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LearnerConfig` (optimizers):
@@ -556,11 +527,11 @@ def overlay_settings(settings: dict[str, Any], source: str = "settings") -> dict
                           f"{sorted(FLAT)} (or section.field, e.g. replay.batch_size).") from None
 
 
-def _hints(section: str) -> dict[str, Any]:
-    return _HINTS.setdefault(section, get_type_hints(SECTIONS[section]))
+class _Values:
+    """Settings given by flat name, read as attributes (what :func:`check_settings` reads)."""
 
-
-_HINTS: dict[str, dict[str, Any]] = {}
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
 
 
 def field_docs(cls: type = TrainConfig) -> dict[str, str]:
