@@ -65,24 +65,24 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
     """
     from torchrl_dreamer.envs import GameBoyEnv
 
-    if cfg.task.startswith("gym:"):
+    e, seed = cfg.env, cfg.run.seed  # the env section, and the run's seed
+    if e.task.startswith("gym:"):
         from torchrl_dreamer.trainers.gym_env import DeferredResetGymEnv
 
-        return DeferredResetGymEnv(cfg.task[4:], num_envs=num_envs or cfg.num_envs, seed=cfg.seed)
+        return DeferredResetGymEnv(e.task[4:], num_envs=num_envs or e.num_envs, seed=seed)
 
-    task: Any = cfg.task
-    rom = cfg.rom
-    if cfg.task_spec is not None:
+    task: Any = e.task
+    rom = e.rom
+    if e.task_spec is not None:
         from torchrl_dreamer.envs import load_task_spec
 
-        task, rom = load_task_spec(cfg.task_spec, rom=cfg.rom), None
-    opts = dict(rom=rom, frame_skip=cfg.frame_skip, noop_max=cfg.noop_max, seed=cfg.seed,
-                ppu=cfg.ppu)
-    if cfg.workers > 1:
-        opts["workers"] = cfg.workers
+        task, rom = load_task_spec(e.task_spec, rom=e.rom), None
+    opts = dict(rom=rom, frame_skip=e.frame_skip, noop_max=e.noop_max, seed=seed, ppu=e.ppu)
+    if e.workers > 1:
+        opts["workers"] = e.workers
     opts.update(kwargs)
     try:
-        return GameBoyEnv(task, num_envs=num_envs or cfg.num_envs, device=cfg.consoles_device,
+        return GameBoyEnv(task, num_envs=num_envs or e.num_envs, device=cfg.consoles_device,
                           **opts)
     except FileNotFoundError as err:
         raise ConfigError(f"{err}. Pass --rom PATH to a ROM you own.") from err
@@ -189,8 +189,8 @@ class RunFactories:
 
         if self.obs is None or self.action_dim is None:
             raise ValueError("RunFactories.networks needs obs and action_dim: use with_env(env).")
-        dev = torch.device(self.config.device)
-        return tuple(m.to(dev) for m in make_dreamer(self.config.preset, self.obs,
+        dev = torch.device(self.config.run.device)
+        return tuple(m.to(dev) for m in make_dreamer(self.config.model.preset, self.obs,
                                                       self.action_dim))
 
     def learner(self, world_model: Any, actor: Any, critic: Any) -> Any:
@@ -198,12 +198,12 @@ class RunFactories:
         from torchrl_dreamer.collectors.config import precision_dtype
         from torchrl_dreamer.objectives import DreamerV3Learner
 
-        cfg = self.config
+        cfg, learner = self.config, self.config.learner
         return DreamerV3Learner(world_model, actor, critic, cfg.loss_config(),
                                 optim=cfg.learner_config(),
-                                autocast_dtype=precision_dtype(cfg.precision),
-                                compile=cfg.compile, capture=cfg.capture,
-                                strict=cfg.strict_acceleration)
+                                autocast_dtype=precision_dtype(learner.precision),
+                                compile=learner.compile, capture=learner.capture,
+                                strict=learner.strict_acceleration)
 
     @staticmethod
     def player(world_model: Any, actor: Any, env: Any) -> Any:
@@ -232,14 +232,15 @@ class RunFactories:
             schema[key] = FieldSpec(tuple(spec.shape[1:]), spec.dtype)
         if getattr(env, "success_rule", None) == "flag":  # the task says which episodes succeed
             schema["success"] = FieldSpec((), torch.bool)
-        memmap = Path(cfg.log_dir) / "replay_ring" if cfg.replay_backing == "memmap" else None
+        replay, run = cfg.replay, cfg.run
+        memmap = Path(run.log_dir) / "replay_ring" if replay.backing == "memmap" else None
         storage = TimeMajorStorage(cfg.capacity_rows, int(env.batch_size[0]), spec=schema,
-                                   device=torch.device(cfg.device), memmap_dir=memmap,
-                                   safety_margin=cfg.seq_len, auto_commit=False)
+                                   device=torch.device(run.device), memmap_dir=memmap,
+                                   safety_margin=replay.seq_len, auto_commit=False)
         sampler = ChronologicalSliceSampler(
-            slice_len=cfg.seq_len, generator=torch.Generator().manual_seed(cfg.seed),
-            event_key="terminated" if cfg.event_fraction else None,
-            event_fraction=cfg.event_fraction,
+            slice_len=replay.seq_len, generator=torch.Generator().manual_seed(run.seed),
+            event_key="terminated" if replay.event_fraction else None,
+            event_fraction=replay.event_fraction,
         )
         return storage, sampler
 
