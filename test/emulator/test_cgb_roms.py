@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from conftest import rom_path
 
 from torchrl_dreamer.emulator import GameBoy
@@ -103,3 +104,43 @@ def test_cgb_sound(roms, name):
             break
     text = bytes(gb.read_memory(0xA004, 400)[0].tolist()).split(b"\0")[0].decode(errors="replace")
     assert status[1:] == [0xDE, 0xB0, 0x61] and status[0] == 0, f"{name}: {text!r}"
+
+
+def test_dual_mode_game_runs_in_colour(roms):
+    """Pandora's Blocks (a dual-mode 0x80 cartridge) on the Color: its Color code path runs
+    (more colours than a DMG has shades), and packed2 holds the colours' luminance shades."""
+    gb = GameBoy(rom_path(roms, "games/pandoras-blocks/PandorasBlocks.gbc"), model="cgb",
+                 framebuffer=True)
+    for k in range(8):
+        gb.run_frames(60, 0x08 if k % 2 else 0)  # START: title, then a game
+    assert not bool(gb.locked[0])
+    rgb = gb.rgb555[0].cpu().numpy().astype(np.int64)
+    assert len(np.unique(rgb)) >= 10
+    c = np.stack([rgb & 31, (rgb >> 5) & 31, (rgb >> 10) & 31], -1)
+    y = (c[..., 0] * 77 + c[..., 1] * 150 + c[..., 2] * 29) >> 8
+    assert np.array_equal(gb.framebuffer[0].cpu().numpy(), 3 - (y >> 3))
+
+
+def test_idle_skip_is_exact_in_double_speed(roms):
+    """Pandora's Blocks on the Color runs in double speed: skipping its LY / STAT polls (at half
+    the CPU's T-cycles in dots) leaves every byte of state as running them does."""
+    from torchrl_dreamer.emulator import layout
+
+    path = rom_path(roms, "games/pandoras-blocks/PandorasBlocks.gbc")
+    runs = []
+    for skip in (True, False):
+        gb = GameBoy(path, model="cgb", idle_skip=skip)
+        for k in range(6):
+            gb.run_frames(50, 0x08 if k % 2 else 0)
+        runs.append(gb)
+    fast, slow = runs
+    assert int(fast.state_tensors()["st"][0, layout.FIELDS["SPEED"]]) == 1
+    skipped = int(fast.state_tensors()["st"][0, layout.FIELDS["CYCLES"]])
+    assert skipped > 300 * 1000  # polls were skipped (about 2,000 instructions a frame)
+    for name, t in fast.state_tensors().items():
+        a, b = t.clone(), slow.state_tensors()[name].clone()
+        if name == "st":
+            a[:, layout.FIELDS["CYCLES"]] = 0
+            b[:, layout.FIELDS["CYCLES"]] = 0
+        assert torch.equal(a, b), name
+    assert torch.equal(fast.rgb555, slow.rgb555)

@@ -201,8 +201,8 @@ def poll_iteration(v: int, bit: int, ts: wp.vec3i, ws: wp.vec3i, a: int, f: int)
 def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: int, b: int, c: int,
               d: int, e: int, h: int, l: int, clk: int, nxt: int, ime: int) -> int:  # noqa: E741
     """Fast-forward the loop ``head .. br`` (``br``: address of its closing branch ``op``, just
-    taken back to ``head``; the clock is ``clk`` of ``nxt``; LY / STAT polls not in the Color's
-    double speed). Returns the instructions skipped
+    taken back to ``head``; the clock is ``clk`` of ``nxt``, in CPU T-cycles: LY / STAT are
+    asked at half as many dots in the Color's double speed). Returns the instructions skipped
     (then the registers, PC and clock are in the state row, :func:`store_regs`), 0 when nothing
     can be skipped now, or -1 when the code at ``head`` is not a loop this fast-forward knows (the
     kernel then stops asking for this closing branch until another loop is rejected).
@@ -299,8 +299,10 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         ins = 2 + nt
         if p != br:
             return -1
-        if blocked or (ppu and m.st[i, S_SPEED] != 0):
-            return 0  # (LY / STAT from a CPU-cycle clock: not in the Color's double speed)
+        if blocked:
+            return 0
+        # the clock counts CPU T-cycles, the PPU dots: half as many in the Color's double speed
+        sp = m.st[i, S_SPEED]
         per = 4 * (lm + tm) + tb
         k = kev // per
         v = 0
@@ -308,9 +310,9 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
             return 0
         kmax = k
         if ppu:
-            vl = ppu_poll(i, m, src - 0xFF00, clk + 4 * lm)  # the first read ends before NEXT
+            vl = ppu_poll(i, m, src - 0xFF00, (clk + 4 * lm) >> sp)  # (ends before NEXT)
             v = vl & 0xFF
-            kl = ((vl >> 8) - 1) // per + 1  # iterations that still read this value
+            kl = (((vl >> 8) << sp) - 1) // per + 1  # iterations that still read this value
             if kl < k:
                 k = kl
         elif src == 0xFF00 + R_JOYP:
@@ -324,7 +326,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
         # keeps the branch taken (e.g. a wait for LY 144 across lines), still before NEXT
         # (``ppu_poll`` is exact there: ``kmax`` iterations end before the next event)
         while ppu and k < kmax:
-            vl = ppu_poll(i, m, src - 0xFF00, clk + per * k + 4 * lm)
+            vl = ppu_poll(i, m, src - 0xFF00, (clk + per * k + 4 * lm) >> sp)
             r2 = poll_iteration(vl & 0xFF, bit, ts, ws, a, f)
             if not branch_cond(op, r2 >> 8):
                 # the loop's last iteration (it reads the value that leaves the loop): run it
@@ -337,7 +339,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
                     return ins * (k + 1)
                 break
             r = r2
-            k = wp.min(k + ((vl >> 8) - 1) // per + 1, kmax)
+            k = wp.min(k + (((vl >> 8) << sp) - 1) // per + 1, kmax)
         store_regs(i, m, r & 0xFF, r >> 8, b, c, d, e, h, l, head, clk + per * k, ins * k)
         return ins * k
     # ---------------------------------------------------------------- countdown / spin
