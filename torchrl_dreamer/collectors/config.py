@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from torchrl_dreamer.collectors.defaults import check_batch_shape, invalid, require
+from torchrl_dreamer.collectors.defaults import invalid, require
 from torchrl_dreamer.collectors.settings import (
     Backend,
     Precision,
@@ -58,8 +58,8 @@ class AsyncCollectorConfig:
     Rules checked in ``__post_init__`` (a ``ValueError`` names the field and why): each run
     setting's own rule, the one every config holding it applies
     (:func:`~torchrl_dreamer.collectors.settings.check_settings`: ``steps_per_rollout >= 1``,
-    ``replay_ratio >= 0``, ``timeout_s > 0``, ...), ``seq_len >= 2`` and ``batch_size >= 1``
-    (:func:`~torchrl_dreamer.collectors.defaults.check_batch_shape`), then its own:
+    ``replay_ratio >= 0``, ``timeout_s > 0``, ``seq_len >= 2``, ``batch_size >= 1``, ...), then
+    its own:
     ``min_ready_steps >= seq_len``, ``safety_margin >= seq_len``, a ``backend`` of the local
     loop (not ``ray``) that fits ``device``; a ``UserWarning`` when
     ``commit_stride > seq_len / 2`` (the learner then sees fresh data in coarse bursts).
@@ -89,7 +89,6 @@ class AsyncCollectorConfig:
         need = functools.partial(require, "AsyncCollectorConfig", self)
 
         check_settings("AsyncCollectorConfig", self)  # each taken setting's one rule
-        check_batch_shape("AsyncCollectorConfig", self.batch_size, self.seq_len)
         for name in ("min_ready_steps", "safety_margin"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool), name, "must be an integer.")

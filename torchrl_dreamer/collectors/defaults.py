@@ -1,5 +1,5 @@
-"""Names for the defaults of the settings several run configs share, the one check of the
-sampled batch's shape, and the one form of a bad setting's error.
+"""Names for the defaults of the settings several run configs share, the check of a sampled
+batch's shape, and the one form of a bad setting's error.
 
 Each setting is defined once, with its default and docstring, as a field of a section of
 :mod:`torchrl_dreamer.collectors.settings`; the constants below only name those defaults (read
@@ -26,11 +26,14 @@ Every check of a setting (the configs' ``__post_init__``, :class:`~torchrl_dream
 
 from __future__ import annotations
 
+import types
+
 from torchrl_dreamer.collectors.settings import (
     CollectorSection,
     LearnerSection,
     ReplaySection,
     RunSection,
+    check_settings,
 )
 
 __all__ = [
@@ -117,12 +120,11 @@ def require(owner: str, obj: object, cond: bool, field: str, why: str,
 
 def check_batch_shape(owner: str, batch_size: object, seq_len: object,
                       error: type[ValueError] = ValueError) -> None:
-    """Raise ``error`` unless ``batch_size`` and ``seq_len`` make a valid ``T x B`` batch: integers,
-    ``batch_size >= 1`` and ``seq_len >= 2`` (a sequence holds at least one transition).
-
-    The one check of these two settings: every config that holds them calls it where it is built
-    (``owner`` names that class in the message), so a value is judged by the same rule whichever
-    config it was given to.
+    """Raise ``error`` unless ``batch_size`` and ``seq_len`` make a valid ``T x B`` batch: the
+    rules of the settings ``replay.batch_size`` and ``replay.seq_len`` (integers,
+    ``batch_size >= 1``, ``seq_len >= 2``), applied by
+    :func:`~torchrl_dreamer.collectors.settings.check_settings` as every config holding them
+    does, for code that holds the two values outside a config.
 
     Example:
         >>> check_batch_shape("MyConfig", batch_size=8, seq_len=32)  # fine: returns None
@@ -131,10 +133,5 @@ def check_batch_shape(owner: str, batch_size: object, seq_len: object,
         ...
         ValueError: MyConfig.seq_len=1 is invalid: must be an integer >= 2 (a sequence needs one transition); pass e.g. seq_len=32.
     """
-    for name, value, low, what, default in (
-        ("batch_size", batch_size, 1, "sequences per gradient step", BATCH_SIZE),
-        ("seq_len", seq_len, 2, "a sequence needs one transition", SEQ_LEN),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise invalid(owner, name, value, f"must be an integer >= {low} ({what}); "
-                          f"pass e.g. {name}={default}.", error)
+    values = types.SimpleNamespace(batch_size=batch_size, seq_len=seq_len)
+    check_settings(owner, values, ("batch_size", "seq_len"), error)

@@ -118,17 +118,21 @@ Check = Callable[[Any], "str | None"]
 ``<why>`` of :func:`~torchrl_dreamer.collectors.defaults.invalid`'s message)."""
 
 
-def integer(low: int | None = None) -> Check:
-    """The rule "an integer (not a bool)", ``>= low`` when ``low`` is given.
+def integer(low: int | None = None, why: str = "") -> Check:
+    """The rule "an integer (not a bool)", ``>= low`` when ``low`` is given; ``why`` says what
+    the bound is for.
 
     Example:
         >>> integer(1)(0), integer(1)(2), integer(1)(2.0), integer()(-3)
         ('must be an integer >= 1.', None, 'must be an integer >= 1.', None)
+        >>> integer(2, "a sequence needs one transition")(1)
+        'must be an integer >= 2 (a sequence needs one transition).'
     """
     def check(value: Any) -> str | None:
         ok = (isinstance(value, int) and not isinstance(value, bool)
               and (low is None or value >= low))
-        return None if ok else "must be an integer" + ("." if low is None else f" >= {low}.")
+        bound = "" if low is None else f" >= {low}"
+        return None if ok else f"must be an integer{bound}{f' ({why})' if why else ''}."
 
     return check
 
@@ -253,11 +257,11 @@ class ReplaySection:
     ``capacity // num_envs`` rows of ``num_envs`` envs)."""
     backing: ReplayBacking = setting("memory", flat="replay_backing")
     """``memory`` (RAM of ``device``) or ``memmap`` (files under ``<log_dir>/replay_ring``)."""
-    seq_len: int = 32
+    seq_len: int = setting(32, check=integer(2, "a sequence needs one transition"))
     """Steps per sampled sequence (``T`` of the ``T x B`` batch), in env steps (replay rows).
     Every run of ``docs/learning_results.md`` used 32; sheeprl's and DreamerV3's 64 doubles the
     cost of a ``tiny`` CPU update for sequences longer than the games' decisions need."""
-    batch_size: int = 16
+    batch_size: int = setting(16, check=integer(1, "sequences per gradient step"))
     """Sequences per gradient step (``B``). DreamerV3's 16; Game Boy tasks train with 8
     (``GAME_TRAIN_DEFAULTS``: on a CPU half the batch buys ~1.6x the updates per minute)."""
     ratio: float = setting(0.05, flat="replay_ratio", check=number(0))
@@ -606,7 +610,7 @@ def setting_problem(name: str, value: Any) -> str | None:
 
     Example:
         >>> setting_problem("num_envs", 0), setting_problem("num_envs", 4)
-        ('must be an integer >= 1.', None)
+        ('must be an integer >= 1; pass e.g. num_envs=16.', None)
         >>> setting_problem("logger", "wandb")
         "unknown logger 'wandb'; choose one of csv, tensorboard, both, none."
     """
@@ -617,8 +621,12 @@ def setting_problem(name: str, value: Any) -> str | None:
             return (f"unknown {name.replace('_', ' ')} {value!r}; choose one of "
                     f"{', '.join(choices)}.")
         return None
-    check = setting_field(name).metadata.get("check")
-    return None if check is None else check(value)
+    field = setting_field(name)
+    check = field.metadata.get("check")
+    why = None if check is None else check(value)
+    if why is not None and field.default is not None:
+        why = f"{why[:-1]}; pass e.g. {name}={field.default!r}."
+    return why
 
 
 def check_settings(owner: str, obj: Any, names: Any = None,
@@ -633,7 +641,7 @@ def check_settings(owner: str, obj: Any, names: Any = None,
         >>> check_settings("Mine", types.SimpleNamespace(num_envs=0), ["num_envs"])
         Traceback (most recent call last):
         ...
-        ValueError: Mine.num_envs=0 is invalid: must be an integer >= 1.
+        ValueError: Mine.num_envs=0 is invalid: must be an integer >= 1; pass e.g. num_envs=16.
     """
     for name in (obj.run_settings if names is None else names):
         value = getattr(obj, name)

@@ -20,7 +20,7 @@ import functools
 import math
 from typing import Any
 
-from torchrl_dreamer.collectors.defaults import check_batch_shape, require
+from torchrl_dreamer.collectors.defaults import require
 from torchrl_dreamer.collectors.settings import check_settings, section_settings, takes_settings
 
 __all__ = ["RayTrainingConfig"]
@@ -84,7 +84,6 @@ class RayTrainingConfig:
         need = functools.partial(require, "RayTrainingConfig", self)
 
         check_settings("RayTrainingConfig", self)  # each taken setting's one rule
-        check_batch_shape("RayTrainingConfig", self.batch_size, self.seq_len)
         need(self.human_runners >= 0, "human_runners", "must be >= 0.")
         need(0.0 <= self.human_proportion <= 1.0, "human_proportion", "must lie in [0, 1].")
         need(self.envs_per_runner >= 1, "envs_per_runner", "must be >= 1.")

@@ -42,7 +42,6 @@ from typing import Any
 
 import torch
 
-from torchrl_dreamer.collectors.defaults import check_batch_shape
 from torchrl_dreamer.collectors.settings import (
     BACKENDS,
     FLAT,
@@ -373,7 +372,6 @@ class TrainConfig:
         if self.replay_backing == "memmap" and not self.device.startswith("cpu"):
             raise ConfigError("replay_backing='memmap' keeps the replay in host files: use --device cpu "
                               "or --replay-backing memory.")
-        check_batch_shape("TrainConfig", self.batch_size, self.seq_len, error=ConfigError)
         if self.noop_max and not self.is_game:
             raise ConfigError(f"noop_max applies to Game Boy tasks only; task {self.task!r} has "
                               "no frames to skip: leave it unset or 0.")
