@@ -69,6 +69,7 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_WAVE_POS,
     S_CGB,
     S_DIV16,
+    S_SPEED,
 )
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.registers import (
@@ -288,8 +289,9 @@ def apu_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int):
 
 @wp.func
 def apu_div_write(i: int, m: wp.ref[Mem]):
-    """A DIV write resets the divider: with bit 12 set that is a falling edge (one step)."""
-    if (m.st[i, S_DIV16] & 0x1000) != 0:
+    """A DIV write resets the divider: with bit 12 set (13 in the Color's double speed) that is a
+    falling edge (one step)."""
+    if (m.st[i, S_DIV16] & (0x1000 << m.st[i, S_SPEED])) != 0:  # bit 13 in double speed
         frame_steps(i, m, 1)
 
 
@@ -316,7 +318,7 @@ def power(i: int, m: wp.ref[Mem], v: int):
         m.hram[i, R_NR52] = wp.uint8(0x80)
         m.st[i, S_APU_FS] = 0  # the next step is step 0
         m.st[i, S_APU_SKIP] = 0
-        if (m.st[i, S_DIV16] & 0x1000) != 0:
+        if (m.st[i, S_DIV16] & (0x1000 << m.st[i, S_SPEED])) != 0:  # bit 13 in double speed
             m.st[i, S_APU_SKIP] = 1  # bit 12 already set: its next falling edge is not a step
     if (v & 0x80) == 0 and was_on:
         for r in range(R_NR10, R_NR52 + 1):
