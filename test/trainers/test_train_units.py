@@ -281,8 +281,8 @@ def test_load_checkpoint_checks_format_version_and_pickles(tmp_path):
 def test_check_compatible_names_the_differences():
     saved = TrainConfig().to_dict()
     check_compatible(saved, TrainConfig(total_steps=123, log_dir="elsewhere"))
-    with pytest.raises(CheckpointError, match="preset: checkpoint .tiny. vs now .XS.; loss_preset: "
-                       "checkpoint .fast-pixels. vs now .sheeprl.; num_envs: checkpoint 16 vs now 8"):
+    with pytest.raises(CheckpointError, match="num_envs: checkpoint 16 vs now 8; preset: checkpoint "
+                       ".tiny. vs now .XS.; loss_preset: checkpoint .fast-pixels. vs now .sheeprl."):
         check_compatible(saved, TrainConfig(num_envs=8, preset="XS"))
 
 

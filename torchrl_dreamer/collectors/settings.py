@@ -78,6 +78,7 @@ __all__ = [
     "check_settings",
     "flat_defaults",
     "flatten_settings",
+    "identity_settings",
     "integer",
     "number",
     "optional",
@@ -174,11 +175,13 @@ def optional(check: Check) -> Check:
     return lambda value: None if value is None else check(value)
 
 
-def setting(default: Any, *, flat: str | None = None, check: Check | None = None) -> Any:
+def setting(default: Any, *, flat: str | None = None, check: Check | None = None,
+            identity: bool = False) -> Any:
     """A section field with ``default``, its rule ``check`` (applied wherever the setting is
-    given: :func:`check_settings`) and, when the section's own name would repeat the section
-    (``replay.capacity``), the ``flat`` name it has outside its section (``replay_capacity``:
-    task defaults, YAML files, checkpoints, ``--replay-capacity``).
+    given: :func:`check_settings`), whether it is part of a run's ``identity`` (a resumed run
+    must keep it: :func:`identity_settings`) and, when the section's own name would repeat the
+    section (``replay.capacity``), the ``flat`` name it has outside its section
+    (``replay_capacity``: task defaults, YAML files, checkpoints, ``--replay-capacity``).
 
     Example:
         >>> import dataclasses
@@ -193,6 +196,8 @@ def setting(default: Any, *, flat: str | None = None, check: Check | None = None
         meta["flat"] = flat
     if check is not None:
         meta["check"] = check
+    if identity:
+        meta["identity"] = True
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -205,7 +210,7 @@ class EnvSection:
         ('maze', 16)
     """
 
-    task: str = "maze"
+    task: str = setting("maze", identity=True)
     """Registered task (``torchrl_dreamer.envs.list_tasks()``) or ``gym:<id>`` for a gymnasium
     env with vector observations (``gym:CartPole-v1``)."""
     rom: str | None = None
@@ -213,7 +218,7 @@ class EnvSection:
     task_spec: str | None = None
     """A YAML/JSON task spec file (``docs/writing_a_task.md``) to train on instead of a registered
     task: needs ``--rom``; the run's task name becomes the spec's ``name``."""
-    num_envs: int = setting(16, check=integer(1))
+    num_envs: int = setting(16, check=integer(1), identity=True)
     """Consoles (envs) stepped together."""
     device: str | None = setting(None, flat="env_device")
     """Device of the env's consoles when it is not ``run.device`` (unset: ``run.device``).
@@ -225,7 +230,7 @@ class EnvSection:
     """CPU cores the env's consoles are emulated on (``GameBoyEnv(workers=...)``: the console
     batch in that many slices launched together, the same observations as 1). On a 2-core
     machine the learner needs one core, so 1 is the default; raise it where cores are spare."""
-    frame_skip: int | None = setting(None, check=optional(integer(1)))
+    frame_skip: int | None = setting(None, check=optional(integer(1)), identity=True)
     """Emulated frames per env step (Game Boy tasks); unset: the task's, else 8
     (``GAME_TRAIN_DEFAULTS``)."""
     noop_max: int | None = setting(None, check=optional(integer(0)))
@@ -257,19 +262,19 @@ class ReplaySection:
     ``capacity // num_envs`` rows of ``num_envs`` envs)."""
     backing: ReplayBacking = setting("memory", flat="replay_backing")
     """``memory`` (RAM of ``device``) or ``memmap`` (files under ``<log_dir>/replay_ring``)."""
-    seq_len: int = setting(32, check=integer(2, "a sequence needs one transition"))
+    seq_len: int = setting(32, check=integer(2, "a sequence needs one transition"), identity=True)
     """Steps per sampled sequence (``T`` of the ``T x B`` batch), in env steps (replay rows).
     Every run of ``docs/learning_results.md`` used 32; sheeprl's and DreamerV3's 64 doubles the
     cost of a ``tiny`` CPU update for sequences longer than the games' decisions need."""
-    batch_size: int = setting(16, check=integer(1, "sequences per gradient step"))
+    batch_size: int = setting(16, check=integer(1, "sequences per gradient step"), identity=True)
     """Sequences per gradient step (``B``). DreamerV3's 16; Game Boy tasks train with 8
     (``GAME_TRAIN_DEFAULTS``: on a CPU half the batch buys ~1.6x the updates per minute)."""
-    ratio: float = setting(0.05, flat="replay_ratio", check=number(0))
+    ratio: float = setting(0.05, flat="replay_ratio", check=number(0), identity=True)
     """Gradient steps per policy step (sheeprl's ``replay_ratio``). 0.05 at B16 x T32 replays
     each collected step 25.6 times (``0.05 x 16 x 32``); the measured CPU runs used 0.05 (B16)
     or 0.1 (B8, the same replayed steps), the maze 0.18. sheeprl's 0.5 at B16 x T64 (512
     replayed steps per collected step) is ten times the learner work a CPU run can afford."""
-    learning_starts: int = setting(1024, check=integer(0))
+    learning_starts: int = setting(1024, check=integer(0), identity=True)
     """Policy steps of random actions (the replay's prefill) before the first gradient step."""
     event_fraction: float = setting(0.0, check=number(0, high=1))
     """Share of each batch's sequences drawn to contain a ``terminated`` row (0: uniform starts,
@@ -295,7 +300,7 @@ class ModelSection:
         'tiny'
     """
 
-    preset: str = "tiny"
+    preset: str = setting("tiny", identity=True)
     """Model size, a key of ``torchrl_dreamer.modules.PRESETS`` (``tiny`` is the CPU preset)."""
 
 
@@ -308,15 +313,15 @@ class LossSection:
         True
     """
 
-    preset: str | None = setting(None, flat="loss_preset")
+    preset: str | None = setting(None, flat="loss_preset", identity=True)
     """Loss and learner preset (``torchrl_dreamer.objectives.LOSS_PRESETS`` / ``LEARNER_PRESETS``);
     unset: ``fast-pixels`` (Game Boy tasks) or ``fast`` (``gym:`` tasks) for the ``tiny`` preset,
     ``sheeprl`` for XS..XL."""
-    gamma: float | None = setting(None, check=optional(number(0, strict=True, high=1)))
+    gamma: float | None = setting(None, check=optional(number(0, strict=True, high=1)), identity=True)
     """Discount of the imagined returns; unset: a 20-second horizon for Game Boy tasks
     (``game_discount(frame_skip)``: 0.9933 at 8 frames a step, 0.98 at 24), the loss preset's
     (DreamerV3's 1 - 1/333) for ``gym:`` tasks."""
-    entropy_coef: float | None = setting(None, check=optional(number(0)))
+    entropy_coef: float | None = setting(None, check=optional(number(0)), identity=True)
     """Weight of the actor's entropy bonus; unset: the loss preset's."""
     entropy_final: float | None = setting(None, check=optional(number(0)))
     """The entropy bonus's weight at the end of training; unset: ``entropy_coef`` throughout.
@@ -370,10 +375,10 @@ class CollectorSection:
     and learner on two CUDA streams), ``cuda-twin`` (the ``cuda`` backend's code path on a CPU,
     its streams modelled on the host and every op checked against them) or ``ray`` (the
     collection on Ray actors, ``docs/ray.md``; the learner's loop then runs ``reference``'s)."""
-    steps_per_rollout: int = setting(16, check=integer(1))
+    steps_per_rollout: int = setting(16, check=integer(1), identity=True)
     """Env steps per actor window (weights change only between windows; Ray: per chunk a runner
     sends)."""
-    commit_stride: int = setting(8, check=integer(1))
+    commit_stride: int = setting(8, check=integer(1), identity=True)
     """Env steps between commits of new rows to the learner (``<= seq_len / 2``, or the learner
     sees fresh rows in coarse bursts)."""
     log_every: int = setting(10, check=integer(1))
@@ -429,7 +434,7 @@ class RunSection:
 
     device: str = "cpu"
     """Learner, replay and env device (``cpu``, ``cuda``, ``cuda:1``)."""
-    seed: int = setting(0, check=integer())
+    seed: int = setting(0, check=integer(), identity=True)
     """Seeds torch, the env, the sampler and the random prefill."""
     total_steps: int = setting(50_000, check=integer(1))
     """Policy steps to collect (one action of one env): the run's length. The maze's target is
@@ -540,6 +545,18 @@ def setting_field(name: str) -> dataclasses.Field:
     flat = _DOTTED.get(name, name)
     section, field = FLAT[flat]
     return next(f for f in dataclasses.fields(SECTIONS[section]) if f.name == field)
+
+
+def identity_settings() -> tuple[str, ...]:
+    """The flat names of the settings that define what a run trains (``setting(...,
+    identity=True)``): a checkpoint resumes only under the same values (the others, e.g.
+    ``total_steps`` to train longer or the progress bar, may change).
+
+    Example:
+        >>> "batch_size" in identity_settings(), "total_steps" in identity_settings()
+        (True, False)
+    """
+    return tuple(n for n in FLAT if setting_field(n).metadata.get("identity"))
 
 
 def flat_defaults() -> dict[str, Any]:

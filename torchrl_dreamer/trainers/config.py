@@ -60,6 +60,7 @@ from torchrl_dreamer.collectors.settings import (
     check_settings,
     flat_defaults,
     flatten_settings,
+    identity_settings,
     setting_docs,
 )
 from torchrl_dreamer.emulator import DEFAULT_PPU, PPU_MODES
@@ -627,11 +628,9 @@ def task_overlay(task: str) -> dict[str, Any]:
     return {**game, **own}
 
 
-# Settings that must match between a checkpoint and the run resuming it (the rest may change,
-# e.g. total_steps to train longer, or the progress bar).
-IDENTITY_KEYS = ("task", "preset", "loss_preset", "gamma", "entropy_coef", "num_envs",
-                 "batch_size", "seq_len", "frame_skip", "steps_per_rollout", "commit_stride",
-                 "replay_ratio", "learning_starts", "seed")
+IDENTITY_KEYS: tuple[str, ...] = identity_settings()
+"""Settings that must match between a checkpoint and the run resuming it: those whose field
+says ``identity=True`` (:func:`~torchrl_dreamer.collectors.settings.identity_settings`)."""
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
