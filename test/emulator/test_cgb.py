@@ -549,3 +549,45 @@ def test_general_purpose_hdma_stalls_the_cpu(double):
     """, 4)
     div = wram(gb, 0xC000)[0]
     assert div == (32 if double else 16), div
+
+
+@pytest.mark.parametrize("hdma", [False, True])
+def test_hblank_hdma_stalls_the_cpu(hdma):
+    """A counting loop between two VBlanks (40 dots an iteration) loses 128 blocks x 32 dots of
+    CPU time to an HBlank transfer of 128 blocks running through that frame."""
+    start = """
+        ld a, $10
+        ldh [$51], a
+        xor a
+        ldh [$52], a
+        ld a, $80
+        ldh [$53], a
+        xor a
+        ldh [$54], a
+        ld a, $FF
+        ldh [$55], a
+    """ if hdma else ""
+    gb = run("""
+        ld a, 1
+        ldh [$FF], a
+        xor a
+        ldh [$0F], a
+        halt
+        nop
+        xor a
+        ldh [$0F], a
+""" + start + """
+        ld de, 0
+.l:     inc de
+        ldh a, [$0F]
+        bit 0, a
+        jr z, .l
+        ld a, d
+        ld [$C000], a
+        ld a, e
+        ld [$C001], a
+    """, 4)
+    hi, lo = wram(gb, 0xC000, 2)
+    n = hi << 8 | lo
+    lost = 128 * 32 // 40 if hdma else 0  # iterations the stall takes away
+    assert abs(n - (70224 // 40 - lost)) <= 3, n

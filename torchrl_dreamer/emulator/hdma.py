@@ -5,9 +5,8 @@ source (HDMA1/2, ROM, cartridge RAM or WRAM, low 4 bits ignored) to VRAM (HDMA3/
 8000-9FF0, in the bank VBK selects). Bit 7 clear: general-purpose, all blocks at once while
 the CPU waits 8 M-cycles a block at normal speed (16 in double speed: the same time in dots).
 Bit 7 set: one block at the start of every HBlank (:func:`hdma_hblank`, called by the PPU at
-the mode 0 point of each visible line), and a write with bit 7 clear while it runs stops it.
-Not modelled: the CPU's stall of an HBlank block (the copy is instant), reads of VRAM or OAM as
-the source. Facts: Pan Docs "CGB Registers" (LCD VRAM DMA transfers).
+the mode 0 point of each visible line; the CPU waits as long per block), and a write with bit 7
+clear while it runs stops it. Not modelled: reads of VRAM or OAM as the source. Facts: Pan Docs "CGB Registers" (LCD VRAM DMA transfers).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import warp as wp
 from torchrl_dreamer.emulator.layout import (
     CGBX_VRAM1,
     HDMA_HBLANK,
+    S_CLK,
     S_HDMA,
     S_HDMA_DST,
     S_HDMA_SRC,
@@ -27,8 +27,13 @@ from torchrl_dreamer.emulator.layout import (
 from torchrl_dreamer.emulator.mappers import cram_read
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.registers import R_HDMA1, R_HDMA2, R_HDMA3, R_HDMA4, R_HDMA5
+from torchrl_dreamer.emulator.speed import cpu_cycles
 
-__all__ = ["hdma_source_byte", "hdma_block", "hdma_write", "hdma_read", "hdma_hblank"]
+__all__ = ["hdma_source_byte", "hdma_block", "hdma_write", "hdma_read", "hdma_hblank",
+           "HDMA_BLOCK_DOTS"]
+
+HDMA_BLOCK_DOTS = wp.constant(32)
+"""Dots the CPU waits per 16-byte block (8 M-cycles at normal speed, 16 in double speed)."""
 
 
 @wp.func
@@ -84,7 +89,7 @@ def hdma_write(i: int, m: wp.ref[Mem], v: int) -> int:
         hdma_block(i, m)
     m.st[i, S_HDMA] = 0
     m.hram[i, R_HDMA5] = wp.uint8(0xFF)
-    return blocks * 32
+    return blocks * HDMA_BLOCK_DOTS
 
 
 @wp.func
@@ -99,11 +104,15 @@ def hdma_read(i: int, m: wp.ref[Mem]) -> int:
 
 @wp.func(inline=False)
 def hdma_hblank(i: int, m: wp.ref[Mem]):
-    """The mode 0 point of a visible line: an HBlank transfer in progress copies one block."""
+    """The mode 0 point of a visible line: an HBlank transfer in progress copies one block,
+    while the CPU waits 8 M-cycles (16 in double speed): called during a clock catch-up, whose
+    origin ``CLK`` is then 0, it moves the CPU's clock on by that long (the rest of the console
+    catches up with it at the next sync), as a general-purpose transfer does."""
     state = m.st[i, S_HDMA]
     if (state & HDMA_HBLANK) == 0:
         return
     hdma_block(i, m)
+    m.st[i, S_CLK] = m.st[i, S_CLK] + cpu_cycles(i, m, HDMA_BLOCK_DOTS)
     left = (state & 0xFF) - 1
     if left <= 0:
         m.st[i, S_HDMA] = 0

@@ -91,7 +91,7 @@ def halt_advance(i: int, m: wp.ref[Mem]):
     m.st[i, S_CLK] = t
     sync(i, m)
     if halt_wake_in_event_cycle(pending_irqs(i, m), t != n and n > c, at_vblank_point(i, m)):
-        m.st[i, S_CLK] = -4
+        m.st[i, S_CLK] = m.st[i, S_CLK] - 4  # (0 after the sync, unless an HDMA block stalls)
 
 
 @wp.func
