@@ -190,7 +190,8 @@ def _spec_task(v: dict[str, Any]) -> Any:
         raise ConfigError(f"ROM {rom} not found; pass --rom PATH to a .gb file you own.")
     try:
         task = load_task_spec(v["task_spec"], rom=rom)
-        task.check_cartridge(parse_cartridge(load_rom_bytes(rom), check=False))
+        # (dmg_only=False: a Color-only ROM runs on the Color, which GameBoyEnv picks for it)
+        task.check_cartridge(parse_cartridge(load_rom_bytes(rom), check=False, dmg_only=False))
     except (TaskSpecError, TaskMismatchError) as err:
         raise ConfigError(str(err)) from None
     return task
