@@ -1,6 +1,8 @@
-"""torchrl_dreamer.emulator: a DMG Game Boy in NVIDIA Warp, one thread per console.
+"""torchrl_dreamer.emulator: the Game Boy (DMG) and Game Boy Color in NVIDIA Warp, one thread
+per console.
 
-:class:`GameBoy` is the entry point (``docs/emulator.md``); :class:`ResetCache` restores masked
+:class:`GameBoy` is the entry point (``docs/emulator.md``; ``model="cgb"`` for the Color, see
+:data:`MODELS`); :class:`ResetCache` restores masked
 envs from a snapshot on the device; :func:`load_pyboy_state` reads PyBoy 2.8 ``.state`` files. Heavy modules (Warp kernels) load lazily on first use.
 """
 
@@ -14,7 +16,12 @@ __all__ = [
     "EmulatorState",
     "Cartridge",
     "CartridgeError",
+    "ColorOnlyCartridgeError",
     "SavestateError",
+    "MODELS",
+    "resolve_model",
+    "COLOR_SHAPE",
+    "color_frame",
     "BUTTON_A",
     "BUTTON_B",
     "BUTTON_SELECT",
@@ -71,6 +78,11 @@ _LAZY = {
     "SavestateError": "torchrl_dreamer.emulator.state",
     "Cartridge": "torchrl_dreamer.emulator.cartridge",
     "CartridgeError": "torchrl_dreamer.emulator.cartridge",
+    "ColorOnlyCartridgeError": "torchrl_dreamer.emulator.cartridge",
+    "MODELS": "torchrl_dreamer.emulator.model",
+    "resolve_model": "torchrl_dreamer.emulator.model",
+    "COLOR_SHAPE": "torchrl_dreamer.emulator.color_obs",
+    "color_frame": "torchrl_dreamer.emulator.color_obs",
     "load_pyboy_state": "torchrl_dreamer.emulator.pyboy_state",
     "parse_pyboy_state": "torchrl_dreamer.emulator.pyboy_state",
     "set_pyboy_timing": "torchrl_dreamer.emulator.pyboy_state",
