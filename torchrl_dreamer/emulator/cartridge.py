@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchrl_dreamer.emulator.registers import MBC_1, MBC_1M, MBC_2, MBC_3, MBC_5, MBC_NONE
+from torchrl_dreamer.emulator.mappers import MAPPERS, MBC_1, MBC_1M, mapper_for
 
 __all__ = ["Cartridge", "CartridgeError", "ColorOnlyCartridgeError", "CARTRIDGE_TYPES",
            "CGB_ONLY", "parse_cartridge", "load_rom_bytes", "is_mbc1_multicart"]
@@ -43,27 +43,9 @@ CGB_ONLY = 0xC0
 """Header byte 0x143 of a Color-only cartridge (0x80 marks a dual-mode one)."""
 
 
-# type byte -> (mapper id, has RAM, has battery, has RTC, name); mapper ids are registers.MBC_*
+# type byte -> (mapper id, has RAM, has battery, has RTC, name), from each mapper's module
 CARTRIDGE_TYPES: dict[int, tuple[int, bool, bool, bool, str]] = {
-    0x00: (MBC_NONE, False, False, False, "ROM ONLY"),
-    0x08: (MBC_NONE, True, False, False, "ROM+RAM"),
-    0x09: (MBC_NONE, True, True, False, "ROM+RAM+BATTERY"),
-    0x01: (MBC_1, False, False, False, "MBC1"),
-    0x02: (MBC_1, True, False, False, "MBC1+RAM"),
-    0x03: (MBC_1, True, True, False, "MBC1+RAM+BATTERY"),
-    0x05: (MBC_2, True, False, False, "MBC2"),
-    0x06: (MBC_2, True, True, False, "MBC2+BATTERY"),
-    0x0F: (MBC_3, False, True, True, "MBC3+TIMER+BATTERY"),
-    0x10: (MBC_3, True, True, True, "MBC3+TIMER+RAM+BATTERY"),
-    0x11: (MBC_3, False, False, False, "MBC3"),
-    0x12: (MBC_3, True, False, False, "MBC3+RAM"),
-    0x13: (MBC_3, True, True, False, "MBC3+RAM+BATTERY"),
-    0x19: (MBC_5, False, False, False, "MBC5"),
-    0x1A: (MBC_5, True, False, False, "MBC5+RAM"),
-    0x1B: (MBC_5, True, True, False, "MBC5+RAM+BATTERY"),
-    0x1C: (MBC_5, False, False, False, "MBC5+RUMBLE"),
-    0x1D: (MBC_5, True, False, False, "MBC5+RUMBLE+RAM"),
-    0x1E: (MBC_5, True, True, False, "MBC5+RUMBLE+RAM+BATTERY"),
+    code: (int(row.id), *t) for row in MAPPERS for code, t in row.cartridge_types.items()
 }
 """Supported cartridge type bytes (0x147)."""
 
@@ -162,8 +144,9 @@ def parse_cartridge(data: bytes, check: bool = True, dmg_only: bool = True) -> C
     type_code = data[0x147]
     if type_code not in CARTRIDGE_TYPES:
         raise CartridgeError(
-            f"unsupported cartridge type 0x{type_code:02X} at 0x147; supported: ROM only, MBC1, "
-            "MBC2, MBC3, MBC5 (codes " + ", ".join(f"0x{k:02X}" for k in sorted(CARTRIDGE_TYPES)) + ")"
+            f"unsupported cartridge type 0x{type_code:02X} at 0x147; supported: "
+            + ", ".join(row.name for row in MAPPERS if row.cartridge_types)
+            + " (codes " + ", ".join(f"0x{k:02X}" for k in sorted(CARTRIDGE_TYPES)) + ")"
         )
     mbc, has_ram, battery, rtc, name = CARTRIDGE_TYPES[type_code]
     if mbc == MBC_1 and is_mbc1_multicart(data):
@@ -182,8 +165,8 @@ def parse_cartridge(data: bytes, check: bool = True, dmg_only: bool = True) -> C
     if ram_code not in _RAM_SIZES:
         raise CartridgeError(f"unknown RAM size code 0x{ram_code:02X} at 0x149 (valid: 0x00-0x05)")
     ram_size = _RAM_SIZES[ram_code] if has_ram else 0
-    if mbc == MBC_2:
-        ram_size = 512
+    if mapper_for(mbc).ram_size is not None:  # RAM built into the mapper (MBC2)
+        ram_size = mapper_for(mbc).ram_size
     title = data[0x134:0x144].split(b"\x00")[0].decode("ascii", errors="replace").strip()
     hsum = 0
     for b in data[0x134:0x14D]:

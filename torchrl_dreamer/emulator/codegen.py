@@ -859,7 +859,8 @@ _HOST_ONLY = {"__init__.py", "codegen.py", "gameboy.py", "state.py", "pyboy_stat
 def _dep_sources() -> str:
     """Sources of every emulator module a kernel may import (all but the host-side ones)."""
     here = Path(__file__).resolve().parent
-    return "\n".join(p.read_text() for p in sorted(here.glob("*.py")) if p.name not in _HOST_ONLY)
+    paths = sorted(here.rglob("*.py"))  # subpackages too (mappers/)
+    return "\n".join(p.read_text() for p in paths if p.relative_to(here).as_posix() not in _HOST_ONLY)
 
 
 def kernel_hash(opt_level: int | None = CPU_OPT_LEVEL, step: bool = False, idle_skip: bool = True,

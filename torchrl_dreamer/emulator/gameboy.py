@@ -47,6 +47,7 @@ from torchrl_dreamer.emulator.boot_vram import boot_vram
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module
 from torchrl_dreamer.emulator.idle import loop_heads
+from torchrl_dreamer.emulator.mappers import mapper_for
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.model import resolve_model
 from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, SCREEN_HEIGHT, SCREEN_WIDTH
@@ -385,8 +386,8 @@ class GameBoy:
         st[:, f["ROM_MASK"]] = cart.rom_banks - 1
         st[:, f["RAM_SIZE"]] = cart.ram_size
         st[:, f["RTC_ON"]] = int(cart.rtc)
-        st[:, f["BANK1"]] = 1
-        st[:, f["ROM_OFF1"]] = 0x4000
+        for name, value in mapper_for(cart.mbc).power_on.items():
+            st[:, f[name]] = value
         st[:, f["MODE"]] = 2
         st[:, f["PPU_NEXT"]] = 80
         st[:, f["PPU_FIFO"]] = self._fifo_flag()

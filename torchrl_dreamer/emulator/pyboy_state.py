@@ -47,7 +47,7 @@ import torch
 
 from torchrl_dreamer.emulator import layout
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
-from torchrl_dreamer.emulator.registers import MBC_1, MBC_1M
+from torchrl_dreamer.emulator.mappers import MBC_1, MBC_1M, mapper_for
 from torchrl_dreamer.emulator.state import STATE_VERSION, EmulatorState, SavestateError
 
 __all__ = [
@@ -264,20 +264,6 @@ def _other_rom(cart: Cartridge, why: str) -> PyBoyStateError:
     )
 
 
-def _mbc_offsets(cart: Cartridge, b1: int, b2: int, mode: int) -> tuple[int, int, int]:
-    """ROM_OFF0, ROM_OFF1 and the MBC1 RAM bank implied by the raw mapper registers."""
-    mask = cart.rom_banks - 1
-    if cart.mbc in (MBC_1, MBC_1M):
-        hi, lo = (b2 << 4, b1 & 0x0F) if cart.mbc == MBC_1M else (b2 << 5, b1)
-        off1 = ((hi | lo) & mask) * 0x4000
-        if mode:
-            return (hi & mask) * 0x4000, off1, b2
-        return 0, off1, 0
-    if cart.mbc == 5:
-        return 0, (((b2 << 8) | b1) & mask) * 0x4000, -1
-    return 0, (b1 & mask) * 0x4000, -1
-
-
 def _window_count(p: PyBoyState, line: int) -> int:
     """Window lines drawn so far this frame (PyBoy does not save its window line counter)."""
     if line >= 144 or line == 0:
@@ -401,7 +387,7 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
         b1, b2, mode_ = c["rombank"] & 0xFF, (c["rombank"] >> 8) & 1, 0
     else:
         b1, b2, mode_ = max(c["rombank"], 1) if cart.mbc else 1, 0, 0
-    off0, off1, rambank = _mbc_offsets(cart, b1, b2, mode_)
+    off0, off1, rambank = mapper_for(cart.mbc).rom_offsets(b1, b2, mode_, cart.rom_banks - 1)
     put("BANK1", b1)
     put("BANK2", b2)
     put("MBC_MODE", mode_)

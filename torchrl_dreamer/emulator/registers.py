@@ -99,12 +99,8 @@ STAT_LYC = wp.constant(0x40)  # LY == LYC interrupt source
 STAT_SOURCES = wp.constant(0x78)
 
 # ---------------------------------------------------------------- cartridge mapper ids
-MBC_NONE = wp.constant(0)
-MBC_1 = wp.constant(1)
-MBC_2 = wp.constant(2)
-MBC_3 = wp.constant(3)
-MBC_5 = wp.constant(5)
-MBC_1M = wp.constant(6)  # MBC1 multicart wiring (8 Mbit): 4-bit BANK1, BANK2 on ROM A18-A19
+# defined by each mapper's module (emulator/mappers/), re-exported here with the other ids
+from torchrl_dreamer.emulator.mappers import MBC_1, MBC_1M, MBC_2, MBC_3, MBC_5, MBC_NONE  # noqa: E402, F401
 
 # ---------------------------------------------------------------- flags register bits
 FLAG_Z = wp.constant(0x80)

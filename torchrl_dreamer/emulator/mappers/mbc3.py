@@ -1,12 +1,5 @@
-"""Cartridge mappers (MBC1 and its multicart wiring, MBC2, MBC3 with its real-time clock, MBC5):
-one function per mapper behind one dispatcher for control writes, plus cartridge-RAM reads and
-writes.
-
-Mapper ids (``MBC_*`` in :mod:`~torchrl_dreamer.emulator.registers`) are the ones
-:mod:`~torchrl_dreamer.emulator.cartridge` derives from the header (type byte; an MBC1
-multicart from its ROM, see :func:`~.cartridge.is_mbc1_multicart`). The current ROM bank
-offsets live in state columns ``ROM_OFF0`` / ``ROM_OFF1`` so the CPU's ROM reads are a single
-array access. Facts: Pan Docs "MBC1", "MBC2", "MBC3", "MBC5"; Gekkio's GB-CTR (MBC1 multicart).
+"""MBC3 (types 0F-13): 7-bit ROM bank, 4 RAM banks (8 on the 64 KiB MBC30), and on the TIMER types
+a real-time clock. Facts: Pan Docs "MBC3".
 
 MBC3 real-time clock: deterministic, it counts emulated T-cycles (4,194,304 = one second), never
 the host clock. Every catch-up of the lazy clock advances it (:func:`rtc_advance`), and the bus
@@ -35,15 +28,8 @@ import warp as wp
 
 from torchrl_dreamer.emulator.layout import (
     S_BANK1,
-    S_BANK2,
-    S_MBC,
-    S_MBC_MODE,
     S_RAM_BANK,
-    S_RAM_EN,
     S_RAM_SIZE,
-    S_ROM_MASK,
-    S_ROM_OFF0,
-    S_ROM_OFF1,
     S_RTC_DH,
     S_RTC_DL,
     S_RTC_H,
@@ -55,14 +41,22 @@ from torchrl_dreamer.emulator.layout import (
     S_RTC_S,
     S_RTC_SUB,
 )
+from torchrl_dreamer.emulator.mappers.base import (
+    CartType,
+    Mapper,
+    banked_read,
+    banked_write,
+    plain_update,
+    ram_enable_write,
+)
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.registers import MBC_1, MBC_1M, MBC_2, MBC_3, MBC_5, MBC_NONE
 
-__all__ = ["cart_write", "cram_read", "cram_write", "rtc_advance", "rtc_needs_sync", "mbc_update",
-           "RTC_HZ"]
+__all__ = ["MBC_3", "MAPPER", "RTC_HZ", "mbc3_write", "mbc3_ram_read", "mbc3_ram_write",
+           "rtc_advance", "rtc_needs_sync"]
 
-BANK_SIZE = wp.constant(0x4000)
-RAM_BANK_SIZE = wp.constant(0x2000)
+MBC_3 = wp.constant(3)
+"""Mapper id of an MBC3 cartridge (with or without the clock, MBC30 included)."""
+
 RTC_HZ = wp.constant(4194304)  # T-cycles per emulated second
 MBC3_RAM_BANKS = wp.constant(4)  # RAM bank selects 00-03 of a 32 KiB MBC3 (MBC30: 8, 64 KiB)
 MBC30_RAM_SIZE = wp.constant(0x10000)
@@ -77,72 +71,6 @@ assert S_RTC_DH - S_RTC_S == 4 and S_RTC_LDH - S_RTC_LS == 4
 
 
 @wp.func(inline=False)
-def mbc_update(i: int, m: wp.ref[Mem]):
-    """Recompute ROM/RAM bank offsets from the raw mapper registers."""
-    mbc = m.st[i, S_MBC]
-    mask = m.st[i, S_ROM_MASK]
-    b1 = m.st[i, S_BANK1]
-    b2 = m.st[i, S_BANK2]
-    if mbc == MBC_1 or mbc == MBC_1M:
-        hi = b2 << 5
-        lo = b1
-        if mbc == MBC_1M:  # multicart: BANK1 bit 4 is not wired, BANK2 drives A18-A19
-            hi = b2 << 4
-            lo = b1 & 0x0F
-        m.st[i, S_ROM_OFF1] = ((hi | lo) & mask) * BANK_SIZE
-        if m.st[i, S_MBC_MODE] != 0:
-            m.st[i, S_ROM_OFF0] = (hi & mask) * BANK_SIZE
-            m.st[i, S_RAM_BANK] = b2
-        else:
-            m.st[i, S_ROM_OFF0] = 0
-            m.st[i, S_RAM_BANK] = 0
-    elif mbc == MBC_5:
-        m.st[i, S_ROM_OFF1] = (((b2 << 8) | b1) & mask) * BANK_SIZE
-    else:
-        m.st[i, S_ROM_OFF1] = (b1 & mask) * BANK_SIZE
-
-
-@wp.func
-def ram_enable_write(i: int, m: wp.ref[Mem], v: int):
-    """0000-1FFF on MBC1/3/5: 0x0A in the low nibble enables cartridge RAM."""
-    m.st[i, S_RAM_EN] = int((v & 0x0F) == 0x0A)
-
-
-@wp.func(inline=False)
-def mbc1_write(i: int, m: wp.ref[Mem], addr: int, v: int):
-    """MBC1 (and its multicart wiring): RAM enable, 5-bit ROM bank (0 reads as 1, the zero test
-    sees all 5 bits), 2-bit upper bank, banking mode."""
-    if addr < 0x2000:
-        ram_enable_write(i, m, v)
-        return
-    if addr < 0x4000:
-        b = v & 0x1F
-        if b == 0:
-            b = 1
-        m.st[i, S_BANK1] = b
-    elif addr < 0x6000:
-        m.st[i, S_BANK2] = v & 3
-    else:
-        m.st[i, S_MBC_MODE] = v & 1
-    mbc_update(i, m)
-
-
-@wp.func(inline=False)
-def mbc2_write(i: int, m: wp.ref[Mem], addr: int, v: int):
-    """MBC2: address bit 8 picks RAM enable (0) or the 4-bit ROM bank (1), below 0x4000 only."""
-    if addr >= 0x4000:
-        return
-    if (addr & 0x100) == 0:
-        ram_enable_write(i, m, v)
-    else:
-        b = v & 0x0F
-        if b == 0:
-            b = 1
-        m.st[i, S_BANK1] = b
-        mbc_update(i, m)
-
-
-@wp.func(inline=False)
 def mbc3_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """MBC3: RAM/RTC enable, 7-bit ROM bank, 4-bit RAM bank or RTC register select, RTC latch
     (any write to 6000-7FFF)."""
@@ -153,7 +81,7 @@ def mbc3_write(i: int, m: wp.ref[Mem], addr: int, v: int):
         if b == 0:
             b = 1
         m.st[i, S_BANK1] = b
-        mbc_update(i, m)
+        plain_update(i, m)
     elif addr < 0x6000:
         m.st[i, S_RAM_BANK] = v & 0x0F
     else:
@@ -161,71 +89,26 @@ def mbc3_write(i: int, m: wp.ref[Mem], addr: int, v: int):
         m.st[i, S_RTC_LATCH] = v  # the last value written, kept for savestates and debugging
 
 
-@wp.func(inline=False)
-def mbc5_write(i: int, m: wp.ref[Mem], addr: int, v: int):
-    """MBC5: RAM enable, 9-bit ROM bank (bank 0 selectable), 4-bit RAM bank."""
-    if addr < 0x2000:
-        ram_enable_write(i, m, v)
-    elif addr < 0x3000:
-        m.st[i, S_BANK1] = v
-        mbc_update(i, m)
-    elif addr < 0x4000:
-        m.st[i, S_BANK2] = v & 1
-        mbc_update(i, m)
-    elif addr < 0x6000:
-        m.st[i, S_RAM_BANK] = v & 0x0F
-
-
-@wp.func(inline=False)
-def cart_write(i: int, m: wp.ref[Mem], addr: int, v: int):
-    """Write to 0000-7FFF: the mapper's control registers (dispatch on the mapper id)."""
-    mbc = m.st[i, S_MBC]
-    if mbc == MBC_NONE:
-        return
-    if mbc == MBC_1 or mbc == MBC_1M:
-        mbc1_write(i, m, addr, v)
-    elif mbc == MBC_2:
-        mbc2_write(i, m, addr, v)
-    elif mbc == MBC_3:
-        mbc3_write(i, m, addr, v)
-    elif mbc == MBC_5:
-        mbc5_write(i, m, addr, v)
-
-
-@wp.func(inline=False)
-def cram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
-    """Read A000-BFFF: cartridge RAM (banked), MBC2 nibble RAM or the MBC3 RTC registers."""
-    if m.st[i, S_RAM_EN] == 0:
-        return 0xFF
-    mbc = m.st[i, S_MBC]
-    if mbc == MBC_2:
-        return 0xF0 | int(m.cram[i, addr & 0x1FF])
+@wp.func
+def mbc3_ram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
+    """Read A000-BFFF: RAM banks 00-03 (00-07 on the MBC30), the latched RTC registers (08-0C);
+    the selects that map nothing read FF (see :func:`mbc3_ram_write`)."""
     bank = m.st[i, S_RAM_BANK]
-    if mbc == MBC_3 and bank >= MBC3_RAM_BANKS:
+    if bank >= MBC3_RAM_BANKS:
         if bank >= RTC_REG_S:
             if bank > RTC_REG_DH:
                 return 0xFF  # 0D-0F map nothing
             return m.st[i, S_RTC_LS + bank - RTC_REG_S]
         if m.st[i, S_RTC_ON] != 0 and m.st[i, S_RAM_SIZE] < MBC30_RAM_SIZE:
-            return 0xFF  # 04-07 map nothing on a 32 KiB MBC3 with the clock (see cram_write)
-    off = bank * RAM_BANK_SIZE + (addr - 0xA000)
-    size = m.st[i, S_RAM_SIZE]
-    if size == 0:
-        return 0xFF
-    return int(m.cram[i, off % size])
+            return 0xFF  # 04-07 map nothing on a 32 KiB MBC3 with the clock
+    return banked_read(i, m, addr)
 
 
-@wp.func(inline=False)
-def cram_write(i: int, m: wp.ref[Mem], addr: int, v: int):
-    """Write A000-BFFF (see :func:`cram_read`)."""
-    if m.st[i, S_RAM_EN] == 0:
-        return
-    mbc = m.st[i, S_MBC]
-    if mbc == MBC_2:
-        m.cram[i, addr & 0x1FF] = wp.uint8(v & 0x0F)
-        return
+@wp.func
+def mbc3_ram_write(i: int, m: wp.ref[Mem], addr: int, v: int):
+    """Write A000-BFFF: RAM, or a live RTC counter (08-0C, masked; seconds restart the second)."""
     bank = m.st[i, S_RAM_BANK]
-    if mbc == MBC_3 and bank >= MBC3_RAM_BANKS:
+    if bank >= MBC3_RAM_BANKS:
         if bank >= RTC_REG_S:
             if bank <= RTC_REG_DH:  # 0D-0F map nothing
                 m.st[i, S_RTC_S + bank - RTC_REG_S] = v & rtc_reg_mask(bank)
@@ -233,14 +116,10 @@ def cram_write(i: int, m: wp.ref[Mem], addr: int, v: int):
                     m.st[i, S_RTC_SUB] = 0
             return
         # 04-07: an MBC3 has 4 RAM banks (its select lines 2-3 go to the clock), the 64 KiB
-        # MBC30 8; without the clock they mirror 00-03 (modulo the RAM size, below)
+        # MBC30 8; without the clock they mirror 00-03 (modulo the RAM size, in banked_write)
         if m.st[i, S_RTC_ON] != 0 and m.st[i, S_RAM_SIZE] < MBC30_RAM_SIZE:
             return
-    size = m.st[i, S_RAM_SIZE]
-    if size == 0:
-        return
-    off = bank * RAM_BANK_SIZE + (addr - 0xA000)
-    m.cram[i, off % size] = wp.uint8(v)
+    banked_write(i, m, addr, v)
 
 
 @wp.func
@@ -321,3 +200,20 @@ def rtc_needs_sync(i: int, m: wp.ref[Mem], addr: int) -> bool:
     if addr >= 0x6000 and addr < 0x8000:
         return True
     return addr >= 0xA000 and addr < 0xC000 and m.st[i, S_RAM_BANK] >= RTC_REG_S
+
+
+MAPPER = Mapper(
+    id=MBC_3,
+    name="MBC3",
+    cartridge_types={
+        0x0F: CartType(False, True, True, "MBC3+TIMER+BATTERY"),
+        0x10: CartType(True, True, True, "MBC3+TIMER+RAM+BATTERY"),
+        0x11: CartType(False, False, False, "MBC3"),
+        0x12: CartType(True, False, False, "MBC3+RAM"),
+        0x13: CartType(True, True, False, "MBC3+RAM+BATTERY"),
+    },
+    write=mbc3_write,
+    ram_read=mbc3_ram_read,
+    ram_write=mbc3_ram_write,
+)
+"""The MBC3 row of the mapper table."""
