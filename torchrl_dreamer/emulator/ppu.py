@@ -24,6 +24,7 @@ from torchrl_dreamer.emulator.layout import (
     S_FIFO_LINE,
     S_FIFO_WIN,
     S_FRAME_DONE,
+    S_HALTED,
     S_HDMA,
     S_LINE,
     S_MODE,
@@ -115,11 +116,19 @@ OBJ_LIMIT = wp.constant(10)  # objects per line
 # seen by the pixel pipeline from dot ``t + WRITE_LAG`` on (calibrated on the mealybug tests)
 WRITE_LAG = wp.constant(-6)
 WX_WRITE_LAG = wp.constant(-5)  # the window comparator sees a WX write one dot later
-# ppu="fifo": on line 0 the pixel pipeline runs this many dots ahead of the line's STAT timing
-# (mode flags, interrupt sources and the mode-3 length are those of any other line). Facts:
-# mealybug's handlers issue their writes 4 dots earlier on LY 0 ("line 0 timing is different by
-# 4 cycles"), while mooneye intr_1_2_timing pins line 0's mode 2 interrupt where other lines have it
-LINE0_PIPE_LEAD = wp.constant(4)
+# ppu="fifo": the pixel pipeline runs this many dots (one M-cycle) ahead of the line's STAT
+# timing (the mode flags and the mode-3 length are unchanged), on every line. See OAM_LEAD_DOT for
+# the sources: with the OAM STAT source's early rise, it puts a mid-line write on the hardware's
+# pixel for both anchors the tests use (a running CPU woken by the mode 2 interrupt, mealybug; a
+# halted CPU woken by LY=LYC, daid ppu_scanline_bgp)
+PIPE_LEAD = wp.constant(4)
+# DMG: the OAM (mode 2) STAT source of lines 1-143 rises one M-cycle before the line's interrupt
+# point (dot 455 of the line before, not dot 3), for a running CPU; a halted CPU wakes at the
+# point itself. Line 0 has no early rise (line 153 scans no OAM). Facts: mealybug's handlers note
+# "line 0 timing is different by 4 cycles" (its mode 2 interrupt comes one M-cycle later there);
+# mooneye intr_2_* (halted) pin the interrupt point; daid ppu_scanline_bgp's hardware screens pin
+# the pipeline's phase from an LY=LYC wake (docs/accuracy.md, "Mid-line PPU rules")
+OAM_LEAD_DOT = wp.constant(455)
 
 # PyBoy's timing (``PYBOY_TIMING``): modes 2/3/0 at dots 0/80/252 and interrupts with the bits.
 PYBOY_MODE3_DOT = wp.constant(80)
@@ -289,11 +298,9 @@ def lyc_cmp_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
 
 @wp.func
 def pipe_t0(line: int) -> int:
-    """ppu="fifo": the dot at which ``line``'s pixel pipeline starts (t = 0), mode 3's start
-    less :data:`LINE0_PIPE_LEAD` on line 0."""
-    if line == 0:
-        return MODE3_DOT - LINE0_PIPE_LEAD
-    return MODE3_DOT
+    """ppu="fifo": the dot at which ``line``'s pixel pipeline starts (t = 0): mode 3's start
+    less :data:`PIPE_LEAD` (the same on every line)."""
+    return MODE3_DOT - PIPE_LEAD
 
 
 @wp.func
@@ -454,6 +461,33 @@ def irq_lyc(i: int, m: wp.ref[Mem]) -> int:
     return line
 
 
+@wp.func
+def oam_lead(i: int, m: wp.ref[Mem]) -> bool:
+    """DMG, CPU running: the OAM STAT source of lines 1-143 is already up, from dot
+    :data:`OAM_LEAD_DOT` of the line before to the line's interrupt point (a halted CPU does not
+    see the early rise; the Color and PyBoy timings have none)."""
+    if pyboy(i, m) or m.st[i, S_CGB] == MODEL_CGB or m.st[i, S_HALTED] != 0:
+        return False
+    ph = m.st[i, S_MODE]
+    line = m.st[i, S_LINE]
+    if ph == PH_HBLANK:
+        return line + 1 < VBLANK_LINE and m.st[i, S_PPU_DOT] >= OAM_LEAD_DOT
+    if ph == PH_START:
+        return line > 0 and line < VBLANK_LINE
+    return False
+
+
+@wp.func
+def hblank_next(i: int, m: wp.ref[Mem], line: int) -> int:
+    """Dot of the next event in ``line``'s HBlank: the OAM source's early point
+    (:func:`oam_lead`) when that source is on and the next line is visible, else the line's
+    end."""
+    if (line + 1 < VBLANK_LINE and (m.st[i, S_STAT_EN] & STAT_OAM) != 0 and not pyboy(i, m)
+            and m.st[i, S_CGB] != MODEL_CGB and m.st[i, S_PPU_DOT] < OAM_LEAD_DOT):
+        return OAM_LEAD_DOT
+    return LINE_DOTS
+
+
 @wp.func(inline=False)
 def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
     """Recompute the STAT interrupt line; its rising edge requests the LCD STAT interrupt.
@@ -472,7 +506,7 @@ def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
         sig = 1
     if (en & STAT_VBLANK) != 0 and mode == 1:
         sig = 1
-    if (en & STAT_OAM) != 0 and (mode == 2 or oam_quirk != 0):
+    if (en & STAT_OAM) != 0 and (mode == 2 or oam_quirk != 0 or oam_lead(i, m)):
         sig = 1
     if (en & STAT_LYC) != 0 and irq_lyc(i, m) == int(m.hram[i, R_LYC]):
         sig = 1
@@ -505,7 +539,10 @@ def clear_obs(i: int, m: wp.ref[Mem]):
 @wp.func
 def next_ppu_line(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
     """Next line (<= ``limit``) whose start must be an event: ``limit`` or the LYC line (and the
-    line after it, where the LY=LYC signal drops) when the LYC STAT interrupt is enabled."""
+    line after it, where the LY=LYC signal drops) when the LYC STAT interrupt is enabled.
+
+    LYC = 0 makes line 153 an event: LY=LYC matches 0 there already (LY reads 0 from its dot
+    1, see :func:`lyc_cmp_at`), so the interrupt comes on line 153, not at the frame wrap."""
     target = limit
     if (m.st[i, S_STAT_EN] & STAT_LYC) != 0:
         lyc = int(m.hram[i, R_LYC])
@@ -513,6 +550,8 @@ def next_ppu_line(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
             target = line + 1
         elif lyc > line and lyc < limit:
             target = lyc
+        elif lyc == 0 and limit == FRAME_LINES and line < LAST_LINE and not pyboy(i, m):
+            target = LAST_LINE
     return target
 
 
@@ -585,7 +624,9 @@ def ppu_refine(i: int, m: wp.ref[Mem]):
                 m.st[i, S_PPU_NEXT] = e0
             else:
                 m.st[i, S_MODE] = PH_HBLANK
-                m.st[i, S_PPU_NEXT] = LINE_DOTS
+                m.st[i, S_PPU_NEXT] = hblank_next(i, m, line)
+    elif ph == PH_HBLANK and lcd_on(i, m):
+        m.st[i, S_PPU_NEXT] = hblank_next(i, m, line)
 
 
 @wp.func
@@ -632,7 +673,7 @@ def fifo_finish(i: int, m: wp.ref[Mem], line: int):
 def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
     """Mode 3 -> 0: render the line (if this frame is packed) and pack it into the observation."""
     m.st[i, S_MODE] = PH_HBLANK
-    m.st[i, S_PPU_NEXT] = LINE_DOTS
+    m.st[i, S_PPU_NEXT] = hblank_next(i, m, line)
     on = lcd_on(i, m)
     if m.st[i, S_FIFO_LINE] == line + 1:
         # ppu="fifo" and a register write landed in this line's mode 3: the pipeline's last
@@ -711,6 +752,12 @@ def ppu_event(i: int, m: wp.ref[Mem]):
         return
     if mode == PH_DRAW:
         end_of_mode3(i, m, line)
+        return
+    if mode == PH_HBLANK and m.st[i, S_PPU_NEXT] < LINE_DOTS:
+        # the OAM source's early point (oam_lead), then the end of the line
+        m.st[i, S_PPU_NEXT] = LINE_DOTS
+        if on:
+            stat_update(i, m, 0)
         return
     if mode == PH_VBLANK and m.st[i, S_PPU_DOT] < LINE_DOTS:
         # line 153's LY=LYC point for LY 0 (vblank_next)
