@@ -119,8 +119,8 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     # says when to re-read them, so the common path reads no state per instruction. EI, HALT
     # and RETI set it too: the EI countdown, halted time and the interrupt check then run only
     # in an iteration that starts dirty (`fresh_`) or whose fetch M-cycle synced, and an
-    # instruction with nothing of that kind tests one flag before its fetch (2026-11-25: with
-    # the unchecked loads of `raw`, +8-10 % gameplay frames/s on 2048 and Tobu Tobu Girl).
+    # instruction with nothing of that kind tests one flag before its fetch
+    # (why: docs/decisions/kernel_shape.md, "The dirty flag").
     # (Every assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which
     # the bus functions could not take by reference.)
     dirty = int(1)

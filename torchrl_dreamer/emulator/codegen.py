@@ -12,9 +12,7 @@ Bus accesses: the kernel calls :func:`~torchrl_dreamer.emulator.bus.tick`, ``rd`
 console memory ``m`` by reference (``wp.ref``, Warp >= 1.19) and are force-inlined. Reads and
 writes also take the in-place range bounds by value (kernel locals ``wram_end`` / ``rom_end`` /
 ``rom0_lo``, empty while an OAM DMA runs); ``bus.cpu_read`` / ``cpu_write`` are the slow paths.
-Taken by reference, these functions run as fast as the same code expanded into the kernel body
-as text, while ``m`` by value copies the whole ``Mem`` struct on every access (3x slower;
-``docs/emulator.md``, "Kernel experiments", 2026-11-24, commit 86580b8).
+Why by reference: ``docs/decisions/kernel_shape.md``, "Bus accesses as wp.ref functions".
 The generator writes ``tick(i, m)`` / ``rd(i, m, addr)`` / ``wr(i, m, addr, v)`` in its
 templates; :func:`_bind_bus_locals` appends the locals (and, for reads and writes, the in-place
 range bounds) to those calls.
@@ -553,8 +551,8 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     # says when to re-read them, so the common path reads no state per instruction. EI, HALT
     # and RETI set it too: the EI countdown, halted time and the interrupt check then run only
     # in an iteration that starts dirty (`fresh_`) or whose fetch M-cycle synced, and an
-    # instruction with nothing of that kind tests one flag before its fetch (2026-11-25: with
-    # the unchecked loads of `raw`, +8-10 % gameplay frames/s on 2048 and Tobu Tobu Girl).
+    # instruction with nothing of that kind tests one flag before its fetch
+    # (why: docs/decisions/kernel_shape.md, "The dirty flag").
     # (Every assignment of `dirty` is `int(...)`: Warp makes a bare literal a constant, which
     # the bus functions could not take by reference.)
     dirty = int(1)
@@ -771,9 +769,7 @@ _JR_LOOP = (0x18, 0x20, 0x28, 0x30, 0x38)
 
 
 CPU_OPT_LEVEL = 3
-"""C++ optimisation level of the CPU kernel module: the dispatch loop compiles about as fast at
--O3 as at -O1 and runs the games 6-14 % faster (``docs/emulator.md``, "Kernel design",
-2026-11-24, commit 1bceba9)."""
+"""C++ optimisation level of the CPU kernel module (why -O3: ``docs/decisions/kernel_shape.md``)."""
 
 
 def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace: bool = False,
@@ -811,9 +807,7 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
     lengths = operand_lengths()
     groups = {"ld_r_r": _LD_R_R, "alu_r": _ALU_R}
     # quarter 0 (0x00-0x3F) and 3 (0xC0-0xFF) are emitted opcode by opcode, each quarter as one
-    # run of `if op == k` blocks (no nesting by opcode group: the compiler dispatches a run with
-    # a single jump table; nested 8-way groups took two indirect jumps per instruction and
-    # measured 6-15 % slower in gameplay, 2026-11-24); 1 and 2 structurally
+    # run of `if op == k` blocks, 1 and 2 structurally (why: docs/decisions/kernel_shape.md)
     body.append("if op < 0x40:")
     for code in range(0x40):
         body += _indent([f"if op == 0x{code:02X}:  # {isa.OPCODES[code].text}"], 4)
@@ -885,8 +879,8 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
                        idle_skip: bool = True, count: bool = False) -> ModuleType:
     """Generate (if not cached), import and return the kernel module (``.gb_run`` is the kernel).
 
-    For the CPU device the module is built at :data:`CPU_OPT_LEVEL` (-O3: no slower to compile
-    than -O1 on this kernel and 6-14 % faster; ``TORCHRL_DREAMER_CPU_OPT`` overrides the level).
+    For the CPU device the module is built at :data:`CPU_OPT_LEVEL` (``TORCHRL_DREAMER_CPU_OPT``
+    overrides the level).
     CUDA devices get a separate module at Warp's default level.
     ``step=True`` loads the instruction-stepping debug variant (see :func:`generate_source`),
     built at ``-O0`` on CPU: it runs a few thousand instructions, so compile time is what counts.

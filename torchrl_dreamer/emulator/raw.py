@@ -6,7 +6,7 @@ to the dispatch jump when the access is the opcode fetch. The bus never forms a 
 so the in-place paths of :mod:`.bus` (opcode and operand fetches from ROM, WRAM and HRAM reads and
 writes) and the idle loop pre-filter use these native snippets instead: the same address
 arithmetic (byte strides, so the address-major CUDA layout works unchanged) without the wrap.
-Measured on 2048 and Tobu Tobu Girl in gameplay (2026-11-25): about +5 % frames/s each.
+Why: ``docs/decisions/kernel_shape.md``, "Unchecked array loads".
 
 Bounds are not checked, exactly like Warp's own release-mode indexing: callers pass in-range,
 non-negative indices.

@@ -8,8 +8,8 @@ launches together on a :class:`LaunchPool`: K - 1 worker threads plus the callin
 
 Threads work because Warp calls a CPU kernel through a ``ctypes.CFUNCTYPE`` function pointer,
 and ctypes releases the GIL for the duration of a foreign call: while one thread is inside a
-launch, others run Python and their own launches (measured 2026-11-26: a Python loop in another
-thread kept its full speed during a 140 ms launch; see ``docs/emulator.md``, "Several cores").
+launch, others run Python and their own launches (the measurement:
+``docs/decisions/kernel_shape.md``, "Several CPU cores with threads").
 Consoles never touch each other's state, so a slice's launch gives exactly the bytes that the
 same consoles get in one launch over the whole batch.
 
