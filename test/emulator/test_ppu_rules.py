@@ -198,3 +198,60 @@ def test_scanline_bgp_writes_land_on_the_hardware_pixels():
     want = _expected_scanline_bgp()
     bad = np.argwhere(frame != want)
     assert len(bad) == 0, f"{len(bad)} pixels differ, first (y, x): {bad[:5].tolist()}"
+
+
+# ------------------------------------------------------------------ LCDC.0 per emitted pixel
+
+
+def _bg_en_source() -> str:
+    """mealybug m3_lcdc_bg_en_change's protocol on a solid black background: from the mode 2
+    interrupt (running CPU in a NOP slide), 9 NOPs, then LCDC.0 off for 12 dots, on for 8, off
+    for 8; band k (lines 8k..8k+7) holds a blank object at X = k."""
+    oam = [f"    db ${0x10 + 8 * k:02X}, {k}, 0, 0" for k in range(18)]
+    return _lines(
+        "    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
+        "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a", "    ldh [$40], a",
+        # tile 1 solid colour 3 in every map entry; tile 0 (the objects') blank
+        "    ld hl, $8010", "    ld b, 16", "    ld a, $FF", ".t:", "    ld [hli], a", "    dec b",
+        "    jr nz, .t", "    ld hl, $9800", "    ld bc, $0400",
+        ".m:", "    ld a, 1", "    ld [hli], a", "    dec bc", "    ld a, b", "    or c", "    jr nz, .m",
+        "    ld hl, $FE00", "    ld b, 160", "    xor a", ".o:", "    ld [hli], a", "    dec b", "    jr nz, .o",
+        "    ld hl, $FE00", "    ld de, oamd", "    ld b, 72",
+        ".c:", "    ld a, [de]", "    ld [hli], a", "    inc de", "    dec b", "    jr nz, .c",
+        "    ld a, $20", "    ldh [$41], a", "    ld a, $03", "    ldh [$FF], a", "    ld a, $E4",
+        "    ldh [$48], a", "    ldh [$47], a", "    ld b, $93", "    ld c, $92", "    ld hl, $FF40",
+        "    ld [hl], b", "    xor a", "    ldh [$0F], a", "    ei",
+        "nops:", *["    nop"] * 1200, "    jp nops",
+        # mealybug's handler: line_0_fix (one M-cycle shorter on LY 0), 9 NOPs, the writes
+        "handler:", "    ldh a, [$44]", "    and a", "    jr nz, .l0", ".l0:", *["    nop"] * 9,
+        "    ld [hl], c", "    nop", "    ld [hl], b", "    ld [hl], c", "    ld [hl], b",
+        "    pop de", "    ld de, nops", "    push de", "    reti",
+        "oamd:", *oam,
+    )
+
+
+def _white_runs(row: np.ndarray) -> list[tuple[int, int]]:
+    runs, x = [], 0
+    while x < len(row):
+        if row[x] == 0:
+            start = x
+            while x < len(row) and row[x] == 0:
+                x += 1
+            runs.append((start, x - 1))
+        x += 1
+    return runs
+
+
+def test_lcdc0_off_blanks_the_pixels_that_leave_while_it_is_off():
+    """LCDC.0 is read as each pixel leaves, not per tile (mealybug m3_lcdc_bg_en_change, DMG
+    reference as its source describes it: white runs of exactly 12 pixels, x = -1..10, and 8,
+    x = 19..26, neither on a tile boundary; pixel 0 blanked in the bands of objects X = 0-2
+    only, as the object's stall before pixel 0 shortens by a dot per band)."""
+    gb = _run(_bg_en_source(), 12, framebuffer=True)
+    frame = gb.framebuffer[0].cpu().numpy()
+    assert _white_runs(frame[8]) == [(0, 10), (19, 26)]  # band 1: the run from x = -1
+    for band in range(8):
+        runs = _white_runs(frame[8 * band + 4])
+        assert (runs[0][0] == 0) == (band <= 2), f"band {band}: {runs}"
+        if band >= 3:  # the whole first run on screen
+            assert [b - a + 1 for a, b in runs] == [12, 8], f"band {band}: {runs}"
