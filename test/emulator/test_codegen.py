@@ -73,3 +73,31 @@ def test_cuda_module_compiles_ahead_of_time(tmp_path):
     elapsed = time.perf_counter() - t
     assert paths and all(p.is_file() and p.stat().st_size > 100_000 for p in paths), paths
     print(f"CUDA AOT compile: {elapsed:.0f} s, {[p.stat().st_size for p in paths]} bytes")
+
+
+def test_fixed_body_is_real_python_and_only_the_dispatch_is_generated():
+    """The template (imports, variant flags, gb_peek / gb_poke, gb_run's fixed body) parses as
+    Python and holds no opcode block; the generated module is its text with the dispatch put in."""
+    template = codegen.TEMPLATE_PATH.read_text()
+    tree = ast.parse(template)
+    kernels = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert {"gb_run", "gb_peek", "gb_poke"} <= kernels
+    assert "if op == 0x" not in template
+    src = codegen.generate_source()
+    assert src.count("if op == 0x") > 64  # quarters 0 and 3 opcode by opcode
+    fixed = template.split(codegen._TEMPLATE_LINE, 1)[1].replace(codegen._DISPATCH_LINE, "")
+    kept = [line for line in fixed.splitlines() if line not in ("# key:", "")]
+    lines = iter(src.splitlines())
+    assert all(any(line == out for out in lines) for line in kept), "template line lost or moved"
+
+
+def test_broken_template_is_refused_with_the_line_to_restore(tmp_path, monkeypatch):
+    template = codegen.TEMPLATE_PATH.read_text()
+    broken = tmp_path / "kernel_template.py"
+    broken.write_text(template.replace(codegen._DISPATCH_LINE, ""))
+    monkeypatch.setattr(codegen, "TEMPLATE_PATH", broken)
+    with pytest.raises(RuntimeError, match="OPCODE DISPATCH.*exactly once"):
+        codegen.generate_source()
+    broken.write_text(template.replace("\nCOUNT = False", "\nCOUNTS = False"))
+    with pytest.raises(RuntimeError, match=r"lacks the module-level variant flag\(s\) \['COUNT'\]"):
+        codegen.generate_source()

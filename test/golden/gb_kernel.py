@@ -72,6 +72,16 @@ def gb_poke(m: Mem, addr: int, values: wp.array2d(dtype=wp.uint8), mask: wp.arra
         poke(i, m, (addr + k) & 0xFFFF, int(values[i, k]))
 
 
+# Interrupt dispatch timing (DMG hardware facts): the CPU samples IF & IE at the end of the M-cycle
+# that fetches the next opcode; when an interrupt is taken that fetch is discarded and counts as
+# the first of the dispatch's 5 M-cycles (fetch, wait, push PCh, push PCl, jump). So an IRQ an
+# event raises during the fetch M-cycle (a TIMA reload, a PPU mode change) is taken before that
+# instruction, while one the CPU raises by writing IF/IE in an instruction's last M-cycle is taken
+# right after it. gbmicrotest int_timer_nops_div_a/b (timer IRQ with a NOP loop: handler's
+# `ldh a,(DIV)` after 43 NOPs reads 2, after 44 reads 3) and mooneye intr_timing (IF written by
+# the CPU) pin both. Waking from HALT costs no extra M-cycle here: the wake-up M-cycle is that
+# fetch, which puts the handler one M-cycle after the NOP-loop case, as gbmicrotest
+# int_timer_halt_div_a/b show on hardware (42 NOPs read 2, 43 read 3).
 @wp.kernel
 def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp.uint8),
            n_frames: int, press_frames: int, pack: int, max_steps: int):
@@ -184,7 +194,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 m.st[i, S_HALTED] = 0  # the wake-up M-cycle is the opcode fetch below
         # The opcode fetch M-cycle. The interrupt check sees IF as of its end (an IRQ raised by
         # an event during the fetch is taken now); the fetched opcode is then dropped and the
-        # fetch counts as the first of the dispatch's 5 M-cycles (see the note above _HEADER).
+        # fetch counts as the first of the dispatch's 5 M-cycles (see the interrupt dispatch note above).
         tick(i, m, clk, nxt, dirty)
         if (dirty | fresh_) != 0:
             pend = pending_irqs(i, m)
