@@ -82,6 +82,7 @@ from typing import Any
 import torch
 
 from torchrl_dreamer._threads import one_thread
+from torchrl_dreamer.emulator.packed2 import PACKED2_FRAME_BYTES, packed2_lut
 from torchrl_dreamer.envs.actions import BUTTON_BITS
 
 __all__ = ["Candidate", "Recording", "SearchResult", "RamSearchError", "record", "rank",
@@ -279,7 +280,7 @@ def record(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
     names = [a.upper() for a in (actions or _ACTIONS)]
     masks = torch.tensor([sum(BUTTON_BITS.get(p.strip(), 0) for p in a.split("+")) for a in names],
                          dtype=torch.uint8)
-    weights = torch.randint(1, 2**31 - 1, (72 * 20,), generator=torch.Generator().manual_seed(7))
+    weights = torch.randint(1, 2**31 - 1, (PACKED2_FRAME_BYTES,), generator=torch.Generator().manual_seed(7))
     snaps, frames, played, held = [_snapshot(gb)], [_frame_hash(gb.packed2, weights)], [], []
     blank = [_is_blank(gb.packed2)]
     sp = [gb.registers()["sp"].to(torch.int64)]
@@ -421,8 +422,8 @@ def _by_button(onsets: torch.Tensor, pressed: torch.Tensor) -> torch.Tensor:
 def _is_blank(packed2: torch.Tensor) -> torch.Tensor:
     """``bool [N]``: each console's frame is a single shade."""
     p = packed2.reshape(packed2.shape[0], -1)
-    return (p == p[:, :1]).all(1) & ((p[:, 0] == 0) | (p[:, 0] == 0xFF) | (p[:, 0] == 0x55)
-                                     | (p[:, 0] == 0xAA))
+    first = packed2_lut(p.device)[p[:, 0].long()]  # [N, 4] shades of each frame's first byte
+    return (p == p[:, :1]).all(1) & (first == first[:, :1]).all(1)
 
 
 def _as_base_action(names: list[str], a: torch.Tensor) -> torch.Tensor:

@@ -130,7 +130,7 @@ def normalize_schema(spec: Any, num_envs: int) -> dict[Key, FieldSpec]:
 
 def schema_from_step(step: Any, num_envs: int) -> dict[Key, FieldSpec]:
     """Infers a schema from a first written step (TensorDict or mapping of ``[num_envs, ...]``)."""
-    leaves = _leaves(step)
+    leaves = step_leaves(step)
     out: dict[Key, FieldSpec] = {}
     for key, val in leaves.items():
         if not isinstance(val, torch.Tensor):
@@ -146,8 +146,16 @@ def schema_from_step(step: Any, num_envs: int) -> dict[Key, FieldSpec]:
     return out
 
 
-def _leaves(step: Any) -> dict[Key, Any]:
-    """Flat ``{key: tensor}`` of a TensorDict or a (possibly nested) mapping."""
+def step_leaves(step: Any) -> dict[Key, Any]:
+    """Flat ``{key: tensor}`` of a TensorDict or a (possibly nested) mapping: nested keys become
+    tuples, as the storage names its fields, so the schema, the ring and the writer read a step
+    the same way.
+
+    Example:
+        >>> import torch
+        >>> list(step_leaves({"a": torch.zeros(2), "next": {"b": torch.ones(2)}}))
+        ['a', ('next', 'b')]
+    """
     from tensordict import TensorDictBase
 
     if isinstance(step, TensorDictBase):
@@ -157,7 +165,7 @@ def _leaves(step: Any) -> dict[Key, Any]:
     out: dict[Key, Any] = {}
     for k, v in step.items():
         if isinstance(v, Mapping | TensorDictBase):
-            for k2, v2 in _leaves(v).items():
+            for k2, v2 in step_leaves(v).items():
                 out[(k, *((k2,) if isinstance(k2, str) else k2))] = v2
         else:
             out[k] = v

@@ -41,9 +41,9 @@ from torchrl_dreamer.data.persistence import RingPersistence, key_name
 from torchrl_dreamer.data.schema import (
     FieldSpec,
     Key,
-    _leaves,
     normalize_schema,
     schema_from_step,
+    step_leaves,
 )
 
 __all__ = ["ReplayInvariantError", "TimeMajorStorage", "ring_rows"]
@@ -302,7 +302,7 @@ class TimeMajorStorage(RingPersistence, TensorStorage):
         Returns the absolute step ``t`` written. Fields already filled through
         :meth:`obs_slot` for this row may be left out.
         """
-        leaves = step if _is_flat_tensor_dict(step) else _leaves(step)
+        leaves = step if _is_flat_tensor_dict(step) else step_leaves(step)
         if self._schema is None:
             self._init_fields(schema_from_step(leaves, self.num_envs))
         t = self._total
@@ -349,7 +349,7 @@ class TimeMajorStorage(RingPersistence, TensorStorage):
             )
 
     def _overwrite_row(self, row: int, data: Any) -> None:
-        leaves = _leaves(data)
+        leaves = step_leaves(data)
         self._check_keys(leaves.keys())
         dsts = [(self._leaves[key][row], val) for key, val in leaves.items()]
         for (key, val), (dst, _) in zip(leaves.items(), dsts):
@@ -370,7 +370,7 @@ class TimeMajorStorage(RingPersistence, TensorStorage):
             cursor = int(cursor)
         if self._schema is None:
             is_row = isinstance(cursor, int)
-            leaves = _leaves(data)
+            leaves = step_leaves(data)
             probe = leaves if is_row else {k: v[0] for k, v in leaves.items()}
             self._init_fields(schema_from_step(probe, self.num_envs))
         if isinstance(cursor, int):

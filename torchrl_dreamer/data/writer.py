@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torchrl.data.replay_buffers.writers import Writer
 
-from torchrl_dreamer.data.schema import _leaves
+from torchrl_dreamer.data.schema import step_leaves
 from torchrl_dreamer.data.storage import TimeMajorStorage
 
 
@@ -58,7 +58,7 @@ class TimeMajorWriter(Writer):
     def extend(self, data: Sequence) -> torch.Tensor:
         """Writes ``len(data)`` steps in order; returns their ``[k * num_envs, 2]`` cells."""
         if isinstance(data, Mapping):  # plain dict of [T, num_envs, ...] tensors
-            leaves = _leaves(data)
+            leaves = step_leaves(data)
             steps = next(iter(leaves.values())).shape[0]
             data = [{k: v[i] for k, v in leaves.items()} for i in range(steps)]
         rows = [self._storage.write(data[i]) % self._storage.capacity for i in range(len(data))]

@@ -30,6 +30,7 @@ __all__ = [
     "straight_through_from_probs",
     "one_hot",
     "sample_categorical",
+    "sample_one_hot",
     "straight_through_sample",
     "straight_through_mode",
     "categorical_kl",
@@ -176,9 +177,22 @@ def unimix_logits(logits: torch.Tensor, unimix: float) -> torch.Tensor:
 
 
 def one_hot(index: torch.Tensor, num_classes: int, dtype: torch.dtype = torch.float32):
-    """``F.one_hot`` without its value-range check (which syncs with the host)."""
+    """``F.one_hot`` without its value-range check (which syncs with the host): integer
+    ``index`` ``[...]`` -> ``[..., num_classes]`` of ``dtype``. The package's one one-hot
+    encoding: actions, two-hot bins, categorical samples (:func:`sample_one_hot`) and the
+    replay's action columns all go through it.
+
+    Example:
+        >>> one_hot(torch.tensor([2, 0]), 3).tolist()
+        [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
     out = torch.zeros(*index.shape, num_classes, dtype=dtype, device=index.device)
-    return out.scatter_(-1, index.unsqueeze(-1), 1.0)
+    return _scatter_one(out, index.unsqueeze(-1))
+
+
+def _scatter_one(out: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Write 1 at ``index`` ``[..., 1]`` along the last dim of the zeroed ``out`` (in place)."""
+    return out.scatter_(-1, index, 1.0)
 
 
 def sample_categorical(
@@ -214,14 +228,32 @@ def sample_categorical(
     return idx if keepdim else idx.squeeze(-1)
 
 
+def sample_one_hot(
+    probs: torch.Tensor,
+    uniform: torch.Tensor | None = None,
+    out: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """A one-hot sample ``[..., C]`` of ``probs`` ``[..., C]`` (:func:`sample_categorical`'s
+    index, encoded as :func:`one_hot` does), written into ``out`` when given (a zeroed tensor
+    shaped like ``probs``: the fused scan's and rollout's reused buffers) or a new tensor of
+    ``probs``' dtype. ``uniform`` and ``generator`` as for :func:`sample_categorical`.
+
+    Example:
+        >>> sample_one_hot(torch.tensor([[0.0, 1.0, 0.0]])).tolist()
+        [[0.0, 1.0, 0.0]]
+    """
+    idx = sample_categorical(probs, uniform, keepdim=True, generator=generator)
+    return _scatter_one(torch.zeros_like(probs) if out is None else out, idx)
+
+
 def straight_through_sample(
     logits: torch.Tensor, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     """One-hot sample of ``Categorical(logits)`` with straight-through gradients (fp32), drawn
     from ``generator`` (the global one when None)."""
     probs = at_least_fp32(logits).softmax(-1)
-    hard = one_hot(sample_categorical(probs.detach(), generator=generator), probs.shape[-1],
-                   probs.dtype)
+    hard = sample_one_hot(probs.detach(), generator=generator)
     return hard + probs - probs.detach()
 
 

@@ -14,7 +14,7 @@ from torch.distributions import Independent, Normal
 from torchrl_dreamer.modules.functional import (
     at_least_fp32,
     one_hot,
-    sample_categorical,
+    sample_one_hot,
     straight_through_mode,
     straight_through_sample,
     symlog_bins,
@@ -159,7 +159,7 @@ class DreamerV3Actor(nn.Module):
         if not self.discrete:
             return self.act(latent)
         probs = unimix_probs(self.out(self.net(latent)), self.unimix)
-        return one_hot(sample_categorical(probs), self.action_dim, probs.dtype)
+        return sample_one_hot(probs)
 
     def log_prob(self, params, action: torch.Tensor) -> torch.Tensor:
         """Log-probability ``[...]`` of ``action`` (one-hot for discrete)."""

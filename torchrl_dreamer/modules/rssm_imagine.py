@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchrl_dreamer.modules.functional import sample_categorical
+from torchrl_dreamer.modules.functional import sample_one_hot
 from torchrl_dreamer.modules.latent import latent_of
 
 __all__ = ["compile_rollout_step", "fused_imagine"]
@@ -46,13 +46,10 @@ def _sample_into(
 ) -> torch.Tensor:
     """Unimix ``probs`` (softmax output, in place) and scatter its inverse-CDF one-hot sample
     for uniforms ``u`` ``[..., 1]`` into the zeroed ``out`` (a fresh one if ``None``), as
-    ``unimix_probs`` and ``sample_categorical`` + ``one_hot`` compute them."""
+    ``unimix_probs`` and ``sample_one_hot`` compute them."""
     if unimix > 0:
         probs.mul_(1.0 - unimix).add_(unimix / probs.shape[-1])
-    idx = sample_categorical(probs, u, keepdim=True)
-    if out is None:
-        out = torch.zeros_like(probs)
-    return out.scatter_(-1, idx, 1.0)
+    return sample_one_hot(probs, u, out)
 
 
 class _RolloutWeights(NamedTuple):

@@ -42,7 +42,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from torchrl_dreamer.modules.functional import sample_categorical
+from torchrl_dreamer.modules.functional import sample_one_hot
 
 __all__ = ["compile_scan_steps", "fused_observe_scan"]
 
@@ -151,10 +151,7 @@ def _forward_step(h, z, keep_t, hr_t, zr_t, a_t, e_t, u_t, z_out, w: _StepWeight
     logits = torch.addmm(w.out_b, y2, w.out_t).view(-1, stoch, classes)
     soft = logits.softmax(-1)
     probs = torch.add(w.floor, soft, alpha=1.0 - unimix)
-    idx = sample_categorical(probs, u_t, keepdim=True)
-    if z_out is None:
-        z_out = torch.zeros_like(probs)
-    z = z_out.scatter_(-1, idx, 1.0).view(B, -1)
+    z = sample_one_hot(probs, u_t, z_out).view(B, -1)
     saved = (zin, x1, n1, m1, r1, xh, g, m2, r2, r, pc, c, u, h, y1, n3, m3, r3, y2, soft)
     return h, z, probs, saved
 
