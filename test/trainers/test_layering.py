@@ -54,13 +54,31 @@ def _targets(mod: str, path: Path, node: ast.Import | ast.ImportFrom, mods) -> s
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """``module -> modules of the package it imports`` (every import statement, wherever it is)."""
+def _import_time_nodes(body: list[ast.stmt]):
+    """The statements of ``body`` that run when the module is imported: into ``if`` / ``try`` /
+    ``with`` blocks and class bodies, not into functions nor ``if TYPE_CHECKING:`` blocks."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from _import_time_nodes(node.orelse)
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            yield from _import_time_nodes(getattr(node, field, []) or [])
+
+
+def import_graph(module_level: bool = False) -> dict[str, set[str]]:
+    """``module -> modules of the package it imports``: every import statement, wherever it is
+    (the default), or with ``module_level`` only those run at import time (not in functions
+    nor ``if TYPE_CHECKING:`` blocks)."""
     mods = _modules()
     graph: dict[str, set[str]] = defaultdict(set)
     for mod, path in mods.items():
         graph[mod]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        nodes = _import_time_nodes(tree.body) if module_level else ast.walk(tree)
+        for node in nodes:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 graph[mod] |= _targets(mod, path, node, mods)
     return graph
@@ -111,6 +129,30 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_cycle_finder_finds_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_module_level_imports_leave_out_functions_and_type_checking():
+    code = """
+import a
+if TYPE_CHECKING:
+    import b
+else:
+    import c
+try:
+    import d
+except ImportError:
+    import e
+class K:
+    import f
+def g():
+    import h
+"""
+    seen = [n.names[0].name for n in _import_time_nodes(ast.parse(code).body)
+            if isinstance(n, ast.Import)]
+    assert seen == ["a", "c", "d", "e", "f"]
+    full, level = import_graph(), import_graph(module_level=True)
+    assert all(level[m] <= full[m] for m in full)
+    assert "torchrl_dreamer.modules.latent" in level["torchrl_dreamer.modules.rssm"]
 
 
 def test_no_import_cycles_among_the_package_modules():
@@ -193,3 +235,55 @@ def private_reads() -> list[str]:
 def test_no_module_reads_another_objects_private_fields():
     found = private_reads()
     assert not found, "private reads (give the owner a public name):\n" + "\n".join(found)
+
+
+#: ``path: module.name`` of private names imported from another module of the package, each
+#: waiting for its owner to give it a public name (the list only shrinks)
+KNOWN_PRIVATE_IMPORTS = {
+    # envs/task.py's state-file loader; its module is being edited elsewhere at present
+    "torchrl_dreamer/ramsearch.py: torchrl_dreamer.envs.task._load_state_arg",
+}
+
+
+def private_imports() -> list[str]:
+    """``path: module.name`` for each ``from <package module> import _name`` in another module
+    of the package (a reach-in by import rather than by attribute)."""
+    mods = _modules()
+    out = []
+    for mod, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or not _targets(mod, path, node, mods):
+                continue
+            source = sorted(_targets(mod, path, node, mods), key=len)[-1]
+            for alias in node.names:
+                if f"{source}.{alias.name}" in mods:
+                    continue  # a module of the package (``from pkg import _threads``)
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    out.append(f"{path.relative_to(PACKAGE.parent).as_posix()}: "
+                               f"{source}.{alias.name}")
+    return sorted(out)
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = set(private_imports())
+    new = sorted(found - KNOWN_PRIVATE_IMPORTS)
+    assert not new, "private names imported across modules (give the owner a public name):\n" \
+        + "\n".join(new)
+    assert found == KNOWN_PRIVATE_IMPORTS, f"fixed, drop from KNOWN_PRIVATE_IMPORTS: " \
+        f"{sorted(KNOWN_PRIVATE_IMPORTS - found)}"
+
+
+if __name__ == "__main__":
+    full, level = import_graph(), import_graph(module_level=True)
+    print(f"import circles (module-level imports): {len(cycles(level))}")
+    for comp in cycles(level):
+        print("   ", " <-> ".join(comp))
+    print(f"import circles (every import, functions too): {len(cycles(full))}")
+    for comp in cycles(full):
+        print("   ", " <-> ".join(comp))
+    print(f"private reads of another object's fields: {len(private_reads())}")
+    for line in private_reads():
+        print("   ", line)
+    print(f"private names imported across modules: {len(private_imports())}")
+    for line in private_imports():
+        print("   ", line)
