@@ -79,7 +79,9 @@ class Mapper:
     write: Any = None
     ram_read: Any = None
     ram_write: Any = None
-    rom_offsets: Callable[[int, int, int, int], tuple[int, int, int]] = plain_offsets
+    # a factory, so the class holds no function attribute (autodoc would list it as a method)
+    rom_offsets: Callable[[int, int, int, int], tuple[int, int, int]] = field(
+        default_factory=lambda: plain_offsets)
     power_on: Mapping[str, int] = field(default_factory=lambda: dict(POWER_ON))
     ram_size: int | None = None
 

@@ -57,7 +57,8 @@ __all__ = ["MBC_3", "MAPPER", "RTC_HZ", "mbc3_write", "mbc3_ram_read", "mbc3_ram
 MBC_3 = wp.constant(3)
 """Mapper id of an MBC3 cartridge (with or without the clock, MBC30 included)."""
 
-RTC_HZ = wp.constant(4194304)  # T-cycles per emulated second
+RTC_HZ = wp.constant(4194304)
+"""T-cycles per emulated second of the MBC3 clock (the DMG's 4.19 MHz master clock)."""
 MBC3_RAM_BANKS = wp.constant(4)  # RAM bank selects 00-03 of a 32 KiB MBC3 (MBC30: 8, 64 KiB)
 MBC30_RAM_SIZE = wp.constant(0x10000)
 RTC_REG_S = wp.constant(0x08)  # RAM bank select values of the RTC registers: seconds ...
