@@ -54,10 +54,8 @@ draft gets past the title screen.
 ``--policy RUN`` plays a trained agent (:func:`checkpoint_policy`: its sampled actions, with
 the agent's spec as ``--spec`` so that the action sets agree) instead of random buttons: the
 third pass, for games whose events random play never reaches (a puzzle's delivery, a later
-level). The draft's exploration bonus trains that first agent. On PostBot (2026-11-26) the
-agent of a 50-minute run completed level 1 on 1 of 32 consoles in 512 steps, and its
-objectives counter (falling to 0 at the win) is not a kind the ranking knows: still not found
-(``docs/writing_a_task.md``).
+level). The draft's exploration bonus trains that first agent. What it found on PostBot:
+``docs/writing_a_task.md``, "Finding the addresses: the RAM finder".
 
 Example:
     >>> from torchrl_dreamer.ramsearch import ram_search

@@ -42,9 +42,8 @@ class _ByHasattr(type(Protocol)):
 
     From Python 3.12 a ``runtime_checkable`` protocol looks members up statically
     (``inspect.getattr_static``), which cannot see what ``nn.Module.__getattr__`` provides: a
-    learner's ``world_model`` and ``actor`` submodules. ``isinstance(learner, DreamerParts)``
-    then failed, and so did every training run's first weight copy (seen on Python 3.12 on
-    2026-11-25)."""
+    learner's ``world_model`` and ``actor`` submodules. History:
+    ``docs/decisions/runtime_protocols.md``."""
 
     def __instancecheck__(cls, obj: Any) -> bool:
         return all(hasattr(obj, name) for name in _members(cls))

@@ -41,9 +41,7 @@ class DreamerV3Config:
         2x2 pixel unshuffle; see :class:`ImageEncoder`).
         ac_hidden, ac_layers: width and depth of the actor and critic MLPs (``None``: ``hidden``
         and ``mlp_layers``, as in DreamerV3). Widening them costs little (they only see the
-        latent, never pixels). Added to test whether the maze's layouts churned because one
-        small actor fitted 16 policies; 2 x 256 tracked 1 x 128 there
-        (``docs/learning_results.md``, runs at b4ac2a7).
+        latent, never pixels). Why it exists and what it gave: ``docs/decisions/dreamer_options.md``.
     """
 
     deter: int = 512

@@ -26,16 +26,14 @@ class DreamerV3LossConfig:
     posterior latents only; a rare event that the prior does not yet draw (a maze's win, ~0.3 %
     of the rows) then almost never appears in imagination, and shaped rewards paid on the
     way to it are all the critic sees. The gradient reaches the heads and ``h`` (the GRU), not
-    the sampled ``z``. On the maze it did not help (``docs/learning_results.md``, runs at b4ac2a7:
-    the critic's inflation came from the discount, not from the missing win).
+    the sampled ``z``. What it gave: ``docs/decisions/dreamer_options.md``.
 
     ``decode_stride`` (1 in the reference): reconstruct only every ``decode_stride``-th step of
     each sampled sequence (steps ``0, s, 2s, ...``; sequences start at random replay rows, so
     every stored frame is still decoded in some batches). The reconstruction loss is then the
     mean over the decoded steps, an estimate of the full mean with ``1/s`` of the decoder's
-    work (``tiny`` on the CPU: 1.20 s an update at stride 1, 0.95 s at 4; ``docs/dreamer.md``,
-    "Decoding every n-th step", 2026-11-26, cdd51be). Its effect on learning is not measured
-    yet. Encoder, RSSM, KL, reward and continue terms see every step.
+    work. Encoder, RSSM, KL, reward and continue terms see every step. Its measurements:
+    ``docs/decisions/dreamer_options.md``.
 
     Example:
         >>> DreamerV3LossConfig().with_(gamma=0.98).gamma
