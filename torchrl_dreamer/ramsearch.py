@@ -398,7 +398,7 @@ def _pressed(rec: Recording) -> torch.Tensor:
     if rec.buttons is not None:
         bits = ((rec.buttons.unsqueeze(-1).long() >> torch.arange(8)) & 1).bool()
     else:  # an older recording: the base actions (no SELECT)
-        from torchrl_dreamer.modules.functional import one_hot  # the model package, on demand
+        from torchrl_dreamer.data.one_hot import one_hot
 
         bits = one_hot(rec.actions, len(_ACTIONS), torch.bool)
     out = bits.clone()

@@ -166,6 +166,30 @@ def test_no_import_cycles_among_the_package_modules():
     assert not found, "import cycles:\n" + "\n".join(detail)
 
 
+LAYERS = ("emulator", "envs", "data", "modules", "objectives", "collectors", "trainers")
+"""The layers, lowest first; ``distributed`` ranks with the trainers (the two checks below keep
+them apart). The package's other parts (asm, play, roms, ramsearch, train) are not ranked."""
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for each import of a higher layer's module by a lower layer's."""
+    rank = {name: i for i, name in enumerate(LAYERS)} | {"distributed": LAYERS.index("trainers")}
+
+    def layer(mod: str) -> int | None:
+        parts = mod.split(".")
+        return rank.get(parts[1]) if len(parts) > 1 else None
+
+    return [f"{m} -> {d}" for m, deps in sorted(graph.items()) for d in sorted(deps)
+            if layer(m) is not None and layer(d) is not None and layer(d) > layer(m)]
+
+
+def test_layers_import_downward_only():
+    assert upward_imports({"torchrl_dreamer.data.x": {"torchrl_dreamer.modules.y"}}) == [
+        "torchrl_dreamer.data.x -> torchrl_dreamer.modules.y"]
+    up = upward_imports(import_graph())
+    assert not up, "imports of a higher layer (move what both need down):\n" + "\n".join(up)
+
+
 def test_the_trainers_never_import_distributed():
     graph = import_graph()
     up = {m: sorted(d for d in deps if d.startswith("torchrl_dreamer.distributed"))
@@ -281,6 +305,9 @@ if __name__ == "__main__":
     print(f"import circles (every import, functions too): {len(cycles(full))}")
     for comp in cycles(full):
         print("   ", " <-> ".join(comp))
+    print(f"imports of a higher layer: {len(upward_imports(full))}")
+    for line in upward_imports(full):
+        print("   ", line)
     print(f"private reads of another object's fields: {len(private_reads())}")
     for line in private_reads():
         print("   ", line)

@@ -33,7 +33,7 @@ HOMES = {
     "packed2 table": "torchrl_dreamer/emulator/packed2.py",
     "rssm inputs": "torchrl_dreamer/data/dreamer_inputs.py",
     "latent layout": "torchrl_dreamer/modules/latent.py",
-    "one-hot": "torchrl_dreamer/modules/functional.py",
+    "one-hot": "torchrl_dreamer/data/one_hot.py",
 }
 
 _GREYS = {0x55, 0xAA}

@@ -30,6 +30,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Categorical, OneHot
 
 from torchrl_dreamer.collectors.protocols import FastStepEnv
+from torchrl_dreamer.data.one_hot import one_hot
 
 __all__ = ["EnvDriver"]
 
@@ -133,9 +134,6 @@ class EnvDriver:
             a = torch.randint(k, (n,), generator=g, device=g.device)
             return a.to(spec.device, spec.dtype).reshape(spec.shape)
         if isinstance(spec, OneHot):
-            # imported here: the collectors do not otherwise load the model package
-            from torchrl_dreamer.modules.functional import one_hot
-
             k = spec.space.n
             a = torch.randint(k, (n,), generator=g, device=g.device)
             return one_hot(a, k, spec.dtype).to(spec.device).reshape(spec.shape)

@@ -44,11 +44,11 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from torchrl_dreamer.data.one_hot import one_hot
 from torchrl_dreamer.data.sampler import ChronologicalSliceSampler
 from torchrl_dreamer.data.schema import FieldSpec, Key, dreamer_schema
 from torchrl_dreamer.data.storage import TimeMajorStorage
 from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE
-from torchrl_dreamer.modules.functional import one_hot
 
 __all__ = [
     "DEMO_FORMAT",

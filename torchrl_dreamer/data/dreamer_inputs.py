@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import torch
 from tensordict import TensorDictBase
 
-from torchrl_dreamer.modules.heads import one_hot_actions
+from torchrl_dreamer.data.one_hot import one_hot_actions
 
 __all__ = ["action_to_vector", "shift_actions", "rssm_inputs", "dreamer_inputs"]
 

@@ -17,6 +17,8 @@ import math
 import torch
 from torchrl.modules.functional import symexp, symlog
 
+from torchrl_dreamer.data.one_hot import one_hot  # re-exported: the package's one encoding
+
 __all__ = [
     "at_least_fp32",
     "symlog",
@@ -176,25 +178,6 @@ def unimix_logits(logits: torch.Tensor, unimix: float) -> torch.Tensor:
     return probs.log()
 
 
-def one_hot(index: torch.Tensor, num_classes: int, dtype: torch.dtype = torch.float32):
-    """``F.one_hot`` without its value-range check (which syncs with the host): integer
-    ``index`` ``[...]`` -> ``[..., num_classes]`` of ``dtype``. The package's one one-hot
-    encoding: actions, two-hot bins, categorical samples (:func:`sample_one_hot`) and the
-    replay's action columns all go through it.
-
-    Example:
-        >>> one_hot(torch.tensor([2, 0]), 3).tolist()
-        [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
-    """
-    out = torch.zeros(*index.shape, num_classes, dtype=dtype, device=index.device)
-    return _scatter_one(out, index.unsqueeze(-1))
-
-
-def _scatter_one(out: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Write 1 at ``index`` ``[..., 1]`` along the last dim of the zeroed ``out`` (in place)."""
-    return out.scatter_(-1, index, 1.0)
-
-
 def sample_categorical(
     probs: torch.Tensor,
     uniform: torch.Tensor | None = None,
@@ -243,8 +226,8 @@ def sample_one_hot(
         >>> sample_one_hot(torch.tensor([[0.0, 1.0, 0.0]])).tolist()
         [[0.0, 1.0, 0.0]]
     """
-    idx = sample_categorical(probs, uniform, keepdim=True, generator=generator)
-    return _scatter_one(torch.zeros_like(probs) if out is None else out, idx)
+    idx = sample_categorical(probs, uniform, generator=generator)
+    return one_hot(idx, probs.shape[-1], probs.dtype, out=out)
 
 
 def straight_through_sample(

@@ -11,9 +11,9 @@ import torch
 from torch import nn
 from torch.distributions import Independent, Normal
 
+from torchrl_dreamer.data.one_hot import one_hot_actions  # re-exported
 from torchrl_dreamer.modules.functional import (
     at_least_fp32,
-    one_hot,
     sample_one_hot,
     straight_through_mode,
     straight_through_sample,
@@ -187,12 +187,3 @@ class DreamerV3Actor(nn.Module):
         return self.sample(self(latent), greedy, generator)
 
 
-def one_hot_actions(action: torch.Tensor, action_dim: int) -> torch.Tensor:
-    """Integer indices ``[...]`` -> float one-hot ``[..., A]``; float actions pass through."""
-    if action.dtype.is_floating_point:
-        if action.shape[-1] != action_dim:
-            raise ValueError(
-                f"float actions must have last dim action_dim={action_dim}, got {tuple(action.shape)}"
-            )
-        return action
-    return one_hot(action.long(), action_dim)
