@@ -55,7 +55,11 @@ def test_every_game_has_a_spec():
 @pytest.mark.parametrize("game", sorted(GAMES))
 def test_spec_fits_its_rom_and_not_another(roms, game):
     env = _env(roms, game, num_envs=1)
-    assert env.max_episode_steps == env.task.spec.max_episode_steps
+    # the shipped specs give their limit in game frames: the same game time at any frame skip
+    frames = env.task.spec.max_episode_frames
+    assert frames and env.max_episode_steps == -(-frames // env.frame_skip)
+    fast = GameBoyEnv(env.task, num_envs=1, frame_skip=8)
+    assert fast.max_episode_steps == -(-frames // 8) and fast.max_episode_steps * 8 >= frames
     other = next(g for g in GAMES if g != game)
     task = load_task_spec(EXAMPLES / f"{game}.yaml", rom=rom_path(roms, GAMES[other]))
     with pytest.raises(TaskMismatchError, match="sha256"):
@@ -163,12 +167,12 @@ def test_random_baseline_script(roms):
     env = _env(roms, "snake", num_envs=4)
     returns, lengths = mod["random_returns"](env, 8, seed=0)
     assert len(returns) == 8 and all(r <= 1.0 for r in returns) and -1.0 in returns
-    assert all(1 <= n < 400 for n in lengths)
+    assert all(1 <= n < env.max_episode_steps for n in lengths)
     out = []
     mod["main"].__globals__["print"] = out.append
     assert mod["main"](["--task-spec", str(EXAMPLES / "snake.yaml"), "--rom",
                         str(rom_path(roms, GAMES["snake"])), "--episodes", "4", "--envs", "2"]) == 0
     row = json.loads(out[0])
-    assert row["episodes"] == 4 and row["max_episode_steps"] == 400 and row["mean_return"] < 0.5
+    assert row["episodes"] == 4 and row["max_episode_steps"] == 9600 // 8 and row["mean_return"] < 0.5
     # the training run's resolution: the Game Boy defaults' frame skip and no-op starts
     assert (row["frame_skip"], row["noop_max"]) == (8, 30)

@@ -48,6 +48,8 @@ def _spec(**kw):
     (_spec(start={"macro": [{"wait": 10}], "state": "x.trdstate"}), "either 'state'"),
     (_spec(start={"state": "nowhere.trdstate"}), "start.state: savestate file"),
     (_spec(actions=["NOOP", "KICK"]), "actions"),
+    (_spec(max_episode_steps=100, max_episode_frames=800), "give the episode's limit once"),
+    (_spec(max_episode_frames=0), "max_episode_frames"),
     (_spec(terminate=[{"address": 0xC000, "op": "~="}]), "terminate[0].op: unknown op"),
     (_spec(on_reset=[{"address": 0xC000}]), "on_reset[0]: give exactly one"),
     (_spec(on_reset=[{"address": 0xC000, "random": [9, 3]}]), "lo 9 > hi 3"),
@@ -438,6 +440,25 @@ def test_count_watch_counts_matching_bytes():
 
 
 # ------------------------------------------------------------------------------ in an env
+def test_episode_limit_in_frames_holds_at_any_frame_skip():
+    """``max_episode_frames``: ceil(frames / frame_skip) steps, then the episode is truncated
+    (not terminated) and the next step starts a new one."""
+    obj = {"actions": "dpad", "rom": {"logo": False}, "start": {"macro": [{"wait": 30}]},
+           "max_episode_frames": 100, "reward": [{"kind": "delta", "address": 0xC003}]}
+    task = load_task_spec(obj, rom=rom_path("catch"))
+    assert task.default_max_episode_steps is None and task.default_max_episode_frames == 100
+    assert GameBoyEnv(task, num_envs=1, frame_skip=24).max_episode_steps == 5
+    env = GameBoyEnv(task, num_envs=2, frame_skip=8, noop_max=0, seed=0)
+    assert env.max_episode_steps == 13  # 12.5 rounded up: never shorter than the frames asked
+    env.reset()
+    noop = TensorDict({"action": torch.zeros(2, dtype=torch.int64)}, batch_size=[2])
+    ends = []
+    for _ in range(14):
+        nxt = env.step(noop)["next"]
+        ends.append(bool(nxt["truncated"].all()) and not bool(nxt["terminated"].any()))
+    assert ends.index(True) == 12 and ends.count(True) == 1
+
+
 def test_count_clamp_and_success_in_a_catch_env():
     """On catch with the paddle idle: a count of non-zero bytes over LIVES..MISSES, a clamped
     lives delta and a success predicate, each checked against RAM read directly."""

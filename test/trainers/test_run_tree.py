@@ -254,3 +254,17 @@ def test_a_given_value_is_checked_before_defaults_follow_from_it():
     with pytest.raises(ConfigError, match=r"TrainConfig\.backend='mpi' is invalid: unknown "
                                           r"backend 'mpi'; choose one of reference"):
         TrainConfig(backend="mpi")
+
+
+def test_console_setting_picks_the_model_and_refuses_an_unknown_one():
+    """``--console`` / ``--env.console``: the consoles' Game Boy model reaches the env (a DMG
+    ROM on a Color runs in its compatibility mode); an unknown one is refused with the list."""
+    from torchrl_dreamer.trainers.builder import make_env
+
+    assert _parse(["--console", "cgb"]) == _parse(["--env.console", "cgb"])
+    assert TrainConfig().env.console is None
+    with pytest.raises(ConfigError, match="unknown console 'gba'; choose one of dmg, cgb"):
+        TrainConfig(console="gba")
+    env = make_env(TrainConfig(task="catch", console="cgb"), num_envs=1)
+    assert env.gb.model == "cgb"
+    assert make_env(TrainConfig(task="catch"), num_envs=1).gb.model == "dmg"

@@ -87,6 +87,11 @@ class EnvSection:
     fresh draw of 0..noop_max frames with no button held, so games that seed their RNG from
     frame counters play differently each time; unset: the task's (a spec's ``start.noop_max``),
     else 30 (``GAME_TRAIN_DEFAULTS``); 0: one fixed start."""
+    console: str | None = setting(None, identity=True)
+    """The Game Boy model the consoles are (Game Boy tasks): ``dmg`` or ``cgb`` (Game Boy Color,
+    ``torchrl_dreamer.emulator.MODELS``); unset: the cartridge's choice (a Color-only ROM runs
+    on the Color, every other on the DMG). ``cgb`` runs a DMG-only ROM in the Color's
+    compatibility mode, as the hardware does."""
     ppu: str | None = None
     """Emulator PPU mode (Game Boy tasks): ``fifo`` (mid-scanline register writes land on the
     right pixel) or ``line`` (whole lines; see docs/emulator.md); unset: the emulator's default

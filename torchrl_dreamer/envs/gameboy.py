@@ -90,7 +90,8 @@ class GameBoyEnv(EnvBase):
         press_frames: frames the chosen buttons are held at the start of a step (default
             ``min(8, frame_skip)``: a short step holds its button throughout).
         max_episode_steps: steps after which an episode is ``truncated``; default: the task's
-            (``None``/0 = no limit).
+            (:meth:`~torchrl_dreamer.envs.task.Task.episode_step_limit` at this frame skip;
+            ``None``/0 = no limit).
         pixels: observation format, one of :data:`PIXEL_FORMATS` (``"packed2"``; ``"color"``
             needs a Color cartridge on the Color, the frame's colours instead of its shades).
         noop_max: episodes start after a random 0..``noop_max`` frames with no button held, a
@@ -185,7 +186,7 @@ class GameBoyEnv(EnvBase):
             action_set if action_set is not None else self.task.default_action_set
         )
         if max_episode_steps == "task":
-            max_episode_steps = self.task.default_max_episode_steps
+            max_episode_steps = self.task.episode_step_limit(int(frame_skip))
         self.max_episode_steps = int(max_episode_steps or 0)
         self.frame_skip = int(frame_skip)
         self.press_frames = int(press_frames)

@@ -147,7 +147,8 @@ MAX_JITTER = 3600  # frames (a minute): more would outlast most title screens' a
 _RAM_KEYS = {"address", "length", "encoding", "signed", "mask", "order", "blank"}
 _WATCH_KEYS = _RAM_KEYS | {"count"}
 _CMP_KEYS = {"op", "value", "in"}
-_TOP_KEYS = {"name", "rom", "start", "actions", "max_episode_steps", "reward", "terminate",
+_TOP_KEYS = {"name", "rom", "start", "actions", "max_episode_steps", "max_episode_frames",
+             "reward", "terminate",
              "truncate", "success", "on_reset", "exploration", "observe", "train"}
 
 
@@ -666,6 +667,7 @@ class TaskSpec:
     noop_max: int | None = None
     actions: str | list[str] = "minimal"
     max_episode_steps: int | None = None
+    max_episode_frames: int | None = None
     terminate: list[Condition] = field(default_factory=list)
     truncate: list[Condition] = field(default_factory=list)
     success: list[Condition] = field(default_factory=list)
@@ -795,8 +797,13 @@ def parse_task_spec(obj: dict, base_dir: Path | None = None, name: str = "spec")
     except (ValueError, TypeError, KeyError) as err:
         raise _fail("actions", f"{err}") from None
     spec.actions = actions
+    if obj.get("max_episode_steps") is not None and obj.get("max_episode_frames") is not None:
+        raise _fail("max_episode_frames", "give the episode's limit once: max_episode_steps "
+                    "(agent steps) or max_episode_frames (game frames, the same at any frame skip)")
     if obj.get("max_episode_steps") is not None:
         spec.max_episode_steps = _int(obj["max_episode_steps"], "max_episode_steps", 1, 10**9)
+    if obj.get("max_episode_frames") is not None:
+        spec.max_episode_frames = _int(obj["max_episode_frames"], "max_episode_frames", 1, 10**10)
     terms = obj["reward"]
     if not isinstance(terms, list) or not terms:
         raise _fail("reward", "expected a non-empty list of reward terms")
@@ -911,6 +918,7 @@ class SpecTask(Task):
         self.rom_has_logo = spec.rom_has_logo
         self.default_action_set = spec.actions
         self.default_max_episode_steps = spec.max_episode_steps
+        self.default_max_episode_frames = spec.max_episode_frames
         self.default_noop_max = spec.noop_max
         self.has_success = bool(spec.success)
         self.observations = spec.observations

@@ -219,6 +219,10 @@ class Task:
         default_action_set: name of the built-in action set used when the env gets none.
         default_max_episode_steps: episode length limit used when the env gets none (``None`` =
             unlimited).
+        default_max_episode_frames: the same limit in game frames (60 a second), used instead of
+            :attr:`default_max_episode_steps` when set: the env turns it into
+            ``ceil(frames / frame_skip)`` steps, so an episode lasts as long in game time at any
+            frame skip (:meth:`episode_step_limit`).
         start_frames: frames run from power-on by the default :meth:`prepare`.
         rom_has_logo: ``False`` for ROMs that leave out the Nintendo logo on purpose (ours): the
             env then silences the emulator's missing-logo warning.
@@ -249,6 +253,7 @@ class Task:
     rom_sha256: ClassVar[tuple[str, ...]] = ()
     default_action_set: ClassVar[str] = "default"
     default_max_episode_steps: ClassVar[int | None] = None
+    default_max_episode_frames: ClassVar[int | None] = None
     start_frames: ClassVar[int] = 60
     rom_has_logo: ClassVar[bool] = True
     train_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
@@ -321,6 +326,24 @@ class Task:
                 ) from err
         else:
             gb.run_frames(self.start_frames)
+
+    def episode_step_limit(self, frame_skip: int) -> int | None:
+        """The episode's step limit at ``frame_skip`` frames a step: ``ceil(frames / frame_skip)``
+        when the task gives :attr:`default_max_episode_frames`, else
+        :attr:`default_max_episode_steps` (``None``: unlimited).
+
+        Why frames: a limit in steps shortens every episode when a run decides more often (400
+        steps were 160 s of game at 24 frames a step and 53 s at 8).
+
+        Example:
+            >>> class Timed(Task):
+            ...     default_max_episode_frames = 9600   # 160 s
+            >>> Timed.episode_step_limit(Timed, 24), Timed.episode_step_limit(Timed, 8)
+            (400, 1200)
+        """
+        if self.default_max_episode_frames is not None:
+            return -(-int(self.default_max_episode_frames) // max(int(frame_skip), 1))
+        return self.default_max_episode_steps
 
     @property
     def num_start_variants(self) -> int:

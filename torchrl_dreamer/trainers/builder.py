@@ -78,6 +78,8 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
 
         task, rom = load_task_spec(e.task_spec, rom=e.rom), None
     opts = dict(rom=rom, frame_skip=e.frame_skip, noop_max=e.noop_max, seed=seed, ppu=e.ppu)
+    if e.console is not None:
+        opts["model"] = e.console
     if e.workers > 1:
         opts["workers"] = e.workers
     opts.update(kwargs)
