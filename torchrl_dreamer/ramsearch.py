@@ -253,12 +253,12 @@ def record(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
             no RAM byte changes while playing.
     """
     from torchrl_dreamer.emulator import GameBoy
-    from torchrl_dreamer.envs.task import _load_state_arg
+    from torchrl_dreamer.envs.task import load_state_arg
 
     gb = GameBoy(rom, num_envs=num_envs, check_header=False)
     lcd_seen = False
     if state is not None:
-        gb.load_state(_load_state_arg(state))
+        gb.load_state(load_state_arg(state))
         lcd_seen = True
     else:
         for buttons, frames in macro or [(0, 120), (BUTTON_BITS["START"], 8), (0, 60)]:

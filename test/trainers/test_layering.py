@@ -263,10 +263,7 @@ def test_no_module_reads_another_objects_private_fields():
 
 #: ``path: module.name`` of private names imported from another module of the package, each
 #: waiting for its owner to give it a public name (the list only shrinks)
-KNOWN_PRIVATE_IMPORTS = {
-    # envs/task.py's state-file loader; its module is being edited elsewhere at present
-    "torchrl_dreamer/ramsearch.py: torchrl_dreamer.envs.task._load_state_arg",
-}
+KNOWN_PRIVATE_IMPORTS: set[str] = set()
 
 
 def private_imports() -> list[str]:

@@ -336,7 +336,7 @@ class EvalSection:
     sampled: bool = setting(True, flat="eval_sampled")
     """After the greedy final evaluation, play as many episodes again with sampled actions (the
     policy as it trains): a puzzle's key sequence can come out of the samples but not out of
-    each step's mode (PostBot, 2026-11-26: 5 of 32 sampled episodes solved, none greedy).
+    each step's mode (``docs/decisions/training_defaults.md``, "The sampled final evaluation").
     Reported as ``eval_sampled_*``, bounded by ``eval_time_limit`` as well."""
 
 

@@ -1102,10 +1102,7 @@ class SpecTask(Task):
         """A coarse hash of the packed2 frame: mean shade of 9x10 blocks (8x8 pixels),
         quantised to 4 levels, hashed to ``bits`` bits.
 
-        Each pair of bytes (8 pixels of a row) is read as one 16-bit word and looked up in a
-        table of its shade sum, then summed in float32, where these small integers are exact:
-        one gather and two sums instead of eight shifts and masks over int64 (4-10x faster on
-        the CPU at N = 256, measured 2026-11-26)."""
+        One table lookup per 8 pixels instead of shifts and masks: ``docs/decisions/screen_key.md``."""
         n = self.num_envs
         _, rows, row_bytes = PACKED2_SHAPE
         words = pixels.contiguous().reshape(n, rows, row_bytes // 2, 2).view(torch.int16)

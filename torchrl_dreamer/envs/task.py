@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import torch
 
 __all__ = ["RESERVED_OBSERVATION_KEYS", "RamObservation", "Task", "TaskMismatchError",
-           "check_observations", "observation_name_problem"]
+           "check_observations", "load_state_arg", "observation_name_problem"]
 
 RESERVED_OBSERVATION_KEYS = frozenset({
     "pixels", "reward", "done", "terminated", "truncated", "is_first", "episode_id", "success",
@@ -312,7 +312,7 @@ class Task:
         :attr:`start_frames` frames with no button held from power-on.
         """
         if self.state is not None:
-            state = _load_state_arg(self.state)
+            state = load_state_arg(self.state)
             n = getattr(state, "num_envs", 1)
             if n not in (1, gb.num_envs) and hasattr(state, "select"):
                 state = state.select(0)  # a multi-env savestate: start every env from its env 0
@@ -438,8 +438,18 @@ def _normalise_title(title: Any) -> str:
     return str(title).replace("\x00", "").strip().upper()
 
 
-def _load_state_arg(state: Any) -> Any:
-    """A savestate given as a path is read with the emulator's loader; objects pass through."""
+def load_state_arg(state: Any) -> Any:
+    """A savestate given as a path is read with the emulator's loader; objects (an
+    ``EmulatorState`` already loaded) pass through. Tasks and the RAM finder start consoles
+    from either form.
+
+    Raises:
+        FileNotFoundError: the path names no file.
+
+    Example:
+        >>> load_state_arg(None) is None
+        True
+    """
     if isinstance(state, (str, Path)):
         path = Path(state)
         if not path.is_file():

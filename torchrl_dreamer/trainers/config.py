@@ -92,28 +92,10 @@ GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": 8, "noop_max": 30, "batch_s
                                        "decode_stride": 2}
 """Settings every Game Boy task trains with unless it or the run says otherwise (a task's
 ``train_defaults``, a spec's ``train:``, then the command line override them), chosen from
-measurements across games (``docs/learning_results.md``, "One configuration for every game"):
-
-- ``frame_skip`` 8 (a decision every 0.13 s): on a runner game the plain command reached 13x
-  the random return with 8 frames per step and 1.5x with 12 or 24 (22 minutes, 50k steps each);
-  24 frames is 0.4 s a decision, too coarse for action games.
-- ``noop_max`` 30: games seed their RNG from frame counters, so a fixed start replays one
-  episode; up to half a second of random no-ops gives varied games (and varied evaluations).
-- ``batch_size`` 8 at ``replay_ratio`` 0.1 (the same replayed steps per collected step as
-  batch 16 at 0.05): a CPU run is bound by its learner, and half the batch buys ~1.6x the
-  updates per minute; Tobu Tobu Girl reached its plateau in 10-15k policy steps instead of
-  15-20k (2026-11-26, 45-minute runs), as the maze did with batch 8 (2026-11-22).
-- ``entropy_coef`` 5e-3 (``fast-pixels`` has 1e-3): with 1e-3 Tobu Tobu Girl's climb stopped at
-  its first trick (greedy 25.7 after 45 minutes, training return flat at 23-24 from 15k steps);
-  with 5e-3 it kept climbing (greedy 32.8, training 28.7 at 60k steps; 2026-11-26), as the
-  maze's greedy policy stopped freezing in a few layouts with it (2026-11-22).
-- ``decode_stride`` 2 (reconstruct every second frame of a sequence): 24-33 % more updates in
-  the same minutes; over four shared games it learned as far or further in the same or less
-  time (snake 3.22 food per episode against 2.56 in 50 minutes; Pandora's Blocks 19.4 in 35
-  minutes against 18.1 in 50; Tobu Tobu Girl 33.2 in 35 against 32.8 in 44; 2048 1,190
-  against 1,287, both over twice random; 2026-11-26, "Decoding every second frame"). The maze
-  and catch keep 1, the setting their figures were measured with.
-"""
+measurements across games: a decision every 8 frames (24 is too coarse for action games), up to
+30 random no-op frames (varied starts), batch 8 at replay ratio 0.1 (more updates per CPU
+minute), entropy 5e-3 (past a game's first trick) and every second frame decoded. The
+measurements behind each value: ``docs/decisions/training_defaults.md``."""
 
 
 FINISH_RESERVE_S = 30.0
