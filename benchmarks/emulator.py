@@ -13,6 +13,10 @@ Cases:
   median of ``--rounds`` runs (default 3) of the whole protocol, ours and PyBoy alternating,
   so a drift in the machine's speed hits both (single runs varied by up to 20 % on the shared
   2-core machine).
+- ``gameplay/pandoras_blocks_cgb`` (``--cgb``, or named in ``--games``): the same protocol on a
+  Color game: Pandora's Blocks, a dual-mode cartridge, on ``GameBoy(model="cgb")`` against
+  PyBoy with ``cgb=True`` (both run its Color code). Not in the default set, whose cases stay
+  as they were.
 - ``insns/<game>``: emulated instructions per frame in the same run: ours = executed with the
   idle-loop fast-forward, peer = executed without it (the ``count`` kernel variant; the runs
   are bit-identical), speedup = the reduction.
@@ -29,7 +33,8 @@ Cases:
 Throughput uses the process CPU time (both emulators are single-threaded here), which keeps the
 ratio meaningful on a machine shared with other jobs; ``--wall`` switches to wall-clock time.
 
-Run: ``python benchmarks/emulator.py [--quick] [--games 2048 snake] [--envs 1 16 256] [--rounds 3]``.
+Run: ``python benchmarks/emulator.py [--quick] [--games 2048 snake] [--envs 1 16 256] [--rounds 3]``;
+the Color case alone: ``--games pandoras_blocks_cgb --envs --no-compile``.
 """
 
 from __future__ import annotations
@@ -102,6 +107,15 @@ def games() -> dict[str, Path]:
     return out
 
 
+# Color cases: case name -> the shared game (``<roms>/games/<dir>``) run in Color mode.
+COLOR_CASES = {"pandoras_blocks_cgb": "pandoras-blocks"}
+
+
+def color_games(dmg: dict[str, Path]) -> dict[str, Path]:
+    """The Color cases' ROMs by case name, from :func:`games`' table (missing games left out)."""
+    return {case: dmg[game] for case, game in COLOR_CASES.items() if game in dmg}
+
+
 def _untitled_copy(path: Path, tmp: str) -> str:
     """A copy of the ROM with a blank header title (and fixed header checksum): PyBoy enables
     per-title game-wrapper plugins that would add work to every tick."""
@@ -116,8 +130,9 @@ def _untitled_copy(path: Path, tmp: str) -> str:
     return out
 
 
-def _pyboy(path, warmup_frames):
-    """A headless PyBoy on ``path`` after ``warmup_frames`` frames, or None without PyBoy."""
+def _pyboy(path, warmup_frames, cgb: bool | None = None):
+    """A headless PyBoy on ``path`` after ``warmup_frames`` frames, or None without PyBoy.
+    ``cgb``: PyBoy's console choice (None: its own, the Color for any Color-flagged cartridge)."""
     try:
         from pyboy import PyBoy
     except ImportError:
@@ -125,16 +140,16 @@ def _pyboy(path, warmup_frames):
     import logging
 
     logging.getLogger("pyboy").setLevel(logging.ERROR)
-    pb = PyBoy(str(path), window="null", sound_emulated=False)
+    pb = PyBoy(str(path), window="null", sound_emulated=False, cgb=cgb)
     pb.set_emulation_speed(0)
     pb.tick(warmup_frames, False)
     return pb
 
 
-def peer_gameplay(path: Path, frames: int) -> float | None:
+def peer_gameplay(path: Path, frames: int, cgb: bool | None = None) -> float | None:
     """PyBoy frames/s on the gameplay protocol (see the module docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
-        pb = _pyboy(_untitled_copy(path, tmp), WARMUP_FRAMES)
+        pb = _pyboy(_untitled_copy(path, tmp), WARMUP_FRAMES, cgb)
         if pb is None:
             return None
         t = clock()
@@ -163,12 +178,12 @@ def ours_gameplay(path: Path, frames: int, **kw) -> tuple[float, GameBoy, int]:
     return frames / (clock() - t), gb, c0
 
 
-def instructions(path: Path, frames: int, skipped_total: int) -> float:
+def instructions(path: Path, frames: int, skipped_total: int, **kw) -> float:
     """Instructions per frame executed without the fast-forward (the ``count`` variant, same
     protocol); ``skipped_total`` from the default run gives the executed ones with it."""
     from torchrl_dreamer.emulator.codegen import load_kernel_module
 
-    gb = GameBoy(path, check_header=False)
+    gb = GameBoy(path, check_header=False, **kw)
     gb._kmod = load_kernel_module("cpu", count=True)
     gb.run_frames(WARMUP_FRAMES, render=False)
     c0 = int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]])
@@ -267,7 +282,11 @@ def alternated(rounds: int, ours, peer) -> tuple[list, float | None]:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short runs (600 gameplay frames)")
-    ap.add_argument("--games", nargs="*", default=None, help="subset of games (default: all)")
+    ap.add_argument("--games", nargs="*", default=None,
+                    help="subset of games (default: all DMG cases); Color cases: "
+                         + ", ".join(COLOR_CASES))
+    ap.add_argument("--cgb", action="store_true",
+                    help="also run the Color cases (" + ", ".join(COLOR_CASES) + ")")
     ap.add_argument("--envs", type=int, nargs="*", default=[1, 16, 256], help="env sizes N")
     ap.add_argument("--no-insns", action="store_true", help="skip the instruction counts")
     ap.add_argument("--idle-off", action="store_true", help="also time without the fast-forward")
@@ -283,22 +302,28 @@ def main():
         clock = time.perf_counter
     frames = 600 if args.quick else 2000
     allg = games()
-    for name in args.games or list(allg):
-        path = allg[name]
+    colour = color_games(allg)
+    names = list(args.games or allg) + (list(colour) if args.cgb else [])
+    unknown = [n for n in names if n not in allg and n not in colour]
+    if unknown:
+        ap.error(f"unknown game(s) {unknown}; known: {', '.join([*allg, *colour])}")
+    for name in dict.fromkeys(names):
+        path = colour.get(name) or allg[name]
         if not path.is_file():
             continue
-        runs, peer = alternated(args.rounds, partial(ours_gameplay, path, frames),
-                                partial(peer_gameplay, path, frames))
+        kw, peer_kw = ({"model": "cgb"}, {"cgb": True}) if name in colour else ({}, {})
+        runs, peer = alternated(args.rounds, partial(ours_gameplay, path, frames, **kw),
+                                partial(peer_gameplay, path, frames, **peer_kw))
         ours = statistics.median(r[0] for r in runs)
         _, gb, c0 = runs[-1]
         emit("emulator", f"gameplay/{name}", ours, peer, "frames/s")
         if not args.no_insns:
             skipped = (int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]]) - c0) / frames
-            total = instructions(path, frames, skipped)
+            total = instructions(path, frames, skipped, **kw)
             emit("emulator", f"insns/{name}", total - skipped, total, "instructions/frame",
                  higher_is_better=False)
         if args.idle_off:
-            off = ours_gameplay(path, frames, idle_skip=False)[0]
+            off = ours_gameplay(path, frames, idle_skip=False, **kw)[0]
             emit("emulator", f"idle_skip_vs_off/{name}", ours, off, "frames/s")
     for n in args.envs:
         steps = max(2, (20 if args.quick else 60) // max(1, n // 4))
