@@ -15,8 +15,9 @@ Cases:
   2-core machine).
 - ``gameplay/pandoras_blocks_cgb`` (``--cgb``, or named in ``--games``): the same protocol on a
   Color game: Pandora's Blocks, a dual-mode cartridge, on ``GameBoy(model="cgb")`` against
-  PyBoy with ``cgb=True`` (both run its Color code). Not in the default set, whose cases stay
-  as they were.
+  PyBoy with ``cgb=True`` (both run its Color code). Not in the default set. The DMG cases run
+  PyBoy with ``cgb=False`` (since 2026-11-27; before, PyBoy ran the dual-mode Pandora's Blocks
+  on its Color model while ours ran it on the DMG).
 - ``insns/<game>``: emulated instructions per frame in the same run: ours = executed with the
   idle-loop fast-forward, peer = executed without it (the ``count`` kernel variant; the runs
   are bit-identical), speedup = the reduction.
@@ -311,7 +312,9 @@ def main():
         path = colour.get(name) or allg[name]
         if not path.is_file():
             continue
-        kw, peer_kw = ({"model": "cgb"}, {"cgb": True}) if name in colour else ({}, {})
+        # the DMG cases pin PyBoy to the DMG too: left to itself it runs a dual-mode cartridge
+        # (Pandora's Blocks) on its Color model
+        kw, peer_kw = ({"model": "cgb"}, {"cgb": True}) if name in colour else ({}, {"cgb": False})
         runs, peer = alternated(args.rounds, partial(ours_gameplay, path, frames, **kw),
                                 partial(peer_gameplay, path, frames, **peer_kw))
         ours = statistics.median(r[0] for r in runs)
