@@ -180,12 +180,15 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     m2 = int(0)  # noqa: UP018 (a dynamic Warp variable)
     m3 = int(0)  # noqa: UP018 (a dynamic Warp variable)
     m4 = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    # the OAM array's descriptor as a local: read once, not on each of the 40 entries (the
+    # compiler cannot hoist the loads of ``m.oam`` past the ``n < OBJ_LIMIT`` test)
+    oam = m.oam
     for k in range(40):
         if n < OBJ_LIMIT:
             # (a STAT read on a new line scans all 40 entries: where such reads spend their time)
-            if obj_on_line(u8_at(m.oam, i, 4 * k), line, h):
+            if obj_on_line(u8_at(oam, i, 4 * k), line, h):
                 n = n + 1
-                x = u8_at(m.oam, i, 4 * k + 1)
+                x = u8_at(oam, i, 4 * k + 1)
                 if x < 168:
                     pen = pen + 6
                     px = x + (scx & 7)
