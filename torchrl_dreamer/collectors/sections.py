@@ -13,6 +13,7 @@ import dataclasses
 from typing import Literal, get_args
 
 from torchrl_dreamer.collectors.setting_rules import integer, number, optional, setting
+from torchrl_dreamer.objectives.learner import CompileMode
 
 __all__ = [
     "BACKENDS",
@@ -200,7 +201,7 @@ class LearnerSection:
 
     precision: Precision = "fp32"
     """The learner's autocast: ``fp32`` (off), ``bf16`` or ``fp16``."""
-    compile: str | None = None
+    compile: CompileMode | None = None
     """``torch.compile`` mode of the learner's update (unset: eager; see
     ``torchrl_dreamer.objectives.COMPILE_MODES``). A mode the device cannot use (CUDA graphs on
     the CPU) falls back with one warning (``--strict-acceleration``: error)."""

@@ -259,6 +259,12 @@ def setting_problem(name: str, value: Any) -> str | None:
         "unknown logger 'wandb'; choose one of csv, tensorboard, both, none."
     """
     hint = _hint(name)
+    if get_origin(hint) is not Literal:  # ``Literal[...] | None``: unset, or one of the choices
+        options = [a for a in get_args(hint) if a is not type(None)]
+        if len(options) == 1 and get_origin(options[0]) is Literal:
+            if value is None:
+                return None
+            hint = options[0]
     if get_origin(hint) is Literal:
         choices = get_args(hint)
         if value not in choices:

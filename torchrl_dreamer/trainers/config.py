@@ -64,7 +64,6 @@ from torchrl_dreamer.collectors.settings import (
     setting_docs,
 )
 from torchrl_dreamer.emulator import DEFAULT_PPU, MODELS, PPU_MODES
-from torchrl_dreamer.objectives.learner import COMPILE_MODES
 
 __all__ = [
     "TrainConfig",
@@ -364,9 +363,6 @@ class TrainConfig:
                               "no frames to skip: leave it unset or 0.")
         self.time_limit_s  # noqa: B018 - parses (and so checks) the durations
         self.eval_time_limit_s  # noqa: B018
-        if self.compile is not None and self.compile not in COMPILE_MODES:
-            raise ConfigError(f"unknown compile mode {self.compile!r}; choose one of "
-                              f"{', '.join(COMPILE_MODES)} (or leave it unset: eager).")
         if self.env_device is not None:
             if not self.is_game and self.env_device != self.device:
                 raise ConfigError(f"env_device applies to Game Boy tasks; task {self.task!r} "
