@@ -13,6 +13,7 @@ import dataclasses
 from typing import Literal, get_args
 
 from torchrl_dreamer.collectors.setting_rules import integer, number, optional, setting
+from torchrl_dreamer.emulator.model import MODELS
 from torchrl_dreamer.objectives.learner import CompileMode
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "SECTIONS",
     "Backend",
     "CollectorSection",
+    "ConsoleModel",
     "EnvSection",
     "EvalSection",
     "LearnerSection",
@@ -40,6 +42,8 @@ Backend = Literal["reference", "threaded", "cuda", "cuda-twin", "ray"]
 ReplayBacking = Literal["memory", "memmap"]
 LoggerKind = Literal["csv", "tensorboard", "both", "none"]
 Precision = Literal["fp32", "bf16", "fp16"]
+ConsoleModel = Literal[MODELS]  # type: ignore[valid-type]
+"""A Game Boy model the consoles can be (``torchrl_dreamer.emulator.MODELS``: one list)."""
 
 BACKENDS: tuple[str, ...] = get_args(Backend)
 """Collector backends; ``ray`` runs the collection on Ray (:mod:`torchrl_dreamer.distributed`)."""
@@ -88,7 +92,7 @@ class EnvSection:
     fresh draw of 0..noop_max frames with no button held, so games that seed their RNG from
     frame counters play differently each time; unset: the task's (a spec's ``start.noop_max``),
     else 30 (``GAME_TRAIN_DEFAULTS``); 0: one fixed start."""
-    console: str | None = setting(None, identity=True)
+    console: ConsoleModel | None = setting(None, identity=True)
     """The Game Boy model the consoles are (Game Boy tasks): ``dmg`` or ``cgb`` (Game Boy Color,
     ``torchrl_dreamer.emulator.MODELS``); unset: the cartridge's choice (a Color-only ROM runs
     on the Color, every other on the DMG). ``cgb`` runs a DMG-only ROM in the Color's

@@ -63,7 +63,7 @@ from torchrl_dreamer.collectors.settings import (
     identity_settings,
     setting_docs,
 )
-from torchrl_dreamer.emulator import DEFAULT_PPU, MODELS, PPU_MODES
+from torchrl_dreamer.emulator import DEFAULT_PPU, PPU_MODES
 
 __all__ = [
     "TrainConfig",
@@ -342,9 +342,6 @@ class TrainConfig:
         check_settings("TrainConfig", self, FLAT, ConfigError)  # each setting's one rule
         if self.ppu not in PPU_MODES:
             raise ConfigError(f"unknown ppu {self.ppu!r}; choose one of {', '.join(PPU_MODES)}.")
-        if self.console is not None and self.console not in MODELS:
-            raise ConfigError(f"unknown console {self.console!r}; choose one of "
-                              f"{', '.join(MODELS)} (or leave it unset: the cartridge's choice).")
         if self.rom is not None and not Path(self.rom).is_file():
             raise ConfigError(
                 f"ROM {self.rom} not found; pass --rom PATH to a .gb file you own (games other than "
