@@ -120,8 +120,8 @@ def test_play_runs_a_color_game_and_refuses_a_dmg_for_it(ramp_rom, capsys):
     from torchrl_dreamer.play import play
     from torchrl_dreamer.play.__main__ import main
 
-    session = play(str(ramp_rom), inputs=["NOOP x2"], headless=True, log=lambda line: None)
-    assert session.env.gb.model == "cgb" and len(session.history) == 3
+    played = play(str(ramp_rom), inputs=["NOOP x2"], headless=True, log=lambda line: None)
+    assert played.env.gb.model == "cgb" and len(played.history) == 3
     # the CLI's --model dmg asks for a DMG, which refuses a Color-only ROM with a clear error
     script = ramp_rom.parent / "moves.txt"
     script.write_text("NOOP\n")

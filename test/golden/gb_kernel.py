@@ -2,7 +2,7 @@
 # key: 
 import warp as wp
 
-from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, daa, dec8, inc8, rot8
+from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.cgb import speed_switch
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, tick, tick_idu, wr
@@ -37,18 +37,6 @@ def pair16(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int, f: in
     if k == 2:
         return (h << 8) | l
     return (a << 8) | f
-
-
-@wp.func
-def cond_ok(k: int, f: int) -> bool:
-    """Branch condition NZ, Z, NC, C by 2-bit index."""
-    if k == 0:
-        return (f & 0x80) == 0
-    if k == 1:
-        return (f & 0x80) != 0
-    if k == 2:
-        return (f & 0x10) == 0
-    return (f & 0x10) != 0
 
 
 @wp.kernel

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warp as wp
 
-__all__ = ["add_hl", "add_sp", "alu8", "daa", "dec8", "inc8", "rot8"]
+__all__ = ["add_hl", "add_sp", "alu8", "cond_ok", "daa", "dec8", "inc8", "rot8"]
 
 
 @wp.func
@@ -165,3 +165,16 @@ def add_sp(sp: int, e: int) -> int:
     if ((sp & 0xFF) + e) > 0xFF:
         nf = nf | 0x10
     return ((sp + s) & 0xFFFF) | (nf << 16)
+
+
+@wp.func
+def cond_ok(k: int, f: int) -> bool:
+    """Branch condition NZ, Z, NC, C by its 2-bit index ``k`` (opcode bits 3-4) over flags ``f``:
+    the conditional jumps, calls and returns of the kernel and the idle-loop detector."""
+    if k == 0:
+        return (f & 0x80) == 0
+    if k == 1:
+        return (f & 0x80) != 0
+    if k == 2:
+        return (f & 0x10) == 0
+    return (f & 0x10) != 0

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.alu import alu8, dec8
+from torchrl_dreamer.emulator.alu import alu8, cond_ok, dec8
 from torchrl_dreamer.emulator.bus import peek
 from torchrl_dreamer.emulator.dma import dma_busy
 from torchrl_dreamer.emulator.interrupts import pending_irqs
@@ -133,14 +133,7 @@ def branch_cond(op: int, f: int) -> bool:
     """Whether the branch ``op`` (JR/JP, conditional or not) is taken with flags ``f``."""
     if op == 0x18 or op == 0xC3:
         return True
-    k = (op >> 3) & 3
-    if k == 0:
-        return (f & 0x80) == 0
-    if k == 1:
-        return (f & 0x80) != 0
-    if k == 2:
-        return (f & 0x10) == 0
-    return (f & 0x10) != 0
+    return cond_ok((op >> 3) & 3, f)
 
 
 @wp.func
