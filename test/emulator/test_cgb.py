@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import requires_cuda, rom_path
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
@@ -591,3 +592,24 @@ def test_hblank_hdma_stalls_the_cpu(hdma):
     n = hi << 8 | lo
     lost = 128 * 32 // 40 if hdma else 0  # iterations the stall takes away
     assert abs(n - (70224 // 40 - lost)) <= 3, n
+
+
+# ------------------------------------------------------------------------------- CUDA
+@requires_cuda
+def test_cuda_color_matches_cpu(roms):
+    """The Color model on CUDA gives the CPU twin's colour frames, memory and registers bit for
+    bit, on a real Color game (Pandora's Blocks, its HDMA, banks and palettes in use), with
+    consoles of a warp pressing different buttons."""
+    path = rom_path(roms, "games/pandoras-blocks/PandorasBlocks.gbc")
+    presses = torch.tensor([0, 0x08, 0x01, 0x80], dtype=torch.uint8)  # none, START, A, DOWN
+    cpu = GameBoy(path, num_envs=4, model="cgb")
+    gpu = GameBoy(path, num_envs=4, model="cgb", device="cuda")
+    for k in range(12):
+        b = presses if k % 2 else torch.zeros(4, dtype=torch.uint8)
+        cpu.step(b, frames=24, press_frames=8)
+        gpu.step(b.cuda(), frames=24, press_frames=8)
+    assert torch.equal(cpu.rgb555, gpu.rgb555.cpu())
+    assert len(torch.unique(cpu.rgb555)) > 4  # a colour frame, not four shades
+    assert torch.equal(cpu.read_memory(0xC000, 0x2000), gpu.read_memory(0xC000, 0x2000).cpu())
+    for k, v in cpu.registers().items():
+        assert torch.equal(v, gpu.registers()[k].cpu()), k
