@@ -726,9 +726,11 @@ class _CudaTestsPlugin:
         self.path = path
         self.counts = {"selected": 0, "passed": 0, "failed": 0, "skipped": 0, "errors": 0}
         self.failures: list[str] = []
+        self.pending: list[str] = []  # selected, not yet reported: "not reached" if cut short
 
     def _write(self) -> None:
-        self.path.write_text(json.dumps({**self.counts, "failures": self.failures[:20]}))
+        self.path.write_text(json.dumps({**self.counts, "failures": self.failures[:20],
+                                         "not_reached": self.pending}))
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
         keep = [it for it in items if needs_cuda(it)]
@@ -737,10 +739,13 @@ class _CudaTestsPlugin:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
         self.counts["selected"] = len(keep)
+        self.pending = [it.nodeid for it in keep]
         self._write()
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         c = self.counts
+        if report.when == "teardown" and report.nodeid in self.pending:
+            self.pending.remove(report.nodeid)
         if report.when in ("setup", "call") and report.skipped:
             c["skipped"] += 1
         elif report.when == "call" and report.passed:
@@ -850,6 +855,7 @@ def part_tests(ctx: Context) -> str | None:
                    selected=counts.get("selected"), failed=counts.get("failed"),
                    skipped=counts.get("skipped"), errors=counts.get("errors"),
                    failures=counts.get("failures"), pytest_exit=rc,
+                   not_reached=counts.get("not_reached") if rc is None else None,
                    timed_out=rc is None, log_tail=tail if rc not in (0,) else None)
     return None
 

@@ -149,6 +149,36 @@ def test_cuda_test_selection_keeps_the_cuda_tests_only():
     assert "test/emulator/test_asm.py" not in files
 
 
+def test_cuda_tests_status_names_the_tests_not_reached(tmp_path):
+    """A tests part cut by its time limit says which CUDA tests never ran, by node id."""
+    suite = _load("gpu_suite")
+    cuda = pytest.mark.skipif(True, reason="CUDA not available").mark
+    status = tmp_path / "status.json"
+    plugin = suite._CudaTestsPlugin(status)
+
+    def item(nodeid, *marks):
+        return SimpleNamespace(nodeid=nodeid, iter_markers=lambda: iter(marks))
+
+    items = [item("t.py::a", cuda), item("t.py::cpu_only"), item("t.py::b", cuda),
+             item("t.py::c", cuda)]
+    config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: None))
+    plugin.pytest_collection_modifyitems(config, items)
+    assert [it.nodeid for it in items] == ["t.py::a", "t.py::b", "t.py::c"]
+
+    def report(nodeid, when, outcome):
+        return SimpleNamespace(nodeid=nodeid, when=when, passed=outcome == "passed",
+                               failed=outcome == "failed", skipped=outcome == "skipped")
+
+    for when in ("setup", "call", "teardown"):
+        plugin.pytest_runtest_logreport(report("t.py::a", when, "passed"))
+    plugin.pytest_runtest_logreport(report("t.py::b", "setup", "passed"))
+    plugin.pytest_runtest_logreport(report("t.py::b", "call", "failed"))
+    plugin.pytest_runtest_logreport(report("t.py::b", "teardown", "passed"))
+    got = json.loads(status.read_text())
+    assert got["selected"] == 3 and got["passed"] == 1 and got["failed"] == 1
+    assert got["failures"] == ["t.py::b"] and got["not_reached"] == ["t.py::c"]
+
+
 # ------------------------------------------------------------------------------ SIMT model
 def test_simt_model_on_known_traces():
     simt = _load("simt")
