@@ -351,6 +351,31 @@ def test_actor_loss_touches_only_the_actor(discrete):
     assert not imag["latent"].requires_grad
 
 
+@pytest.mark.parametrize("discrete", [True, False])
+def test_imagine_last_starts_from_the_last_steps_only(discrete):
+    """imagine_last=K imagines B x K trajectories, started from the posterior states of each
+    sequence's last K steps (time-major [T, B]), with the data's continue flags of those steps;
+    K >= T is every step, as 0 is."""
+    wm, actor, critic = _agent(discrete=discrete)
+    post = _posterior(wm, T=5, B=2)
+    post["continue_"] = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
+    cfg = DreamerV3LossConfig().with_(horizon=3, imagine_last=2)
+    out = DreamerV3ActorLoss(wm, actor, critic, cfg)(post)
+    imag = out["imagination"]
+    assert imag["latent"].shape == (4, 4, wm.latent_dim)
+    starts = torch.cat([post["z"], post["h"]], -1)[-2:].reshape(4, -1)
+    torch.testing.assert_close(imag["latent"][0], starts)
+    # a terminal start (the data's continue 0) weighs nothing: steps 3 and 4 are (0, 1), (1, 1)
+    assert (imag["weight"][:, 0] == 0).all() and (imag["weight"][0, 1:] == 1).all()
+    out["loss_actor"].backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in actor.parameters())
+    for k in (0, 5, 9):
+        full = DreamerV3ActorLoss(wm, actor, critic, cfg.with_(imagine_last=k))(post)
+        assert full["imagination"]["latent"].shape == (4, 10, wm.latent_dim)
+    with pytest.raises(ValueError, match="imagine_last must be an integer >= 0"):
+        DreamerV3LossConfig(imagine_last=-1)
+
+
 def test_set_entropy_coef_changes_the_actor_loss_by_the_entropy_term():
     """The loss is -(w * (objective + weight * H)).mean(): setting the weight from 0 to c moves
     the loss by exactly -c * mean(w * H), with the same imagination (same generator seed)."""

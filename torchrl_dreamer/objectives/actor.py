@@ -217,9 +217,13 @@ class DreamerV3ActorLoss(LossModule):
         keys, cfg = self.tensor_keys, self.config
         h = tensordict.get(keys.h).detach()
         z = tensordict.get(keys.z).detach()
+        first_cont = tensordict.get(keys.continue_)
+        if cfg.imagine_last:  # starts from the last steps of each [T, B] sequence only
+            h, z, first_cont = h[-cfg.imagine_last:], z[-cfg.imagine_last:], \
+                first_cont[-cfg.imagine_last:]
         h = h.reshape(-1, h.shape[-1])
         z = z.reshape(-1, z.shape[-1])
-        first_cont = tensordict.get(keys.continue_).reshape(-1).float()
+        first_cont = first_cont.reshape(-1).float()
         self._last_critic_logits = None
         if self.actor.discrete:
             with torch.no_grad(), record_function("actor/imagination"):

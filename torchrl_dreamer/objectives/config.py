@@ -50,6 +50,7 @@ class DreamerV3LossConfig:
     prior_head_scale: float = 0.0
     decode_stride: int = 1
     # behaviour
+    imagine_last: int = 0
     horizon: int = 15
     gamma: float = 1.0 - 1.0 / 333.0
     lmbda: float = 0.95
@@ -67,6 +68,9 @@ class DreamerV3LossConfig:
         if not isinstance(self.decode_stride, int) or self.decode_stride < 1:
             raise ValueError(f"decode_stride must be an integer >= 1 (1: decode every step), got "
                              f"{self.decode_stride!r}")
+        if not isinstance(self.imagine_last, int) or self.imagine_last < 0:
+            raise ValueError(f"imagine_last must be an integer >= 0 (0: imagine from every "
+                             f"step), got {self.imagine_last!r}")
 
     @classmethod
     def sheeprl(cls) -> DreamerV3LossConfig:

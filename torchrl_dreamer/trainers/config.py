@@ -229,6 +229,8 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
         v["entropy_coef"] = preset.entropy_coef
     if v["decode_stride"] is None:
         v["decode_stride"] = preset.decode_stride
+    if v["imagine_last"] is None:
+        v["imagine_last"] = preset.imagine_last
     if v["ppu"] is None:
         v["ppu"] = DEFAULT_PPU
     v["device"] = str(check_device(v["device"]))
