@@ -225,12 +225,9 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     preset = LOSS_PRESETS[v["loss_preset"]]
     if v["gamma"] is None:
         v["gamma"] = game_discount(v["frame_skip"]) if is_game else preset.gamma
-    if v["entropy_coef"] is None:
-        v["entropy_coef"] = preset.entropy_coef
-    if v["decode_stride"] is None:
-        v["decode_stride"] = preset.decode_stride
-    if v["imagine_last"] is None:
-        v["imagine_last"] = preset.imagine_last
+    for flat, (section, name) in FLAT.items():  # the rest of the loss section: the preset's
+        if section == "loss" and v[flat] is None and hasattr(preset, name):
+            v[flat] = getattr(preset, name)
     if v["ppu"] is None:
         v["ppu"] = DEFAULT_PPU
     v["device"] = str(check_device(v["device"]))
