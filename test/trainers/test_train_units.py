@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import struct
+import warnings
 
 import pytest
 import torch
@@ -508,6 +509,21 @@ def test_time_limit_alone_bounds_the_run_and_reserves_the_evaluation():
     both = TrainConfig(task="maze", time_limit="1h", total_steps=5000, eval_episodes=0)
     assert both.steps_bounded and both.training_deadline(0.0) == 3600 - FINISH_RESERVE_S
     assert TrainConfig(task="maze").training_deadline(0.0) is None
+
+
+
+def test_time_limit_the_evaluations_eat_is_refused_or_warned():
+    """A time limit no longer than its reserve (final evaluations and the last checkpoint) is
+    refused, naming what takes the time; one the reserve takes more than half of warns."""
+    with pytest.raises(ConfigError, match=r"leaves no time to train: 2 final evaluation\(s\) "
+                                          r"of up to 60 s and 30 s .* take 150 s"):
+        TrainConfig(task="maze", time_limit="150s")
+    with pytest.warns(UserWarning, match=r"trains for 50 s at most: .* 150 s of the 200 s"):
+        TrainConfig(task="maze", time_limit="200s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TrainConfig(task="maze", time_limit="200s", eval_episodes=0)  # 170 s of training
+        TrainConfig(task="maze", time_limit="140s", eval_time_limit="20s", eval_sampled=False)
 
 
 def test_unknown_setting_in_a_task_or_spec_train_section_lists_the_fields(tmp_path):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -331,9 +332,19 @@ class TrainConfig:
         limit = self.time_limit_s
         if limit is None:
             return None
+        return start + max(0.0, limit - self.time_reserve_s)
+
+    @property
+    def time_reserve_s(self) -> float:
+        """Seconds of ``time_limit`` kept back from training: the final evaluations' bounds
+        (greedy, and sampled with ``eval_sampled``) and :data:`FINISH_RESERVE_S`."""
         evals = (1 + int(self.eval.sampled)) if self.eval.episodes > 0 else 0
-        reserve = FINISH_RESERVE_S + evals * self.eval_time_limit_s
-        return start + max(0.0, limit - reserve)
+        return FINISH_RESERVE_S + evals * self.eval_time_limit_s
+
+    def _reserve_text(self) -> str:
+        evals = (1 + int(self.eval.sampled)) if self.eval.episodes > 0 else 0
+        return (f"{evals} final evaluation(s) of up to {self.eval_time_limit_s:.0f} s and "
+                f"{FINISH_RESERVE_S:.0f} s for the last checkpoint")
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
@@ -357,8 +368,19 @@ class TrainConfig:
         if self.noop_max and not self.is_game:
             raise ConfigError(f"noop_max applies to Game Boy tasks only; task {self.task!r} has "
                               "no frames to skip: leave it unset or 0.")
-        self.time_limit_s  # noqa: B018 - parses (and so checks) the durations
+        limit = self.time_limit_s  # parses (and so checks) the durations
         self.eval_time_limit_s  # noqa: B018
+        if limit is not None and limit <= self.time_reserve_s:
+            raise ConfigError(
+                f"time_limit={self.time_limit!r} ({limit:.0f} s) leaves no time to train: "
+                f"{self._reserve_text()} take {self.time_reserve_s:.0f} s of it. Raise "
+                "--time-limit, or shorten --eval-time-limit (or --eval-episodes 0 / "
+                "--no-eval-sampled).")
+        if limit is not None and limit - self.time_reserve_s < 0.5 * limit:
+            warnings.warn(
+                f"time_limit={self.time_limit!r} trains for {limit - self.time_reserve_s:.0f} s "
+                f"at most: {self._reserve_text()} take {self.time_reserve_s:.0f} s of the "
+                f"{limit:.0f} s.", stacklevel=2)
         if self.env_device is not None:
             if not self.is_game and self.env_device != self.device:
                 raise ConfigError(f"env_device applies to Game Boy tasks; task {self.task!r} "
