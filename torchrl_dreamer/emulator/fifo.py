@@ -83,7 +83,7 @@ from torchrl_dreamer.emulator.registers import (
     R_WX,
     R_WY,
 )
-from torchrl_dreamer.emulator.render import obj_on_line
+from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line
 
 __all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "FIFO_START_T"]
 
@@ -101,7 +101,6 @@ BG_PIXELS = wp.constant(0x3FFFF)
 WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still triggers
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
 
-_vec10i = wp.types.vector(length=10, dtype=wp.int32)
 _vec16i = wp.types.vector(length=16, dtype=wp.int32)
 
 
@@ -237,7 +236,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     if m.st[i, S_FIFO_SX] >= SCREEN_W:
         return m.st[i, S_FIFO_DOT]
     # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index
-    keys = _vec10i()
+    keys = ObjectKeys()
     nobj = int(0)  # noqa: UP018 (a dynamic Warp variable)
     for s in range(40):
         if nobj < 10:

@@ -77,7 +77,10 @@ _CLAIMED = 0x80  # composition byte: an object pixel decided this pixel (shade i
 _SCREEN_W = 160
 _SCREEN_H = 144
 
-_vec10i = wp.types.vector(length=10, dtype=wp.int32)
+ObjectKeys = wp.types.vector(length=10, dtype=wp.int32)
+"""A line's (at most 10) objects as sort keys (``X * 64 + OAM index`` on a DMG). Each renderer
+inserts them in its own loop: one shared ``@wp.func`` for the insertion measured 2-5 % slower on
+Tobu Tobu Girl (``docs/decisions/kernel_shape.md``)."""
 
 
 @wp.func
@@ -186,7 +189,7 @@ def render_scanline_row(
         height = 8
         if (lcdc & 0x04) != 0:
             height = 16
-        keys = _vec10i()
+        keys = ObjectKeys()
         n = int(0)  # noqa: UP018
         for s in range(40):
             if n < 10:

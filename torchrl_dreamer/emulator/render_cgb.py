@@ -31,7 +31,12 @@ import warp as wp
 from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_OBJPAL, CGBX_VRAM1
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.registers import R_OPRI
-from torchrl_dreamer.emulator.render import WIN_COUNT_MASK, WIN_TRIGGERED, obj_on_line
+from torchrl_dreamer.emulator.render import (
+    WIN_COUNT_MASK,
+    WIN_TRIGGERED,
+    ObjectKeys,
+    obj_on_line,
+)
 
 __all__ = ["WHITE", "rgb555_shade", "palette_colour", "render_line_cgb", "clear_line_cgb"]
 
@@ -41,7 +46,6 @@ _H = 144
 _CLAIMED = 0x80  # scratch byte: an object decided this pixel (its colour already in rgb)
 _BG_WON = 0x40  # ... and the BG pixel shows (BG-to-OBJ priority)
 _BG_PRIO = 0x20  # the BG map attribute's priority bit
-_vec10i = wp.types.vector(length=10, dtype=wp.int32)
 
 
 @wp.func
@@ -154,7 +158,7 @@ def render_line_cgb(i: int, m: wp.ref[Mem], ly: int, lcdc: int, scx: int, scy: i
         if (lcdc & 0x04) != 0:
             height = 16
         by_x = (int(m.hram[i, R_OPRI]) & 1) != 0
-        keys = _vec10i()
+        keys = ObjectKeys()
         n = int(0)  # noqa: UP018
         for s in range(40):
             if n < 10 and obj_on_line(int(m.oam[i, s * 4]), ly, height):
