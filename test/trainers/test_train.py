@@ -172,9 +172,9 @@ def test_gamma_reaches_the_run_learner(tmp_path, monkeypatch):
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c")})
     assert cfg.gamma == pytest.approx(1 - 1 / (20 * 60 / 6))  # 200 steps of 6 frames
     assert cfg.with_(frame_skip=24).gamma == pytest.approx(0.98)
-    assert cfg.decode_stride == 2  # the Game Boy default once the task sets none
+    assert cfg.decode_stride == 2 and cfg.imagine_last == 16  # Game Boy defaults: none of its own
     assert cfg.loss_config() == LOSS_PRESETS[cfg.loss_preset].with_(
-        gamma=cfg.gamma, entropy_coef=cfg.entropy_coef, decode_stride=2)
+        gamma=cfg.gamma, entropy_coef=cfg.entropy_coef, decode_stride=2, imagine_last=16)
     assert build_parser("train").parse_args(["--gamma", "0.95"]).gamma == 0.95
 
 

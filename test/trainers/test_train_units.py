@@ -476,6 +476,10 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
     assert TrainConfig(task="snake", gamma=0.9).gamma == 0.9  # given wins
     assert TrainConfig(task="snake", noop_max=0).noop_max == 0
     assert TrainConfig(task="snake", decode_stride=2).loss_config().decode_stride == 2
+    # imagination from each sequence's last 16 steps, but for the maze and catch (measured with all)
+    assert game.loss_config().imagine_last == 16 and gym.loss_config().imagine_last == 0
+    assert maze.imagine_last == TrainConfig(task="catch").imagine_last == 0
+    assert TrainConfig(task="snake", imagine_last=0).loss_config().imagine_last == 0
 
 
 @pytest.mark.parametrize(

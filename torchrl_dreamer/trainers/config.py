@@ -89,12 +89,13 @@ class ConfigError(ValueError):
 
 GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": 8, "noop_max": 30, "batch_size": 8,
                                        "replay_ratio": 0.1, "entropy_coef": 5e-3,
-                                       "decode_stride": 2}
+                                       "decode_stride": 2, "imagine_last": 16}
 """Settings every Game Boy task trains with unless it or the run says otherwise (a task's
 ``train_defaults``, a spec's ``train:``, then the command line override them), chosen from
 measurements across games: a decision every 8 frames (24 is too coarse for action games), up to
 30 random no-op frames (varied starts), batch 8 at replay ratio 0.1 (more updates per CPU
-minute), entropy 5e-3 (past a game's first trick) and every second frame decoded. The
+minute), entropy 5e-3 (past a game's first trick), every second frame decoded and imagination
+from the last 16 steps of each sequence (1.3x the updates per minute). The
 measurements behind each value: ``docs/decisions/training_defaults.md``."""
 
 
