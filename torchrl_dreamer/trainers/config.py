@@ -336,16 +336,21 @@ class TrainConfig:
         return start + max(0.0, limit - self.time_reserve_s)
 
     @property
+    def final_evaluations(self) -> int:
+        """How many final evaluations the run plays: greedy, then sampled with ``eval_sampled``
+        (none with ``eval_episodes`` 0)."""
+        return (1 + int(self.eval.sampled)) if self.eval.episodes > 0 else 0
+
+    @property
     def time_reserve_s(self) -> float:
         """Seconds of ``time_limit`` kept back from training: the final evaluations' bounds
-        (greedy, and sampled with ``eval_sampled``) and :data:`FINISH_RESERVE_S`."""
-        evals = (1 + int(self.eval.sampled)) if self.eval.episodes > 0 else 0
-        return FINISH_RESERVE_S + evals * self.eval_time_limit_s
+        and :data:`FINISH_RESERVE_S`."""
+        return FINISH_RESERVE_S + self.final_evaluations * self.eval_time_limit_s
 
     def _reserve_text(self) -> str:
-        evals = (1 + int(self.eval.sampled)) if self.eval.episodes > 0 else 0
-        return (f"{evals} final evaluation(s) of up to {self.eval_time_limit_s:.0f} s and "
-                f"{FINISH_RESERVE_S:.0f} s for the last checkpoint")
+        return (f"{self.final_evaluations} final evaluation(s) of up to "
+                f"{self.eval_time_limit_s:.0f} s and {FINISH_RESERVE_S:.0f} s for the last "
+                f"checkpoint take {self.time_reserve_s:.0f} s")
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
@@ -371,17 +376,16 @@ class TrainConfig:
                               "no frames to skip: leave it unset or 0.")
         limit = self.time_limit_s  # parses (and so checks) the durations
         self.eval_time_limit_s  # noqa: B018
-        if limit is not None and limit <= self.time_reserve_s:
+        training = None if limit is None else limit - self.time_reserve_s
+        if training is not None and training <= 0:
             raise ConfigError(
                 f"time_limit={self.time_limit!r} ({limit:.0f} s) leaves no time to train: "
-                f"{self._reserve_text()} take {self.time_reserve_s:.0f} s of it. Raise "
-                "--time-limit, or shorten --eval-time-limit (or --eval-episodes 0 / "
-                "--no-eval-sampled).")
-        if limit is not None and limit - self.time_reserve_s < 0.5 * limit:
+                f"{self._reserve_text()} of it. Raise --time-limit, or shorten "
+                "--eval-time-limit (or --eval-episodes 0 / --no-eval-sampled).")
+        if training is not None and training < 0.5 * limit:
             warnings.warn(
-                f"time_limit={self.time_limit!r} trains for {limit - self.time_reserve_s:.0f} s "
-                f"at most: {self._reserve_text()} take {self.time_reserve_s:.0f} s of the "
-                f"{limit:.0f} s.", stacklevel=2)
+                f"time_limit={self.time_limit!r} trains for {training:.0f} s at most: "
+                f"{self._reserve_text()} of the {limit:.0f} s.", stacklevel=2)
         if self.env_device is not None:
             if not self.is_game and self.env_device != self.device:
                 raise ConfigError(f"env_device applies to Game Boy tasks; task {self.task!r} "
