@@ -371,7 +371,7 @@ def checkpoint_policy(checkpoint: str | Path, num_envs: int, actions: list[str] 
     env.close()
     player = DreamerPlayer(wm, actor, num_envs=num_envs, greedy=greedy,
                            generator=torch.Generator().manual_seed(seed))
-    return AgentPolicy(player, list(wm.obs_keys)[0], int(cfg.frame_skip))
+    return AgentPolicy(player, list(wm.obs_keys)[0], int(cfg.env.frame_skip))
 
 
 class AgentPolicy:

@@ -190,24 +190,24 @@ def _train(argv: list[str]) -> int:
     start = time.perf_counter()  # a --time-limit counts from here: the kernel compile included
     args = build_parser("train", _task_in(argv)).parse_args(argv)
     cfg = config_from_args(args)
-    if cfg.backend == "ray":
+    if cfg.collector.backend == "ray":
         _register_ray_backend()
-    on_cpu = cfg.device == "cpu"
-    torch.set_num_threads(cfg.threads if on_cpu else max(1, min(torch.get_num_threads(), 4)))
+    on_cpu = cfg.run.device == "cpu"
+    torch.set_num_threads(cfg.run.threads if on_cpu else max(1, min(torch.get_num_threads(), 4)))
     trainer = DreamerTrainer(cfg, resume=args.resume or None)
     if trainer.resumed_from is not None:
         print(f"resumed from {trainer.resumed_from} at {trainer.policy_steps} policy steps",
               file=sys.stderr)
     row = trainer.train(deadline=cfg.training_deadline(start))
     summary: dict[str, Any] = {"run_dir": str(trainer.run_dir), **row}
-    if cfg.eval_episodes > 0:
+    if cfg.eval.episodes > 0:
         p = trainer.parts
-        env = make_env(cfg, num_envs=cfg.eval_episodes)
-        modes = [("eval", True)] + ([("eval_sampled", False)] if cfg.eval_sampled else [])
+        env = make_env(cfg, num_envs=cfg.eval.episodes)
+        modes = [("eval", True)] + ([("eval_sampled", False)] if cfg.eval.sampled else [])
         for name, greedy in modes:
             res = evaluate(env, p.world_model, p.actor, greedy=greedy,
-                           gif=trainer.run_dir / f"{name}.gif", max_steps=cfg.eval_max_steps,
-                           time_limit=cfg.eval_time_limit_s, progress=cfg.progress)
+                           gif=trainer.run_dir / f"{name}.gif", max_steps=cfg.eval.max_steps,
+                           time_limit=cfg.eval_time_limit_s, progress=cfg.run.progress)
             (trainer.run_dir / f"{name}.json").write_text(json.dumps(res.to_dict(), indent=1))
             summary.update({f"{name}_{k}": v for k, v in res.to_dict().items()
                             if k not in ("returns", "lengths", "unfinished_returns")})

@@ -109,19 +109,19 @@ def check_spec_start(cfg: TrainConfig) -> None:
     """Refuse a task spec whose start state already ends an episode (every episode would last
     one step), before the run is built: the cheap part of ``spec_check``'s probe, one console
     per start variant (:func:`~torchrl_dreamer.envs.spec_check.check_start`)."""
-    if cfg.task_spec is None:
+    if cfg.env.task_spec is None:
         return
     from torchrl_dreamer.envs import load_task_spec
     from torchrl_dreamer.envs.spec_check import StartStateError, check_start
 
-    task = load_task_spec(cfg.task_spec, rom=cfg.rom)
+    task = load_task_spec(cfg.env.task_spec, rom=cfg.env.rom)
     try:
-        check_start(task, frame_skip=cfg.frame_skip, press_frames=min(8, cfg.frame_skip),
-                    device=cfg.device)
+        check_start(task, frame_skip=cfg.env.frame_skip, press_frames=min(8, cfg.env.frame_skip),
+                    device=cfg.run.device)
     except StartStateError as err:
         raise ConfigError(f"{err} Fix the spec's start or its terminate/truncate entries; "
-                          f"python -m torchrl_dreamer.envs.spec_check {cfg.task_spec} --rom "
-                          f"{cfg.rom} shows what happens.") from err
+                          f"python -m torchrl_dreamer.envs.spec_check {cfg.env.task_spec} --rom "
+                          f"{cfg.env.rom} shows what happens.") from err
 
 
 _NOT_MODEL_INPUTS = frozenset({"is_first", "episode_id", "success"})
@@ -264,7 +264,7 @@ def build_remote_run(f: RunFactories, remote: Any, logger: Any = None) -> RunPar
         f = f.with_env(probe)
         rule = getattr(probe, "success_rule", "terminal_reward")
         demos = None
-        if cfg.demos:
+        if cfg.replay.demos:
             with demo_config_errors():
                 demos = remote.load_demonstrations(cfg.demo_paths, probe)
     finally:
@@ -297,14 +297,14 @@ def build_run(
     from torchrl_dreamer.collectors import AsyncDreamerCollector
     from torchrl_dreamer.collectors.remote import remote_collection
 
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(cfg.run.seed)
     if env is None:
         check_spec_start(cfg)
     f = RunFactories(cfg, obs, action_dim)
-    remote = remote_collection(cfg.backend)
+    remote = remote_collection(cfg.collector.backend)
     if remote is not None:
         return build_remote_run(f, remote, logger)
-    if cfg.backend == "ray":
+    if cfg.collector.backend == "ray":
         raise ConfigError(
             "--backend ray needs the Ray composition of torchrl_dreamer.distributed: import "
             "torchrl_dreamer.distributed before building the run (the training CLI does) and "
@@ -314,18 +314,19 @@ def build_run(
         env = f.env()
     f = f.with_env(env)
     storage, sampler = f.replay(env)
-    if cfg.demos:
+    if cfg.replay.demos:
         from torchrl_dreamer.data.demonstrations import attach_demonstrations
 
         with demo_config_errors():
             storage, sampler = attach_demonstrations(storage, sampler, cfg.demo_paths,
-                                                     share=cfg.demo_share, env=env)
+                                                     share=cfg.replay.demo_share, env=env)
     wm, actor, critic = f.networks()
     learner = f.learner(wm, actor, critic)
     player = f.player(wm, actor, env)
     collector = AsyncDreamerCollector(
         env, storage, sampler, player, learner, cfg.collector_config(),
-        total_frames=cfg.total_steps, logger=logger, bundle_dir=Path(cfg.log_dir) / "failures",
+        total_frames=cfg.run.total_steps, logger=logger,
+        bundle_dir=Path(cfg.run.log_dir) / "failures",
     )
     return RunParts(cfg, env, storage, sampler, wm, actor, critic, learner, player, collector,
                     getattr(env, "success_rule", "terminal_reward"))

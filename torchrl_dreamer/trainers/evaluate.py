@@ -248,11 +248,11 @@ def evaluate_checkpoint(
     cfg = TrainConfig.from_dict({**state["config"], **overrides})
     torch.manual_seed(seed)
     env = make_env(cfg, num_envs=episodes)
-    wm, actor = modules_from_checkpoint(state, env, cfg.device)
+    wm, actor = modules_from_checkpoint(state, env, cfg.run.device)
     limit = parse_duration(time_limit, "time_limit") if time_limit is not None \
         else cfg.eval_time_limit_s
     return evaluate(env, wm, actor, greedy=greedy, gif=gif, time_limit=limit,
-                    max_steps=max_steps if max_steps is not None else cfg.eval_max_steps)
+                    max_steps=max_steps if max_steps is not None else cfg.eval.max_steps)
 
 
 def world_model_video_checkpoint(
@@ -297,8 +297,8 @@ def world_model_video_checkpoint(
     cfg = TrainConfig.from_dict({**state["config"], **overrides})
     env = make_env(cfg, num_envs=sequences)
     if getattr(env, "pixels_format", None) != "packed2":
-        raise CheckpointError(f"task {cfg.task!r} has no packed2 pixels: nothing to draw")
-    wm, _ = modules_from_checkpoint(state, env, cfg.device)
+        raise CheckpointError(f"task {cfg.env.task!r} has no packed2 pixels: nothing to draw")
+    wm, _ = modules_from_checkpoint(state, env, cfg.run.device)
     g = torch.Generator().manual_seed(seed)
     n_act = int(env.action_spec.space.n)
     keys = list(wm.obs_keys)  # pixels and any other observation (a task's RAM vectors)
@@ -311,7 +311,7 @@ def world_model_video_checkpoint(
         firsts.append(td.get("is_first").reshape(-1))
         actions.append(a)
     actions.append(torch.zeros_like(a))  # the last row's action: no step consumes it
-    dev = torch.device(cfg.device)
+    dev = torch.device(cfg.run.device)
     prev_action, is_first = rssm_inputs(torch.stack(actions).to(dev),
                                         torch.stack(firsts).to(dev), n_act)
     seq = torch.stack(obs).to(dev)  # [T, B]

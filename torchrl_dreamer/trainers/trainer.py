@@ -108,7 +108,7 @@ class DreamerTrainer:
     def __init__(self, config: TrainConfig, parts: RunParts | None = None,
                  resume: str | Path | None = None, quiet: bool = False) -> None:
         self.config = config
-        self.run_dir = Path(config.log_dir)
+        self.run_dir = Path(config.run.log_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.quiet = quiet
         saved = None
@@ -116,19 +116,19 @@ class DreamerTrainer:
             ckpt = resolve_checkpoint(resume)
             saved = load_checkpoint(ckpt, map_location="cpu")
             check_compatible(saved["config"], config, saved.get("resolved"))
-        self.logger = make_logger(config.logger, self.run_dir)
+        self.logger = make_logger(config.run.logger, self.run_dir)
         if parts is None:
             parts = build_run(config, logger=self.logger)
         else:
             parts.collector.logger = self.logger
         self.parts = parts
         self.collector: RunCollector = parts.collector
-        self.tracker = EpisodeTracker(config.num_envs, success_rule=parts.success_rule)
+        self.tracker = EpisodeTracker(config.env.num_envs, success_rule=parts.success_rule)
         self.history: list[dict[str, float]] = []
         self.wall_s = 0.0
         self.created = time.perf_counter()
         self._deadline: float | None = None
-        self.entropy_now: float | None = config.entropy_coef
+        self.entropy_now: float | None = config.loss.entropy_coef
         """The entropy bonus's weight the learner uses now (``entropy_final``'s schedule)."""
         self.resumed_from: Path | None = None
         if saved is not None:
@@ -160,7 +160,7 @@ class DreamerTrainer:
     def save(self) -> Path:
         """Write a checkpoint at the current step; returns its directory."""
         path = self.run_dir / "checkpoints" / f"step_{self.policy_steps}"
-        save_replay = self.collector.save_replay if self.config.checkpoint_replay else None
+        save_replay = self.collector.save_replay if self.config.run.checkpoint_replay else None
         return save_checkpoint(path, self.state_dict(), save_replay)
 
     def _restore(self, saved: dict[str, Any], ckpt: Path) -> None:
@@ -194,17 +194,17 @@ class DreamerTrainer:
         """How far this training is, in ``[0, 1]``: policy steps of ``total_steps`` or the
         clock from the trainer's creation to the training deadline, whichever is further."""
         cfg = self.config
-        return run_progress(self.policy_steps, cfg.total_steps if cfg.steps_bounded else None,
+        return run_progress(self.policy_steps, cfg.run.total_steps if cfg.steps_bounded else None,
                             time.perf_counter(), self.created, self._deadline)
 
     def _apply_schedules(self) -> None:
         """Set the scheduled settings (``entropy_final``) for the run's progress now."""
         cfg = self.config
-        if cfg.entropy_final is None:
+        if cfg.loss.entropy_final is None:
             return
         loss = getattr(self.parts.learner, "actor_loss", None)
         if loss is not None and hasattr(loss, "set_entropy_coef"):
-            self.entropy_now = anneal(float(cfg.entropy_coef), float(cfg.entropy_final),
+            self.entropy_now = anneal(float(cfg.loss.entropy_coef), float(cfg.loss.entropy_final),
                                       self.progress())
             loss.set_entropy_coef(self.entropy_now)
 
@@ -234,10 +234,10 @@ class DreamerTrainer:
             "success": rec["success"],
             "episodes": rec["episodes"],
         }
-        if self.config.entropy_final is not None:
+        if self.config.loss.entropy_final is not None:
             row["entropy_coef"] = self.entropy_now
         if bar is not None:
-            bar.n = min(self.policy_steps, self.config.total_steps)
+            bar.n = min(self.policy_steps, self.config.run.total_steps)
             left = ("" if self._deadline is None
                     else f" left={max(0.0, self._deadline - now) / 60:.1f}m")
             bar.set_postfix_str(
@@ -263,24 +263,24 @@ class DreamerTrainer:
         if deadline is None:
             deadline = cfg.training_deadline(self.created)
         bar = None
-        if cfg.progress and not self.quiet:
+        if cfg.run.progress and not self.quiet:
             from tqdm.auto import tqdm
 
-            total = cfg.total_steps if cfg.steps_bounded else None
-            bar = tqdm(total=total, initial=min(self.policy_steps, cfg.total_steps),
-                       unit="step", dynamic_ncols=True, desc=f"dreamer {cfg.task}")
+            total = cfg.run.total_steps if cfg.steps_bounded else None
+            bar = tqdm(total=total, initial=min(self.policy_steps, cfg.run.total_steps),
+                       unit="step", dynamic_ncols=True, desc=f"dreamer {cfg.env.task}")
         self._deadline = deadline
         t_start = t_chunk = time.perf_counter()
         steps0 = self.policy_steps
-        every = cfg.checkpoint_every or cfg.total_steps
-        vevery = cfg.video_every or cfg.total_steps
+        every = cfg.run.checkpoint_every or cfg.run.total_steps
+        vevery = cfg.run.video_every or cfg.run.total_steps
         next_ckpt = (self.policy_steps // every + 1) * every
         next_video = (self.policy_steps // vevery + 1) * vevery
         row: dict[str, float] = {}
         out_of_time = False
         try:
-            while self.policy_steps < cfg.total_steps and not out_of_time:
-                target = min(cfg.total_steps, next_ckpt, next_video)
+            while self.policy_steps < cfg.run.total_steps and not out_of_time:
+                target = min(cfg.run.total_steps, next_ckpt, next_video)
                 c.total_frames = target
                 self._apply_schedules()
                 for _ in c.iterator():
@@ -298,11 +298,11 @@ class DreamerTrainer:
                 if self.logger is not None:
                     self.logger.log_metrics({f"progress/{k}": v for k, v in row.items()
                                              if not math.isnan(v)}, step=self.policy_steps)
-                if cfg.video_every and self.policy_steps >= next_video:
+                if cfg.run.video_every and self.policy_steps >= next_video:
                     self.write_video()
                     next_video = (self.policy_steps // vevery + 1) * vevery
-                if (cfg.checkpoint_every and self.policy_steps >= next_ckpt) \
-                        or self.policy_steps >= cfg.total_steps or out_of_time:
+                if (cfg.run.checkpoint_every and self.policy_steps >= next_ckpt) \
+                        or self.policy_steps >= cfg.run.total_steps or out_of_time:
                     self.save()
                     next_ckpt = (self.policy_steps // every + 1) * every
         finally:
@@ -322,7 +322,7 @@ class DreamerTrainer:
         if p.storage is None or "pixels" not in getattr(p.world_model, "decoders", {}):
             return None
         frames = replay_open_loop(p.world_model, p.storage, sequences=4, length=32, context=8,
-                                  seed=self.config.seed + self.policy_steps)
+                                  seed=self.config.run.seed + self.policy_steps)
         if frames is None:
             return None
         path = write_video(self.run_dir / "videos" / f"wm_step_{self.policy_steps}.mp4", frames)
