@@ -1,4 +1,4 @@
-"""A batched RAM finder: where does a game keep its score, lives, game-over state and player?
+"""A batched RAM finder: where does a game keep its score, lives, game-over state, goals and player?
 
 Users who bring a ROM do not know its RAM map. Like an emulator's cheat search, but on many
 consoles at once: :func:`record` boots ``num_envs`` consoles, plays random buttons (each held
@@ -37,6 +37,13 @@ for one env step) and records WRAM and HRAM after every step; :func:`rank` ranks
   console, only ever drops by one (at different steps on different consoles, not like a clock),
   at least twice on a console, returns only to its start value, and drops to its lowest value
   right before most game overs.
+- **objective**: a count of goals left (a puzzle's deliveries, a level's targets), for games
+  without a score: a byte that starts at one value 1..15 on every console, only ever falls by
+  one and rarely (not like a clock), rises only from 0 or back to its start, and runs out on
+  some console, unless it is lives (a lives candidate, or a count that runs out right before
+  the game over). Random play seldom meets a goal; a trained agent (``--policy``) does.
+- **win**: a predicate that turns true as the best objective runs out (a level-complete
+  screen), ranked as game overs are against those steps.
 - **position**: bytes whose change follows a direction button (RIGHT vs LEFT for x, DOWN vs UP
   for y; also the last direction pressed, for games where a press sets a persistent direction).
 
@@ -69,6 +76,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -85,12 +93,13 @@ from torchrl_dreamer.envs.actions import BUTTON_BITS
 
 __all__ = ["Candidate", "Recording", "SearchResult", "RamSearchError", "record", "rank",
            "ram_search", "draft_spec", "spec_start", "SCORE_MIN", "GAME_OVER_MIN", "KINDS",
-           "FREEZE_FRAMES", "WINDOW_FRAMES", "LAG_FRAMES", "AFTER_FREEZE_FRAMES", "main"]
+           "FREEZE_FRAMES", "WINDOW_FRAMES", "LAG_FRAMES", "AFTER_FREEZE_FRAMES", "WIN_STATE_VALUES",
+           "main"]
 
 WRAM, WRAM_SIZE = 0xC000, 0x2000
 HRAM, HRAM_SIZE = 0xFF80, 0x7F
 _ACTIONS = ("NOOP", "A", "B", "START", "UP", "DOWN", "LEFT", "RIGHT")
-KINDS = ("score", "lives", "game_over", "position")
+KINDS = ("score", "lives", "game_over", "objective", "win", "position")
 """The kinds of candidates, in the order the table prints them."""
 
 FREEZE_FRAMES = 96
@@ -105,6 +114,8 @@ SCORE_MIN = 0.1
 GAME_OVER_MIN = 0.35
 """A game-over candidate ranked lower is not written into a draft spec, nor used to judge the
 score and lives candidates."""
+WIN_STATE_VALUES = 16
+"""A win predicate reads a byte of at most this many values (a state: a scene or mode byte)."""
 AFTER_FREEZE_FRAMES = 512
 """Restarts within this many frames after a frozen screen belong to that game over."""
 
@@ -180,6 +191,10 @@ class SearchResult:
     lives: list[Candidate] = field(default_factory=list)
     position: list[Candidate] = field(default_factory=list)
     game_over: list[Candidate] = field(default_factory=list)
+    objective: list[Candidate] = field(default_factory=list)
+    """Counts of goals left (a puzzle's deliveries, a level's targets): see :func:`_rank_objectives`."""
+    win: list[Candidate] = field(default_factory=list)
+    """Predicates that turn true as the best objective runs out (a level-complete screen)."""
     start_values: dict[int, int] = field(default_factory=dict)
     events: int = 0
     """Game events (frozen screens, restarts, respawn jumps) seen over all consoles."""
@@ -474,6 +489,11 @@ def _rank(rec: Recording) -> SearchResult:
                            pressed[w:])
     res.score = [_as_candidate(f, addrs) for f in scored[:16]]
     res.lives = _rank_lives(ram, addrs[cols], sure, full, addrs, steps_of(WINDOW_FRAMES))
+    res.objective = _rank_objectives(ram, addrs[cols], res.lives, sure, full, addrs,
+                                     steps_of(WINDOW_FRAMES))
+    if res.objective:
+        res.win = _rank_win(whole, cols, addrs, res.objective, pressed, steps_of(WINDOW_FRAMES),
+                            steps_of(LAG_FRAMES), rec.stack)
     return res
 
 
@@ -927,7 +947,7 @@ def _teleports(ram: torch.Tensor, columns: list[int], jump: float = 3.0,
 def _rank_game_over(full: torch.Tensor, cols: torch.Tensor, addrs: torch.Tensor,
                     events: torch.Tensor, pressed: torch.Tensor, window: int, lag: int,
                     stack: tuple[int, int] | None = None, chunk: int = 128,
-                    min_recall: float = 0.2) -> list[Candidate]:
+                    min_recall: float = 0.2, max_values: int = 256) -> list[Candidate]:
     """Rank predicates ``byte == v`` / ``byte != start`` by how they announce ``events``: an
     onset at most ``window`` steps before an event, or ``lag`` steps after it (a game may
     freeze the screen a moment before it sets its game-over state).
@@ -938,7 +958,8 @@ def _rank_game_over(full: torch.Tensor, cols: torch.Tensor, addrs: torch.Tensor,
     start state (``full[0]``) on any console is never proposed, nor one whose onsets mostly
     follow one button (a pause, a menu the button opens: a screen the player calls up, not the
     end of the game). Ties go to the predicate that turns true earliest before its events (a
-    death before the fade that follows it), then to a byte with few values (a state).
+    death before the fade that follows it), then to a byte with few values (a state). Bytes
+    that take more than ``max_values`` values are left out.
     """
     T, N = events.shape
     n_ev = int(events.sum())
@@ -1000,6 +1021,8 @@ def _rank_game_over(full: torch.Tensor, cols: torch.Tensor, addrs: torch.Tensor,
             if stack is not None and stack[0] - 32 <= a < stack[1] + 8:
                 sc *= 0.9  # a stack byte: rather a game variable of the same worth
             dv, ld = int(distinct[r]), float(lead[i])
+            if dv > max_values:
+                continue
             out.append((round(sc, 2), -int(ld // (lag + 1)), op == "!=", dv, Candidate(
                 a, "game_over", sc,
                 f"turns true before {recall[i]:.0%} of {n_ev} events (about {ld:.0f} steps "
@@ -1054,6 +1077,91 @@ def _rank_lives(ram: torch.Tensor, addrs: torch.Tensor, game_over: list[Candidat
     return out[:16]
 
 
+# ---- goals left and the win
+def _rank_objectives(ram: torch.Tensor, addrs: torch.Tensor, lives: list[Candidate],
+                     game_over: list[Candidate], full: torch.Tensor, all_addrs: torch.Tensor,
+                     window: int) -> list[Candidate]:
+    """Counts of goals left (``ram`` ``[T+1, N, C]`` of the bytes that change): a byte that
+    starts at one value 1..15 on every console, only ever falls by one, rarely (at most
+    ``start`` falls a console before it rises again, not on every console at once like a
+    clock), rises only from 0 or back to its start (the next level's count, a new game), and
+    runs out (reaches 0) on some console. A puzzle's deliveries or a level's targets count down
+    this way; random play seldom meets one, a trained agent's play (``--policy``) does. A lives
+    candidate is not one, nor a count whose running out comes right before (within ``window``
+    steps) the best game over: that is lives the finder could not confirm. Ranked by the share
+    of consoles where it ran out, then by the values it took (a new level's count), then by
+    address."""
+    d = ram[1:] - ram[:-1]
+    start = ram[0]
+    dec, inc = d < 0, d > 0
+    equal = (start == start[:1]).all(0) & (start[0] >= 1) & (start[0] <= 15)
+    by_one = (dec & (d != -1)).sum((0, 1)) == 0
+    prev = ram[:-1]
+    ups_ok = (inc & (prev != 0) & (ram[1:] != start.unsqueeze(0))).sum((0, 1)) == 0
+    few = dec.sum(0).amax(0) <= 2 * start[0].clamp(min=1)  # a few falls a console, not a clock
+    steps = dec.any(1)
+    together = ((dec.float().mean(1) >= 0.95) & steps).sum(0) >= 0.8 * steps.sum(0).clamp(min=1)
+    out_on = (ram == 0).any(0)  # [N, C]
+    ok = equal & by_one & ups_ok & few & ~together & out_on.any(0)
+    taken = {c.address for c in lives}
+    ends = None
+    if game_over:
+        g = _holds(full, all_addrs, game_over[0])
+        ends = torch.cat([torch.zeros(1, g.shape[1], dtype=torch.int32),
+                          (g[1:] & ~g[:-1]).int().cumsum(0)])
+    out = []
+    for j in torch.nonzero(ok).flatten().tolist():
+        a = int(addrs[j])
+        if a in taken:
+            continue
+        zero = ram[..., j] == 0
+        ran_out = zero[1:] & ~zero[:-1]  # [T, N]
+        if ends is not None and bool(ran_out.any()):
+            t, n = torch.nonzero(ran_out, as_tuple=True)
+            t_end = torch.clamp(t + 1 + window, max=ends.shape[0] - 1)
+            if float(((ends[t_end, n] - ends[t, n]) > 0).float().mean()) >= 0.5:
+                continue  # runs out just before a game over: lives
+        share = float(out_on[:, j].float().mean())
+        values = len(torch.unique(ram[..., j]))
+        out.append((share, values, Candidate(a, "objective", share, (
+            f"start {int(start[0, j])}, counts down by one, ran out on {share:.0%} of consoles, "
+            f"{values} values"))))
+    out.sort(key=lambda x: (-x[0], -x[1], x[2].address))
+    return [x[2] for x in out[:16]]
+
+
+def _rank_win(whole: torch.Tensor, cols: torch.Tensor, addrs: torch.Tensor,
+              objectives: list[Candidate], pressed: torch.Tensor, window: int, lag: int,
+              stack: tuple[int, int] | None) -> list[Candidate]:
+    """Predicates that announce the best objective running out (the steps where it reaches 0):
+    ranked as game-over predicates are (:func:`_rank_game_over`) over the bytes that take at
+    most :data:`WIN_STATE_VALUES` values (states, not counters or coordinates), times the
+    share of the steps where the predicate holds that lie within ``window`` steps after a run
+    out (a win scene lasts a moment; a level number that stays set into the next level is not
+    the win). The objective bytes themselves are left out (their ``== 0`` is the event)."""
+    held = _holds(whole, addrs, dataclasses.replace(objectives[0], op="==", value=0))
+    events = held[1:] & ~held[:-1]  # [T, N]: run out between rows t and t + 1
+    if not bool(events.any()):
+        return []
+    mine = {c.address for c in objectives}
+    keep = torch.tensor([int(addrs[c]) not in mine for c in cols.tolist()])
+    found = _rank_game_over(whole, cols[keep], addrs, events, pressed, window, lag, stack,
+                            max_values=WIN_STATE_VALUES)
+    c = torch.cat([torch.zeros(1, events.shape[1], dtype=torch.int32), events.int().cumsum(0)])
+    rows = torch.arange(whole.shape[0])
+    after = (c[rows] - c[torch.clamp(rows - window, min=0)]) > 0  # [T+1, N]: within the window
+    out = []
+    for k, cand in enumerate(found):
+        h = _holds(whole, addrs, cand)
+        share = float((h & after).sum()) / max(int(h.sum()), 1)
+        out.append((-round(cand.score * share, 2), k, dataclasses.replace(
+            cand, kind="win", score=cand.score * share,
+            detail=cand.detail.replace("events", "objectives run out")
+            + f"; {share:.0%} of the steps it holds follow a run out")))
+    out.sort(key=lambda x: x[:2])
+    return [x[2] for x in out]
+
+
 def _top(addrs: torch.Tensor, score: torch.Tensor, kind: str, detail, k: int = 16) -> list[Candidate]:
     vals, idx = torch.sort(score, descending=True)
     out = []
@@ -1077,9 +1185,11 @@ def draft_spec(result: SearchResult, rom_path: str | Path | None = None,
 
     The reward is the best score when it ranks at least :data:`SCORE_MIN` (its ``delta``,
     scaled so that its usual increase pays 1, never negative: a score falls back when a game
-    ends), minus one per life lost when lives were found; the episode ends on the best game-over predicate when it ranks at
-    least :data:`GAME_OVER_MIN` (else on a lost life). Without a score, a screen-novelty bonus
-    stands in.
+    ends), minus one per life lost when lives were found; the episode ends on the best
+    game-over predicate when it ranks at least :data:`GAME_OVER_MIN` (else on a lost life).
+    Without a score, the best objective (a count of goals left) pays 1 per goal met and its
+    win predicate 10, and the win ends the episode and is its ``success``. Without a score, a
+    screen-novelty bonus stands in or comes along.
     """
     start = start or "{macro: [{wait: 120}, {press: START, frames: 8}, {wait: 60}]}"
     lines = ["# Draft task spec written by torchrl_dreamer.ramsearch: CHECK every address",
@@ -1102,15 +1212,26 @@ def draft_spec(result: SearchResult, rom_path: str | Path | None = None,
     if lives is not None:
         lines.append(f"  - {{kind: event, address: 0x{lives.address:04X}, op: decreased, "
                      f"scale: -1}}   # life lost? {lives.detail}")
-    if score is None and lives is None:
+    goal = result.objective[0] if score is None and result.objective else None
+    win = result.win[0] if goal is not None and result.win else None
+    if goal is not None:  # a puzzle: pay each goal met, and the win
+        lines.append(f"  - {{kind: event, address: 0x{goal.address:04X}, op: decreased}}   "
+                     f"# goal met? {goal.detail}")
+        if win is not None:
+            lines.append(f"  - {{kind: event, {_predicate(win)}, scale: 10}}   # win? {win.detail}")
+    if score is None and lives is None and goal is None:
         lines.append("  - {kind: level, address: 0xC000, scale: 0.0}   # no score found: "
                      "edit me (the screen bonus below rewards new screens meanwhile)")
     if over is not None:
-        lines += ["terminate:", f"  - {{address: 0x{over.address:04X}, op: \"{over.op}\", "
-                  f"value: {over.value}}}   # game over? {over.detail}"]
+        lines += ["terminate:", f"  - {{{_predicate(over)}}}   # game over? {over.detail}"]
     elif lives is not None:
         lines += ["terminate:", f"  - {{address: 0x{lives.address:04X}, op: decreased}}   "
                   "# end on a lost life"]
+    if win is not None:
+        if over is None and lives is None:
+            lines.append("terminate:")
+        lines += [f"  - {{{_predicate(win)}}}   # the win ends the episode",
+                  f"success: {{{_predicate(win)}}}"]
     xy = list(dict.fromkeys(c.address for c in result.position))[:2]
     explore = []
     if xy:
@@ -1121,6 +1242,11 @@ def draft_spec(result: SearchResult, rom_path: str | Path | None = None,
     if explore:
         lines += ["exploration:", *explore]
     return "\n".join(lines) + "\n"
+
+
+def _predicate(c: Candidate) -> str:
+    """``address: 0xC0B9, op: "==", value: 5``: a predicate candidate as YAML flow text."""
+    return f"address: 0x{c.address:04X}, op: \"{c.op}\", value: {c.value}"
 
 
 def _flow(keys: dict[str, Any]) -> str:
@@ -1177,8 +1303,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return spec_check.main(argv[1:], prog="python -m torchrl_dreamer.ramsearch check")
     ap = argparse.ArgumentParser(prog="python -m torchrl_dreamer.ramsearch", description=(
-        "Rank RAM addresses of a Game Boy ROM as score, lives, game-over and player-position "
-        "candidates by playing random buttons on many consoles at once; writes a draft task "
+        "Rank RAM addresses of a Game Boy ROM as score, lives, game-over, objective (goals "
+        "left), win and player-position candidates by playing random buttons (or a trained "
+        "agent, --policy) on many consoles at once; writes a draft task "
         "spec. 'python -m torchrl_dreamer.ramsearch check SPEC --rom ROM' probes a spec."))
     ap.add_argument("rom", type=Path, help="the game's ROM file")
     ap.add_argument("--state", type=Path, default=None, help="savestate to start from")

@@ -20,6 +20,7 @@ from torchrl_dreamer.envs.spec_check import check_spec
 from torchrl_dreamer.ramsearch import (
     _ACTIONS,
     HRAM,
+    SCORE_MIN,
     WRAM,
     WRAM_SIZE,
     RamSearchError,
@@ -122,6 +123,71 @@ def test_runner_score_game_over_and_no_lives(enc, length):
     spec = parse_task_spec(yaml.safe_load(draft_spec(res, "runner.gb")))
     assert spec.reward[0].watch == w and len(spec.reward) == 1
     assert (spec.terminate[0].watch.address, spec.terminate[0].value) == (STATE, 2)
+
+
+# ---------------------------------------------------------------- a synthetic puzzle
+# PostBot's failure: a puzzle has no score, only a count of goals left (transmissions to
+# deliver) and a level-complete scene; the finder ranked neither and drafted a screen bonus alone.
+GOALS, SCENE, TIMER, CURSOR, LEVEL = 0xC200, 0xC201, 0xC202, 0xC203, 0xC204
+
+
+def _puzzle(n: int = 16, steps: int = 300, seed: int = 0) -> Recording:
+    """A recording of a puzzle without a score: GOALS starts at 2 and falls by one at each
+    delivery; a console whose GOALS runs out shows the level-complete SCENE 5 (1 in play) for 12
+    steps, then level 2 starts with 3 goals and LEVEL counts it; a TIMER counts down on every
+    console at once every 10 steps, a CURSOR moves with UP/DOWN (and a wrap), and consoles 0-5
+    deliver both goals (0-2 twice as fast), 6-9 one, the rest none."""
+    g = torch.Generator().manual_seed(seed)
+    ram = torch.zeros(steps + 1, n, WRAM_SIZE + 0x7F, dtype=torch.uint8)
+    acts = torch.randint(0, len(_ACTIONS), (steps, n), generator=g)
+    goals, scene, level = torch.full((n,), 2), torch.ones(n, dtype=torch.long), torch.zeros(n)
+    cursor, done_at = torch.zeros(n, dtype=torch.long), torch.full((n,), -100)
+    deliver = torch.full((n, 2), 10**6)
+    deliver[:6] = torch.tensor([60, 120])
+    deliver[:3] = torch.tensor([30, 60])
+    deliver[6:10, 0] = 90
+    for t in range(steps + 1):
+        if t:
+            a = acts[t - 1]
+            hit = (deliver == t).any(1) & (scene == 1)
+            goals = torch.where(hit, goals - 1, goals)
+            done = hit & (goals == 0)
+            done_at = torch.where(done, t, done_at)
+            scene = torch.where(done, 5, scene)
+            nxt = (scene == 5) & (t - done_at == 12)
+            scene, goals = torch.where(nxt, 1, scene), torch.where(nxt, 3, goals)
+            level = torch.where(nxt, level + 1, level)
+            cursor = (cursor + (a == _ACTIONS.index("DOWN")).long()
+                      - (a == _ACTIONS.index("UP")).long()) % 7
+        row = ram[t]
+        row[:, _col(GOALS)], row[:, _col(SCENE)], row[:, _col(LEVEL)] = goals, scene, level
+        row[:, _col(TIMER)], row[:, _col(CURSOR)] = 99 - t // 10, cursor
+    frames = torch.randint(0, 2**40, (steps + 1, n), generator=g)
+    masks = torch.tensor([BUTTON_BITS.get(a, 0) for a in _ACTIONS], dtype=torch.uint8)
+    return Recording(ram, acts, frames, frame_skip=8, warmup=4, stack=(0xDFF0, 0xDFFE),
+                     blank=torch.zeros(steps + 1, n, dtype=torch.bool), buttons=masks[acts])
+
+
+def test_puzzle_goals_left_and_the_win_scene():
+    """A count of goals left is an objective (not lives, not a score: it counts down), the
+    level-complete scene its win (not the level number that stays set, not the clock), and
+    the draft pays each goal and the win, ends on the win and calls it success."""
+    res = rank(_puzzle())
+    assert not res.score or res.score[0].score < SCORE_MIN  # nothing that grows
+    assert res.lives == []
+    assert [c.address for c in res.objective] == [GOALS]  # the timer ticks on every console
+    win = res.win[0]
+    assert (win.address, win.op, win.value) == (SCENE, "==", 5)
+    assert LEVEL not in [c.address for c in res.win[:1]]
+    spec = parse_task_spec(yaml.safe_load(draft_spec(res, "puzzle.gb")))
+    goal, bonus = spec.reward[0], spec.reward[1]
+    assert (goal.kind, goal.watch.address, goal.predicate.op) == ("event", GOALS, "decreased")
+    assert (bonus.watch.address, bonus.predicate.value, bonus.scale) == (SCENE, 5, 10.0)
+    assert (spec.terminate[0].watch.address, spec.terminate[0].value) == (SCENE, 5)
+    assert spec.success is not None and spec.explore_screen is not None
+    # a game with a score keeps its score as the reward: the objective is not drafted
+    rec, _ = _runner("u16le")
+    assert "decreased" not in draft_spec(rank(rec), "runner.gb").split("terminate")[0]
 
 
 def test_teleports_are_rare_jumps_of_a_position_byte():
