@@ -61,7 +61,8 @@ def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
     assert sampled["episodes"] == 2 and (cli_run / "eval_sampled.gif").is_file()
     pal, frames, (w, h) = read_gif(cli_run / "eval.gif")
     assert (w, h) == (160, 144)  # 80x72 frames upscaled x2
-    assert len(frames) == ev["lengths"][0] + 1  # env 0: reset frame + one per step until done
+    # the best episode: its reset frame + one per step until done
+    assert len(frames) == ev["lengths"][ev["gif_episode"]] + 1
     assert all(len(f) == w * h for f in frames)
 
 
@@ -72,7 +73,7 @@ def test_eval_command_prints_success_rate_and_writes_gif(cli_run, capsys, tmp_pa
     assert out["checkpoint"].endswith("step_256")
     assert out["episodes"] == 2 and 0.0 <= out["success_rate"] <= 1.0
     _, frames, _ = read_gif(gif)
-    assert len(frames) == out["lengths"][0] + 1
+    assert len(frames) == out["lengths"][out["gif_episode"]] + 1
 
 
 def test_eval_writes_world_model_video_and_mp4_agent_video(cli_run, capsys, tmp_path):
@@ -321,6 +322,59 @@ def test_evaluation_within_budget_reports_what_it_covered():
     assert len(cut.unfinished_returns) == 3 and cut.steps == 2
     none = evaluate(env, wm, actor, time_limit=0.0)
     assert none.stopped_by == "time_limit" and none.steps == 0 and none.unfinished == 3
+
+
+class _ScriptedEnv:
+    """Three envs whose episodes last 5, 9 and 7 steps and pay 0.1, 1.0 and 0.5 a step; every
+    frame's bytes hold the step count (so a GIF's frames can be counted)."""
+
+    pixels_format, success_rule, device, max_episode_steps = "packed2", "none", "cpu", 20
+    lengths, pay = torch.tensor([5, 9, 7]), torch.tensor([0.1, 1.0, 0.5])
+
+    def __init__(self):
+        from tensordict import TensorDict
+
+        self.batch_size, self.t, self.TensorDict = torch.Size([3]), 0, TensorDict
+
+    def _obs(self, first: bool):
+        return self.TensorDict({
+            "pixels": torch.full((3, 1, 72, 20), self.t % 256, dtype=torch.uint8),
+            "is_first": torch.full((3, 1), first)}, [3])
+
+    def reset(self):
+        self.t = 0
+        return self._obs(True)
+
+    def step(self, td):
+        self.t += 1
+        nxt = self._obs(False)
+        end = (self.t == self.lengths).unsqueeze(1)
+        nxt.update({"reward": self.pay.unsqueeze(1), "terminated": end,
+                    "truncated": torch.zeros_like(end)})
+        return td.set("next", nxt)
+
+
+def test_evaluation_gif_draws_the_best_episode_within_a_frame_cap(tmp_path, monkeypatch):
+    """The GIF shows the best episode (the highest return: env 1, 9 steps), or env 0's with
+    ``gif_episode="first"``; a longer episode than GIF_MAX_FRAMES is drawn every n-th step."""
+    import importlib
+
+    from torchrl_dreamer.modules import make_dreamer
+    from torchrl_dreamer.trainers import evaluate
+
+    evaluate_module = importlib.import_module("torchrl_dreamer.trainers.evaluate")
+    wm, actor, _ = make_dreamer("tiny", {"pixels": "packed2"}, 5)
+    best = evaluate(_ScriptedEnv(), wm, actor, gif=tmp_path / "best.gif")
+    assert best.returns == pytest.approx([0.5, 9.0, 3.5]) and best.gif_episode == 1
+    assert len(read_gif(tmp_path / "best.gif")[1]) == 10 and best.gif_stride == 1
+    first = evaluate(_ScriptedEnv(), wm, actor, gif=tmp_path / "first.gif", gif_episode="first")
+    assert first.gif_episode == 0 and len(read_gif(tmp_path / "first.gif")[1]) == 6
+    monkeypatch.setattr(evaluate_module, "GIF_MAX_FRAMES", 4)
+    capped = evaluate(_ScriptedEnv(), wm, actor, gif=tmp_path / "capped.gif")
+    _, frames, _ = read_gif(tmp_path / "capped.gif")
+    assert capped.gif_stride == 3 and len(frames) == 4  # steps 0, 3, 6 and the last, 9
+    with pytest.raises(ValueError, match="gif_episode"):
+        evaluate(_ScriptedEnv(), wm, actor, gif=tmp_path / "x.gif", gif_episode="worst")
 
 
 def test_demos_setting_mixes_demonstrations_into_every_batch(tmp_path):

@@ -3,8 +3,11 @@
 Each of ``episodes`` envs plays ONE episode from reset (the env's ``max_episode_steps`` bounds
 it), with the player's greedy action by default. An episode is a success when it ends
 ``terminated`` with a positive last reward (maze: the exit is reached), or, for envs with
-``success_rule = "truncated"`` (CartPole), when it reaches the time limit. Frames of env 0 are
-written as an animated GIF (:func:`~torchrl_dreamer.trainers.gif.write_gif`).
+``success_rule = "truncated"`` (CartPole), when it reaches the time limit. One episode's frames
+are written as an animated GIF (:func:`~torchrl_dreamer.trainers.gif.write_gif`): by default
+the best one (a success first, then the highest return), so that the picture shows what the
+agent can do, not env 0's luck; a long episode is shown every n-th step, at most
+:data:`GIF_MAX_FRAMES` frames.
 
 Example:
     An untrained agent on the shipped maze.
@@ -23,6 +26,7 @@ checkpoint (or a run directory's latest).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,8 +36,16 @@ import torch
 
 from torchrl_dreamer.collectors.protocols import FastStepEnv
 
-__all__ = ["EvalResult", "evaluate", "evaluate_checkpoint", "modules_from_checkpoint",
-           "world_model_video_checkpoint"]
+__all__ = ["EvalResult", "GIF_EPISODES", "GIF_MAX_FRAMES", "evaluate", "evaluate_checkpoint",
+           "modules_from_checkpoint", "world_model_video_checkpoint"]
+
+GIF_EPISODES = ("best", "first")
+"""Which episode :func:`evaluate` draws: the best finished one (a success first, then the highest
+return, then the lowest env index) or env 0's."""
+GIF_MAX_FRAMES = 600
+"""Frames a GIF holds at most: a longer episode is shown every n-th step (its last frame kept)."""
+_GIF_MEMORY = 256 << 20
+"""Bytes of frames kept while evaluating for the best-episode GIF; beyond it every k-th step."""
 
 
 @dataclass
@@ -52,6 +64,8 @@ class EvalResult:
             deterministic start replays one episode in every env.
         steps: env steps played (batched). wall_s: seconds the evaluation took.
         stopped_by: ``"done"`` (every episode ended), ``"max_steps"`` or ``"time_limit"``.
+        gif_episode: the env whose episode the GIF shows (None without a GIF). gif_stride: the
+            GIF shows every ``gif_stride``-th step of it.
     """
 
     episodes: int
@@ -67,6 +81,8 @@ class EvalResult:
     steps: int = 0
     wall_s: float = 0.0
     stopped_by: str = "done"
+    gif_episode: int | None = None
+    gif_stride: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (printed as JSON by the CLI)."""
@@ -91,6 +107,7 @@ def evaluate(
     time_limit: float | None = None,
     gif_fps: float = 8.0,
     progress: bool = False,
+    gif_episode: str = "best",
 ) -> EvalResult:
     """Play one episode in each env of ``env`` (a ``GameBoyEnv`` or any env returning
     ``is_first``) with ``world_model`` + ``actor``, within a step and a time budget.
@@ -99,7 +116,9 @@ def evaluate(
         env: batched env; its ``batch_size[0]`` is the number of episodes.
         world_model, actor: trained modules (used in place, not copied).
         greedy: actor mode instead of samples.
-        gif: write env 0's frames here (packed2 pixel envs only).
+        gif: write one episode's frames here (packed2 pixel envs only): ``gif_episode``
+            ``"best"`` (default: a success first, then the highest return) or ``"first"``
+            (env 0); at most :data:`GIF_MAX_FRAMES` frames (every n-th step of a long one).
         max_steps: steps an episode may last (default: the env's ``max_episode_steps`` + 1, or
             10k); episodes still running then count as unfinished.
         time_limit: seconds the evaluation may take (``None``: no bound); episodes still
@@ -108,6 +127,8 @@ def evaluate(
     """
     from torchrl_dreamer.modules import DreamerPlayer
 
+    if gif_episode not in GIF_EPISODES:
+        raise ValueError(f"gif_episode must be one of {list(GIF_EPISODES)}, got {gif_episode!r}")
     t0 = time.perf_counter()
     n = int(env.batch_size[0])
     rule = getattr(env, "success_rule", "terminal_reward")
@@ -124,11 +145,19 @@ def evaluate(
     success = torch.zeros(n, dtype=torch.bool)
     weights = torch.randint(1, 2**31 - 1, (1 << 16,), generator=torch.Generator().manual_seed(7))
     trace = torch.zeros(n, dtype=torch.int64)
-    frames = []
     packed = getattr(env, "pixels_format", None) == "packed2"
     record = gif is not None and packed
+    shots: list[torch.Tensor] = []  # [n, ...] frames of every env (env 0's only for "first")
+    shot_steps: list[int] = []
+    keep = 1  # a shot every `keep` steps (and at every episode end)
     if record:
-        frames.append(td.get("pixels")[0].to("cpu"))
+        first_frame = td.get("pixels").to("cpu")
+        if gif_episode == "first":
+            first_frame = first_frame[:1]
+        per_step = first_frame[0].numel() * first_frame.shape[0]
+        keep = 1 if gif_episode == "first" else max(1, math.ceil(max_steps * per_step / _GIF_MEMORY))
+        shots.append(first_frame)
+        shot_steps.append(0)
     stopped_by, steps = "max_steps", 0
     bar = None
     if progress:
@@ -169,18 +198,28 @@ def evaluate(
             success |= live & td.get("success").reshape(n).to("cpu").bool()
         elif rule == "terminal_reward":
             success |= ended & term & (reward > 0)
-        if record and bool(live[0]):  # env 0's frames from reset to its final frame
-            frames.append(td.get("pixels")[0].to("cpu"))
+        if record and bool(live.any()) and (steps % keep == 0 or bool(ended.any())):
+            frame = td.get("pixels")
+            shots.append((frame[:1] if gif_episode == "first" else frame).to("cpu"))
+            shot_steps.append(steps)
         done |= ended
     else:
         stopped_by = "done" if bool(done.all()) else "max_steps"
     if bar is not None:
         bar.close()
-    written = None
-    if gif is not None and frames:
+    written, shown, stride = None, None, 1
+    if gif is not None and shots:
         from torchrl_dreamer.emulator.packed2 import unpack_packed2
         from torchrl_dreamer.trainers.gif import write_gif
 
+        shown = 0 if gif_episode == "first" else _best_episode(returns, success, done)
+        col = 0 if gif_episode == "first" else shown
+        last = int(lengths[shown])  # its frames from reset to its final one
+        frames = [f[col] for f, t in zip(shots, shot_steps, strict=True) if t <= last]
+        stride = max(1, math.ceil(len(frames) / GIF_MAX_FRAMES))
+        frames = frames[::stride] if (len(frames) - 1) % stride == 0 else \
+            frames[::stride] + frames[-1:]
+        stride *= keep
         shades = unpack_packed2(torch.stack(frames)).squeeze(1)
         if str(gif).lower().endswith(".mp4"):
             from torchrl_dreamer.trainers.video import write_video
@@ -205,7 +244,27 @@ def evaluate(
         steps=steps,
         wall_s=time.perf_counter() - t0,
         stopped_by=stopped_by,
+        gif_episode=shown,
+        gif_stride=stride,
     )
+
+
+def _best_episode(returns: torch.Tensor, success: torch.Tensor, done: torch.Tensor) -> int:
+    """The env whose episode a GIF shows: among the finished ones (all if none finished) a
+    success first, then the highest return, then the lowest index.
+
+    Example:
+        >>> _best_episode(torch.tensor([1.0, 5.0, 3.0]), torch.tensor([False, False, True]),
+        ...               torch.tensor([True, True, True]))
+        2
+        >>> _best_episode(torch.tensor([1.0, 5.0, 3.0]), torch.zeros(3, dtype=torch.bool),
+        ...               torch.tensor([True, False, True]))
+        2
+    """
+    pool = done if bool(done.any()) else torch.ones_like(done)
+    key = returns.double() + success.double() * (returns.abs().max().double() * 2 + 1)
+    key = torch.where(pool, key, torch.full_like(key, -math.inf))
+    return int(torch.nonzero(key == key.max())[0])
 
 
 def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch.device = "cpu"):
