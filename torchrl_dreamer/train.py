@@ -105,12 +105,16 @@ def build_parser(command: str, task: str | None = None) -> argparse.ArgumentPars
                    f"(run the benchmarks); see {prog} eval --help / {prog} bench --help.")
         _add_train_args(p, task)
     elif command == "eval":
+        from torchrl_dreamer.trainers.evaluate import GIF_EPISODES
+
         p = argparse.ArgumentParser(prog=f"{prog} eval",
                                     description="Evaluate a checkpoint: success rate + GIF.")
         p.add_argument("--checkpoint", required=True,
                        help="checkpoint directory, its state.pt, or a run directory (latest)")
         p.add_argument("--episodes", type=int, default=16)
         p.add_argument("--gif", help="agent video path: .gif, or .mp4 (default <checkpoint>/eval.gif)")
+        p.add_argument("--gif-episode", choices=GIF_EPISODES, default="best", help=(
+            "the episode drawn: best (a success first, then the highest return) or first (env 0)"))
         p.add_argument("--video", help="also write the world model's open-loop report here (.mp4; "
                        "real | reconstruction | imagination, GIF if ffmpeg is missing)")
         p.add_argument("--video-context", type=int, default=8,
@@ -226,7 +230,7 @@ def _eval(argv: list[str]) -> int:
     gif = args.gif or str(ckpt / "eval.gif")
     res = evaluate_checkpoint(ckpt, args.episodes, gif=gif, device=args.device,
                               greedy=not args.sample, seed=args.seed, max_steps=args.max_steps,
-                              time_limit=args.time_limit)
+                              time_limit=args.time_limit, gif_episode=args.gif_episode)
     out = {"checkpoint": str(ckpt), **res.to_dict()}
     if args.video:
         from torchrl_dreamer.trainers.evaluate import world_model_video_checkpoint

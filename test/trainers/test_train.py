@@ -74,6 +74,10 @@ def test_eval_command_prints_success_rate_and_writes_gif(cli_run, capsys, tmp_pa
     assert out["episodes"] == 2 and 0.0 <= out["success_rate"] <= 1.0
     _, frames, _ = read_gif(gif)
     assert len(frames) == out["lengths"][out["gif_episode"]] + 1
+    assert main(["eval", "--checkpoint", str(cli_run), "--episodes", "2", "--gif", str(gif),
+                 "--gif-episode", "first"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["gif_episode"] == 0 and len(read_gif(gif)[1]) == out["lengths"][0] + 1
 
 
 def test_eval_writes_world_model_video_and_mp4_agent_video(cli_run, capsys, tmp_path):

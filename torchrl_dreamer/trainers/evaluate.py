@@ -290,10 +290,11 @@ def evaluate_checkpoint(
     seed: int = 1234,
     max_steps: int | None = None,
     time_limit: str | float | None = None,
+    gif_episode: str = "best",
 ) -> EvalResult:
     """Load a checkpoint (or a run directory's latest) and :func:`evaluate` it on its task, its
     episodes bounded by ``max_steps`` and ``time_limit`` (seconds or ``90s``/``5m``; default: the
-    run's ``eval_max_steps`` and ``eval_time_limit``)."""
+    run's ``eval_max_steps`` and ``eval_time_limit``); ``gif_episode`` as :func:`evaluate`'s."""
     from torchrl_dreamer.trainers.builder import make_env
     from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
     from torchrl_dreamer.trainers.config import TrainConfig, parse_duration
@@ -311,7 +312,8 @@ def evaluate_checkpoint(
     limit = parse_duration(time_limit, "time_limit") if time_limit is not None \
         else cfg.eval_time_limit_s
     return evaluate(env, wm, actor, greedy=greedy, gif=gif, time_limit=limit,
-                    max_steps=max_steps if max_steps is not None else cfg.eval.max_steps)
+                    max_steps=max_steps if max_steps is not None else cfg.eval.max_steps,
+                    gif_episode=gif_episode)
 
 
 def world_model_video_checkpoint(
