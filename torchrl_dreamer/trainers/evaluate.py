@@ -213,9 +213,8 @@ def evaluate(
         from torchrl_dreamer.trainers.gif import write_gif
 
         shown = 0 if gif_episode == "first" else _best_episode(returns, success, done)
-        col = 0 if gif_episode == "first" else shown
         last = int(lengths[shown])  # its frames from reset to its final one
-        frames = [f[col] for f, t in zip(shots, shot_steps, strict=True) if t <= last]
+        frames = [f[shown] for f, t in zip(shots, shot_steps, strict=True) if t <= last]
         stride = max(1, math.ceil(len(frames) / GIF_MAX_FRAMES))
         frames = frames[::stride] if (len(frames) - 1) % stride == 0 else \
             frames[::stride] + frames[-1:]
