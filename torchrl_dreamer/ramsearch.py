@@ -42,8 +42,9 @@ for one env step) and records WRAM and HRAM after every step; :func:`rank` ranks
   one and rarely (not like a clock), rises only from 0 or back to its start, and runs out on
   some console, unless it is lives (a lives candidate, or a count that runs out right before
   the game over). Random play seldom meets a goal; a trained agent (``--policy``) does.
-- **win**: a predicate that turns true as the best objective runs out (a level-complete
-  screen), ranked as game overs are against those steps.
+- **win**: a predicate on a state byte (at most :data:`WIN_STATE_VALUES` values) that turns
+  true as the best objective runs out (a level-complete screen), ranked as game overs are
+  against those steps, and lower when it stays true long after them (a level number).
 - **position**: bytes whose change follows a direction button (RIGHT vs LEFT for x, DOWN vs UP
   for y; also the last direction pressed, for games where a press sets a persistent direction).
 
@@ -1082,9 +1083,9 @@ def _rank_objectives(ram: torch.Tensor, addrs: torch.Tensor, lives: list[Candida
                      game_over: list[Candidate], full: torch.Tensor, all_addrs: torch.Tensor,
                      window: int) -> list[Candidate]:
     """Counts of goals left (``ram`` ``[T+1, N, C]`` of the bytes that change): a byte that
-    starts at one value 1..15 on every console, only ever falls by one, rarely (at most
-    ``start`` falls a console before it rises again, not on every console at once like a
-    clock), rises only from 0 or back to its start (the next level's count, a new game), and
+    starts at one value 1..15 on every console, only ever falls by one, rarely (at most twice
+    its start value of falls on a console over the recording, not on every console at once like
+    a clock), rises only from 0 or back to its start (the next level's count, a new game), and
     runs out (reaches 0) on some console. A puzzle's deliveries or a level's targets count down
     this way; random play seldom meets one, a trained agent's play (``--policy``) does. A lives
     candidate is not one, nor a count whose running out comes right before (within ``window``
