@@ -489,8 +489,13 @@ def _rank(rec: Recording) -> SearchResult:
     scored = _rerank_score(scored, full, addrs, sure, rec.stack, steps_of(WINDOW_FRAMES),
                            pressed[w:])
     res.score = [_as_candidate(f, addrs) for f in scored[:16]]
-    res.lives = _rank_lives(ram, addrs[cols], sure, full, addrs, steps_of(WINDOW_FRAMES))
-    res.objective = _rank_objectives(ram, addrs[cols], res.lives, sure, full, addrs,
+    falls = _falls(ram)
+    over = None  # onsets of the sure game over [T, N]
+    if sure:
+        held = _holds(full, addrs, sure[0])
+        over = held[1:] & ~held[:-1]
+    res.lives = _rank_lives(ram, addrs[cols], falls, over, steps_of(WINDOW_FRAMES))
+    res.objective = _rank_objectives(ram, addrs[cols], falls, res.lives, over,
                                      steps_of(WINDOW_FRAMES))
     if res.objective:
         res.win = _rank_win(whole, cols, addrs, res.objective, pressed, steps_of(WINDOW_FRAMES),
@@ -1033,38 +1038,58 @@ def _rank_game_over(full: torch.Tensor, cols: torch.Tensor, addrs: torch.Tensor,
     return [x[4] for x in out[:16]]
 
 
-# ---- lives
-def _rank_lives(ram: torch.Tensor, addrs: torch.Tensor, game_over: list[Candidate],
-                full: torch.Tensor, all_addrs: torch.Tensor, window: int) -> list[Candidate]:
-    """Lives counters, only on strong evidence: a game over was found, and the byte starts at
-    1..9 on every console, only ever drops by one (at different steps on different consoles,
-    not like a clock), at least twice on a console, returns only to its start value, and drops
-    to its lowest value right before (within ``window`` steps) most game overs."""
-    if not game_over:
-        return []
+# ---- counts that fall by one: lives and goals left
+@dataclass(frozen=True)
+class _Falls:
+    """How the changing bytes ``ram [T+1, N, C]`` fall, read by both the lives and the
+    objective rankings: ``start [N, C]``, ``inc`` / ``dec [T, N, C]``, whether every fall is by
+    one (``by_one [C]``) and whether the falls come on (nearly) every console at once, like a
+    timer (``clock [C]``)."""
+
+    start: torch.Tensor
+    inc: torch.Tensor
+    dec: torch.Tensor
+    by_one: torch.Tensor
+    clock: torch.Tensor
+
+    def starts_alike(self, top: int) -> torch.Tensor:
+        """``[C]``: the byte starts at one value 1..``top`` on every console."""
+        s = self.start
+        return (s == s[:1]).all(0) & (s[0] >= 1) & (s[0] <= top)
+
+
+def _falls(ram: torch.Tensor) -> _Falls:
     d = ram[1:] - ram[:-1]
-    start = ram[0]
     inc, dec = d > 0, d < 0
-    equal = (start == start[:1]).all(0) & (start[0] >= 1) & (start[0] <= 9)
-    by_one = (dec & (d != -1)).sum((0, 1)) == 0
-    ups_ok = (inc & (ram[1:] != start.unsqueeze(0))).sum((0, 1)) == 0  # only back to the start
-    n_dec = dec.sum(0)  # [N, C]
-    twice = (n_dec >= 2).any(0)
     steps = dec.any(1)  # [T, C]: steps where some console drops
     together = (dec.float().mean(1) >= 0.95) & steps
-    clock = together.sum(0) >= 0.8 * steps.sum(0)  # every console at once: a timer
+    return _Falls(ram[0], inc, dec, (dec & (d != -1)).sum((0, 1)) == 0,
+                  together.sum(0) >= 0.8 * steps.sum(0))
+
+
+def _rank_lives(ram: torch.Tensor, addrs: torch.Tensor, falls: _Falls,
+                over: torch.Tensor | None, window: int) -> list[Candidate]:
+    """Lives counters, only on strong evidence: a game over was found (its over ``over
+    [T, N]``), and the byte starts at 1..9 on every console, only ever drops by one (at
+    different steps on different consoles, not like a clock), at least twice on a console,
+    returns only to its start value, and drops to its lowest value right before (within
+    ``window`` steps) most game overs."""
+    if over is None:
+        return []
+    start, dec = falls.start, falls.dec
+    ups_ok = (falls.inc & (ram[1:] != start.unsqueeze(0))).sum((0, 1)) == 0  # back to the start
+    n_dec = dec.sum(0)  # [N, C]
+    twice = (n_dec >= 2).any(0)
     rate = dec.float().mean((0, 1))
-    ok = equal & by_one & ups_ok & twice & ~clock & (rate < 0.05)
-    onsets = _holds(full, all_addrs, game_over[0])
-    onsets = onsets[1:] & ~onsets[:-1]
-    n_over = int(onsets.sum())
+    ok = falls.starts_alike(9) & falls.by_one & ups_ok & twice & ~falls.clock & (rate < 0.05)
+    n_over = int(over.sum())
     if n_over == 0:
         return []
-    ev_t, ev_n = torch.nonzero(onsets, as_tuple=True)
+    ev_t, ev_n = torch.nonzero(over, as_tuple=True)
     out = []
     for j in torch.nonzero(ok).flatten().tolist():
         low = ram[..., j].amin()
-        at_min = float((ram[1:, :, j][onsets] == low).float().mean())
+        at_min = float((ram[1:, :, j][over] == low).float().mean())
         dc = torch.cat([torch.zeros(1, ram.shape[1], dtype=torch.long), dec[..., j].long().cumsum(0)])
         lo = torch.clamp(ev_t - window, min=0)
         just_before = float(((dc[ev_t + 1, ev_n] - dc[lo, ev_n]) > 0).float().mean())
@@ -1079,8 +1104,8 @@ def _rank_lives(ram: torch.Tensor, addrs: torch.Tensor, game_over: list[Candidat
 
 
 # ---- goals left and the win
-def _rank_objectives(ram: torch.Tensor, addrs: torch.Tensor, lives: list[Candidate],
-                     game_over: list[Candidate], full: torch.Tensor, all_addrs: torch.Tensor,
+def _rank_objectives(ram: torch.Tensor, addrs: torch.Tensor, falls: _Falls,
+                     lives: list[Candidate], over: torch.Tensor | None,
                      window: int) -> list[Candidate]:
     """Counts of goals left (``ram`` ``[T+1, N, C]`` of the bytes that change): a byte that
     starts at one value 1..15 on every console, only ever falls by one, rarely (at most twice
@@ -1089,27 +1114,20 @@ def _rank_objectives(ram: torch.Tensor, addrs: torch.Tensor, lives: list[Candida
     runs out (reaches 0) on some console. A puzzle's deliveries or a level's targets count down
     this way; random play seldom meets one, a trained agent's play (``--policy``) does. A lives
     candidate is not one, nor a count whose running out comes right before (within ``window``
-    steps) the best game over: that is lives the finder could not confirm. Ranked by the share
+    steps) a game over (its onsets ``over [T, N]``): that is lives the finder could not
+    confirm. Ranked by the share
     of consoles where it ran out, then by the values it took (a new level's count), then by
     address."""
-    d = ram[1:] - ram[:-1]
-    start = ram[0]
-    dec, inc = d < 0, d > 0
-    equal = (start == start[:1]).all(0) & (start[0] >= 1) & (start[0] <= 15)
-    by_one = (dec & (d != -1)).sum((0, 1)) == 0
-    prev = ram[:-1]
-    ups_ok = (inc & (prev != 0) & (ram[1:] != start.unsqueeze(0))).sum((0, 1)) == 0
+    start, dec = falls.start, falls.dec
+    ups_ok = (falls.inc & (ram[:-1] != 0) & (ram[1:] != start.unsqueeze(0))).sum((0, 1)) == 0
     few = dec.sum(0).amax(0) <= 2 * start[0].clamp(min=1)  # a few falls a console, not a clock
-    steps = dec.any(1)
-    together = ((dec.float().mean(1) >= 0.95) & steps).sum(0) >= 0.8 * steps.sum(0).clamp(min=1)
     out_on = (ram == 0).any(0)  # [N, C]
-    ok = equal & by_one & ups_ok & few & ~together & out_on.any(0)
+    ok = falls.starts_alike(15) & falls.by_one & ups_ok & few & ~falls.clock & out_on.any(0)
     taken = {c.address for c in lives}
     ends = None
-    if game_over:
-        g = _holds(full, all_addrs, game_over[0])
-        ends = torch.cat([torch.zeros(1, g.shape[1], dtype=torch.int32),
-                          (g[1:] & ~g[:-1]).int().cumsum(0)])
+    if over is not None:
+        ends = torch.cat([torch.zeros(1, over.shape[1], dtype=torch.int32),
+                          over.int().cumsum(0)])
     out = []
     for j in torch.nonzero(ok).flatten().tolist():
         a = int(addrs[j])
