@@ -198,7 +198,8 @@ def evaluate(
             success |= live & td.get("success").reshape(n).to("cpu").bool()
         elif rule == "terminal_reward":
             success |= ended & term & (reward > 0)
-        if record and bool(live.any()) and (steps % keep == 0 or bool(ended.any())):
+        drawn = live[0] if gif_episode == "first" else live.any()  # an episode still drawable
+        if record and bool(drawn) and (steps % keep == 0 or bool(ended.any())):
             frame = td.get("pixels")
             shots.append((frame[:1] if gif_episode == "first" else frame).to("cpu"))
             shot_steps.append(steps)
