@@ -95,7 +95,8 @@ from torchrl_dreamer.envs.actions import BUTTON_BITS
 __all__ = ["Candidate", "Recording", "SearchResult", "RamSearchError", "record", "rank",
            "ram_search", "draft_spec", "spec_start", "SCORE_MIN", "GAME_OVER_MIN", "KINDS",
            "FREEZE_FRAMES", "WINDOW_FRAMES", "LAG_FRAMES", "AFTER_FREEZE_FRAMES", "WIN_STATE_VALUES",
-           "main"]
+           "DEFAULT_STEPS", "DEFAULT_WARMUP", "checkpoint_policy", "AgentPolicy",
+           "demonstration_policy", "DemonstrationPolicy", "main"]
 
 WRAM, WRAM_SIZE = 0xC000, 0x2000
 HRAM, HRAM_SIZE = 0xFF80, 0x7F
@@ -119,6 +120,11 @@ WIN_STATE_VALUES = 16
 """A win predicate reads a byte of at most this many values (a state: a scene or mode byte)."""
 AFTER_FREEZE_FRAMES = 512
 """Restarts within this many frames after a frozen screen belong to that game over."""
+DEFAULT_STEPS = 512
+"""Steps :func:`record` ranks by default (after the warm-up)."""
+DEFAULT_WARMUP = 4
+"""Steps :func:`record` plays before the ranked ones (a new game initialises its RAM in lockstep
+on every console, which would look like score or lives changes)."""
 
 
 class RamSearchError(RuntimeError):
@@ -234,9 +240,9 @@ def _snapshot(gb) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------ recording
-def record(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
+def record(rom, num_envs: int = 32, steps: int = DEFAULT_STEPS, frame_skip: int = 8,
            macro: list[tuple[int, int]] | None = None, state=None,
-           pokes: list[tuple[int, ...]] = (), seed: int = 0, warmup: int = 4,
+           pokes: list[tuple[int, ...]] = (), seed: int = 0, warmup: int = DEFAULT_WARMUP,
            actions: list[str] | None = None, progress: bool = False,
            policy: Policy | None = None) -> Recording:
     """Play random buttons (or ``policy``'s choices) on ``num_envs`` consoles and record their
@@ -331,9 +337,9 @@ def record(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
                      (int(sp_all.min()), int(sp_all.max())), torch.stack(blank), torch.stack(held))
 
 
-def ram_search(rom, num_envs: int = 32, steps: int = 512, frame_skip: int = 8,
+def ram_search(rom, num_envs: int = 32, steps: int = DEFAULT_STEPS, frame_skip: int = 8,
                macro: list[tuple[int, int]] | None = None, state=None,
-               pokes: list[tuple[int, ...]] = (), seed: int = 0, warmup: int = 4,
+               pokes: list[tuple[int, ...]] = (), seed: int = 0, warmup: int = DEFAULT_WARMUP,
                actions: list[str] | None = None, progress: bool = False,
                policy: Policy | None = None) -> SearchResult:
     """:func:`record` then :func:`rank` (the arguments are :func:`record`'s)."""
@@ -401,6 +407,111 @@ class AgentPolicy:
     def __call__(self, obs: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             return self.player.act({self.key: obs}, first)
+
+
+class DemonstrationPolicy:
+    """A :data:`Policy` that replays recorded play: console ``i`` plays demonstration ``i``'s
+    first episode action for action, then random buttons; the other consoles play random
+    buttons throughout (what :func:`demonstration_policy` returns).
+
+    A demonstration replays only from the state it was recorded at, so every replayed frame is
+    compared with the recorded one, and the first that differs raises: a recording made from
+    another start (random no-op frames, another spec) or with other random pokes would
+    otherwise play its buttons blind. An env whose spec pokes bytes at each reset observes its
+    first frame one no-button step after the start (``reset_runs_frames``): when the search's
+    first frame differs from the recording's, its console steps once with ``noop`` and compares
+    again.
+
+    Args:
+        demos: :class:`~torchrl_dreamer.data.Demonstration` s with the search's action set.
+        num_envs: consoles of the search (at least ``len(demos)``).
+        n_actions: size of the search's action set.
+        seed: seed of the other consoles' random buttons.
+        names: what messages call each demonstration (default ``demonstration i``).
+        noop: index of the no-button action (``None``: the set has none).
+
+    Raises:
+        RamSearchError: more demonstrations than consoles, or (when called) a replayed frame that
+            differs from the recording.
+    """
+
+    def __init__(self, demos: list[Any], num_envs: int, n_actions: int, seed: int = 0,
+                 names: list[str] | None = None, noop: int | None = 0) -> None:
+        if len(demos) > num_envs:
+            raise RamSearchError(f"{len(demos)} demonstrations need at least as many consoles; "
+                                 f"the search runs {num_envs} (give --envs {len(demos)} or more)")
+        self.actions, self.pixels = [], []
+        self.names = list(names or [f"demonstration {i}" for i in range(len(demos))])
+        for d in demos:
+            first = d.episode_id == d.episode_id[0]
+            ends = (d.terminated | d.truncated) & first
+            n = int(ends.nonzero()[0]) + 1 if bool(ends.any()) else int(first.sum())
+            self.actions.append(d.action[:n - 1].to(torch.int64))  # the last row acts no more
+            self.pixels.append(d.pixels[:n])
+        self.lead = [0] * len(demos)
+        """Per demonstration, the search's steps before its first recorded frame (0 or 1)."""
+        self.num_envs, self.n_actions, self.noop, self.steps = num_envs, n_actions, noop, 0
+        self.generator = torch.Generator().manual_seed(seed)
+
+    @property
+    def longest(self) -> int:
+        """Search steps that replay the longest episode (a shorter search cuts it)."""
+        return max((len(a) + 1 for a in self.actions), default=0)
+
+    def __call__(self, obs: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+        k, self.steps = self.steps, self.steps + 1
+        a = torch.randint(0, self.n_actions, (self.num_envs,), generator=self.generator)
+        for i, (acts, pix) in enumerate(zip(self.actions, self.pixels)):
+            row = k - self.lead[i]
+            if row >= len(pix):
+                continue
+            if not torch.equal(obs[i].cpu(), pix[row]):
+                if k == 0 and self.noop is not None:  # the env's reset step (on_reset bytes)
+                    self.lead[i], a[i] = 1, self.noop
+                    continue
+                raise RamSearchError(
+                    f"{self.names[i]}: the search's frame differs from the recording at row "
+                    f"{row}, so its buttons would play another game. Record it from the search's "
+                    "start: the spec the search uses (--spec), with no random no-op frames nor "
+                    "random on_reset bytes "
+                    "(python -m torchrl_dreamer.play ROM --spec SPEC --record FILE)")
+            if row < len(acts):
+                a[i] = acts[row]
+        return a
+
+
+def demonstration_policy(paths: Any, rom: Any, num_envs: int, actions: list[str] | None = None,
+                         frame_skip: int = 8, seed: int = 0) -> DemonstrationPolicy:
+    """A :class:`DemonstrationPolicy` of the demonstration files ``paths`` (files, folders of
+    ``*.pt`` or glob patterns), checked against the search: the same ROM, action set
+    (``actions``, default the search's random buttons) and frame skip (a button held
+    ``min(8, frame_skip)`` frames), for games where random play never reaches what to find
+    and no trained agent exists yet: play it yourself (``python -m torchrl_dreamer.play ROM
+    --spec SPEC --record FILE``), then search your play.
+
+    Raises:
+        DemonstrationMismatchError: a file recorded on another ROM, with other actions or
+            another frame skip (the message says which).
+        RamSearchError: more files than consoles.
+    """
+    import hashlib
+
+    from torchrl_dreamer.data.demonstrations import (
+        Demonstration,
+        RunSignature,
+        demonstration_paths,
+    )
+    from torchrl_dreamer.emulator.cartridge import load_rom_bytes
+
+    names = tuple(a.upper() for a in (actions or _ACTIONS))
+    run = RunSignature(hashlib.sha256(load_rom_bytes(rom)).hexdigest(), "", names, frame_skip,
+                       min(8, frame_skip))
+    files = demonstration_paths(paths)
+    demos = [Demonstration.load(p) for p in files]
+    for p, d in zip(files, demos):
+        d.check_compatible(run, check_task=False, where=f"demonstration {p}")
+    noop = names.index("NOOP") if "NOOP" in names else None
+    return DemonstrationPolicy(demos, num_envs, len(names), seed, [str(p) for p in files], noop)
 
 
 def _frame_hash(packed2: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -1316,6 +1427,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command line: ``python -m torchrl_dreamer.ramsearch ROM [options]``, or
     ``python -m torchrl_dreamer.ramsearch check SPEC --rom ROM`` (the spec probe,
     :mod:`torchrl_dreamer.envs.spec_check`)."""
+    from torchrl_dreamer.data.demonstrations import DemonstrationError
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "check":
         from torchrl_dreamer.envs import spec_check
@@ -1332,19 +1445,26 @@ def main(argv: list[str] | None = None) -> int:
         "a task spec whose start (savestate or macro), on_reset pokes and action set the "
         "search uses"))
     ap.add_argument("--envs", type=int, default=32, help="consoles run together (default 32)")
-    ap.add_argument("--steps", type=int, default=512, help="random steps recorded (default 512)")
+    ap.add_argument("--steps", type=int, default=None, help=(
+        "random steps recorded (default 512, or the longest --demos episode)"))
     ap.add_argument("--frame-skip", type=int, default=8, help="frames per step (default 8)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random buttons")
     ap.add_argument("--policy", type=Path, default=None, help=(
         "a trained agent's checkpoint (or run directory) to play instead of random buttons, "
         "for games where random play never reaches the events to find (give its --spec)"))
+    ap.add_argument("--demos", type=Path, nargs="+", default=None, help=(
+        "demonstration files (or folders of them) recorded with 'python -m torchrl_dreamer.play "
+        "ROM --spec SPEC --record FILE' from the spec's start: console i replays file i, the "
+        "rest play random buttons (give the same --spec)"))
     ap.add_argument("--top", type=int, default=5, help="candidates shown per kind (default 5)")
     ap.add_argument("--out", type=Path, default=None, help="write the draft spec here")
     args = ap.parse_args(argv)
     if not args.rom.is_file():
         ap.error(f"ROM {args.rom} not found")
+    if args.policy is not None and args.demos is not None:
+        ap.error("give --policy or --demos, not both")
     for name in ("envs", "steps", "frame_skip", "top"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
     search: dict[str, Any] = {"state": args.state}
     draft: dict[str, Any] = {}
@@ -1365,9 +1485,20 @@ def main(argv: list[str] | None = None) -> int:
             if agent_skip != args.frame_skip:
                 print(f"note: the agent was trained at {agent_skip} frames a step; the search "
                       f"plays it at --frame-skip {args.frame_skip}", file=sys.stderr)
-        res = ram_search(args.rom, args.envs, args.steps, args.frame_skip, seed=args.seed,
+        if args.demos is not None:
+            search["policy"] = demonstration_policy(args.demos, args.rom, args.envs,
+                                                    search.get("actions"), args.frame_skip,
+                                                    seed=args.seed)
+        steps = args.steps or DEFAULT_STEPS
+        longest = getattr(search.get("policy"), "longest", 0) - DEFAULT_WARMUP
+        if args.steps is None:
+            steps = max(steps, longest)
+        elif longest > steps:
+            print(f"note: the longest demonstration is {longest} steps past the warm-up; "
+                  f"--steps {steps} replays only its first {steps}", file=sys.stderr)
+        res = ram_search(args.rom, args.envs, steps, args.frame_skip, seed=args.seed,
                          progress=True, **search)
-    except RamSearchError as err:
+    except (RamSearchError, DemonstrationError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(res.table(args.top))

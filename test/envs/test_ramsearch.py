@@ -344,3 +344,97 @@ def test_checkpoint_policy_plays_a_trained_agent_with_its_own_actions(tmp_path):
     assert rec.actions.shape == (4, 3) and policy.frame_skip == cfg.frame_skip
     with pytest.raises(RamSearchError, match="plays the actions"):
         checkpoint_policy(tmp_path / "run", num_envs=3, actions=[*names, "SELECT"])
+
+
+# ---------------------------------------------------------------- recorded play instead of random
+def _record_demo(spec: Path, rom, actions: list[int], path: Path, **env_kwargs) -> Path:
+    """Play ``actions`` in a one-console ``GameBoyEnv`` of ``spec`` (8 frames a step) until its
+    episode ends, as ``play --record`` would, and save the demonstration to ``path``."""
+    from torchrl_dreamer.data.demonstrations import DemonstrationRecorder
+    from torchrl_dreamer.envs import GameBoyEnv
+
+    env = GameBoyEnv(load_task_spec(spec, rom=rom), 1, frame_skip=8, seed=0, **env_kwargs)
+    rec = DemonstrationRecorder(env)
+    rec.begin(env.reset())
+    for a in actions:
+        rec.step(a, env.fast_step(torch.tensor([a])))
+        if bool(rec.row(-1)["terminated"]):
+            break
+    rec.demonstration().save(path)
+    return path
+
+
+def test_demonstrations_replay_on_their_consoles_and_refuse_another_start(tmp_path, capsys):
+    """``--demos``: console i replays demonstration i's actions from the search's start (the
+    frames agree row for row, after the no-button step the env's reset runs when a spec pokes
+    bytes), the other consoles play random buttons; a recording of another game (here another
+    random drop pattern), another action set and more files than consoles are each refused with
+    what to do."""
+    from torchrl_dreamer.data.demonstrations import DemonstrationMismatchError
+    from torchrl_dreamer.ramsearch import demonstration_policy
+
+    spec = tmp_path / "catch.yaml"  # one drop pattern: a random on_reset poke cannot replay
+    spec.write_text((EXAMPLES / "catch.yaml").read_text().replace("random: [0, 255]", "value: 7"))
+    search, _ = spec_start(spec)
+    script = [1, 1, 2, 0, 2, 2, 1, 0, 0, 2] * 3
+    demo = _record_demo(spec, rom_path("catch"), script, tmp_path / "demo.pt")
+    policy = demonstration_policy(demo, rom_path("catch"), 3, search["actions"], seed=1)
+    assert policy.longest == len(script) + 1
+    chosen = []
+    rec = record(rom_path("catch"), num_envs=3, steps=policy.longest, warmup=0, seed=1,
+                 policy=lambda o, f: chosen.append(policy(o, f)) or chosen[-1], **search)
+    played = torch.stack(chosen)
+    assert policy.lead == [1]  # catch pokes a new game at reset: a step before its first frame
+    assert played[:, 0].tolist() == [0, *script]
+    assert not torch.equal(played[:, 1], played[:, 0])  # the others: random buttons
+    assert rec.ram.shape[:2] == (len(script) + 2, 3)
+
+    other = _record_demo(EXAMPLES / "catch.yaml", rom_path("catch"), script * 4,
+                         tmp_path / "other.pt")  # its drop columns: a random on_reset byte
+    pol = demonstration_policy(other, rom_path("catch"), 2, search["actions"])
+    with pytest.raises(RamSearchError, match=r"other.pt: the search's frame differs .* row \d+"):
+        record(rom_path("catch"), num_envs=2, steps=len(script), warmup=0, policy=pol, **search)
+    with pytest.raises(DemonstrationMismatchError, match="action set"):
+        demonstration_policy(demo, rom_path("catch"), 2, [*search["actions"], "SELECT"])
+    with pytest.raises(RamSearchError, match="give --envs 2 or more"):
+        demonstration_policy([demo, demo], rom_path("catch"), 1, search["actions"])
+
+    cli = [str(rom_path("catch")), "--spec", str(spec), "--envs", "4"]
+    assert main([*cli, "--demos", str(demo), "--out", str(tmp_path / "d.yaml")]) == 0
+    assert load_task_spec(tmp_path / "d.yaml").spec.reward  # (the steps: >= the demonstration)
+    assert main([*cli, "--steps", "8", "--demos", str(other)]) == 2
+    assert "differs from the recording" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*cli, "--demos", str(demo), "--policy", str(tmp_path)])
+
+
+@pytest.mark.slow
+def test_postbot_search_of_recorded_play_finds_the_goals_and_the_win(roms, tmp_path):
+    """Random play never completes a PostBot level (see above). One recorded play that does
+    (``data/postbot_level1_actions.txt``) on console 0 of 16 is enough: the search ranks the
+    hand-written spec's transmission counter first among objectives and a win predicate that
+    turns true at the spec's level complete; the draft pays both, ends on the win, calls it
+    success and passes the probe."""
+    from torchrl_dreamer.ramsearch import demonstration_policy
+
+    rom, spec = shared_rom(roms, GAMES["postbot"]), EXAMPLES / "postbot.yaml"
+    text = (Path(__file__).parent / "data" / "postbot_level1_actions.txt").read_text()
+    actions = [int(a) for line in text.splitlines() if not line.startswith("#")
+               for a in line.split()]
+    demo = _record_demo(spec, rom, actions, tmp_path / "postbot.pt")
+    search, draft_args = spec_start(spec)
+    policy = demonstration_policy(demo, rom, 16, search["actions"])
+    rec = record(rom, num_envs=16, steps=policy.longest + 20, policy=policy, **search)
+    res = rank(rec)
+    theirs = load_task_spec(spec).spec
+    assert res.objective and res.objective[0].address == theirs.reward[0].watch.address
+    path = tmp_path / "draft.yaml"
+    path.write_text(draft_spec(res, rom, **draft_args))
+    mine = load_task_spec(path).spec
+    won_m, won_t = _holds(mine.terminate, rec.ram), _holds(theirs.terminate, rec.ram)
+    on_m, on_t = won_m[1:] & ~won_m[:-1], won_t[1:] & ~won_t[:-1]
+    assert int(on_t.sum()) == 1 and torch.equal(on_m, on_t)  # the same episode end
+    assert mine.success is not None
+    assert any(t.watch.address == theirs.reward[0].watch.address for t in mine.reward)
+    report = check_spec(path, rom=rom, num_envs=8, steps=60, progress=False)
+    assert report.ok, report.text()
