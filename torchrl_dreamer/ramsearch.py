@@ -41,7 +41,8 @@ for one env step) and records WRAM and HRAM after every step; :func:`rank` ranks
   without a score: a byte that starts at one value 1..15 on every console, only ever falls by
   one and rarely (not like a clock), rises only from 0 or back to its start, and runs out on
   some console, unless it is lives (a lives candidate, or a count that runs out right before
-  the game over). Random play seldom meets a goal; a trained agent (``--policy``) does.
+  the game over). Random play seldom meets a goal; a trained agent (``--policy``) or your own
+  recorded play (``--demos``, replayed on some consoles) does.
 - **win**: a predicate on a state byte (at most :data:`WIN_STATE_VALUES` values) that turns
   true as the best objective runs out (a level-complete screen), ranked as game overs are
   against those steps, and lower when it stays true long after them (a level number).
@@ -433,6 +434,17 @@ class DemonstrationPolicy:
     Raises:
         RamSearchError: more demonstrations than consoles, or (when called) a replayed frame that
             differs from the recording.
+
+    Example:
+        >>> from torchrl_dreamer.data.demonstrations import Demonstration
+        >>> T, blank = 3, torch.zeros(3, 1, 72, 20, dtype=torch.uint8)
+        >>> demo = Demonstration("ab" * 32, "t", ("NOOP", "UP"), 8, 8, pixels=blank,
+        ...     action=torch.tensor([1, 1, 0]), reward=torch.zeros(T),
+        ...     terminated=torch.tensor([False, False, True]), truncated=torch.zeros(T, dtype=bool),
+        ...     is_first=torch.arange(T) == 0, episode_id=torch.zeros(T, dtype=torch.int32))
+        >>> policy = DemonstrationPolicy([demo], num_envs=2, n_actions=2)
+        >>> [int(policy(blank[:2], torch.ones(2, dtype=bool))[0]) for _ in range(2)], policy.longest
+        ([1, 1], 3)
     """
 
     def __init__(self, demos: list[Any], num_envs: int, n_actions: int, seed: int = 0,
