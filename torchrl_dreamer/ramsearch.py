@@ -1449,7 +1449,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m torchrl_dreamer.ramsearch", description=(
         "Rank RAM addresses of a Game Boy ROM as score, lives, game-over, objective (goals "
         "left), win and player-position candidates by playing random buttons (or a trained "
-        "agent, --policy) on many consoles at once; writes a draft task "
+        "agent, --policy, or recorded play, --demos) on many consoles at once; writes a draft task "
         "spec. 'python -m torchrl_dreamer.ramsearch check SPEC --rom ROM' probes a spec."))
     ap.add_argument("rom", type=Path, help="the game's ROM file")
     ap.add_argument("--state", type=Path, default=None, help="savestate to start from")
