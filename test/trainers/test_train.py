@@ -42,7 +42,9 @@ def test_cli_run_writes_checkpoints_logs_and_gif(cli_run):
     assert ckpts == ["step_128", "step_256"]
     for c in ckpts:
         assert (cli_run / "checkpoints" / c / "state.pt").is_file()
-        assert (cli_run / "checkpoints" / c / "replay" / "meta.json").is_file()
+    # only the latest checkpoint keeps the replay (an older one resumes with an empty replay)
+    assert (cli_run / "checkpoints" / "step_256" / "replay" / "meta.json").is_file()
+    assert not (cli_run / "checkpoints" / "step_128" / "replay").exists()
     # the values the run used (gamma: the 20-second horizon at 6 frames a step; entropy: the
     # maze's task default) are stored for --resume
     state = load_checkpoint(cli_run / "checkpoints" / "step_128")

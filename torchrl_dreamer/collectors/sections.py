@@ -313,7 +313,7 @@ class RunSection:
     checkpoint_every: int = setting(10_000, check=integer(0))
     """Policy steps between checkpoints (0: only at the end)."""
     checkpoint_replay: bool = True
-    """Store the replay in checkpoints (exact resume; costs disk)."""
+    """Store the replay in the latest checkpoint (exact resume; older checkpoints drop theirs)."""
     threads: int = setting(1, check=integer(1))
     """Torch intra-op threads of the training process on CPU."""
     video_every: int = setting(0, check=integer(0))

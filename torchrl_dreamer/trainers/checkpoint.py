@@ -10,10 +10,14 @@ One checkpoint is a directory ``<log_dir>/checkpoints/step_<policy_steps>/`` wit
   collector's schedule / rate limiter / counters / player / sampler, the episode statistics,
   torch's RNG states and, for :class:`~torchrl_dreamer.envs.GameBoyEnv`, the consoles and task
   state plus the env output the actor acts on next;
-- ``replay/`` (optional): the replay ring (:meth:`TimeMajorStorage.dumps`).
+- ``replay/`` (optional, the latest checkpoint of a run only): the replay ring
+  (:meth:`TimeMajorStorage.dumps`). Each new checkpoint removes the replay of the run's older
+  ones (:func:`prune_replays`): a replay near its capacity takes 150 MB or more, and an hour's
+  run writes 20 checkpoints or more.
 
 With the replay stored, ``--resume`` continues the run exactly where it stopped (same step
-counters, same RNG streams, same replay). Without it the run restarts its replay empty and
+counters, same RNG streams, same replay). Without it (``--no-checkpoint-replay``, or an older
+checkpoint of the run) the run restarts its replay empty and
 waits for the schedule's prefill (``max(learning_starts / num_envs, seq_len)`` env steps,
 acting with the trained policy) before training again.
 
@@ -42,6 +46,7 @@ __all__ = [
     "learner_state",
     "load_checkpoint",
     "load_learner_state",
+    "prune_replays",
     "rng_state",
     "save_checkpoint",
     "set_rng_state",
@@ -147,6 +152,36 @@ def save_checkpoint(path: str | Path, state: dict[str, Any],
     torch.save(full, tmp)
     tmp.replace(path / _STATE_FILE)
     return path
+
+
+def prune_replays(checkpoints: str | Path, keep: str | Path) -> list[Path]:
+    """Remove the ``replay/`` folder of every ``step_N`` checkpoint in ``checkpoints`` but
+    ``keep``; returns the folders removed.
+
+    Only the latest replay serves an exact resume. An older checkpoint keeps its weights,
+    optimizers, counters and consoles, and a resume from it refills an empty replay, as with
+    ``checkpoint_replay`` off.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> for n in (10, 20):
+        ...     (root / f"step_{n}" / "replay").mkdir(parents=True)
+        >>> [p.parent.name for p in prune_replays(root, root / "step_20")]
+        ['step_10']
+        >>> sorted(p.parent.name for p in root.glob("*/replay"))
+        ['step_20']
+    """
+    import shutil
+
+    keep = Path(keep).resolve()
+    removed = []
+    for ckpt in sorted(Path(checkpoints).glob("step_*")):
+        replay = ckpt / "replay"
+        if ckpt.resolve() != keep and replay.is_dir():
+            shutil.rmtree(replay)
+            removed.append(replay)
+    return removed
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:

@@ -43,6 +43,7 @@ from torchrl_dreamer.trainers.checkpoint import (
     learner_state,
     load_checkpoint,
     load_learner_state,
+    prune_replays,
     resolve_checkpoint,
     rng_state,
     save_checkpoint,
@@ -161,7 +162,10 @@ class DreamerTrainer:
         """Write a checkpoint at the current step; returns its directory."""
         path = self.run_dir / "checkpoints" / f"step_{self.policy_steps}"
         save_replay = self.collector.save_replay if self.config.run.checkpoint_replay else None
-        return save_checkpoint(path, self.state_dict(), save_replay)
+        save_checkpoint(path, self.state_dict(), save_replay)
+        if save_replay is not None:
+            prune_replays(path.parent, keep=path)  # only the latest replay serves a resume
+        return path
 
     def _restore(self, saved: dict[str, Any], ckpt: Path) -> None:
         p = self.parts
