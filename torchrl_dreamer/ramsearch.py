@@ -91,7 +91,7 @@ import torch
 
 from torchrl_dreamer._threads import one_thread
 from torchrl_dreamer.emulator.packed2 import PACKED2_FRAME_BYTES, packed2_lut
-from torchrl_dreamer.envs.actions import BUTTON_BITS
+from torchrl_dreamer.envs.actions import BUTTON_BITS, default_press_frames
 
 __all__ = ["Candidate", "Recording", "SearchResult", "RamSearchError", "record", "rank",
            "ram_search", "draft_spec", "spec_start", "SCORE_MIN", "GAME_OVER_MIN", "KINDS",
@@ -318,7 +318,7 @@ def record(rom, num_envs: int = 32, steps: int = DEFAULT_STEPS, frame_skip: int 
                 a = torch.randint(0, len(names), (num_envs,), generator=g)
             else:
                 a = _policy_actions(policy, obs, k == 0, num_envs, len(names))
-            obs = gb.step(masks[a], frames=frame_skip, press_frames=min(8, frame_skip))
+            obs = gb.step(masks[a], frames=frame_skip, press_frames=default_press_frames(frame_skip))
             played.append(_as_base_action(names, a))
             held.append(masks[a])
             snaps.append(_snapshot(gb))
@@ -497,7 +497,7 @@ def demonstration_policy(paths: Any, rom: Any, num_envs: int, actions: list[str]
     """A :class:`DemonstrationPolicy` of the demonstration files ``paths`` (files, folders of
     ``*.pt`` or glob patterns), checked against the search: the same ROM, action set
     (``actions``, default the search's random buttons) and frame skip (a button held
-    ``min(8, frame_skip)`` frames), for games where random play never reaches what to find
+    :func:`~torchrl_dreamer.envs.actions.default_press_frames`), for games where random play never reaches what to find
     and no trained agent exists yet: play it yourself (``python -m torchrl_dreamer.play ROM
     --spec SPEC --record FILE``), then search your play.
 
@@ -506,18 +506,17 @@ def demonstration_policy(paths: Any, rom: Any, num_envs: int, actions: list[str]
             another frame skip (the message says which).
         RamSearchError: more files than consoles.
     """
-    import hashlib
-
     from torchrl_dreamer.data.demonstrations import (
         Demonstration,
         RunSignature,
         demonstration_paths,
     )
-    from torchrl_dreamer.emulator.cartridge import load_rom_bytes
+    from torchrl_dreamer.emulator.cartridge import load_rom_bytes, parse_cartridge
 
     names = tuple(a.upper() for a in (actions or _ACTIONS))
-    run = RunSignature(hashlib.sha256(load_rom_bytes(rom)).hexdigest(), "", names, frame_skip,
-                       min(8, frame_skip))
+    cart = parse_cartridge(load_rom_bytes(rom), check=False, dmg_only=False)
+    run = RunSignature(cart.sha256, "", names, frame_skip, default_press_frames(frame_skip),
+                       cart.title)
     files = demonstration_paths(paths)
     demos = [Demonstration.load(p) for p in files]
     for p, d in zip(files, demos):
@@ -1192,7 +1191,7 @@ def _falls(ram: torch.Tensor) -> _Falls:
 
 def _rank_lives(ram: torch.Tensor, addrs: torch.Tensor, falls: _Falls,
                 over: torch.Tensor | None, window: int) -> list[Candidate]:
-    """Lives counters, only on strong evidence: a game over was found (its over ``over
+    """Lives counters, only on strong evidence: a game over was found (its onsets ``over
     [T, N]``), and the byte starts at 1..9 on every console, only ever drops by one (at
     different steps on different consoles, not like a clock), at least twice on a console,
     returns only to its start value, and drops to its lowest value right before (within

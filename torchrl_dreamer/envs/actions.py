@@ -35,8 +35,25 @@ __all__ = [
     "BUTTON_BITS",
     "ActionSet",
     "ACTION_SETS",
+    "PRESS_FRAMES",
+    "default_press_frames",
     "make_action_set",
 ]
+
+PRESS_FRAMES = 8
+"""Frames a chosen action's buttons are held at the start of a longer env step, by default; the
+step's other frames run with no button held."""
+
+
+def default_press_frames(frame_skip: int) -> int:
+    """Frames an action is held in a step of ``frame_skip`` frames unless told otherwise:
+    :data:`PRESS_FRAMES`, or the whole step when it is shorter.
+
+    Example:
+        >>> default_press_frames(24), default_press_frames(4)
+        (8, 4)
+    """
+    return min(PRESS_FRAMES, frame_skip)
 
 BUTTON_BITS: dict[str, int] = {
     "A": 1 << 0,

@@ -51,7 +51,7 @@ from torchrl.envs import EnvBase
 
 from torchrl_dreamer.emulator.color_obs import COLOR_SHAPE, color_frame
 from torchrl_dreamer.emulator.packed2 import PACKED2_HEIGHT, PACKED2_SHAPE, PACKED2_WIDTH
-from torchrl_dreamer.envs.actions import ActionSet, make_action_set
+from torchrl_dreamer.envs.actions import ActionSet, default_press_frames, make_action_set
 from torchrl_dreamer.envs.registry import make_task
 from torchrl_dreamer.envs.task import Task, check_observations
 
@@ -88,7 +88,8 @@ class GameBoyEnv(EnvBase):
             :class:`~torchrl_dreamer.envs.actions.ActionSet`; default: the task's.
         frame_skip: frames emulated per env step (24).
         press_frames: frames the chosen buttons are held at the start of a step (default
-            ``min(8, frame_skip)``: a short step holds its button throughout).
+            :func:`~torchrl_dreamer.envs.actions.default_press_frames`, ``min(8, frame_skip)``:
+            a short step holds its button throughout).
         max_episode_steps: steps after which an episode is ``truncated``; default: the task's
             (:meth:`~torchrl_dreamer.envs.task.Task.episode_step_limit` at this frame skip;
             ``None``/0 = no limit).
@@ -152,7 +153,7 @@ class GameBoyEnv(EnvBase):
         if frame_skip < 1:
             raise ValueError(f"frame_skip must be >= 1, got {frame_skip}")
         if press_frames is None:
-            press_frames = min(8, frame_skip)
+            press_frames = default_press_frames(frame_skip)
         if not 0 <= press_frames <= frame_skip:
             raise ValueError(
                 f"press_frames must lie in 0..frame_skip ({frame_skip}), got {press_frames}"

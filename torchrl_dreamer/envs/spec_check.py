@@ -418,13 +418,14 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
         ap.error(f"ROM {args.rom} not found")
     if args.envs < 1 or args.steps < 1 or args.frame_skip < 1:
         ap.error("--envs, --steps and --frame-skip must be >= 1")
+    from torchrl_dreamer.envs.actions import default_press_frames
     from torchrl_dreamer.envs.spec import TaskSpecError
     from torchrl_dreamer.envs.task import TaskMismatchError
 
     try:
         report = check_spec(args.spec, rom=args.rom, num_envs=args.envs, steps=args.steps,
                             seconds=args.seconds, frame_skip=args.frame_skip,
-                            press_frames=min(8, args.frame_skip), seed=args.seed,
+                            press_frames=default_press_frames(args.frame_skip), seed=args.seed,
                             out_dir=args.out, end_frames=args.frames)
     except (TaskSpecError, TaskMismatchError) as err:
         print(f"error: {err}", file=sys.stderr)

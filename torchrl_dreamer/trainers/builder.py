@@ -112,12 +112,13 @@ def check_spec_start(cfg: TrainConfig) -> None:
     if cfg.env.task_spec is None:
         return
     from torchrl_dreamer.envs import load_task_spec
+    from torchrl_dreamer.envs.actions import default_press_frames
     from torchrl_dreamer.envs.spec_check import StartStateError, check_start
 
     task = load_task_spec(cfg.env.task_spec, rom=cfg.env.rom)
     try:
-        check_start(task, frame_skip=cfg.env.frame_skip, press_frames=min(8, cfg.env.frame_skip),
-                    device=cfg.run.device)
+        check_start(task, frame_skip=cfg.env.frame_skip,
+                    press_frames=default_press_frames(cfg.env.frame_skip), device=cfg.run.device)
     except StartStateError as err:
         raise ConfigError(f"{err} Fix the spec's start or its terminate/truncate entries; "
                           f"python -m torchrl_dreamer.envs.spec_check {cfg.env.task_spec} --rom "
