@@ -8,6 +8,7 @@ checked against the hardware result that test documents.
   point for a running CPU (mealybug-tearoom: "line 0 timing is different by 4 cycles"); a halted
   CPU wakes at the point itself on every line (mooneye intr_2_*).
 * Mid-line BGP writes from daid's ``ppu_scanline_bgp`` protocol land on the hardware's pixels.
+* LCDC.0 is read as each pixel leaves; LCDC.1 cleared during an object fetch abandons it.
 """
 
 from __future__ import annotations
@@ -255,3 +256,60 @@ def test_lcdc0_off_blanks_the_pixels_that_leave_while_it_is_off():
         assert (runs[0][0] == 0) == (band <= 2), f"band {band}: {runs}"
         if band >= 3:  # the whole first run on screen
             assert [b - a + 1 for a, b in runs] == [12, 8], f"band {band}: {runs}"
+
+
+# ------------------------------------------------------------------ LCDC.1 during an object fetch
+
+
+def _obj_en_source() -> str:
+    """mealybug m3_lcdc_obj_en_change_variant's protocol with solid objects: band k (lines
+    8k..8k+7) holds an object at X = k; from the mode 2 interrupt (running CPU in a NOP slide,
+    one M-cycle later from LY 64 on) LCDC.1 is cleared for one write (2 M-cycles) and set again,
+    then BGP turns black and white again 28 NOPs later, so the black bar starts at the pixel
+    that leaves when the write lands: the later the line's object stall ended, the further left."""
+    oam = [f"    db ${0x10 + 8 * k:02X}, {k}, 0, 0" for k in range(18)]
+    return _lines(
+        "    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
+        "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a", "    ldh [$40], a",
+        # object tile 0 ($8000) solid colour 3; background tile 0 ($9000, LCDC.4 = 0) blank
+        "    ld hl, $8000", "    ld b, 16", "    ld a, $FF", ".t:", "    ld [hli], a", "    dec b",
+        "    jr nz, .t", "    ld hl, $9000", "    ld b, 16", "    xor a", ".z:", "    ld [hli], a",
+        "    dec b", "    jr nz, .z", "    ld hl, $9800", "    ld bc, $0400",
+        ".m:", "    xor a", "    ld [hli], a", "    dec bc", "    ld a, b", "    or c", "    jr nz, .m",
+        "    ld hl, $FE00", "    ld b, 160", "    xor a", ".o:", "    ld [hli], a", "    dec b", "    jr nz, .o",
+        "    ld hl, $FE00", "    ld de, oamd", "    ld b, 72",
+        ".c:", "    ld a, [de]", "    ld [hli], a", "    inc de", "    dec b", "    jr nz, .c",
+        "    ld a, $20", "    ldh [$41], a", "    ld a, $03", "    ldh [$FF], a", "    ld a, $83",
+        "    ldh [$40], a", "    ld a, $FF", "    ldh [$48], a", "    xor a", "    ldh [$47], a",
+        "    ld c, $40", "    xor a", "    ldh [$0F], a", "    ei",
+        "nops:", *["    nop"] * 1200, "    jp nops",
+        "handler:", "    ldh a, [$44]", "    cp 64", "    jr nc, .d", ".d:", "    ld a, $81",
+        *["    nop"] * 7, "    ld [c], a", "    ld a, $83", "    ld [c], a", *["    nop"] * 28,
+        "    ld a, $FF", "    ldh [$47], a", "    xor a", "    ldh [$47], a",
+        "    pop hl", "    ld hl, nops", "    push hl", "    reti",
+        "oamd:", *oam,
+    )
+
+
+def test_clearing_lcdc1_abandons_the_object_fetch_in_progress():
+    """LCDC.1 cleared while an object is being fetched (the fetcher finishing its background
+    tile or the object's own 6 dots) abandons the fetch on the dot of the write: the shifter
+    resumes at once and the object is not drawn. Bands 13-15 end their (6-dot) fetches before
+    the write, so their bars line up; the objects X = 16, 17 are reached later, a fetch of 11
+    and 10 dots that the write cuts short, so their bars start 1 and 2 pixels further right
+    instead of 5 and 4 further left (mealybug
+    m3_lcdc_obj_en_change_variant's DMG reference: bars at 155, 155, 155, 156, 157)."""
+    gb = _run(_obj_en_source(), 12, framebuffer=True)
+    frame = gb.framebuffer[0].cpu().numpy()
+
+    def bar(band: int) -> int:
+        return 100 + int(np.argmax(frame[8 * band + 4, 100:] == 3))
+
+    def drawn(band: int) -> list[int]:
+        row = frame[8 * band + 4, :20]
+        return np.nonzero(row == 3)[0].tolist()
+
+    assert bar(13) == bar(14) == bar(15), [bar(b) for b in range(13, 18)]
+    assert (bar(16), bar(17)) == (bar(15) + 1, bar(15) + 2), [bar(b) for b in range(13, 18)]
+    # the X = 15 object was fetched: its first pixel leaves before the write hides the rest
+    assert drawn(15) == [7]

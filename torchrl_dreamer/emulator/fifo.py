@@ -33,7 +33,8 @@ Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read p
   fetched when the pixel counter (invisible and discarded pixels included) reaches X + SCX & 7
   (X = 0: at once), unless LCDC.1 is off then. The shifter stops for 6 dots plus what the BG
   fetcher still needs to finish its tile (``5 - offset`` for the first object on a tile, 0
-  after); the object's low data byte is read ``OBJ_LO_LEFT`` dots before the end with LCDC.2 (the
+  after); LCDC.1 cleared before the stall ends abandons the fetch on the write's dot (the
+  shifter resumes, the object is not drawn: :func:`fifo_abandon_object`); the object's low data byte is read ``OBJ_LO_LEFT`` dots before the end with LCDC.2 (the
   height) as it is then, the high byte at the end with LCDC.2 then (a height change between them
   mixes two rows), and the row is merged into the OBJ FIFO where it is transparent.
 * Each pixel leaving: BG colour 0 if LCDC.0 is clear; the object pixel wins if LCDC.1 is set, it
@@ -85,7 +86,7 @@ from torchrl_dreamer.emulator.registers import (
 )
 from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line
 
-__all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "FIFO_START_T"]
+__all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "fifo_abandon_object", "FIFO_START_T"]
 
 FIFO_START_T = wp.constant(4)  # t at which the invisible pixels sit in the BG FIFO
 TILE_AT = wp.constant(0)  # fetcher dot (0-5) that reads the tile number
@@ -310,6 +311,9 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                 if fd == FETCH_DOTS:
                     fetch = fetch + (1 << 8)  # next tile
             # (b) object fetches, the shifter and the window trigger
+            if stall > 0 and (lcdc & 0x02) == 0:
+                stall = 0  # objects switched off during the fetch: abandoned (fifo_abandon_object)
+                objn = objn + 1
             if stall > 0:
                 stall = stall - 1
                 if (stall & 0xFF) == OBJ_LO_LEFT:
@@ -389,6 +393,16 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     m.st[i, S_FIFO_WIN] = win
     m.st[i, S_FIFO_FINE] = fine
     return end
+
+
+@wp.func
+def fifo_abandon_object(i: int, m: wp.ref[Mem]):
+    """LCDC.1 cleared during an object fetch (the wait for the background fetcher included):
+    the fetch is abandoned on the write's dot, the shifter resumes and the object is not drawn
+    (DMG: mealybug m3_lcdc_obj_en_change_variant's reference, objects X = 16 and 17)."""
+    if m.st[i, S_FIFO_STALL] > 0:
+        m.st[i, S_FIFO_STALL] = 0
+        m.st[i, S_FIFO_OBJN] = m.st[i, S_FIFO_OBJN] + 1
 
 
 @wp.func(inline=False)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.fifo import fifo_dry_end, fifo_run, fifo_start
+from torchrl_dreamer.emulator.fifo import fifo_abandon_object, fifo_dry_end, fifo_run, fifo_start
 from torchrl_dreamer.emulator.hdma import hdma_hblank
 from torchrl_dreamer.emulator.interrupts import raise_irq
 from torchrl_dreamer.emulator.layout import (
@@ -979,8 +979,11 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
             m.hram[i, r] = wp.uint8(int(m.hram[i, r]) | v)
             pipe_run(i, m, line, dot + WRITE_LAG + 1, draw)
         if r == R_LCDC and ((int(m.hram[i, r]) ^ v) & LCDC_OBJ_ON) != 0:
-            # the object enable bit reaches the pipeline one dot after the other LCDC bits
+            # the object enable bit reaches the pixel mixer and the object trigger one dot after
+            # the other LCDC bits; a fetch in progress is abandoned on the write's dot
             m.hram[i, r] = wp.uint8((v & ~LCDC_OBJ_ON) | (int(m.hram[i, r]) & LCDC_OBJ_ON))
+            if (v & LCDC_OBJ_ON) == 0:
+                fifo_abandon_object(i, m)
             pipe_run(i, m, line, dot + WRITE_LAG + 1, draw)
     if r == R_LCDC:
         lcdc_write(i, m, v)
