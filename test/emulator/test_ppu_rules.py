@@ -313,3 +313,43 @@ def test_clearing_lcdc1_abandons_the_object_fetch_in_progress():
     assert (bar(16), bar(17)) == (bar(15) + 1, bar(15) + 2), [bar(b) for b in range(13, 18)]
     # the X = 15 object was fetched: its first pixel leaves before the write hides the rest
     assert drawn(15) == [7]
+
+
+# ------------------------------------------------------------------ the window at WX = 0
+
+
+def _wx0_source() -> str:
+    """mealybug m3_window_timing_wx_0's protocol: the window on from the first pixel (WX = 0,
+    WY = 0); on every line the mode 2 handler writes SCX = LY, then BGP white and, 3 NOPs
+    later, black, so the black run starts at the pixel that leaves when the write lands."""
+    return _lines(
+        "    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
+        "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a", "    ldh [$40], a",
+        "    ld hl, $9800", "    ld bc, $0400", ".m:", "    xor a", "    ld [hli], a", "    dec bc",
+        "    ld a, b", "    or c", "    jr nz, .m",
+        "    ld hl, $9C00", "    ld bc, $0400", ".n:", "    ld a, 1", "    ld [hli], a", "    dec bc",
+        "    ld a, b", "    or c", "    jr nz, .n",
+        "    ld hl, $9000", "    ld c, 8", ".t:", "    ld a, $FF", "    ld [hli], a", "    xor a",
+        "    ld [hli], a", "    dec c", "    jr nz, .t",
+        "    ld a, $FF", "    ld c, 16", ".u:", "    ld [hli], a", "    dec c", "    jr nz, .u",
+        "    ld a, $20", "    ldh [$41], a", "    ld a, $03", "    ldh [$FF], a",
+        "    ld a, $E1", "    ldh [$40], a", "    xor a", "    ldh [$4B], a", "    ldh [$4A], a",
+        "    ld hl, $FF47", "    ld b, 0", "    ld c, $FF", "    ld [hl], b", "    xor a",
+        "    ldh [$0F], a", "    ei",
+        "nops:", *["    nop"] * 1200, "    jp nops",
+        "handler:", "    ldh a, [$44]", "    and a", "    jr nz, .l0", ".l0:",
+        "    ldh a, [$44]", "    ldh [$43], a", "    ld [hl], b", "    nop", "    nop", "    nop",
+        "    ld [hl], c", "    pop de", "    ld de, nops", "    push de", "    reti",
+    )
+
+
+def test_window_at_wx0_starts_one_dot_later_with_fine_scroll():
+    """With WX = 0 the window starts one dot later when SCX & 7 > 0 ("window activating one
+    T-cycle later when WX = 0 and SCX > 0", m3_window_timing_wx_0's source), besides the
+    fine-scroll discard of a dot per SCX & 7: the black run starts at x = 11 for SCX & 7 = 0
+    and at 11 - (SCX & 7) - 1 otherwise (the test's DMG reference: 11, 9, 8, 7, 6, 5, 4, 3)."""
+    gb = _run(_wx0_source(), 12, framebuffer=True)
+    frame = gb.framebuffer[0].cpu().numpy()
+    start = {ly & 7: int(np.argmax(frame[ly] == 3)) for ly in range(8, 16)}
+    assert start[0] == 11, start
+    assert [start[f] for f in range(1, 8)] == [start[0] - f - 1 for f in range(1, 8)], start

@@ -23,7 +23,8 @@ Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read p
   (LCDC.5 and LCDC.0), WY matched LY this frame and the next pixel is screen x = WX - 7 (for
   WX < 7 among the invisible pixels: the window's first 7 - WX pixels are unseen), or WX - 6 (a
   match missed while LCDC.5 was off), the BG FIFO is cleared and the fetcher restarts on window
-  tile 0: 6 dots without pixels. LCDC.5 off at a fetch start sends the fetcher back to the
+  tile 0: 6 dots without pixels, 7 for WX = 0 with SCX & 7 > 0 (the window "activating one
+  T-cycle later when WX = 0 and SCX > 0", mealybug m3_window_timing_wx_0). LCDC.5 off at a fetch start sends the fetcher back to the
   background. DMG WX glitch: a WX match that does not start the window (it already started on
   this line, or LCDC.5 is off after the window was drawn earlier in the frame), on the dot of a
   tile-number read with 8 pixels in the BG FIFO (not on the window's first fetch), puts a
@@ -43,7 +44,7 @@ Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read p
 State (``S_FIFO_*`` words; ``S_FIFO_LINE`` is line + 1 while valid): ``DOT`` next dot to run,
 ``KP`` pixels popped (all), ``SX`` screen x of the next pixel (-8 while invisible; 160 when
 done, ``DOT`` then holds the end dot), ``FETCH`` fetcher dots done (0-6) | window flag << 4 |
-tile counter << 8, ``TILE/LO/HI`` the fetched bytes, ``BG`` 2-bit colours (next in the low
+one idle dot to come (``FETCH_IDLE``) | tile counter << 8, ``TILE/LO/HI`` the fetched bytes, ``BG`` 2-bit colours (next in the low
 bits) | count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit object pixels (colour, palette,
 behind-BG), ``STALL`` object fetch dots left | 16-high at the low byte << 8, ``OBJN`` objects
 handled, ``WIN`` window drawn on this line (1) | WY latch (2) | no pixel left since the window
@@ -101,6 +102,7 @@ BG_COUNT = wp.constant(20)  # BG FIFO word: pixel count from this bit, 2-bit col
 BG_PIXELS = wp.constant(0x3FFFF)
 WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still triggers
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
+FETCH_IDLE = wp.constant(32)  # FETCH word: the fetcher waits one dot before its next step
 
 _vec16i = wp.types.vector(length=16, dtype=wp.int32)
 
@@ -278,12 +280,15 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
             disc_done = (fine >> 4) >= (fine & 7)
             # (a) fetcher
             fd = fetch & 15
-            if fd == FETCH_DOTS and (bg >> BG_COUNT) == 0:
+            idle = (fetch & FETCH_IDLE) != 0
+            if idle:
+                fetch = fetch - FETCH_IDLE  # the WX = 0 window start's extra dot
+            elif fd == FETCH_DOTS and (bg >> BG_COUNT) == 0:
                 bg = push_tile(lo, hi, (win >> 8) & 7)
                 win = win & 0xFF
                 fetch = fetch - (fetch & 15)
                 fd = 0
-            if fd < FETCH_DOTS:
+            if fd < FETCH_DOTS and not idle:
                 if fd == 0 and ((fetch >> 4) & 1) != 0 and (lcdc & 0x20) == 0:
                     fetch = fetch - (1 << 4)  # window switched off: back to the background
                 if fd == TILE_AT:
@@ -376,6 +381,8 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     win = (win & 3) | 1 | WIN_FRESH
                     bg = 0
                     fetch = 1 << 4  # window tile 0, step 0
+                    if wx == 0 and (fine & 7) != 0:
+                        fetch = fetch | FETCH_IDLE
         d = d + 1
     if end >= 0:
         d = end
