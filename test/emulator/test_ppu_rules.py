@@ -353,3 +353,55 @@ def test_window_at_wx0_starts_one_dot_later_with_fine_scroll():
     start = {ly & 7: int(np.argmax(frame[ly] == 3)) for ly in range(8, 16)}
     assert start[0] == 11, start
     assert [start[f] for f in range(1, 8)] == [start[0] - f - 1 for f in range(1, 8)], start
+
+
+
+# ------------------------------------------------------------------ the window started again
+
+
+def _window_again_source() -> str:
+    """mealybug m3_lcdc_win_en_change_multiple's protocol with a striped window tile: window map
+    all tile 1 (pixel row r of colour r % 3 + 1), background blank; the mode 2 handler moves WX
+    to 24, then to 120, clears LCDC.5 for one write and sets it again, so the window starts at
+    x = 17, gives way to the background, and starts again at x = 113."""
+    tile = []
+    for r in range(8):
+        c = r % 3 + 1
+        tile += [0xFF if c & 1 else 0, 0xFF if c & 2 else 0]
+    return _lines(
+        "    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
+        "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a", "    ldh [$40], a",
+        "    ld hl, $9800", "    ld bc, $0400", ".m:", "    xor a", "    ld [hli], a", "    dec bc",
+        "    ld a, b", "    or c", "    jr nz, .m",
+        "    ld hl, $9C00", "    ld bc, $0400", ".n:", "    ld a, 1", "    ld [hli], a", "    dec bc",
+        "    ld a, b", "    or c", "    jr nz, .n",
+        "    ld hl, $8000", "    ld b, 16", "    xor a", ".z:", "    ld [hli], a", "    dec b", "    jr nz, .z",
+        "    ld de, tiled", "    ld b, 16", ".t:", "    ld a, [de]", "    ld [hli], a", "    inc de",
+        "    dec b", "    jr nz, .t",
+        "    ld a, $20", "    ldh [$41], a", "    ld a, $03", "    ldh [$FF], a",
+        "    ld b, $F1", "    ld c, b", "    res 5, c", "    ld a, 7", "    ldh [$4B], a", "    xor a",
+        "    ldh [$4A], a", "    ld a, $E4", "    ldh [$47], a", "    ld hl, $FF40", "    ld [hl], b",
+        "    xor a", "    ldh [$0F], a", "    ei",
+        "nops:", *["    nop"] * 1200, "    jp nops",
+        "handler:", "    ldh a, [$44]", "    and a", "    jr nz, .l0", ".l0:",
+        "    ld a, 24", "    nop", "    ldh [$4B], a", *["    nop"] * 5, "    ld a, 120", "    ldh [$4B], a",
+        "    nop", "    nop", "    nop", "    nop", "    ld [hl], c", "    nop", "    nop", "    ld [hl], b",
+        "    pop de", "    ld de, nops", "    push de", "    reti",
+        "tiled:", "    db " + ", ".join(f"${b:02X}" for b in tile),
+    )
+
+
+def test_window_started_again_draws_the_next_row():
+    """A window started a second time on a line (LCDC.5 set again, WX on a pixel not yet drawn)
+    draws the next row of the window, and the window line counter advances once per start
+    (m3_lcdc_win_en_change_multiple's source: "The current row of the window is incremented each
+    time the window is activated, so the second time the window is activated on the row, the
+    next row of window pixels are displayed"): line L shows rows 2L and 2L + 1."""
+    gb = _run(_window_again_source(), 12, framebuffer=True)
+    frame = gb.framebuffer[0].cpu().numpy()
+    row = frame[0]
+    assert row[10] == 0 and row[30] != 0 and row[80] == 0 and row[130] != 0, row.tolist()
+    for line in range(12):
+        first, second = 2 * line % 8, (2 * line + 1) % 8
+        got = (int(frame[line, 30]), int(frame[line, 130]))
+        assert got == (first % 3 + 1, second % 3 + 1), f"line {line}: {got}"

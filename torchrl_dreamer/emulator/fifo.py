@@ -25,7 +25,9 @@ Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read p
   match missed while LCDC.5 was off), the BG FIFO is cleared and the fetcher restarts on window
   tile 0: 6 dots without pixels, 7 for WX = 0 with SCX & 7 > 0 (the window "activating one
   T-cycle later when WX = 0 and SCX > 0", mealybug m3_window_timing_wx_0). LCDC.5 off at a fetch start sends the fetcher back to the
-  background. DMG WX glitch: a WX match that does not start the window (it already started on
+  background. Each start after the first on the same line (LCDC.5 set again, WX ahead of the
+  pixel) draws the next window row, and the window line counter advances once per start
+  (mealybug m3_lcdc_win_en_change_multiple's source). DMG WX glitch: a WX match that does not start the window (it already started on
   this line, or LCDC.5 is off after the window was drawn earlier in the frame), on the dot of a
   tile-number read with 8 pixels in the BG FIFO (not on the window's first fetch), puts a
   colour-0 pixel in front of the BG FIFO; the match position counts the fine-scroll discards
@@ -48,7 +50,7 @@ one idle dot to come (``FETCH_IDLE``) | tile counter << 8, ``TILE/LO/HI`` the fe
 bits) | count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit object pixels (colour, palette,
 behind-BG), ``STALL`` object fetch dots left | 16-high at the low byte << 8, ``OBJN`` objects
 handled, ``WIN`` window drawn on this line (1) | WY latch (2) | no pixel left since the window
-started (4) | pixels to drop << 8, ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at
+started (4) | starts again (``WIN_AGAIN``, 2 bits) | pixels to drop << 8, ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at
 the OAM scan.
 """
 
@@ -87,7 +89,8 @@ from torchrl_dreamer.emulator.registers import (
 )
 from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line
 
-__all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "fifo_abandon_object", "FIFO_START_T"]
+__all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "fifo_abandon_object", "window_rows",
+           "FIFO_START_T"]
 
 FIFO_START_T = wp.constant(4)  # t at which the invisible pixels sit in the BG FIFO
 TILE_AT = wp.constant(0)  # fetcher dot (0-5) that reads the tile number
@@ -102,6 +105,7 @@ BG_COUNT = wp.constant(20)  # BG FIFO word: pixel count from this bit, 2-bit col
 BG_PIXELS = wp.constant(0x3FFFF)
 WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still triggers
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
+WIN_AGAIN = wp.constant(4)  # WIN word: times the window started again on this line (2 bits)
 FETCH_IDLE = wp.constant(32)  # FETCH word: the fetcher waits one dot before its next step
 
 _vec16i = wp.types.vector(length=16, dtype=wp.int32)
@@ -217,6 +221,18 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
 
 
 @wp.func
+def again(win: int) -> int:
+    """Times the window started again on this line after its first start (WIN word)."""
+    return (win >> WIN_AGAIN) & 3
+
+
+@wp.func
+def window_rows(win: int) -> int:
+    """Window rows this line used (WIN word): one per start, the first and each one again."""
+    return (win & 1) + again(win)
+
+
+@wp.func
 def push_tile(lo: int, hi: int, drop: int) -> int:
     """BG FIFO word for a fetched tile row, its first ``drop`` pixels left out."""
     bg = int(0)  # noqa: UP018 (a dynamic Warp variable)
@@ -292,7 +308,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                 if fd == 0 and ((fetch >> 4) & 1) != 0 and (lcdc & 0x20) == 0:
                     fetch = fetch - (1 << 4)  # window switched off: back to the background
                 if fd == TILE_AT:
-                    tile = fetch_tile_no(i, m, line, fetch, win_count)
+                    tile = fetch_tile_no(i, m, line, fetch, win_count + again(win))
                     pos = sx
                     if not disc_done:
                         pos = sx - (fine & 7) + (fine >> 4)
@@ -308,9 +324,9 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                         n = bg >> BG_COUNT
                         bg = ((bg & BG_PIXELS) << 2) | ((n + 1) << BG_COUNT)
                 if fd == LO_AT:
-                    lo = fetch_bg_byte(i, m, line, fetch, tile, 0, win_count)
+                    lo = fetch_bg_byte(i, m, line, fetch, tile, 0, win_count + again(win))
                 if fd == HI_AT:
-                    hi = fetch_bg_byte(i, m, line, fetch, tile, 1, win_count)
+                    hi = fetch_bg_byte(i, m, line, fetch, tile, 1, win_count + again(win))
                 fd = fd + 1
                 fetch = fetch + 1
                 if fd == FETCH_DOTS:
@@ -378,7 +394,10 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                 wx = int(m.hram[i, R_WX])
                 if ((sx + 7 == wx or (sx + WIN_LATE == wx and sx > WIN_LATE - 7))
                         and (sx < 0 or (fine >> 4) >= (fine & 7))):
-                    win = (win & 3) | 1 | WIN_FRESH
+                    react = again(win)
+                    if (win & 1) != 0 and react < 3:
+                        react = react + 1  # activated again on this line: the next window row
+                    win = (win & 3) | 1 | WIN_FRESH | (react << WIN_AGAIN)
                     bg = 0
                     fetch = 1 << 4  # window tile 0, step 0
                     if wx == 0 and (fine & 7) != 0:

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.fifo import fifo_abandon_object, fifo_dry_end, fifo_run, fifo_start
+from torchrl_dreamer.emulator.fifo import (
+    fifo_abandon_object,
+    fifo_dry_end,
+    fifo_run,
+    fifo_start,
+    window_rows,
+)
 from torchrl_dreamer.emulator.hdma import hdma_hblank
 from torchrl_dreamer.emulator.interrupts import raise_irq
 from torchrl_dreamer.emulator.layout import (
@@ -668,8 +674,8 @@ def fifo_finish(i: int, m: wp.ref[Mem], line: int):
     if lcd_on(i, m) and m.st[i, S_PACK] != 0:
         wl = m.st[i, S_WIN_LINE]
         pipe_run(i, m, line, 1 << 20, True)
-        win = m.st[i, S_FIFO_WIN]  # bit 0: the window was drawn, bit 1: the WY latch
-        m.st[i, S_WIN_LINE] = (wl & WIN_BLANK) | window_state(window_line(wl) + (win & 1),
+        win = m.st[i, S_FIFO_WIN]  # bit 1: the WY latch
+        m.st[i, S_WIN_LINE] = (wl & WIN_BLANK) | window_state(window_line(wl) + window_rows(win),
                                                               (win & 2) != 0)
         if (line & 1) == 0:
             pack_line_packed2(i, line, m.fb, m.obs)
