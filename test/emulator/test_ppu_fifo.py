@@ -172,11 +172,7 @@ def _reference_lines(line: int, n: int) -> torch.Tensor:
 # ---------------------------------------------------------------- mealybug-tearoom
 
 # name -> what the emulator lacks (strict xfail: a fix that makes one pass must remove it)
-MEALYBUG_KNOWN_FAILURES: dict[str, str] = {
-    "m3_lcdc_obj_en_change_variant": "rows 17 and 22, pixel 0: the X = 2 object's last column "
-                                     "shows where hardware hides it (the X = 3 object's pixel 1 "
-                                     "leaves on the same dot and shows on both)",
-}
+MEALYBUG_KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _mealybug_params():

@@ -405,3 +405,16 @@ def test_window_started_again_draws_the_next_row():
         first, second = 2 * line % 8, (2 * line + 1) % 8
         got = (int(frame[line, 30]), int(frame[line, 130]))
         assert got == (first % 3 + 1, second % 3 + 1), f"line {line}: {got}"
+
+
+def test_pixel_0_object_is_mixed_a_dot_after_it_leaves():
+    """The object of a line's first pixel is mixed one dot after the pixel leaves (the line's
+    head lingers in the mixer), every other pixel as it leaves. On the LCDC.1 protocol above
+    the objects' last visible pixels leave on one dot in bands 3-5 (stalls of 8, 7, 6 dots):
+    band 2's pixel 0 leaves on that same dot, so it is mixed a dot later, with LCDC.1 off, and
+    hidden (mealybug m3_lcdc_obj_en_change_variant's DMG reference: band 2 shows no object pixel,
+    band 3 shows its pixels 0 and 1)."""
+    gb = _run(_obj_en_source(), 12, framebuffer=True)
+    frame = gb.framebuffer[0].cpu().numpy()
+    shown = {band: np.nonzero(frame[8 * band + 4, :12] == 3)[0].tolist() for band in (2, 3, 4, 5)}
+    assert shown == {2: [], 3: [0, 1], 4: [0, 1, 2], 5: [0, 1, 2, 3]}, shown

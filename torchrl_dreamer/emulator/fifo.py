@@ -41,17 +41,19 @@ Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read p
   height) as it is then, the high byte at the end with LCDC.2 then (a height change between them
   mixes two rows), and the row is merged into the OBJ FIFO where it is transparent.
 * Each pixel leaving: BG colour 0 if LCDC.0 is clear; the object pixel wins if LCDC.1 is set, it
-  is opaque, and it is not behind a non-zero BG colour; BGP / OBP0 / OBP1 are read as it leaves.
+  is opaque, and it is not behind a non-zero BG colour; BGP / OBP0 / OBP1 are read as it leaves,
+  except that the object of pixel 0 (the line's head) is mixed ``HEAD_LINGER`` dot later.
 
 State (``S_FIFO_*`` words; ``S_FIFO_LINE`` is line + 1 while valid): ``DOT`` next dot to run,
-``KP`` pixels popped (all), ``SX`` screen x of the next pixel (-8 while invisible; 160 when
-done, ``DOT`` then holds the end dot), ``FETCH`` fetcher dots done (0-6) | window flag << 4 |
-one idle dot to come (``FETCH_IDLE``) | tile counter << 8, ``TILE/LO/HI`` the fetched bytes, ``BG`` 2-bit colours (next in the low
-bits) | count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit object pixels (colour, palette,
-behind-BG), ``STALL`` object fetch dots left | 16-high at the low byte << 8, ``OBJN`` objects
-handled, ``WIN`` window drawn on this line (1) | WY latch (2) | no pixel left since the window
-started (4) | starts again (``WIN_AGAIN``, 2 bits) | pixels to drop << 8, ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at
-the OAM scan.
+``KP`` pixels popped (all), ``SX`` screen x of the next pixel (-8 while invisible; 160 when done,
+``DOT`` then holds the end dot), ``FETCH`` fetcher dots done (0-6) | window flag << 4 | one idle
+dot to come (``FETCH_IDLE``) | tile counter << 8, ``TILE/LO/HI`` the fetched bytes, ``BG`` 2-bit
+colours (next in the low bits) | count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit object pixels
+(colour, palette, behind-BG), ``STALL`` object fetch dots left | 16-high at the low byte << 8,
+``OBJN`` objects handled, ``WIN`` window drawn on this line (1) | WY latch (2) | no pixel left
+since the window started (4) | starts again (``WIN_AGAIN``, 2 bits) | pixels to drop << 8,
+``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at the OAM scan | pixel 0's object
+waiting to be mixed << ``HEAD_SHIFT`` (dots left, pixel, BG colour).
 """
 
 from __future__ import annotations
@@ -106,6 +108,8 @@ BG_PIXELS = wp.constant(0x3FFFF)
 WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still triggers
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
 WIN_AGAIN = wp.constant(4)  # WIN word: times the window started again on this line (2 bits)
+HEAD_LINGER = wp.constant(1)  # dots after pixel 0 leaves at which its object pixel is mixed
+HEAD_SHIFT = wp.constant(8)  # OBJH word: pixel 0's pending object mix from this bit
 FETCH_IDLE = wp.constant(32)  # FETCH word: the fetcher waits one dot before its next step
 
 _vec16i = wp.types.vector(length=16, dtype=wp.int32)
@@ -221,6 +225,19 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
 
 
 @wp.func
+def object_shade(i: int, m: wp.ref[Mem], lcdc: int, o: int, c: int) -> int:
+    """Shade of object pixel ``o`` (colour | OBP1 << 2 | behind-BG << 3) over background colour
+    ``c`` with LCDC ``lcdc``, or -1 where the background pixel shows."""
+    oc = o & 3
+    if oc == 0 or (lcdc & 2) == 0 or ((o & 8) != 0 and c != 0):
+        return -1
+    pal = int(m.hram[i, R_OBP0])
+    if (o & 4) != 0:
+        pal = int(m.hram[i, R_OBP1])
+    return (pal >> (2 * oc)) & 3
+
+
+@wp.func
 def again(win: int) -> int:
     """Times the window started again on this line after its first start (WIN word)."""
     return (win >> WIN_AGAIN) & 3
@@ -259,7 +276,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     nobj = int(0)  # noqa: UP018 (a dynamic Warp variable)
     for s in range(40):
         if nobj < 10:
-            key = object_key(i, m, line, m.st[i, S_FIFO_OBJH], s)
+            key = object_key(i, m, line, m.st[i, S_FIFO_OBJH] & 0xFF, s)  # (height)
             if key >= 0:
                 k = nobj
                 while k > 0:
@@ -283,6 +300,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     objn = m.st[i, S_FIFO_OBJN]
     win = m.st[i, S_FIFO_WIN]
     fine = m.st[i, S_FIFO_FINE]
+    head = m.st[i, S_FIFO_OBJH] >> HEAD_SHIFT  # pixel 0's object, mixed HEAD_LINGER dots late
     end = int(-1)  # noqa: UP018 (a dynamic Warp variable)
     while d < to_dot and end < 0:
         t = d - t0
@@ -293,6 +311,13 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
             fetch = 0
         if t >= FIFO_START_T:
             lcdc = int(m.hram[i, R_LCDC])
+            if head != 0:
+                head = head - 1
+                if (head & 3) == 0:
+                    shade0 = object_shade(i, m, lcdc, (head >> 2) & 15, (head >> 6) & 3)
+                    if shade0 >= 0 and not blank:
+                        m.fb[i, line, 0] = wp.uint8(shade0)
+                    head = 0
             disc_done = (fine >> 4) >= (fine & 7)
             # (a) fetcher
             fd = fetch & 15
@@ -375,12 +400,12 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                             if (lcdc & 1) == 0:
                                 c = 0
                             shade = (int(m.hram[i, R_BGP]) >> (2 * c)) & 3
-                            oc = o & 3
-                            if oc != 0 and (lcdc & 2) != 0 and not ((o & 8) != 0 and c != 0):
-                                pal = int(m.hram[i, R_OBP0])
-                                if (o & 4) != 0:
-                                    pal = int(m.hram[i, R_OBP1])
-                                shade = (pal >> (2 * oc)) & 3
+                            if sx == 0:
+                                head = HEAD_LINGER | (o << 2) | (c << 6) | 256  # (the BG shade now)
+                            else:
+                                obj_shade = object_shade(i, m, lcdc, o, c)
+                                if obj_shade >= 0:
+                                    shade = obj_shade
                             if blank:
                                 shade = 0
                             m.fb[i, line, sx] = wp.uint8(shade)
@@ -418,6 +443,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     m.st[i, S_FIFO_OBJN] = objn
     m.st[i, S_FIFO_WIN] = win
     m.st[i, S_FIFO_FINE] = fine
+    m.st[i, S_FIFO_OBJH] = (m.st[i, S_FIFO_OBJH] & 0xFF) | (head << HEAD_SHIFT)
     return end
 
 
