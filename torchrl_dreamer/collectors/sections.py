@@ -160,7 +160,8 @@ class ModelSection:
     """
 
     preset: str = setting("tiny", identity=True)
-    """Model size, a key of ``torchrl_dreamer.modules.PRESETS`` (``tiny`` is the CPU preset)."""
+    """Model size, a key of ``torchrl_dreamer.modules.PRESETS`` (``tiny`` and ``tiny-wide`` are
+    the CPU presets, ``torchrl_dreamer.modules.CPU_PRESETS``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,8 +175,8 @@ class LossSection:
 
     preset: str | None = setting(None, flat="loss_preset", identity=True)
     """Loss and learner preset (``torchrl_dreamer.objectives.LOSS_PRESETS`` / ``LEARNER_PRESETS``);
-    unset: ``fast-pixels`` (Game Boy tasks) or ``fast`` (``gym:`` tasks) for the ``tiny`` preset,
-    ``sheeprl`` for XS..XL."""
+    unset: ``fast-pixels`` (Game Boy tasks) or ``fast`` (``gym:`` tasks) for the CPU presets
+    (``tiny``, ``tiny-wide``), ``sheeprl`` for XS..XL."""
     gamma: float | None = setting(None, check=optional(number(0, strict=True, high=1)), identity=True)
     """Discount of the imagined returns; unset: a 20-second horizon for Game Boy tasks
     (``game_discount(frame_skip)``: 0.9933 at 8 frames a step, 0.98 at 24), the loss preset's

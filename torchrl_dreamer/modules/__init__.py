@@ -5,8 +5,8 @@
   :class:`VectorEncoder`, :class:`VectorDecoder`.
 - Heads: :class:`TwoHotHead`, :class:`ContinueHead`, :class:`DreamerV3Actor`,
   :class:`DreamerV3Critic`.
-- :class:`WorldModel`, :class:`DreamerV3Config`, :data:`PRESETS` (XS..XL, tiny),
-  :func:`make_dreamer`.
+- :class:`WorldModel`, :class:`DreamerV3Config`, :data:`PRESETS` (XS..XL, tiny, tiny-wide),
+  :data:`CPU_PRESETS`, :func:`make_dreamer`.
 - :class:`DreamerPlayer` -- batched acting-time filter + policy for collectors.
 """
 
@@ -39,7 +39,13 @@ from torchrl_dreamer.modules.latent import latent_of
 from torchrl_dreamer.modules.layers import MLP, LayerNormGRUCell
 from torchrl_dreamer.modules.player import DreamerPlayer
 from torchrl_dreamer.modules.rssm import RSSM
-from torchrl_dreamer.modules.world_model import PRESETS, DreamerV3Config, WorldModel, make_dreamer
+from torchrl_dreamer.modules.world_model import (
+    CPU_PRESETS,
+    PRESETS,
+    DreamerV3Config,
+    WorldModel,
+    make_dreamer,
+)
 
 __all__ = [
     "RSSM",
@@ -59,6 +65,7 @@ __all__ = [
     "WorldModel",
     "DreamerV3Config",
     "PRESETS",
+    "CPU_PRESETS",
     "make_dreamer",
     "DreamerPlayer",
     "hafner_init_",

@@ -61,8 +61,8 @@ class DreamerV3Config:
         return replace(self, **kwargs)
 
 
-#: Model size presets by name: ``XS``, ``S``, ``M``, ``L``, ``XL`` (DreamerV3 paper sizes) and
-#: ``tiny`` (for CPU runs).
+#: Model size presets by name: ``XS``, ``S``, ``M``, ``L``, ``XL`` (DreamerV3 paper sizes),
+#: ``tiny`` and ``tiny-wide`` (for CPU runs, :data:`CPU_PRESETS`).
 PRESETS: dict[str, DreamerV3Config] = {
     "XS": DreamerV3Config(deter=256, hidden=256, mlp_layers=1, cnn_mult=24),
     "S": DreamerV3Config(deter=512, hidden=512, mlp_layers=2, cnn_mult=32),
@@ -81,7 +81,22 @@ PRESETS: dict[str, DreamerV3Config] = {
         classes=16,
         cnn_stem="space_to_depth",
     ),
+    # ``tiny`` with twice the GRU and MLP width: 1.6x the update time on one core
+    # (docs/dreamer.md, "Presets").
+    "tiny-wide": DreamerV3Config(
+        deter=256,
+        hidden=256,
+        mlp_layers=1,
+        cnn_mult=8,
+        stoch=16,
+        classes=16,
+        cnn_stem="space_to_depth",
+    ),
 }
+
+
+#: The presets sized for CPU runs: their runs default to the ``fast`` loss and learner presets.
+CPU_PRESETS: tuple[str, ...] = ("tiny", "tiny-wide")
 
 
 def _make_encoder(kind, cfg: DreamerV3Config) -> nn.Module:

@@ -150,8 +150,15 @@ def parse_duration(value: str | float | int | None, name: str = "time limit") ->
 
 
 def default_loss_preset(preset: str, task: str) -> str:
-    """The loss preset a run gets when it names none (see :attr:`TrainConfig.loss_preset`)."""
-    if preset != "tiny":
+    """The loss preset a run gets when it names none (see :attr:`TrainConfig.loss_preset`).
+
+    Example:
+        >>> default_loss_preset("tiny-wide", "snake"), default_loss_preset("S", "snake")
+        ('fast-pixels', 'sheeprl')
+    """
+    from torchrl_dreamer.modules import CPU_PRESETS
+
+    if preset not in CPU_PRESETS:
         return "sheeprl"
     return "fast" if str(task).startswith("gym:") else "fast-pixels"
 
@@ -216,7 +223,7 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     if v["preset"] not in PRESETS:
         raise ConfigError(
             f"unknown preset {v['preset']!r}; choose one of {sorted(PRESETS)} "
-            "(tiny is the CPU preset)."
+            "(tiny and tiny-wide are the CPU presets)."
         )
     if v["loss_preset"] is None:
         v["loss_preset"] = default_loss_preset(v["preset"], v["task"])
