@@ -13,33 +13,34 @@ Model (``t`` = dots since mode 3 started; facts: Pan Docs "Pixel FIFO", "Mode 3 
 Cycle-Accurate Game Boy Docs; mattcurrie's mealybug-tearoom tests for the read points):
 
 * ``t`` 0-3: the first (discarded) tile fetch; nothing observable.
-* ``t`` = 4: the BG FIFO holds 8 invisible pixels (screen x -8..-1) and the fetcher starts
-  tile 0. A fetch is 6 dots of three 2-dot steps, each reading on its first dot: tile number
-  (``TILE_AT``: LCDC.3 / LCDC.6, SCX, SCY), data low (``LO_AT``) and high (``HI_AT``: LCDC.4);
-  the 8 pixels are pushed as soon as the BG FIFO is empty, and the next fetch starts in the same
-  dot. So the first visible pixel leaves at ``t`` = 12, one pixel per dot.
+* ``t`` = 4: the BG FIFO holds 8 invisible pixels (screen x -8..-1) and the fetcher starts tile 0.
+  A fetch is 6 dots of three 2-dot steps, each reading on its first dot: tile number (``TILE_AT``:
+  LCDC.3 / LCDC.6, SCX, SCY), data low (``LO_AT``) and high (``HI_AT``: LCDC.4); the 8 pixels are
+  pushed as soon as the BG FIFO is empty, and the next fetch starts in the same dot. So the first
+  visible pixel leaves at ``t`` = 12, one pixel per dot.
 * SCX & 7 (read at ``FINE_AT``) pixels of the first tile are discarded, one per dot.
-* Window: checked every dot outside object fetches, after the shifter. When it is enabled
-  (LCDC.5 and LCDC.0), WY matched LY this frame and the next pixel is screen x = WX - 7 (for
-  WX < 7 among the invisible pixels: the window's first 7 - WX pixels are unseen), or WX - 6 (a
-  match missed while LCDC.5 was off), the BG FIFO is cleared and the fetcher restarts on window
-  tile 0: 6 dots without pixels, 7 for WX = 0 with SCX & 7 > 0 (the window "activating one
-  T-cycle later when WX = 0 and SCX > 0", mealybug m3_window_timing_wx_0). LCDC.5 off at a fetch start sends the fetcher back to the
-  background. Each start after the first on the same line (LCDC.5 set again, WX ahead of the
-  pixel) draws the next window row, and the window line counter advances once per start
-  (mealybug m3_lcdc_win_en_change_multiple's source). DMG WX glitch: a WX match that does not start the window (it already started on
-  this line, or LCDC.5 is off after the window was drawn earlier in the frame), on the dot of a
-  tile-number read with 8 pixels in the BG FIFO (not on the window's first fetch), puts a
-  colour-0 pixel in front of the BG FIFO; the match position counts the fine-scroll discards
-  from -(SCX & 7).
+* Window: checked every dot outside object fetches, after the shifter. When it is enabled (LCDC.5
+  and LCDC.0), WY matched LY this frame and the next pixel is screen x = WX - 7 (for WX < 7 among
+  the invisible pixels: the window's first 7 - WX pixels are unseen), or WX - 6 (a match missed
+  while LCDC.5 was off), the BG FIFO is cleared and the fetcher restarts on window tile 0: 6 dots
+  without pixels, 7 for WX = 0 with SCX & 7 > 0 (the window "activating one T-cycle later when WX
+  = 0 and SCX > 0", mealybug m3_window_timing_wx_0). LCDC.5 off at a fetch start sends the fetcher
+  back to the background. Each start after the first on the same line (LCDC.5 set again, WX ahead
+  of the pixel) draws the next window row, and the window line counter advances once per start
+  (mealybug m3_lcdc_win_en_change_multiple's source). DMG WX glitch: a WX match that does not
+  start the window (it already started on this line, or LCDC.5 is off after the window was drawn
+  earlier in the frame), on the dot of a tile-number read with 8 pixels in the BG FIFO (not on the
+  window's first fetch), puts a colour-0 pixel in front of the BG FIFO; the match position counts
+  the fine-scroll discards from -(SCX & 7).
 * Objects: the first 10 objects of the OAM scan, by X then OAM index; one at X (X < 168) is
-  fetched when the pixel counter (invisible and discarded pixels included) reaches X + SCX & 7
-  (X = 0: at once), unless LCDC.1 is off then. The shifter stops for 6 dots plus what the BG
-  fetcher still needs to finish its tile (``5 - offset`` for the first object on a tile, 0
-  after); LCDC.1 cleared before the stall ends abandons the fetch on the write's dot (the
-  shifter resumes, the object is not drawn: :func:`fifo_abandon_object`); the object's low data byte is read ``OBJ_LO_LEFT`` dots before the end with LCDC.2 (the
-  height) as it is then, the high byte at the end with LCDC.2 then (a height change between them
-  mixes two rows), and the row is merged into the OBJ FIFO where it is transparent.
+  fetched when the pixel counter (invisible and discarded pixels included) reaches X + SCX & 7 (X
+  = 0: at once), unless LCDC.1 is off then. The shifter stops for 6 dots plus what the BG fetcher
+  still needs to finish its tile (``5 - offset`` for the first object on a tile, 0 after); LCDC.1
+  cleared before the stall ends abandons the fetch on the write's dot (the shifter resumes, the
+  object is not drawn: :func:`fifo_abandon_object`); the object's low data byte is read
+  ``OBJ_LO_LEFT`` dots before the end with LCDC.2 (the height) as it is then, the high byte at the
+  end with LCDC.2 then (a height change between them mixes two rows), and the row is merged into
+  the OBJ FIFO where it is transparent.
 * Each pixel leaving: BG colour 0 if LCDC.0 is clear; the object pixel wins if LCDC.1 is set, it
   is opaque, and it is not behind a non-zero BG colour; BGP / OBP0 / OBP1 are read as it leaves,
   except that the object of pixel 0 (the line's head) is mixed ``HEAD_LINGER`` dot later.
@@ -51,7 +52,7 @@ dot to come (``FETCH_IDLE``) | tile counter << 8, ``TILE/LO/HI`` the fetched byt
 colours (next in the low bits) | count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit object pixels
 (colour, palette, behind-BG), ``STALL`` object fetch dots left | 16-high at the low byte << 8,
 ``OBJN`` objects handled, ``WIN`` window drawn on this line (1) | WY latch (2) | no pixel left
-since the window started (4) | starts again (``WIN_AGAIN``, 2 bits) | pixels to drop << 8,
+since the window started (4) | starts again << ``WIN_AGAIN_SHIFT`` (2 bits) | pixels to drop << 8,
 ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at the OAM scan | pixel 0's object
 waiting to be mixed << ``HEAD_SHIFT`` (dots left, pixel, BG colour).
 """
@@ -107,7 +108,7 @@ BG_COUNT = wp.constant(20)  # BG FIFO word: pixel count from this bit, 2-bit col
 BG_PIXELS = wp.constant(0x3FFFF)
 WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still triggers
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
-WIN_AGAIN = wp.constant(4)  # WIN word: times the window started again on this line (2 bits)
+WIN_AGAIN_SHIFT = wp.constant(4)  # WIN word: times the window started again (2 bits from here)
 HEAD_LINGER = wp.constant(1)  # dots after pixel 0 leaves at which its object pixel is mixed
 HEAD_SHIFT = wp.constant(8)  # OBJH word: pixel 0's pending object mix from this bit
 FETCH_IDLE = wp.constant(32)  # FETCH word: the fetcher waits one dot before its next step
@@ -240,7 +241,7 @@ def object_shade(i: int, m: wp.ref[Mem], lcdc: int, o: int, c: int) -> int:
 @wp.func
 def again(win: int) -> int:
     """Times the window started again on this line after its first start (WIN word)."""
-    return (win >> WIN_AGAIN) & 3
+    return (win >> WIN_AGAIN_SHIFT) & 3
 
 
 @wp.func
@@ -422,7 +423,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     react = again(win)
                     if (win & 1) != 0 and react < 3:
                         react = react + 1  # activated again on this line: the next window row
-                    win = (win & 3) | 1 | WIN_FRESH | (react << WIN_AGAIN)
+                    win = (win & 3) | 1 | WIN_FRESH | (react << WIN_AGAIN_SHIFT)
                     bg = 0
                     fetch = 1 << 4  # window tile 0, step 0
                     if wx == 0 and (fine & 7) != 0:
