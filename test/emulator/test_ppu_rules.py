@@ -30,6 +30,36 @@ def _lines(*parts: str) -> str:
     return "\n".join(parts)
 
 
+def _fill(label: str, addr: int, count: int, value: int) -> list[str]:
+    """Write ``value`` to ``count`` bytes from ``addr`` (uses A, BC, HL)."""
+    return [f"    ld hl, ${addr:04X}", f"    ld bc, ${count:04X}", f"{label}:",
+            f"    ld a, ${value:02X}", "    ld [hli], a", "    dec bc", "    ld a, b", "    or c",
+            f"    jr nz, {label}"]
+
+
+def _copy(label: str, src: str, addr: int, count: int) -> list[str]:
+    """Copy ``count`` (<= 256) bytes from label ``src`` to ``addr`` (uses A, B, DE, HL)."""
+    return [f"    ld hl, ${addr:04X}", f"    ld de, {src}", f"    ld b, {count}", f"{label}:",
+            "    ld a, [de]", "    ld [hli], a", "    inc de", "    dec b", f"    jr nz, {label}"]
+
+
+def _db(data: list[int]) -> str:
+    return "    db " + ", ".join(f"${b:02X}" for b in data)
+
+
+# mealybug's scheme, shared by the mid-line ROMs below: the VBlank vector returns, the STAT
+# vector jumps to ``handler``; the setup runs with the LCD off (from VBlank); every mode 2
+# interrupt lands in a NOP slide longer than a line, and the handler returns to its top, so
+# the dispatch never waits for a longer opcode; ``line_0_fix`` makes the handler one M-cycle
+# shorter on LY 0 (its interrupt comes a cycle later)
+_MODE2_PRELUDE = ("    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
+                  "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a",
+                  "    ldh [$40], a")
+_NOP_SLIDE = ("nops:", *["    nop"] * 1200, "    jp nops")
+_BACK_TO_SLIDE = ("    pop de", "    ld de, nops", "    push de", "    reti")
+_LINE_0_FIX = ("    ldh a, [$44]", "    and a", "    jr nz, .l0", ".l0:")
+
+
 # ------------------------------------------------------------------ LY=LYC 0 on line 153
 
 
@@ -157,9 +187,7 @@ def _scanline_bgp_source() -> str:
         "    org $0040", "    jp vblank", "    org $0048", "    jp stat", "    org $0150",
         "start:", "    ldh a, [$44]", "    cp 145", "    jr nz, start",
         "    xor a", "    ldh [$40], a",  # LCD off (in VBlank) to clear the map
-        "    ld hl, $9800", "    ld bc, $0400",
-        ".clear:", "    xor a", "    ld [hli], a", "    dec bc", "    ld a, b", "    or c",
-        "    jr nz, .clear",
+        *_fill(".clear", 0x9800, 0x400, 0),
         # tile 0 at $9000: colour 1 in its right column and bottom row
         "    ld a, 1", "    ld hl, $9000", *(["    ld [hli], a", "    inc hl"] * 7),
         "    ld a, $FF", "    ld [hli], a", "    xor a", "    ld [hl], a",
@@ -204,30 +232,32 @@ def test_scanline_bgp_writes_land_on_the_hardware_pixels():
 # ------------------------------------------------------------------ LCDC.0 per emitted pixel
 
 
+# OAM of the mealybug object ROMs: band k (lines 8k..8k+7) holds an object at X = k, tile 0
+_OAM_X_BY_BAND = [f"    db ${0x10 + 8 * k:02X}, {k}, 0, 0" for k in range(18)]
+
+
+def _objects_x_by_band() -> list[str]:
+    """Clear OAM, then copy ``_OAM_X_BY_BAND`` (placed at label ``oamd``) into it."""
+    return [*_fill(".o", 0xFE00, 160, 0), *_copy(".c", "oamd", 0xFE00, 4 * len(_OAM_X_BY_BAND))]
+
+
 def _bg_en_source() -> str:
     """mealybug m3_lcdc_bg_en_change's protocol on a solid black background: from the mode 2
     interrupt (running CPU in a NOP slide), 9 NOPs, then LCDC.0 off for 12 dots, on for 8, off
     for 8; band k (lines 8k..8k+7) holds a blank object at X = k."""
-    oam = [f"    db ${0x10 + 8 * k:02X}, {k}, 0, 0" for k in range(18)]
     return _lines(
-        "    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
-        "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a", "    ldh [$40], a",
+        *_MODE2_PRELUDE,
         # tile 1 solid colour 3 in every map entry; tile 0 (the objects') blank
-        "    ld hl, $8010", "    ld b, 16", "    ld a, $FF", ".t:", "    ld [hli], a", "    dec b",
-        "    jr nz, .t", "    ld hl, $9800", "    ld bc, $0400",
-        ".m:", "    ld a, 1", "    ld [hli], a", "    dec bc", "    ld a, b", "    or c", "    jr nz, .m",
-        "    ld hl, $FE00", "    ld b, 160", "    xor a", ".o:", "    ld [hli], a", "    dec b", "    jr nz, .o",
-        "    ld hl, $FE00", "    ld de, oamd", "    ld b, 72",
-        ".c:", "    ld a, [de]", "    ld [hli], a", "    inc de", "    dec b", "    jr nz, .c",
+        *_fill(".t", 0x8010, 16, 0xFF), *_fill(".m", 0x9800, 0x400, 1), *_objects_x_by_band(),
         "    ld a, $20", "    ldh [$41], a", "    ld a, $03", "    ldh [$FF], a", "    ld a, $E4",
         "    ldh [$48], a", "    ldh [$47], a", "    ld b, $93", "    ld c, $92", "    ld hl, $FF40",
         "    ld [hl], b", "    xor a", "    ldh [$0F], a", "    ei",
-        "nops:", *["    nop"] * 1200, "    jp nops",
-        # mealybug's handler: line_0_fix (one M-cycle shorter on LY 0), 9 NOPs, the writes
-        "handler:", "    ldh a, [$44]", "    and a", "    jr nz, .l0", ".l0:", *["    nop"] * 9,
+        *_NOP_SLIDE,
+        # mealybug's handler: line_0_fix, 9 NOPs, the writes
+        "handler:", *_LINE_0_FIX, *["    nop"] * 9,
         "    ld [hl], c", "    nop", "    ld [hl], b", "    ld [hl], c", "    ld [hl], b",
-        "    pop de", "    ld de, nops", "    push de", "    reti",
-        "oamd:", *oam,
+        *_BACK_TO_SLIDE,
+        "oamd:", *_OAM_X_BY_BAND,
     )
 
 
@@ -267,27 +297,20 @@ def _obj_en_source() -> str:
     one M-cycle later from LY 64 on) LCDC.1 is cleared for one write (2 M-cycles) and set again,
     then BGP turns black and white again 28 NOPs later, so the black bar starts at the pixel
     that leaves when the write lands: the later the line's object stall ended, the further left."""
-    oam = [f"    db ${0x10 + 8 * k:02X}, {k}, 0, 0" for k in range(18)]
     return _lines(
-        "    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
-        "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a", "    ldh [$40], a",
+        *_MODE2_PRELUDE,
         # object tile 0 ($8000) solid colour 3; background tile 0 ($9000, LCDC.4 = 0) blank
-        "    ld hl, $8000", "    ld b, 16", "    ld a, $FF", ".t:", "    ld [hli], a", "    dec b",
-        "    jr nz, .t", "    ld hl, $9000", "    ld b, 16", "    xor a", ".z:", "    ld [hli], a",
-        "    dec b", "    jr nz, .z", "    ld hl, $9800", "    ld bc, $0400",
-        ".m:", "    xor a", "    ld [hli], a", "    dec bc", "    ld a, b", "    or c", "    jr nz, .m",
-        "    ld hl, $FE00", "    ld b, 160", "    xor a", ".o:", "    ld [hli], a", "    dec b", "    jr nz, .o",
-        "    ld hl, $FE00", "    ld de, oamd", "    ld b, 72",
-        ".c:", "    ld a, [de]", "    ld [hli], a", "    inc de", "    dec b", "    jr nz, .c",
+        *_fill(".t", 0x8000, 16, 0xFF), *_fill(".z", 0x9000, 16, 0), *_fill(".m", 0x9800, 0x400, 0),
+        *_objects_x_by_band(),
         "    ld a, $20", "    ldh [$41], a", "    ld a, $03", "    ldh [$FF], a", "    ld a, $83",
         "    ldh [$40], a", "    ld a, $FF", "    ldh [$48], a", "    xor a", "    ldh [$47], a",
         "    ld c, $40", "    xor a", "    ldh [$0F], a", "    ei",
-        "nops:", *["    nop"] * 1200, "    jp nops",
+        *_NOP_SLIDE,
         "handler:", "    ldh a, [$44]", "    cp 64", "    jr nc, .d", ".d:", "    ld a, $81",
         *["    nop"] * 7, "    ld [c], a", "    ld a, $83", "    ld [c], a", *["    nop"] * 28,
         "    ld a, $FF", "    ldh [$47], a", "    xor a", "    ldh [$47], a",
-        "    pop hl", "    ld hl, nops", "    push hl", "    reti",
-        "oamd:", *oam,
+        *_BACK_TO_SLIDE,
+        "oamd:", *_OAM_X_BY_BAND,
     )
 
 
@@ -323,23 +346,19 @@ def _wx0_source() -> str:
     WY = 0); on every line the mode 2 handler writes SCX = LY, then BGP white and, 3 NOPs
     later, black, so the black run starts at the pixel that leaves when the write lands."""
     return _lines(
-        "    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
-        "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a", "    ldh [$40], a",
-        "    ld hl, $9800", "    ld bc, $0400", ".m:", "    xor a", "    ld [hli], a", "    dec bc",
-        "    ld a, b", "    or c", "    jr nz, .m",
-        "    ld hl, $9C00", "    ld bc, $0400", ".n:", "    ld a, 1", "    ld [hli], a", "    dec bc",
-        "    ld a, b", "    or c", "    jr nz, .n",
-        "    ld hl, $9000", "    ld c, 8", ".t:", "    ld a, $FF", "    ld [hli], a", "    xor a",
-        "    ld [hli], a", "    dec c", "    jr nz, .t",
-        "    ld a, $FF", "    ld c, 16", ".u:", "    ld [hli], a", "    dec c", "    jr nz, .u",
+        *_MODE2_PRELUDE,
+        # background map tile 0 (light grey at $9000), window map tile 1 (black at $9010)
+        *_fill(".m", 0x9800, 0x400, 0), *_fill(".n", 0x9C00, 0x400, 1),
+        *_copy(".t", "tiles", 0x9000, 32),
         "    ld a, $20", "    ldh [$41], a", "    ld a, $03", "    ldh [$FF], a",
         "    ld a, $E1", "    ldh [$40], a", "    xor a", "    ldh [$4B], a", "    ldh [$4A], a",
         "    ld hl, $FF47", "    ld b, 0", "    ld c, $FF", "    ld [hl], b", "    xor a",
         "    ldh [$0F], a", "    ei",
-        "nops:", *["    nop"] * 1200, "    jp nops",
-        "handler:", "    ldh a, [$44]", "    and a", "    jr nz, .l0", ".l0:",
+        *_NOP_SLIDE,
+        "handler:", *_LINE_0_FIX,
         "    ldh a, [$44]", "    ldh [$43], a", "    ld [hl], b", "    nop", "    nop", "    nop",
-        "    ld [hl], c", "    pop de", "    ld de, nops", "    push de", "    reti",
+        "    ld [hl], c", *_BACK_TO_SLIDE,
+        "tiles:", _db([0xFF, 0x00] * 8 + [0xFF] * 16),
     )
 
 
@@ -369,25 +388,19 @@ def _window_again_source() -> str:
         c = r % 3 + 1
         tile += [0xFF if c & 1 else 0, 0xFF if c & 2 else 0]
     return _lines(
-        "    org $0040", "    reti", "    org $0048", "    jp handler", "    org $0150",
-        "start:", "    ldh a, [$44]", "    cp 144", "    jr nz, start", "    xor a", "    ldh [$40], a",
-        "    ld hl, $9800", "    ld bc, $0400", ".m:", "    xor a", "    ld [hli], a", "    dec bc",
-        "    ld a, b", "    or c", "    jr nz, .m",
-        "    ld hl, $9C00", "    ld bc, $0400", ".n:", "    ld a, 1", "    ld [hli], a", "    dec bc",
-        "    ld a, b", "    or c", "    jr nz, .n",
-        "    ld hl, $8000", "    ld b, 16", "    xor a", ".z:", "    ld [hli], a", "    dec b", "    jr nz, .z",
-        "    ld de, tiled", "    ld b, 16", ".t:", "    ld a, [de]", "    ld [hli], a", "    inc de",
-        "    dec b", "    jr nz, .t",
+        *_MODE2_PRELUDE,
+        *_fill(".m", 0x9800, 0x400, 0), *_fill(".n", 0x9C00, 0x400, 1), *_fill(".z", 0x8000, 16, 0),
+        *_copy(".t", "tiled", 0x8010, 16),
         "    ld a, $20", "    ldh [$41], a", "    ld a, $03", "    ldh [$FF], a",
         "    ld b, $F1", "    ld c, b", "    res 5, c", "    ld a, 7", "    ldh [$4B], a", "    xor a",
         "    ldh [$4A], a", "    ld a, $E4", "    ldh [$47], a", "    ld hl, $FF40", "    ld [hl], b",
         "    xor a", "    ldh [$0F], a", "    ei",
-        "nops:", *["    nop"] * 1200, "    jp nops",
-        "handler:", "    ldh a, [$44]", "    and a", "    jr nz, .l0", ".l0:",
+        *_NOP_SLIDE,
+        "handler:", *_LINE_0_FIX,
         "    ld a, 24", "    nop", "    ldh [$4B], a", *["    nop"] * 5, "    ld a, 120", "    ldh [$4B], a",
         "    nop", "    nop", "    nop", "    nop", "    ld [hl], c", "    nop", "    nop", "    ld [hl], b",
-        "    pop de", "    ld de, nops", "    push de", "    reti",
-        "tiled:", "    db " + ", ".join(f"${b:02X}" for b in tile),
+        *_BACK_TO_SLIDE,
+        "tiled:", _db(tile),
     )
 
 
