@@ -480,6 +480,8 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
     assert game.loss_config().imagine_last == 16 and gym.loss_config().imagine_last == 0
     assert maze.imagine_last == TrainConfig(task="catch").imagine_last == 0
     assert TrainConfig(task="snake", imagine_last=0).loss_config().imagine_last == 0
+    assert game.loss_config().horizon == 15  # unset: the preset's (DreamerV3's)
+    assert TrainConfig(task="snake", horizon=30).loss_config().horizon == 30
 
 
 @pytest.mark.parametrize(
@@ -492,6 +494,7 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
         ({"eval_max_steps": 0}, "eval_max_steps=0 is invalid: must be an integer >= 1"),
         ({"workers": 0}, "workers=0 is invalid: must be an integer >= 1"),
         ({"decode_stride": 0}, "decode_stride=0 is invalid: must be an integer >= 1"),
+        ({"horizon": 0}, "horizon=0 is invalid: must be an integer >= 1"),
         ({"noop_max": 5, "task": "gym:CartPole-v1"}, "noop_max applies to Game Boy tasks only"),
     ],
 )

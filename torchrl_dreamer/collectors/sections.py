@@ -198,6 +198,9 @@ class LossSection:
     steps (0: every step, DreamerV3's; see
     :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`); unset: the loss preset's. Fewer
     starts make the actor and critic's part of an update cheaper in proportion."""
+    horizon: int | None = setting(None, check=optional(integer(1)), identity=True)
+    """Imagined steps per trajectory of the actor-critic update; unset: the loss preset's
+    (DreamerV3's 15). The imagination's cost grows in proportion."""
 
 
 @dataclasses.dataclass(frozen=True)
