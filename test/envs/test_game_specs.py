@@ -146,6 +146,35 @@ def test_tobutobugirl_fall_ends_and_climb_pays(roms):
     assert (rew > 0).any() and term.any()
 
 
+def test_tobutobugirl_actions_reach_the_jetpack_and_both_dashes(roms):
+    """Each action of the spec does what its comment says, pressed once from the same start
+    at the top of the first bounce (player x 0xC0BB, y 0xC0BC, progress 0xC19E; y 84 is the
+    scroll line): B keeps the girl
+    higher than NOOP as she falls back, UP+A climbs (progress +1 at once), DOWN+A drops her,
+    and the four moves move. A spec with A and B swapped (A alone does nothing in this game)
+    fails here."""
+    names = ["NOOP", "B", "LEFT+B", "RIGHT+B", "UP+A", "DOWN+A", "LEFT", "RIGHT"]
+    env = _env(roms, "tobutobugirl", num_envs=len(names), noop_max=0, frame_skip=4)
+    assert sorted(env.action_set.names) == sorted(names)
+
+    def ram(addr):
+        return dict(zip(names, env.gb.read_memory(addr, 1)[:, 0].long().tolist(), strict=True))
+
+    _play(env, lambda _: "NOOP", 6)  # the first bounce's top: she falls back from here
+    x0, p0 = ram(0xC0BB)["NOOP"], ram(0xC19E)["NOOP"]
+    ys, ps = [], []
+    for t in range(5):
+        _play(env, lambda _, first=t == 0: names if first else ["NOOP"] * len(names), 1)
+        ys.append(ram(0xC0BC))
+        ps.append(ram(0xC19E))
+    x = ram(0xC0BB)
+    assert x["LEFT"] < x0 < x["RIGHT"] and x["LEFT+B"] < x0 < x["RIGHT+B"]
+    assert x["NOOP"] == x["B"] == x["UP+A"] == x["DOWN+A"] == x0
+    assert ys[-1]["B"] < ys[-1]["NOOP"] - 10  # the jetpack holds her up
+    assert ps[0]["UP+A"] > ps[0]["NOOP"] == p0  # the dash lifts her past the scroll line
+    assert ys[0]["DOWN+A"] > ys[0]["NOOP"] + 8  # the dash drops her
+
+
 def test_postbot_start_lands_in_the_level(roms):
     """The start macro reaches level 1 (screen 1, one objective); A runs the robot's program
     (screen 2); nothing pays but the exploration bonus, and nothing ends the episode."""
