@@ -107,7 +107,13 @@ def test_probe_attributes_rewards_and_counts_episodes(tmp_path):
     assert names == ["start.png", "end_0_terminated.png", "end_1_terminated.png"]
     w, h, _ = _read_png(report.frames[0])
     assert (w, h) == (160, 144)
-    assert "terminated" in report.text() and "no problems found" in report.text()
+    assert "terminated" in report.text()
+    # the only warnings: catch reads LEFT and RIGHT, so its dpad's UP and DOWN do nothing
+    assert report.actions.dead == ["UP", "DOWN"] and not report.actions.duplicates
+    assert len(report.warnings) == 2 and all("changed nothing" in w for w in report.warnings)
+    quiet = check_spec(_catch_spec(actions=["NOOP", "LEFT", "RIGHT"]), rom=CATCH, num_envs=16,
+                       steps=140, progress=False, seed=0)
+    assert "no problems found" in quiet.text()
 
 
 def test_probe_warns_about_terms_that_never_pay_and_episodes_that_never_end():
@@ -143,3 +149,40 @@ def test_command_lines(tmp_path, capsys):
     assert main([str(bad), "--rom", str(CATCH), "--envs", "2", "--steps", "3",
                  "--out", str(tmp_path / "c")]) == 1
     assert "ERROR" in capsys.readouterr().out
+
+
+def test_action_probe_finds_dead_and_duplicate_actions():
+    """Catch reads LEFT and RIGHT only: A alone is dead, LEFT+A moves as LEFT does, and the
+    probe leaves the env it reads where it was."""
+    from torchrl_dreamer.envs import GameBoyEnv
+    from torchrl_dreamer.envs.action_probe import probe_actions
+
+    env = GameBoyEnv(CatchTask(), num_envs=6, frame_skip=8, seed=0,
+                     action_set=["NOOP", "LEFT", "RIGHT", "A", "LEFT+A"])
+    env.reset()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        env.fast_step(torch.randint(0, 5, (6,), generator=g))
+    before = {k: v.clone() for k, v in env.gb.state_tensors().items()}
+    probe = probe_actions(env, states=4, after=2)
+    assert probe.states == 4 and probe.after == 2
+    assert probe.dead == ["A"] and probe.duplicates == [("LEFT", "LEFT+A")]
+    assert probe.differs[0] == 0 and min(probe.differs[1], probe.differs[2]) > 0
+    assert all(torch.equal(before[k], v) for k, v in env.gb.state_tensors().items())
+    text = probe.text()
+    assert "(dead)" in text and "(same as LEFT+A)" in text
+    with pytest.raises(ValueError, match="states must be >= 1"):
+        probe_actions(env, states=0)
+
+
+def test_check_warns_about_dead_and_duplicate_actions(capsys):
+    spec = _catch_spec(actions=["NOOP", "LEFT", "RIGHT", "A", "LEFT+A"])
+    report = check_spec(spec, rom=CATCH, num_envs=8, steps=20, progress=False,
+                        action_states=8)
+    assert report.ok and report.actions is not None and report.actions.states == 8
+    text = " ".join(report.warnings)
+    assert "action A changed nothing on screen in any of 8 states" in text
+    assert "actions LEFT and LEFT+A showed the same frames" in text
+    assert "(dead)" in report.text()
+    assert check_spec(spec, rom=CATCH, num_envs=4, steps=5, progress=False,
+                      action_states=0).actions is None

@@ -6,8 +6,9 @@ episode may ever end. :func:`check_spec` finds out in a minute: it plays random 
 consoles (a :class:`~torchrl_dreamer.envs.GameBoyEnv` running the spec's task) and reports, per
 reward term, how often it paid and how much, how episodes ended (terminated, truncated or still
 running) and after how many steps, and saves the start frame and a few end frames as PNG files
-to look at. It warns when the start state already ends the episode, when no episode ends and
-when a term never pays.
+to look at. It warns when the start state already ends the episode, when no episode ends,
+when a term never pays, and when an action changes nothing on screen or does what another
+does (:mod:`~torchrl_dreamer.envs.action_probe`: each action pressed once in the last states).
 
 Each term's contribution is computed by the term itself (:meth:`RewardTerm.compute` on the
 values of its watches, read from the consoles after every step), so the probe follows whatever
@@ -48,6 +49,7 @@ import torch
 
 from torchrl_dreamer._threads import one_thread
 from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, shades_to_grey, unpack_packed2
+from torchrl_dreamer.envs.action_probe import ActionProbe, probe_actions
 from torchrl_dreamer.envs.task import Task
 
 __all__ = ["StartStateError", "TermStats", "CheckReport", "check_start", "check_spec",
@@ -212,6 +214,9 @@ class CheckReport:
     warnings: list[str] = field(default_factory=list)
     frames: list[Path] = field(default_factory=list)
     """PNG files written (the start frame first)."""
+    actions: ActionProbe | None = None
+    """Which actions changed the frames, pressed once in the probe's last states
+    (:func:`~torchrl_dreamer.envs.action_probe.probe_actions`); ``None`` when not probed."""
 
     @property
     def ok(self) -> bool:
@@ -232,6 +237,8 @@ class CheckReport:
                               ("still running", self.running)):
             lines.append(f"{what:<14} {len(lengths):>6} episodes" + (
                 f", {_lengths(lengths)}" if lengths else ""))
+        if self.actions is not None:
+            lines += ["", self.actions.text().rstrip()]
         if self.frames:
             lines += ["", "frames: " + ", ".join(str(p) for p in self.frames)]
         lines += [""] + [f"ERROR: {e}" for e in self.errors] + [f"warning: {w}" for w in self.warnings]
@@ -257,7 +264,7 @@ def check_spec(spec: Any, rom: str | Path | None = None, num_envs: int = 64, ste
                seconds: float | None = 120.0, frame_skip: int = 8, press_frames: int = 8,
                noop_max: int = 30, seed: int = 0, out_dir: str | Path | None = None,
                end_frames: int = 4, progress: bool = True,
-               device: str | torch.device = "cpu") -> CheckReport:
+               device: str | torch.device = "cpu", action_states: int = 16) -> CheckReport:
     """Play random actions on ``num_envs`` consoles running ``spec`` and report what it does.
 
     Args:
@@ -275,6 +282,9 @@ def check_spec(spec: Any, rom: str | Path | None = None, num_envs: int = 64, ste
         end_frames: how many episode-end frames to save.
         progress: show a progress bar on stderr.
         device: the env's device.
+        action_states: console states in which, after the random play, every action is
+            pressed once to find dead and duplicate actions (:attr:`CheckReport.actions`;
+            0: skip).
     """
     from torchrl_dreamer.envs.gameboy import GameBoyEnv
     from torchrl_dreamer.envs.spec import SpecTask, load_task_spec
@@ -304,6 +314,8 @@ def check_spec(spec: Any, rom: str | Path | None = None, num_envs: int = 64, ste
                    file=sys.stderr)
     with one_thread():
         _probe(report, env, task, steps, seconds, seed, out, end_frames, bar)
+        if action_states > 0:
+            report.actions = probe_actions(env, states=action_states)
     if bar is not None:
         bar.close()
     _warn(report, task)
@@ -395,6 +407,17 @@ def _warn(report: CheckReport, task: Any) -> None:
         if t.fired == 0:
             report.warnings.append(f"{t.label} never paid: wrong address, encoding or value, "
                                    "or random play never gets there")
+    probe = report.actions
+    if probe is not None:
+        for name in probe.dead:
+            report.warnings.append(
+                f"action {name} changed nothing on screen in any of {probe.states} states: the "
+                "game ignores it there (a button that needs another, or buttons swapped); "
+                "check the action set against the game's controls")
+        for a, b in probe.duplicates:
+            report.warnings.append(
+                f"actions {a} and {b} showed the same frames in all {probe.states} states: one "
+                "of them is probably not the move you meant")
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.envs.spec_check"
@@ -413,11 +436,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
     ap.add_argument("--out", type=Path, default=Path("spec_check"),
                     help="folder for the PNG frames (default ./spec_check)")
     ap.add_argument("--frames", type=int, default=4, help="episode-end frames to save (4)")
+    ap.add_argument("--action-states", type=int, default=16,
+                    help="states in which every action is pressed once to find dead and "
+                         "duplicate actions (default 16; 0: skip)")
     args = ap.parse_args(argv)
     if not args.rom.is_file():
         ap.error(f"ROM {args.rom} not found")
     if args.envs < 1 or args.steps < 1 or args.frame_skip < 1:
         ap.error("--envs, --steps and --frame-skip must be >= 1")
+    if args.action_states < 0:
+        ap.error("--action-states must be >= 0")
     from torchrl_dreamer.envs.actions import default_press_frames
     from torchrl_dreamer.envs.spec import TaskSpecError
     from torchrl_dreamer.envs.task import TaskMismatchError
@@ -426,7 +454,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
         report = check_spec(args.spec, rom=args.rom, num_envs=args.envs, steps=args.steps,
                             seconds=args.seconds, frame_skip=args.frame_skip,
                             press_frames=default_press_frames(args.frame_skip), seed=args.seed,
-                            out_dir=args.out, end_frames=args.frames)
+                            out_dir=args.out, end_frames=args.frames,
+                            action_states=args.action_states)
     except (TaskSpecError, TaskMismatchError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

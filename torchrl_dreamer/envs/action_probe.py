@@ -1,0 +1,113 @@
+"""Which actions of an action set do something: dead and duplicate actions, found by play.
+
+An action set written for a game can be wrong in ways that no error shows: a button mapping
+written the other way round, a button that does nothing alone (a dash that needs a direction),
+two combinations that the game treats alike. The agent then trains with actions that waste
+its exploration and without the move the game needs; its curve flattens at the first
+obstacle that needs that move, and nothing says why.
+
+:func:`probe_actions` finds such sets by play. It copies each of ``S`` console states (the
+consoles of a running env) onto ``A + 1`` consoles, presses one action on each (the extra one
+presses nothing), lets all of them run ``after`` more steps with no button, and compares the
+frames every console showed. An action whose frames equal the no-button console's in every
+state is **dead** there; two actions whose frames equal each other's in every state are
+**duplicates**. The verdict holds for the probed states only (an action can matter only in a
+menu), so :func:`~torchrl_dreamer.envs.spec_check.check_spec` reports it as a warning.
+
+Example:
+    >>> from torchrl_dreamer.envs import GameBoyEnv
+    >>> env = GameBoyEnv("catch", num_envs=4, action_set=["NOOP", "LEFT", "RIGHT", "A"])
+    >>> _ = env.reset()
+    >>> probe = probe_actions(env)
+    >>> probe.dead, probe.duplicates
+    (['A'], [])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["ActionProbe", "probe_actions"]
+
+
+@dataclass
+class ActionProbe:
+    """What :func:`probe_actions` saw; :meth:`text` prints it."""
+
+    names: list[str]
+    """The action set's names, in index order."""
+    states: int
+    """Console states probed."""
+    after: int
+    """Steps with no button after the pressed one, whose frames were compared too."""
+    differs: list[int]
+    """Per action: in how many states its frames differed from those of pressing nothing."""
+    same: list[list[bool]]
+    """``same[a][b]``: actions ``a`` and ``b`` showed the same frames in every state."""
+
+    @property
+    def dead(self) -> list[str]:
+        """Actions (other than ``NOOP``) whose frames equalled pressing nothing in every state."""
+        return [n for n, d in zip(self.names, self.differs, strict=True) if d == 0 and n != "NOOP"]
+
+    @property
+    def duplicates(self) -> list[tuple[str, str]]:
+        """Pairs of live actions that showed the same frames as each other in every state."""
+        live = [i for i, d in enumerate(self.differs) if d > 0]
+        return [(self.names[a], self.names[b]) for k, a in enumerate(live) for b in live[k + 1:]
+                if self.same[a][b]]
+
+    def text(self) -> str:
+        """One line per action: the states in which it changed the frames."""
+        lines = [f"actions, each pressed once in {self.states} states (+{self.after} steps with "
+                 "no button), against pressing nothing:"]
+        for name, d in zip(self.names, self.differs, strict=True):
+            twin = [b for a, b in self.duplicates if a == name] + \
+                   [a for a, b in self.duplicates if b == name]
+            note = " (dead)" if name in self.dead else (f" (same as {', '.join(twin)})"
+                                                        if twin else "")
+            lines.append(f"  {name:<12} changed the frames in {d:>3} of {self.states}{note}")
+        return "\n".join(lines) + "\n"
+
+
+def probe_actions(env, states: int = 16, after: int = 3) -> ActionProbe:
+    """Press every action of ``env``'s action set once in each of the first ``states`` consoles'
+    current states (see the module docstring) and compare the frames they lead to.
+
+    Args:
+        env: a :class:`~torchrl_dreamer.envs.GameBoyEnv` whose consoles are where the probe
+            should look (after some random play, for varied states); it is not stepped.
+        states: console states to probe (at most ``env.num_envs``).
+        after: steps with no button after the pressed one, so a delayed effect shows too.
+
+    Returns:
+        An :class:`ActionProbe`. Its probe consoles run ``states * (len(actions) + 1) * (after
+        + 1)`` console-steps at the env's frame skip and press length.
+    """
+    from torchrl_dreamer.emulator.reset import ResetCache
+    from torchrl_dreamer.envs.gameboy import GameBoyEnv
+
+    if states < 1 or after < 0:
+        raise ValueError(f"states must be >= 1 and after >= 0, got {states} and {after}")
+    s = min(int(states), env.num_envs)
+    masks = env.action_set.masks.to(env.device)
+    a = len(masks)
+    probe = GameBoyEnv(env.task, num_envs=s * (a + 1), device=env.device,
+                       action_set=env.action_set, frame_skip=env.frame_skip,
+                       press_frames=env.press_frames, ppu=env._ppu, model=env._model)
+    rows = torch.arange(s, device=env.device).repeat_interleave(a + 1)
+    ResetCache(probe.gb, env.gb.save_state(), pool=True).restore(
+        torch.ones(probe.num_envs, dtype=torch.bool, device=env.device), rows)
+    pressed = torch.cat([masks, masks.new_zeros(1)]).repeat(s)  # the last column: no button
+    shown = []
+    for k in range(after + 1):
+        frame = probe.gb.step(pressed if k == 0 else torch.zeros_like(pressed),
+                              frames=probe.frame_skip, press_frames=probe.press_frames)
+        shown.append(frame.reshape(s, a + 1, -1).clone())
+    frames = torch.cat(shown, dim=-1)  # [S, A + 1, all frames' bytes]
+    eq = (frames.unsqueeze(2) == frames.unsqueeze(1)).all(-1)  # [S, A + 1, A + 1]
+    differs = (~eq[:, :a, a]).sum(0).tolist()
+    same = eq[:, :a, :a].all(0).tolist()
+    return ActionProbe(list(env.action_set.names), s, int(after), differs, same)
