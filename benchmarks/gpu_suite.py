@@ -498,6 +498,23 @@ def part_env(ctx: Context) -> None:
             ctx.out.result("env", case, r["rate"], None, unit, frames_per_s=round(r["rate"] * 24),
                            step_s=round(r["step_s"], 4), first_step_s=round(r["first_step_s"], 3),
                            setup_s=round(r["setup_s"], 2), timed_steps=r["steps"])
+    # the same games with a launch per frame (GameBoyEnv(launch_frames=1)): the consoles of a
+    # warp meet at every frame end (benchmarks/simt.py's what-if), against the rate above
+    for game, (n, s0) in step_s.items():
+        case = f"{game}_N{n}_{ctx.plan.device}_launch_per_frame"
+        est = 2 * s0 + ctx.plan.env_seconds + 2
+        if not ctx.budget.fits(est, reserve):
+            ctx.out.emit(part="env", case=case, status="skipped",
+                         reason=f"estimated {est:.0f} s, {ctx.budget.left() - reserve:.0f} s "
+                                "left before the reserve of the learner and tests")
+            continue
+        try:
+            r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds, launch_frames=1)
+        except Exception as err:  # noqa: BLE001 - one case failing must not end the part
+            ctx.out.emit(part="env", case=case, status="failed", reason=_why(err))
+            continue
+        ctx.out.result("env", case, r["rate"], n / s0, unit + "; peer: one launch a step",
+                       step_s=round(r["step_s"], 4), timed_steps=r["steps"])
 
 
 # ------------------------------------------------------------------------------ cpu

@@ -54,6 +54,8 @@ def test_dry_run_reports_every_part():
     by_case = {ln["case"]: ln for ln in results}
     env = by_case["maze_N8_cpu"]
     assert env["part"] == "env" and env["ours"] > 0 and "env steps/s" in env["unit"]
+    per_frame = by_case["maze_N8_cpu_launch_per_frame"]  # the same env, a launch per frame
+    assert per_frame["ours"] > 0 and per_frame["peer"] == pytest.approx(env["ours"], rel=1e-2)
     cpu = next(ln for ln in results if ln["part"] == "cpu" and ln["case"].startswith("maze_N"))
     assert cpu["ours"] > 0 and cpu["mode"]
     ratio = by_case["maze_cpu_vs_cpu_all_cores"]

@@ -149,6 +149,12 @@ class GameBoy:
             cartridge on the Color runs in its compatibility mode; ``"dmg"`` refuses a
             Color-only one). A Color draws whole lines (the pixel pipeline of ``ppu="fifo"`` is
             the DMG's) and in Color mode also keeps the colour frame (:attr:`rgb555`).
+        launch_frames: frames emulated per kernel launch (``None``: a whole
+            :meth:`run_frames` / :meth:`step` call in one launch). ``1`` makes a step of
+            ``frame_skip`` frames ``frame_skip`` launches, so the consoles of a GPU warp wait for
+            each other at every frame end and start the next frame together instead of drifting
+            apart by instruction counts (``benchmarks/simt.py``'s "meet at frame ends" model);
+            the results are the same as with ``None``, bit for bit. ``ValueError`` below 1.
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
@@ -180,7 +186,12 @@ class GameBoy:
         ppu: PpuMode = DEFAULT_PPU,
         workers: int = 1,
         model: str | None = None,
+        launch_frames: int | None = None,
     ) -> None:
+        if launch_frames is not None and (not isinstance(launch_frames, int) or launch_frames < 1):
+            raise ValueError(f"launch_frames must be an int >= 1 or None (a call in one launch), "
+                             f"got {launch_frames!r}")
+        self.launch_frames = launch_frames
         if ppu not in PPU_MODES:
             raise ValueError(f"unknown ppu mode {ppu!r}; expected one of {', '.join(PPU_MODES)}")
         self.ppu = ppu
@@ -326,7 +337,6 @@ class GameBoy:
             self._btn.copy_(self._buttons(buttons).view(-1, 1))
         kernel = self._kmod.gb_run
         key = "run" if out is None else "out"
-        params = (int(frames), int(press_frames), int(pack))
         cmds = []
         for s in self._slices:
             if out is not None:
@@ -339,14 +349,22 @@ class GameBoy:
                                 inputs=[mem, self._heads, s.btn, 0, 0, 0, 0], record_cmd=True)
                 s.cmds[key] = cmd
                 s.params[key] = [None, None, None]  # last frames, press, pack set
-            last = s.params[key]
-            for k in range(3):
-                if params[k] != last[k]:  # a parameter write costs ~1 us: skip unchanged ones
-                    cmd.set_param_at_index(3 + k, params[k])
-                    last[k] = params[k]
-            cmds.append(cmd)
+            cmds.append((cmd, s.params[key]))
+        k = self.launch_frames
+        if k is None or frames <= k:
+            launches = [(int(frames), int(press_frames), int(pack))]
+        else:  # `k` frames a launch: the buttons held for what is left of the press, the
+            # frame observed only by the call's last launch
+            launches = [(min(k, frames - f), min(max(press_frames - f, 0), k),
+                         int(pack) if f + k >= frames else 0) for f in range(0, frames, k)]
         try:
-            self._run_slices(cmds)
+            for params in launches:
+                for cmd, last in cmds:
+                    for j in range(3):
+                        if params[j] != last[j]:  # a parameter write costs ~1 us: skip unchanged
+                            cmd.set_param_at_index(3 + j, params[j])
+                            last[j] = params[j]
+                self._run_slices([cmd for cmd, _ in cmds])
         finally:
             if out is not None:
                 for s in self._slices:

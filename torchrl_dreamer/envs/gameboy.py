@@ -117,6 +117,9 @@ class GameBoyEnv(EnvBase):
         model: the console, ``"dmg"`` or ``"cgb"`` (Game Boy Color); default: the emulator's
             choice for the ROM (the Color for a Color-only cartridge, else the DMG; see
             :mod:`torchrl_dreamer.emulator.model`).
+        launch_frames: frames emulated per kernel launch of a step (``GameBoy(launch_frames=
+            ...)``; ``None``: the whole step in one launch). ``1`` makes the consoles of a GPU
+            warp meet at every frame end; the same outputs either way.
     """
 
     _PIXELS_KEY = "pixels"
@@ -146,6 +149,7 @@ class GameBoyEnv(EnvBase):
         ppu: str | None = None,
         workers: int = 1,
         model: str | None = None,
+        launch_frames: int | None = None,
     ):
         num_envs = int(num_envs)
         if num_envs < 1:
@@ -169,6 +173,7 @@ class GameBoyEnv(EnvBase):
         self._ppu = ppu
         self._workers = workers
         self._model = model
+        self._launch_frames = launch_frames
 
         kwargs = dict(task_kwargs or {})
         if rom is not None:
@@ -353,6 +358,8 @@ class GameBoyEnv(EnvBase):
                 extra["model"] = self._model
             if workers != 1:
                 extra["workers"] = workers
+            if self._launch_frames is not None:
+                extra["launch_frames"] = self._launch_frames
             return self._backend.GameBoy(self._rom_path, num_envs=num_envs, device=self.device,
                                          **extra)
 
