@@ -163,6 +163,9 @@ def test_action_probe_finds_dead_and_duplicate_actions():
     g = torch.Generator().manual_seed(0)
     for _ in range(5):
         env.fast_step(torch.randint(0, 5, (6,), generator=g))
+    twin = env.replica(3)  # what the probe builds its consoles from
+    assert twin.num_envs == 3 and twin.action_set.names == env.action_set.names
+    assert (twin.frame_skip, twin.press_frames, twin.noop_max) == (8, 8, 0)
     before = {k: v.clone() for k, v in env.gb.state_tensors().items()}
     probe = probe_actions(env, states=4, after=2)
     assert probe.states == 4 and probe.after == 2

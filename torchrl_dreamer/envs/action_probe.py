@@ -87,16 +87,13 @@ def probe_actions(env, states: int = 16, after: int = 3) -> ActionProbe:
         + 1)`` console-steps at the env's frame skip and press length.
     """
     from torchrl_dreamer.emulator.reset import ResetCache
-    from torchrl_dreamer.envs.gameboy import GameBoyEnv
 
     if states < 1 or after < 0:
         raise ValueError(f"states must be >= 1 and after >= 0, got {states} and {after}")
     s = min(int(states), env.num_envs)
     masks = env.action_set.masks.to(env.device)
     a = len(masks)
-    probe = GameBoyEnv(env.task, num_envs=s * (a + 1), device=env.device,
-                       action_set=env.action_set, frame_skip=env.frame_skip,
-                       press_frames=env.press_frames, ppu=env._ppu, model=env._model)
+    probe = env.replica(s * (a + 1))
     rows = torch.arange(s, device=env.device).repeat_interleave(a + 1)
     ResetCache(probe.gb, env.gb.save_state(), pool=True).restore(
         torch.ones(probe.num_envs, dtype=torch.bool, device=env.device), rows)

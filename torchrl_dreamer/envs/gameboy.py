@@ -348,6 +348,18 @@ class GameBoyEnv(EnvBase):
         if not bool(gb.packed2.any()):
             gb.run_frames(1)
 
+    def replica(self, num_envs: int) -> GameBoyEnv:
+        """A new env of ``num_envs`` consoles like this one: the same task, action set, frame
+        skip, press length, pixels, device and console options (PPU mode, model, frames per
+        launch), one worker, fixed starts (``noop_max=0``). For tools that copy this env's
+        console states into a batch of their own, e.g.
+        :func:`~torchrl_dreamer.envs.action_probe.probe_actions`."""
+        return GameBoyEnv(self.task, num_envs=num_envs, device=self.device,
+                          action_set=self.action_set, frame_skip=self.frame_skip,
+                          press_frames=self.press_frames, pixels=self.pixels_format,
+                          backend=self._backend, ppu=self._ppu, model=self._model,
+                          launch_frames=self._launch_frames)
+
     def _make_gb(self, num_envs: int, workers: int = 1) -> Any:
         with warnings.catch_warnings():
             if not self.task.rom_has_logo:
