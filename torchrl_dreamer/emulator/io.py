@@ -16,7 +16,13 @@ from torchrl_dreamer.emulator.dma import oam_dma
 from torchrl_dreamer.emulator.joypad import joyp_value, joyp_write
 from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_PPU_FIFO
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import lcd_register, ppu_fifo_write, ppu_poll, ppu_read, ppu_write
+from torchrl_dreamer.emulator.ppu import (
+    lcd_register,
+    ppu_fifo_write,
+    ppu_read,
+    ppu_value,
+    ppu_write,
+)
 from torchrl_dreamer.emulator.registers import (
     R_BOOT,
     R_DIV,
@@ -59,7 +65,7 @@ def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
     if r == R_STAT or r == R_LY:
         # from the dot counter, without catching up: no event is due before NEXT, so this is
         # ppu_read's value after catch_up (the deferred catch-up is done by the next sync)
-        return ppu_poll(i, m, r, dots(i, m, m.st[i, S_CLK])) & 0xFF
+        return ppu_value(i, m, r, dots(i, m, m.st[i, S_CLK]))
     elif r >= R_LCDC and r <= R_WX:
         return int(m.hram[i, r])  # plain LCD registers: nothing time-dependent to catch up
     catch_up(i, m)

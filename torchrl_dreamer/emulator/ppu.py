@@ -352,6 +352,21 @@ def stable_dots(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
 
 
 @wp.func
+def ly_stable_dots(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
+    """Dots from (``line``, ``dot``) until LY may next change (at least 1): the line's end, or
+    the dot where line 153's LY turns 0 (PyBoy: 4 dots before a visible line ends). A poll of
+    LY alone need not stop where only STAT changes, so a wait for a line walks one span a
+    line, not one per mode with an OAM scan for mode 3's end."""
+    end = LINE_DOTS
+    if pyboy(i, m):
+        if line < VBLANK_LINE and dot < LINE_DOTS - 4:
+            end = LINE_DOTS - 4
+    elif line == LAST_LINE and dot < LY153_DOTS:
+        end = LY153_DOTS
+    return end - dot
+
+
+@wp.func
 def stat_off_value(i: int, m: wp.ref[Mem]) -> int:
     """STAT with the LCD off: mode 0 and the LY=LYC flag as it was when the LCD went off."""
     v = 0x80 | m.st[i, S_STAT_EN]
@@ -385,7 +400,24 @@ def ppu_poll(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
         if r == R_STAT:
             v = stat_off_value(i, m)
         return v | (1 << 28)
+    if r == R_LY:
+        return ly_at(i, m, line, dot) | (ly_stable_dots(i, m, line, dot) << 8)
     return ppu_value_at(i, m, r, line, dot) | (stable_dots(i, m, line, dot) << 8)
+
+
+@wp.func
+def ppu_value(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
+    """LY or STAT (``r``) as read ``ahead`` dots from now: :func:`ppu_poll`'s value without
+    the span it keeps it, for a read that needs the value only."""
+    dot = m.st[i, S_PPU_DOT] + ahead
+    line = m.st[i, S_LINE] + dot // LINE_DOTS
+    dot = dot % LINE_DOTS
+    if not lcd_on(i, m):
+        v = 0
+        if r == R_STAT:
+            v = stat_off_value(i, m)
+        return v
+    return ppu_value_at(i, m, r, line, dot)
 
 
 @wp.func
