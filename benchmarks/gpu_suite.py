@@ -467,6 +467,17 @@ def _reserve(ctx: Context, *parts: str) -> float:
     return sum(ctx.plan.min_cost[p] for p in parts if p in ctx.args.parts)
 
 
+def _env_case_fits(ctx: Context, case: str, est: float, reserve: float) -> bool:
+    """Whether an env case estimated at ``est`` seconds fits before ``reserve``; if not, a
+    line that says it was skipped and why."""
+    if ctx.budget.fits(est, reserve):
+        return True
+    ctx.out.emit(part="env", case=case, status="skipped",
+                 reason=f"estimated {est:.0f} s, {ctx.budget.left() - reserve:.0f} s left "
+                        "before the reserve of the learner and tests")
+    return False
+
+
 def part_env(ctx: Context) -> None:
     games_mod = _load_sibling("game_envs")
     games, missing = games_mod.available_games(ctx.roms, ctx.args.games)
@@ -483,10 +494,7 @@ def part_env(ctx: Context) -> None:
             else:
                 est = ctx.plan.min_cost["env"]
             case = f"{game}_N{n}_{ctx.plan.device}"
-            if not ctx.budget.fits(est, reserve):
-                ctx.out.emit(part="env", case=case, status="skipped",
-                             reason=f"estimated {est:.0f} s, {ctx.budget.left() - reserve:.0f} s "
-                                    "left before the reserve of the learner and tests")
+            if not _env_case_fits(ctx, case, est, reserve):
                 continue
             try:
                 r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds)
@@ -502,11 +510,7 @@ def part_env(ctx: Context) -> None:
     # warp meet at every frame end (benchmarks/simt.py's what-if), against the rate above
     for game, (n, s0) in step_s.items():
         case = f"{game}_N{n}_{ctx.plan.device}_launch_per_frame"
-        est = 2 * s0 + ctx.plan.env_seconds + 2
-        if not ctx.budget.fits(est, reserve):
-            ctx.out.emit(part="env", case=case, status="skipped",
-                         reason=f"estimated {est:.0f} s, {ctx.budget.left() - reserve:.0f} s "
-                                "left before the reserve of the learner and tests")
+        if not _env_case_fits(ctx, case, 2 * s0 + ctx.plan.env_seconds + 2, reserve):
             continue
         try:
             r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds, launch_frames=1)
