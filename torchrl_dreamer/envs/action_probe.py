@@ -26,8 +26,12 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from torchrl_dreamer.envs.gameboy import GameBoyEnv
 
 __all__ = ["ActionProbe", "probe_actions"]
 
@@ -72,7 +76,7 @@ class ActionProbe:
         return "\n".join(lines) + "\n"
 
 
-def probe_actions(env, states: int = 16, after: int = 3) -> ActionProbe:
+def probe_actions(env: GameBoyEnv, states: int = 16, after: int = 3) -> ActionProbe:
     """Press every action of ``env``'s action set once in each of the first ``states`` consoles'
     current states (see the module docstring) and compare the frames they lead to.
 
