@@ -387,41 +387,40 @@ def ppu_value_at(i: int, m: wp.ref[Mem], r: int, line: int, dot: int) -> int:
 
 
 @wp.func
+def line_dot_at(i: int, m: wp.ref[Mem], ahead: int) -> wp.vec2i:
+    """(line, dot within it) ``ahead`` dots from now (the line may run past 153 in the coarse
+    phase, which the callers fold)."""
+    dot = m.st[i, S_PPU_DOT] + ahead
+    return wp.vec2i(m.st[i, S_LINE] + dot // LINE_DOTS, dot % LINE_DOTS)
+
+
+@wp.func
 def ppu_value(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
     """LY or STAT (``r``) as read ``ahead`` dots from now (a read that needs the value only)."""
-    dot = m.st[i, S_PPU_DOT] + ahead
-    line = m.st[i, S_LINE] + dot // LINE_DOTS
-    dot = dot % LINE_DOTS
     if not lcd_on(i, m):
         v = 0
         if r == R_STAT:
             v = stat_off_value(i, m)
         return v
-    return ppu_value_at(i, m, r, line, dot)
-
-
-@wp.func
-def ppu_span(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
-    """Dots for which LY or STAT (``r``), read ``ahead`` dots from now, keeps its value (at
-    least 1; LCD off: ``1 << 20``). LY's span runs to the line's end (:func:`ly_stable_dots`),
-    STAT's to its next change (:func:`stable_dots`)."""
-    if not lcd_on(i, m):
-        return 1 << 20
-    dot = m.st[i, S_PPU_DOT] + ahead
-    line = m.st[i, S_LINE] + dot // LINE_DOTS
-    dot = dot % LINE_DOTS
-    if r == R_LY:
-        return ly_stable_dots(i, m, line, dot)
-    return stable_dots(i, m, line, dot)
+    at = line_dot_at(i, m, ahead)
+    return ppu_value_at(i, m, r, at[0], at[1])
 
 
 @wp.func
 def ppu_poll(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
     """LY or STAT (``r``) as read ``ahead`` dots from now, and for how long it keeps that value:
-    ``value | dots << 8``. Used by the idle-loop fast-forward, so that a skipped poll loop reads
-    exactly what running it would (no PPU event may fall within ``ahead``, except whole lines
-    in the coarse phase, which this folds)."""
-    return ppu_value(i, m, r, ahead) | (ppu_span(i, m, r, ahead) << 8)
+    ``value | dots << 8`` (LCD off: ``1 << 20`` dots). LY's span runs to the line's end
+    (:func:`ly_stable_dots`), STAT's to its next change (:func:`stable_dots`). Used by the
+    idle-loop fast-forward, so that a skipped poll loop reads exactly what running it would (no
+    PPU event may fall within ``ahead``, except whole lines in the coarse phase, which this
+    folds)."""
+    if not lcd_on(i, m):
+        return ppu_value(i, m, r, ahead) | (1 << 28)
+    at = line_dot_at(i, m, ahead)
+    v = ppu_value_at(i, m, r, at[0], at[1])
+    if r == R_LY:
+        return v | (ly_stable_dots(i, m, at[0], at[1]) << 8)
+    return v | (stable_dots(i, m, at[0], at[1]) << 8)
 
 
 @wp.func
