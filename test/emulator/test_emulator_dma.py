@@ -171,15 +171,15 @@ def test_dma_bus_conflicts(page):
 
 
 def test_dma_from_echo_and_high_pages_reads_wram():
+    # the transfer and the wait run from HRAM: the ROM shares the external bus with a transfer
+    # from WRAM, so code there would read the transfer's bytes as its opcodes
     src = LCD_OFF + """
     ld a, $FE               ; DMG: FE00-FE9F as a source is the WRAM echo of DE00
-    ldh [$46], a
-    ld b, 50
-.w: dec b
-    jr nz, .w
-""" + SPIN
+    jp $FF80
+"""
+    hram = bytes([0xE0, 0x46, 0x06, 0x32, 0x05, 0x20, 0xFD, 0x18, 0xFE])  # ldh [$46],a; wait; jr @
     data = bytes((k * 13 + 7) & 0xFF for k in range(0xA0))
-    gb = run(src, memory={0xDE00: data})
+    gb = run(src, memory={0xDE00: data, 0xFF80: hram})
     assert gb.read_memory(0xFE00, 0xA0)[0].tolist() == list(data)
 
 
@@ -345,3 +345,29 @@ def test_line_144_mode2_stat_wakes_halt_with_vblank():
     as the VBlank interrupt (mooneye vblank_stat_intr: 'vblank and stat_m2_144 are triggered at
     the same time')."""
     assert _vblank_point_entry_clock(0x02) == _vblank_point_entry_clock(0x01)
+
+
+def test_the_host_sees_oam_fill_up_during_a_transfer():
+    """``read_memory`` of OAM during a transfer: the bytes written so far (one per M-cycle from
+    the M-cycle after the start-up one) and OAM's old bytes after them; all new once it ends."""
+    src = LCD_OFF + """
+    ld a, $C1
+    jp $FF80
+"""
+    hram = bytes([0xE0, 0x46, *[0x00] * 60, 0x18, 0xFE])  # ldh [$46], a; 60 NOPs; jr @
+    data = bytes((k * 7 + 3) & 0xFF for k in range(0xA0))
+    old = bytes((k * 5 + 1) & 0xFF for k in range(0xA0))
+    gb = GameBoy(bytes(build_rom(assemble(src))), check_header=False)
+    gb.write_memory(0xC100, list(data))
+    gb.write_memory(0xFF80, list(hram))
+    gb.write_memory(0xFE00, list(old))
+    while int(gb.registers()["pc"][0]) != 0xFF82:  # up to the end of ldh [$46], a
+        gb.step_instructions(1)
+    for nops in (20, 45):
+        gb.step_instructions(nops - int(gb.registers()["pc"][0]) + 0xFF82)
+        # the byte a CPU access in the next M-cycle would collide with is byte nops - 2 (the
+        # start-up M-cycle, then one byte an M-cycle): the bytes before it are in OAM
+        seen = bytes(gb.read_memory(0xFE00, 0xA0)[0].tolist())
+        assert seen == data[:nops - 2] + old[nops - 2:], nops
+    gb.run_frames(1)
+    assert bytes(gb.read_memory(0xFE00, 0xA0)[0].tolist()) == data

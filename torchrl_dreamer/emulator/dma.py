@@ -18,14 +18,26 @@ read the WRAM echo on a DMG (Pan Docs "OAM DMA Transfer"; mooneye ``oam_dma/sour
 
 How it is emulated with the lazy clock: time is kept as ``DMA_END`` / ``DMA_PREV_END``,
 T-cycles from the lazy origin (``CLK`` = 0) to just after the last M-cycle of the current
-(previous) transfer, counted down by :func:`dma_advance` on every catch-up; 0 means idle. So the
-byte the DMA reads at any CPU access is arithmetic on ``CLK``, with no per-M-cycle work and no
-scheduled event. The 160 bytes are copied into OAM at once when the first byte's M-cycle is
-reached (``DMA_COPY`` is set until then; :func:`dma_copy_due`, called on catch-up and before a
-CPU access outside the fast paths): the CPU can neither see OAM during the transfer nor change
-the source (a write to the DMA's bus is lost), so the copy ends identical to a byte-per-M-cycle
-one. The generated CPU kernel sends every access except HRAM's through
+(previous) transfer, moved by :func:`dma_advance` on every catch-up. A transfer's times stay
+negative after it ends (down to ``DMA_PAST``), so the PPU, which catches up after the DMA, can
+still place a transfer that ended inside the catch-up's window (:func:`dma_source_at` with
+``t`` < 0); a time at or past ``DMA_END`` is idle. So the byte the DMA reads at any CPU or PPU
+access is arithmetic on ``CLK``, with no per-M-cycle work and no scheduled event. The 160 bytes
+are copied into OAM at once when the transfer ends (``DMA_COPY`` is set until then;
+:func:`dma_copy_due`, called after each catch-up, before a CPU access outside the fast paths and
+before the PPU scans a line after the end): while it runs, the CPU reads 0xFF from OAM and the
+PPU reads no OAM entry in its scan and the transfer's current byte pair in an object fetch
+(:func:`dma_oam_pair`), so OAM keeps its old bytes for the PPU's reads before the transfer, and
+the CPU cannot change the source (a write to the DMA's bus is lost): the copy ends identical to a
+byte-per-M-cycle one. The generated CPU kernel sends every access except HRAM's through
 :func:`~.bus.cpu_read` / :func:`~.bus.cpu_write` while ``DMA_END`` is ahead of the clock.
+
+What the PPU sees (SameBoy ``Core/display.c``, ``add_object_from_index`` and ``oam_read``; the
+"Red from OAM" test ROM's notes; gambatte's OAM reader, which reads 0xFF while a transfer owns
+OAM): an OAM scan entry read while a transfer runs is not selected (as if its Y were 255), and
+an object fetched in mode 3 while a transfer runs takes its tile number and attributes from the
+OAM byte pair the transfer is writing (the even byte the tile, the odd byte the attributes).
+These are what ``strikethrough`` (Hacktix) and "Red from OAM" show on screen.
 """
 
 from __future__ import annotations
@@ -40,6 +52,7 @@ from torchrl_dreamer.emulator.layout import (
     S_DMA_PREV_END,
     S_DMA_PREV_SRC,
     S_DMA_SRC,
+    S_PPU_M0,
     S_ROM_OFF0,
     S_ROM_OFF1,
     S_VBK,
@@ -49,11 +62,15 @@ from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.registers import R_DMA
 
 __all__ = ["oam_dma", "dma_advance", "dma_source_at", "dma_read", "dma_conflict", "dma_busy",
-           "dma_copy_due"]
+           "dma_copy_due", "dma_oam_pair", "dma_progress", "dma_oam_byte", "dma_ran_since", "DMA_PAST", "DMA_PAST_T"]
 
 DMA_BYTES = wp.constant(160)
 DMA_DELAY = wp.constant(8)  # T-cycles from the FF46 write to the first byte (M-cycles 0 and 1)
 DMA_SPAN = wp.constant(640)  # T-cycles from the first byte to just after the last (160 M-cycles)
+DMA_PAST_T = -(1 << 24)
+"""Earliest time kept for a finished transfer (~4 s before ``CLK``); also a console's
+``DMA_END`` / ``DMA_PREV_END`` at power-on (no transfer ever ran)."""
+DMA_PAST = wp.constant(DMA_PAST_T)
 
 BUS_NONE = wp.constant(0)  # HRAM, IO: never shared with the DMA unit
 BUS_EXTERNAL = wp.constant(1)  # cartridge ROM / RAM and WRAM (and its echo)
@@ -105,8 +122,11 @@ def oam_dma(i: int, m: wp.ref[Mem], src: int):
     """FF46 written with ``src`` at the current cycle (the console has caught up: ``CLK`` = 0).
 
     A transfer still running becomes the previous one, which runs on until the new first byte.
+    The cached mode-3 end (``PPU_M0``) is dropped: a transfer during a line's OAM scan hides
+    entries from it (:mod:`.oam_view`).
     """
     m.hram[i, R_DMA] = wp.uint8(src)
+    m.st[i, S_PPU_M0] = 0
     m.st[i, S_DMA_PREV_END] = m.st[i, S_DMA_END]
     m.st[i, S_DMA_PREV_SRC] = m.st[i, S_DMA_SRC]
     m.st[i, S_DMA_END] = DMA_DELAY + DMA_SPAN
@@ -125,8 +145,8 @@ def dma_copy(i: int, m: wp.ref[Mem]):
 
 @wp.func
 def dma_copy_due(i: int, m: wp.ref[Mem], t: int):
-    """Do the pending copy if lazy time ``t`` has reached the transfer's first byte."""
-    if m.st[i, S_DMA_COPY] != 0 and t >= m.st[i, S_DMA_END] - DMA_SPAN:
+    """Do the pending copy if lazy time ``t`` has reached the transfer's end."""
+    if m.st[i, S_DMA_COPY] != 0 and t >= m.st[i, S_DMA_END]:
         dma_copy(i, m)
 
 
@@ -167,15 +187,58 @@ def dma_busy(i: int, m: wp.ref[Mem], t: int) -> bool:
     return m.st[i, S_DMA_END] > t
 
 
+@wp.func
+def dma_ran_since(i: int, m: wp.ref[Mem], t: int) -> bool:
+    """Whether a transfer (the current or the previous one) runs at or after lazy time ``t``."""
+    return m.st[i, S_DMA_END] > t or m.st[i, S_DMA_PREV_END] > t
+
+
+@wp.func
+def dma_progress(i: int, m: wp.ref[Mem], t: int) -> wp.vec2i:
+    """(bytes written, source address) of the transfer running at lazy time ``t`` (the current
+    or the previous one), or (-1, 0) if none runs then."""
+    end = m.st[i, S_DMA_END]
+    if t >= end:
+        return wp.vec2i(-1, 0)
+    t0 = end - DMA_SPAN
+    if t >= t0:
+        return wp.vec2i((t - t0) // 4, m.st[i, S_DMA_SRC])
+    end = m.st[i, S_DMA_PREV_END]
+    t0 = end - DMA_SPAN
+    if t >= end or t < t0:
+        return wp.vec2i(-1, 0)
+    return wp.vec2i((t - t0) // 4, m.st[i, S_DMA_PREV_SRC])
+
+
+@wp.func
+def dma_oam_byte(i: int, m: wp.ref[Mem], p: wp.vec2i, b: int) -> int:
+    """OAM byte ``b`` during a transfer ``p`` (:func:`dma_progress`): the source's byte where
+    the transfer has written it, else OAM's (old) byte."""
+    if b < p[0]:
+        return dma_read(i, m, (p[1] + b) & 0xFFFF)
+    return int(m.oam[i, b])
+
+
+@wp.func
+def dma_oam_pair(i: int, m: wp.ref[Mem], t: int, odd: int) -> int:
+    """The OAM byte an object fetch reads at lazy time ``t`` while a transfer runs: byte
+    ``odd`` (0: the tile number, 1: the attributes) of the pair holding the next byte the
+    transfer writes (:func:`dma_oam_byte`); -1 if no transfer runs then."""
+    p = dma_progress(i, m, t)
+    if p[0] < 0:
+        return -1
+    return dma_oam_byte(i, m, p, (p[0] & 0xFE) | odd)
+
+
 @wp.func(inline=True)
 def dma_advance(i: int, m: wp.ref[Mem], c: int):
-    """Move the transfer times ``c`` T-cycles closer (the lazy origin moves by ``c``)."""
-    dma_copy_due(i, m, c)
+    """Move the transfer times ``c`` T-cycles closer (the lazy origin moves by ``c``), keeping a
+    finished transfer's times (down to ``DMA_PAST``) for the PPU's catch-up that follows."""
     e = m.st[i, S_DMA_END] - c
-    if e < 0:
-        e = 0
+    if e < DMA_PAST:
+        e = DMA_PAST
     m.st[i, S_DMA_END] = e
     p = m.st[i, S_DMA_PREV_END] - c
-    if p < 0:
-        p = 0
+    if p < DMA_PAST:
+        p = DMA_PAST
     m.st[i, S_DMA_PREV_END] = p

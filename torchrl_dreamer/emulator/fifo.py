@@ -80,6 +80,7 @@ from torchrl_dreamer.emulator.layout import (
     S_FIFO_WIN,
 )
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.oam_view import fetch_byte, hidden_entry, scan_hidden, this_line_time
 from torchrl_dreamer.emulator.registers import (
     R_BGP,
     R_LCDC,
@@ -91,6 +92,7 @@ from torchrl_dreamer.emulator.registers import (
     R_WY,
 )
 from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line
+from torchrl_dreamer.emulator.speed import cpu_cycles
 
 __all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "fifo_abandon_object", "window_rows",
            "FIFO_START_T"]
@@ -185,32 +187,38 @@ def fetch_tile_no(i: int, m: wp.ref[Mem], line: int, fetch: int, win_count: int)
 
 
 @wp.func
-def object_row_addr(i: int, m: wp.ref[Mem], line: int, s: int, h: int) -> int:
-    """VRAM offset of the row of OAM entry ``s`` that ``line`` shows, for object height ``h``."""
+def object_row_addr(i: int, m: wp.ref[Mem], line: int, s: int, h: int, tile: int, attr: int) -> int:
+    """VRAM offset of the row of OAM entry ``s`` (tile number ``tile``, attributes ``attr`` as
+    its fetch read them) that ``line`` shows, for object height ``h``."""
     sy = int(m.oam[i, s * 4]) - 16
-    tile = int(m.oam[i, s * 4 + 2])
     row = line - sy
-    if (int(m.oam[i, s * 4 + 3]) & 0x40) != 0:
+    if (attr & 0x40) != 0:
         row = h - 1 - row
     row = row & (h - 1)
+    t = tile
     if h == 16:
-        tile = tile & 0xFE
-    return tile * 16 + row * 2
+        t = tile & 0xFE
+    return t * 16 + row * 2
 
 
 @wp.func
-def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, h_lo: int) -> int:
-    """Merge the row of object ``key`` (X * 64 + OAM index) into the OBJ FIFO ``obj`` whose entry
-    0 is screen x ``sx``; returns the new FIFO. The low byte's row uses height ``h_lo`` (LCDC.2 as
-    it was at the low-byte fetch), the high byte's LCDC.2 as it is now."""
+def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, h_lo: int,
+                dot: int) -> int:
+    """Merge the row of object ``key`` (X * 64 + OAM index), fetched on line dot ``dot``, into
+    the OBJ FIFO ``obj`` whose entry 0 is screen x ``sx``; returns the new FIFO. The low byte's
+    row uses height ``h_lo`` (LCDC.2 as it was at the low-byte fetch), the high byte's LCDC.2 as
+    it is now. The tile number and attributes are those an OAM DMA is writing if one runs then
+    (:func:`~.oam_view.fetch_byte`)."""
     s = key & 63
     x0 = (key >> 6) - 8
     h = 8
     if (int(m.hram[i, R_LCDC]) & 4) != 0:
         h = 16
-    attr = int(m.oam[i, s * 4 + 3])
-    lo = int(m.vram[i, object_row_addr(i, m, line, s, h_lo)])
-    hi = int(m.vram[i, object_row_addr(i, m, line, s, h) + 1])
+    t = this_line_time(i, m) + cpu_cycles(i, m, dot)
+    tile = fetch_byte(i, m, t, s, 0)
+    attr = fetch_byte(i, m, t, s, 1)
+    lo = int(m.vram[i, object_row_addr(i, m, line, s, h_lo, tile, attr)])
+    hi = int(m.vram[i, object_row_addr(i, m, line, s, h, tile, attr) + 1])
     flags = ((attr >> 4) & 1) << 2 | ((attr >> 7) & 1) << 3
     out = obj
     for j in range(8):
@@ -272,11 +280,13 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     """
     if m.st[i, S_FIFO_SX] >= SCREEN_W:
         return m.st[i, S_FIFO_DOT]
-    # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index
+    # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index,
+    # less the entries read while an OAM DMA ran (oam_view)
     keys = ObjectKeys()
     nobj = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    hidden = scan_hidden(i, m, this_line_time(i, m))
     for s in range(40):
-        if nobj < 10:
+        if nobj < 10 and not hidden_entry(hidden, s):
             key = object_key(i, m, line, m.st[i, S_FIFO_OBJH] & 0xFF, s)  # (height)
             if key >= 0:
                 k = nobj
@@ -369,7 +379,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     h_lo = 8
                     if (stall & 0x100) != 0:
                         h_lo = 16
-                    obj = load_object(i, m, line, keys[objn], sx, obj, h_lo)
+                    obj = load_object(i, m, line, keys[objn], sx, obj, h_lo, d)
                     objn = objn + 1
                     stall = 0
             else:

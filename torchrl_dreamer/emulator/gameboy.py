@@ -46,6 +46,7 @@ from torchrl_dreamer.emulator.battery import RTC_TRAILER_SIZES, pack_rtc, unpack
 from torchrl_dreamer.emulator.boot_vram import boot_vram
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module
+from torchrl_dreamer.emulator.dma import DMA_PAST_T
 from torchrl_dreamer.emulator.idle import loop_heads
 from torchrl_dreamer.emulator.mappers import mapper_for
 from torchrl_dreamer.emulator.memory import Mem
@@ -408,6 +409,8 @@ class GameBoy:
             st[:, f[name]] = value
         st[:, f["MODE"]] = 2
         st[:, f["PPU_NEXT"]] = 80
+        st[:, f["DMA_END"]] = DMA_PAST_T  # no OAM DMA has run (dma.py: times of a past transfer)
+        st[:, f["DMA_PREV_END"]] = DMA_PAST_T
         st[:, f["PPU_FIFO"]] = self._fifo_flag()
         st[:, f["CGB"]] = self._cgb
         if self.model == "cgb":

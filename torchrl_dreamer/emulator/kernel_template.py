@@ -23,7 +23,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.cgb import speed_switch
-from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due
+from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, dma_progress
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import reg8 as getr
@@ -61,11 +61,18 @@ def pair16(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int, f: in
 @wp.kernel
 def gb_peek(m: Mem, addr: int, out: wp.array2d(dtype=wp.uint8)):
     """Read ``out.shape[1]`` bytes from ``addr`` through every console's memory map (no side
-    effects but an OAM DMA copy already due, so OAM reads as of the console's cycle)."""
+    effects but an OAM DMA copy already due, so OAM reads as of the console's cycle: during a
+    transfer, the bytes it has written and the old ones after them)."""
     i = wp.tid()
-    dma_copy_due(i, m, m.st[i, S_CLK])
+    t = m.st[i, S_CLK]
+    dma_copy_due(i, m, t)
+    p = dma_progress(i, m, t)
     for k in range(out.shape[1]):
-        out[i, k] = wp.uint8(peek(i, m, (addr + k) & 0xFFFF))
+        a = (addr + k) & 0xFFFF
+        if p[0] >= 0 and a >= 0xFE00 and a < 0xFEA0:
+            out[i, k] = wp.uint8(dma_oam_byte(i, m, p, a - 0xFE00))
+        else:
+            out[i, k] = wp.uint8(peek(i, m, a))
 
 
 @wp.kernel

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.dma import dma_ran_since
 from torchrl_dreamer.emulator.fifo import (
     fifo_abandon_object,
     fifo_dry_end,
@@ -45,6 +46,7 @@ from torchrl_dreamer.emulator.layout import (
     S_WIN_LINE,
 )
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.oam_view import hidden_entry, scan_hidden
 from torchrl_dreamer.emulator.raw import u8_at
 from torchrl_dreamer.emulator.registers import (
     IRQ_STAT,
@@ -81,6 +83,7 @@ from torchrl_dreamer.emulator.render import (
     window_state,
 )
 from torchrl_dreamer.emulator.render_cgb import clear_line_cgb, render_line_cgb
+from torchrl_dreamer.emulator.speed import cpu_cycles
 
 __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
@@ -163,6 +166,16 @@ def pyboy(i: int, m: wp.ref[Mem]) -> bool:
 
 
 @wp.func
+def line_time(i: int, m: wp.ref[Mem], line: int) -> int:
+    """Lazy time (CPU T-cycles from ``CLK`` = 0, where the dot counter is) of dot 0 of ``line``:
+    the current line, a later one, or (``line`` below the current one) the next frame's."""
+    d = (line - m.st[i, S_LINE]) * LINE_DOTS - m.st[i, S_PPU_DOT]
+    if line < m.st[i, S_LINE]:
+        d = d + FRAME_LINES * LINE_DOTS
+    return cpu_cycles(i, m, d)
+
+
+@wp.func
 def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     """Dots objects add to mode 3 on ``line`` (Pan Docs "Mode 3 length").
 
@@ -171,7 +184,8 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     the object's position within that tile (``(X + SCX) mod 8``; 0 for an object at X = 0).
     This fits every case of mooneye intr_2_mode0_timing_sprites.
     Mask ``m<k>`` holds the tiles having an object at offset <= k, so a tile's extra cost
-    ``5 - min offset`` is the number of masks it enters (counted as it enters them).
+    ``5 - min offset`` is the number of masks it enters (counted as it enters them). Entries the
+    scan reads while an OAM DMA runs are not selected (:func:`~.oam_view.scan_hidden`).
     """
     lcdc = int(m.hram[i, R_LCDC])
     if (lcdc & LCDC_OBJ_ON) == 0:
@@ -189,8 +203,9 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     # the OAM array's descriptor as a local: read once, not on each of the 40 entries (the
     # compiler cannot hoist the loads of ``m.oam`` past the ``n < OBJ_LIMIT`` test)
     oam = m.oam
+    hidden = scan_hidden(i, m, line_time(i, m, line))
     for k in range(40):
-        if n < OBJ_LIMIT:
+        if n < OBJ_LIMIT and not hidden_entry(hidden, k):
             # (a STAT read on a new line scans all 40 entries: where such reads spend their time)
             if obj_on_line(u8_at(oam, i, 4 * k), line, h):
                 n = n + 1
@@ -728,6 +743,12 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
         # at the end of the line (fifo_finish); writes until then still reach it
         if on and m.st[i, S_PACK] != 0:
             pipe_run(i, m, line, m.st[i, S_PPU_DOT] + WRITE_LAG, True)
+    elif (on and m.st[i, S_PACK] != 0 and m.st[i, S_CGB] != MODEL_CGB and not pyboy(i, m)
+          and dma_ran_since(i, m, line_time(i, m, line))):
+        # an OAM DMA ran in this line's OAM scan or mode 3: the pixel pipeline draws the line
+        # (the entries the scan did not see, the byte pairs its object fetches read; oam_view)
+        fifo_start(i, m, line, pipe_t0(line), m.st[i, S_WIN_LINE])
+        fifo_finish(i, m, line)
     elif on and m.st[i, S_PACK] != 0:
         lcdc = int(m.hram[i, R_LCDC])
         if (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:

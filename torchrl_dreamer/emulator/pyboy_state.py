@@ -47,6 +47,7 @@ import torch
 
 from torchrl_dreamer.emulator import layout
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
+from torchrl_dreamer.emulator.dma import DMA_PAST_T
 from torchrl_dreamer.emulator.mappers import MBC_1, MBC_1M, mapper_for
 from torchrl_dreamer.emulator.state import STATE_VERSION, EmulatorState, SavestateError
 
@@ -297,6 +298,9 @@ def load_pyboy_state(src: str | os.PathLike | bytes, rom: str | os.PathLike | by
 
     def put(name: str, value: int) -> None:
         st[0, f[name]] = int(value)
+
+    put("DMA_END", DMA_PAST_T)  # no transfer (one in progress is set below)
+    put("DMA_PREV_END", DMA_PAST_T)
 
     cpu = p.cpu
     for k in "abcdefhl":

@@ -30,6 +30,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_OBJPAL, CGBX_VRAM1
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.oam_view import hidden_entry, scan_hidden, this_line_time
 from torchrl_dreamer.emulator.registers import R_OPRI
 from torchrl_dreamer.emulator.render import (
     WIN_COUNT_MASK,
@@ -160,8 +161,9 @@ def render_line_cgb(i: int, m: wp.ref[Mem], ly: int, lcdc: int, scx: int, scy: i
         by_x = (int(m.hram[i, R_OPRI]) & 1) != 0
         keys = ObjectKeys()
         n = int(0)  # noqa: UP018
+        hidden = scan_hidden(i, m, this_line_time(i, m))  # entries read while an OAM DMA ran
         for s in range(40):
-            if n < 10 and obj_on_line(int(m.oam[i, s * 4]), ly, height):
+            if n < 10 and not hidden_entry(hidden, s) and obj_on_line(int(m.oam[i, s * 4]), ly, height):
                 key = s
                 if by_x:
                     key = int(m.oam[i, s * 4 + 1]) * 64 + s  # OPRI bit 0: X first, as a DMG

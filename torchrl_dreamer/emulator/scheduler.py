@@ -15,7 +15,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.apu import apu_advance
-from torchrl_dreamer.emulator.dma import dma_advance
+from torchrl_dreamer.emulator.dma import dma_advance, dma_copy_due
 from torchrl_dreamer.emulator.interrupts import pending_irqs
 from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT, S_SPEED
 from torchrl_dreamer.emulator.mappers import rtc_advance
@@ -32,11 +32,14 @@ __all__ = ["catch_up", "schedule", "sync", "halt_advance", "stop_advance", "fram
 @wp.func(inline=True)
 def catch_up(i: int, m: wp.ref[Mem]):
     """Advance timer, APU, PPU, serial, DMA and the MBC3 clock by the CLK cycles elapsed; handle due
-    events."""
+    events. The OAM DMA's times move first, so the PPU's events see them relative to the new
+    origin (where its dot counter then is); a transfer that ended in the window is copied into
+    OAM after them (lines scanned before it still read the old bytes)."""
     c = m.st[i, S_CLK]
     if c <= 0:
         return
     m.st[i, S_CLK] = 0
+    dma_advance(i, m, c)
     m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
     d = m.st[i, S_DIV16]  # the serial clock is a bit of the system counter: its value before
     timer_advance(i, m, c)
@@ -52,7 +55,7 @@ def catch_up(i: int, m: wp.ref[Mem]):
         ppu_advance(i, m, c)
         rtc_advance(i, m, c)
     serial_advance(i, m, d, c)
-    dma_advance(i, m, c)
+    dma_copy_due(i, m, 0)
 
 
 @wp.func(inline=True)

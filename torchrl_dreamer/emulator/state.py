@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 from torchrl_dreamer.emulator import layout
+from torchrl_dreamer.emulator.dma import DMA_PAST_T
 
 __all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
 
@@ -184,6 +185,7 @@ class EmulatorState:
             state = _upgrade_v4(state)
         elif version == 5:
             state = _upgrade_v5(state)
+        _idle_dma_in_the_past(state.arrays["st"])
         return state
 
     def save(self, path: str | os.PathLike) -> None:
@@ -220,6 +222,16 @@ def _upgrade_v5(state: EmulatorState) -> EmulatorState:
     arrays = dict(state.arrays)
     arrays["st"] = _pad_columns(st)
     return EmulatorState(STATE_VERSION, state.rom_sha256, layout.STATE_WORDS, arrays, state.model)
+
+
+def _idle_dma_in_the_past(st: torch.Tensor) -> None:
+    """Consoles whose OAM DMA times are both 0 (files written before 2026-11-27, where 0 meant
+    "no transfer"): put them at :data:`~.dma.DMA_PAST_T`, today's "no transfer", so the PPU does
+    not see a transfer just before the state was saved."""
+    end, prev = layout.FIELDS["DMA_END"], layout.FIELDS["DMA_PREV_END"]
+    idle = (st[:, end] == 0) & (st[:, prev] == 0)
+    st[idle, end] = DMA_PAST_T
+    st[idle, prev] = DMA_PAST_T
 
 
 def _pad_columns(st: torch.Tensor) -> torch.Tensor:
