@@ -62,7 +62,7 @@ from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.registers import R_DMA
 
 __all__ = ["oam_dma", "dma_advance", "dma_source_at", "dma_read", "dma_conflict", "dma_busy",
-           "dma_copy_due", "dma_oam_pair", "dma_progress", "dma_oam_byte", "dma_ran_since", "DMA_PAST", "DMA_PAST_T"]
+           "dma_copy_due", "dma_recent", "dma_oam_pair", "dma_progress", "dma_oam_byte", "dma_ran_since", "DMA_PAST", "DMA_PAST_T"]
 
 DMA_BYTES = wp.constant(160)
 DMA_DELAY = wp.constant(8)  # T-cycles from the FF46 write to the first byte (M-cycles 0 and 1)
@@ -71,6 +71,7 @@ DMA_PAST_T = -(1 << 24)
 """Earliest time kept for a finished transfer (~4 s before ``CLK``); also a console's
 ``DMA_END`` / ``DMA_PREV_END`` at power-on (no transfer ever ran)."""
 DMA_PAST = wp.constant(DMA_PAST_T)
+DMA_RECENT = wp.constant(1024)  # > two lines of dots: see dma_recent
 
 BUS_NONE = wp.constant(0)  # HRAM, IO: never shared with the DMA unit
 BUS_EXTERNAL = wp.constant(1)  # cartridge ROM / RAM and WRAM (and its echo)
@@ -185,6 +186,14 @@ def dma_conflict(i: int, m: wp.ref[Mem], addr: int, t: int) -> int:
 def dma_busy(i: int, m: wp.ref[Mem], t: int) -> bool:
     """Whether a transfer (or its start-up delay) is still ahead of lazy time ``t``."""
     return m.st[i, S_DMA_END] > t
+
+
+@wp.func
+def dma_recent(i: int, m: wp.ref[Mem]) -> bool:
+    """Whether a transfer runs now or ended within the last ``DMA_RECENT`` T-cycles: the only
+    ones that can reach the PPU's reads of the current line (which started at most a line ago,
+    two lines of CPU T-cycles in double speed) or of later lines (a cheap first test)."""
+    return m.st[i, S_DMA_END] > -DMA_RECENT or m.st[i, S_DMA_PREV_END] > -DMA_RECENT
 
 
 @wp.func

@@ -23,7 +23,13 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.dma import dma_copy_due, dma_oam_pair, dma_ran_since, dma_source_at
+from torchrl_dreamer.emulator.dma import (
+    dma_copy_due,
+    dma_oam_pair,
+    dma_ran_since,
+    dma_recent,
+    dma_source_at,
+)
 from torchrl_dreamer.emulator.layout import S_PPU_DOT, S_PYBOY_TIMING
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.speed import cpu_cycles
@@ -47,7 +53,7 @@ def scan_hidden(i: int, m: wp.ref[Mem], t_line: int) -> int:
 
     A transfer that ended before the scan's last entry is copied into OAM first, so the entries
     read after it see the new bytes."""
-    if m.st[i, S_PYBOY_TIMING] != 0:
+    if m.st[i, S_PYBOY_TIMING] != 0 or not dma_recent(i, m):
         return 0
     t0 = t_line + cpu_cycles(i, m, OAM_SCAN_DOT)
     if not dma_ran_since(i, m, t0):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.dma import dma_ran_since
+from torchrl_dreamer.emulator.dma import dma_ran_since, dma_recent
 from torchrl_dreamer.emulator.fifo import (
     fifo_abandon_object,
     fifo_dry_end,
@@ -203,7 +203,9 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     # the OAM array's descriptor as a local: read once, not on each of the 40 entries (the
     # compiler cannot hoist the loads of ``m.oam`` past the ``n < OBJ_LIMIT`` test)
     oam = m.oam
-    hidden = scan_hidden(i, m, line_time(i, m, line))
+    hidden = int(0)  # noqa: UP018 (a dynamic Warp variable)
+    if dma_recent(i, m):
+        hidden = scan_hidden(i, m, line_time(i, m, line))
     for k in range(40):
         if n < OBJ_LIMIT and not hidden_entry(hidden, k):
             # (a STAT read on a new line scans all 40 entries: where such reads spend their time)
@@ -744,7 +746,7 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
         if on and m.st[i, S_PACK] != 0:
             pipe_run(i, m, line, m.st[i, S_PPU_DOT] + WRITE_LAG, True)
     elif (on and m.st[i, S_PACK] != 0 and m.st[i, S_CGB] != MODEL_CGB and not pyboy(i, m)
-          and dma_ran_since(i, m, line_time(i, m, line))):
+          and dma_recent(i, m) and dma_ran_since(i, m, line_time(i, m, line))):
         # an OAM DMA ran in this line's OAM scan or mode 3: the pixel pipeline draws the line
         # (the entries the scan did not see, the byte pairs its object fetches read; oam_view)
         fifo_start(i, m, line, pipe_t0(line), m.st[i, S_WIN_LINE])
