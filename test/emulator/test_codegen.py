@@ -101,3 +101,15 @@ def test_broken_template_is_refused_with_the_line_to_restore(tmp_path, monkeypat
     broken.write_text(template.replace("\nCOUNT = False", "\nCOUNTS = False"))
     with pytest.raises(RuntimeError, match=r"lacks the module-level variant flag\(s\) \['COUNT'\]"):
         codegen.generate_source()
+
+
+def test_a_process_keeps_its_kernel_when_the_sources_change(tmp_path, monkeypatch):
+    """A long run's later envs (its final evaluation) reuse the kernel the run started with,
+    even if the package is edited meanwhile: a kernel generated from the new sources would
+    import functions the running process does not have."""
+    first = codegen.load_kernel_module("cpu")
+    edited = tmp_path / "kernel_template.py"
+    edited.write_text(codegen.TEMPLATE_PATH.read_text() + "\n# edited\n")
+    monkeypatch.setattr(codegen, "TEMPLATE_PATH", edited)
+    assert codegen.generate_source() != codegen.GOLDEN_PATH.read_text()  # the edit is seen
+    assert codegen.load_kernel_module("cpu") is first

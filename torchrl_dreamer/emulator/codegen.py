@@ -651,6 +651,7 @@ def kernel_hash(opt_level: int | None = CPU_OPT_LEVEL, step: bool = False, idle_
 
 
 _LOADED: dict[str, ModuleType] = {}
+_LOADED_BY_OPTIONS: dict[tuple, ModuleType] = {}
 
 
 def load_kernel_module(device: str = "cpu", step: bool = False,
@@ -664,15 +665,24 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
     built at ``-O0`` on CPU: it runs a few thousand instructions, so compile time is what counts.
     ``idle_skip=False`` loads the kernel without the idle-loop fast-forward (for comparisons);
     ``count=True`` the instruction-counting benchmark variant (no fast-forward).
+
+    A process keeps the first module it loads for each variant, even if the package's sources
+    change on disk meanwhile (a training run whose final evaluation builds a new env while the
+    code it was started with is being edited): a module generated from the new sources would
+    import functions the process does not have.
     """
     cpu = str(device).startswith("cpu")
     opt = int(os.environ.get("TORCHRL_DREAMER_CPU_OPT", str(CPU_OPT_LEVEL))) if cpu else None
     if step and cpu:
         opt = 0
     idle_skip = idle_skip and not step and not count
+    options = (cpu, opt, step, idle_skip, count)
+    if options in _LOADED_BY_OPTIONS:
+        return _LOADED_BY_OPTIONS[options]
     key = kernel_hash(opt, step, idle_skip, count) + ("c" if cpu else "g") + ("s" if step else "")
     key += ("" if idle_skip else "n") + ("k" if count else "")
     if key in _LOADED:
+        _LOADED_BY_OPTIONS[options] = _LOADED[key]
         return _LOADED[key]
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
@@ -689,6 +699,7 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     _LOADED[key] = mod
+    _LOADED_BY_OPTIONS[options] = mod
     return mod
 
 
