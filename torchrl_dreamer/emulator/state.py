@@ -225,9 +225,9 @@ def _upgrade_v5(state: EmulatorState) -> EmulatorState:
 
 
 def _idle_dma_in_the_past(st: torch.Tensor) -> None:
-    """Consoles whose OAM DMA times are both 0 (files written before 2026-11-27, where 0 meant
-    "no transfer"): put them at :data:`~.dma.DMA_PAST_T`, today's "no transfer", so the PPU does
-    not see a transfer just before the state was saved."""
+    """Consoles whose OAM DMA times are both 0 (files of earlier builds, where 0 meant "no
+    transfer"): put them at :data:`~.dma.DMA_PAST_T`, the current "no transfer", so the PPU
+    does not see a transfer just before the state was saved."""
     end, prev = layout.FIELDS["DMA_END"], layout.FIELDS["DMA_PREV_END"]
     idle = (st[:, end] == 0) & (st[:, prev] == 0)
     st[idle, end] = DMA_PAST_T
