@@ -650,8 +650,7 @@ def kernel_hash(opt_level: int | None = CPU_OPT_LEVEL, step: bool = False, idle_
     return h.hexdigest()[:16]
 
 
-_LOADED: dict[str, ModuleType] = {}
-_LOADED_BY_OPTIONS: dict[tuple, ModuleType] = {}
+_LOADED: dict[tuple, ModuleType] = {}
 
 
 def load_kernel_module(device: str = "cpu", step: bool = False,
@@ -677,13 +676,10 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
         opt = 0
     idle_skip = idle_skip and not step and not count
     options = (cpu, opt, step, idle_skip, count)
-    if options in _LOADED_BY_OPTIONS:
-        return _LOADED_BY_OPTIONS[options]
+    if options in _LOADED:
+        return _LOADED[options]
     key = kernel_hash(opt, step, idle_skip, count) + ("c" if cpu else "g") + ("s" if step else "")
     key += ("" if idle_skip else "n") + ("k" if count else "")
-    if key in _LOADED:
-        _LOADED_BY_OPTIONS[options] = _LOADED[key]
-        return _LOADED[key]
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"gb_kernel_{key}.py"
@@ -698,8 +694,7 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
-    _LOADED[key] = mod
-    _LOADED_BY_OPTIONS[options] = mod
+    _LOADED[options] = mod
     return mod
 
 

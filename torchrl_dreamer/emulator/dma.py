@@ -62,7 +62,8 @@ from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.registers import R_DMA
 
 __all__ = ["oam_dma", "dma_advance", "dma_source_at", "dma_read", "dma_conflict", "dma_busy",
-           "dma_copy_due", "dma_recent", "dma_oam_pair", "dma_progress", "dma_oam_byte", "dma_ran_since", "DMA_PAST", "DMA_PAST_T"]
+           "dma_copy_due", "dma_recent", "dma_ran_since", "dma_progress", "dma_oam_byte",
+           "dma_oam_pair", "DMA_PAST", "DMA_PAST_T"]
 
 DMA_BYTES = wp.constant(160)
 DMA_DELAY = wp.constant(8)  # T-cycles from the FF46 write to the first byte (M-cycles 0 and 1)
@@ -152,19 +153,30 @@ def dma_copy_due(i: int, m: wp.ref[Mem], t: int):
 
 
 @wp.func
+def dma_progress(i: int, m: wp.ref[Mem], t: int) -> wp.vec2i:
+    """(bytes written, source address) of the transfer running at lazy time ``t`` (the current
+    or the previous one), or (-1, 0) if none runs then."""
+    end = m.st[i, S_DMA_END]
+    if t >= end:
+        return wp.vec2i(-1, 0)
+    t0 = end - DMA_SPAN
+    if t >= t0:
+        return wp.vec2i((t - t0) // 4, m.st[i, S_DMA_SRC])
+    end = m.st[i, S_DMA_PREV_END]
+    t0 = end - DMA_SPAN
+    if t >= end or t < t0:
+        return wp.vec2i(-1, 0)
+    return wp.vec2i((t - t0) // 4, m.st[i, S_DMA_PREV_SRC])
+
+
+@wp.func
 def dma_source_at(i: int, m: wp.ref[Mem], t: int) -> int:
     """Address the DMA unit reads in the M-cycle of an access at lazy time ``t`` (``CLK``), or
     -1 if no transfer runs then (idle, or the start-up M-cycle of a fresh one)."""
-    end = m.st[i, S_DMA_END]
-    if t >= end:
+    p = dma_progress(i, m, t)
+    if p[0] < 0:
         return -1
-    t0 = end - DMA_SPAN
-    if t >= t0:
-        return (m.st[i, S_DMA_SRC] + (t - t0) // 4) & 0xFFFF
-    pend = m.st[i, S_DMA_PREV_END]
-    if t < pend and t >= pend - DMA_SPAN:
-        return (m.st[i, S_DMA_PREV_SRC] + (t - (pend - DMA_SPAN)) // 4) & 0xFFFF
-    return -1
+    return (p[1] + p[0]) & 0xFFFF
 
 
 @wp.func
@@ -189,34 +201,17 @@ def dma_busy(i: int, m: wp.ref[Mem], t: int) -> bool:
 
 
 @wp.func
-def dma_recent(i: int, m: wp.ref[Mem]) -> bool:
-    """Whether a transfer runs now or ended within the last ``DMA_RECENT`` T-cycles: the only
-    ones that can reach the PPU's reads of the current line (which started at most a line ago,
-    two lines of CPU T-cycles in double speed) or of later lines (a cheap first test)."""
-    return m.st[i, S_DMA_END] > -DMA_RECENT or m.st[i, S_DMA_PREV_END] > -DMA_RECENT
-
-
-@wp.func
 def dma_ran_since(i: int, m: wp.ref[Mem], t: int) -> bool:
     """Whether a transfer (the current or the previous one) runs at or after lazy time ``t``."""
     return m.st[i, S_DMA_END] > t or m.st[i, S_DMA_PREV_END] > t
 
 
 @wp.func
-def dma_progress(i: int, m: wp.ref[Mem], t: int) -> wp.vec2i:
-    """(bytes written, source address) of the transfer running at lazy time ``t`` (the current
-    or the previous one), or (-1, 0) if none runs then."""
-    end = m.st[i, S_DMA_END]
-    if t >= end:
-        return wp.vec2i(-1, 0)
-    t0 = end - DMA_SPAN
-    if t >= t0:
-        return wp.vec2i((t - t0) // 4, m.st[i, S_DMA_SRC])
-    end = m.st[i, S_DMA_PREV_END]
-    t0 = end - DMA_SPAN
-    if t >= end or t < t0:
-        return wp.vec2i(-1, 0)
-    return wp.vec2i((t - t0) // 4, m.st[i, S_DMA_PREV_SRC])
+def dma_recent(i: int, m: wp.ref[Mem]) -> bool:
+    """Whether a transfer runs now or ended within the last ``DMA_RECENT`` T-cycles: the only
+    ones that can reach the PPU's reads of the current line (which started at most a line ago,
+    two lines of CPU T-cycles in double speed) or of later lines (a cheap first test)."""
+    return dma_ran_since(i, m, -DMA_RECENT)
 
 
 @wp.func
