@@ -459,7 +459,11 @@ def test_obs_spec_of_refuses_an_observation_the_world_model_cannot_use():
 
 # ---------------------------------------------------------------- Game Boy defaults, budgets
 def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
-    from torchrl_dreamer.trainers.config import GAME_TRAIN_DEFAULTS, game_discount
+    from torchrl_dreamer.trainers.config import (
+        GAME_FRAMES_PER_UPDATE,
+        GAME_TRAIN_DEFAULTS,
+        game_discount,
+    )
 
     maze = TrainConfig(task="maze")  # the maze keeps its measured 24 frames and fixed start
     assert (maze.frame_skip, maze.noop_max, maze.gamma) == (24, 0, pytest.approx(0.98))
@@ -473,6 +477,12 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
     assert (gym.batch_size, gym.frame_skip, gym.noop_max) == (16, 1, 0)
     assert game.gamma == pytest.approx(game_discount(8)) == pytest.approx(1 - 8 / 1200)
     assert TrainConfig(task="snake", frame_skip=4).gamma == pytest.approx(1 - 4 / 1200)
+    # the replay ratio follows the step too: one update per 80 frames of game collected
+    assert GAME_FRAMES_PER_UPDATE * game.replay_ratio == game.frame_skip
+    assert TrainConfig(task="snake", frame_skip=4).replay_ratio == pytest.approx(0.05)
+    assert TrainConfig(task="snake", frame_skip=24).replay_ratio == pytest.approx(0.3)
+    assert TrainConfig(task="snake", frame_skip=4, replay_ratio=0.2).replay_ratio == 0.2
+    assert TrainConfig(task="maze", frame_skip=8).replay_ratio == 0.18  # the task's own wins
     assert TrainConfig(task="snake", gamma=0.9).gamma == 0.9  # given wins
     assert TrainConfig(task="snake", noop_max=0).noop_max == 0
     assert TrainConfig(task="snake", decode_stride=2).loss_config().decode_stride == 2

@@ -130,9 +130,11 @@ class ReplaySection:
     (``GAME_TRAIN_DEFAULTS``: on a CPU half the batch buys ~1.6x the updates per minute)."""
     ratio: float = setting(0.05, flat="replay_ratio", check=number(0), identity=True)
     """Gradient steps per policy step (sheeprl's ``replay_ratio``). 0.05 at B16 x T32 replays
-    each collected step 25.6 times (``0.05 x 16 x 32``); the measured CPU runs used 0.05 (B16)
-    or 0.1 (B8, the same replayed steps), the maze 0.18. sheeprl's 0.5 at B16 x T64 (512
-    replayed steps per collected step) is ten times the learner work a CPU run can afford."""
+    each collected step 25.6 times (``0.05 x 16 x 32``); the maze trains at 0.18, and a Game
+    Boy task with the ratio unset at one update per 80 frames of game collected
+    (``trainers.config.game_replay_ratio``: 0.1 at 8 frames a step). sheeprl's 0.5 at B16 x T64
+    (512 replayed steps per collected step) is ten times the learner work a CPU run can
+    afford."""
     learning_starts: int = setting(1024, check=integer(0), identity=True)
     """Policy steps of random actions (the replay's prefill) before the first gradient step."""
     event_fraction: float = setting(0.0, check=number(0, high=1))

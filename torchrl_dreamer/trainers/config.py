@@ -71,6 +71,8 @@ __all__ = [
     "GAME_TRAIN_DEFAULTS",
     "HORIZON_SECONDS",
     "game_discount",
+    "game_replay_ratio",
+    "GAME_FRAMES_PER_UPDATE",
     "parse_duration",
     "ConfigError",
     "BACKENDS",
@@ -88,15 +90,17 @@ class ConfigError(ValueError):
 
 
 GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": 8, "noop_max": 30, "batch_size": 8,
-                                       "replay_ratio": 0.1, "entropy_coef": 5e-3,
-                                       "decode_stride": 2, "imagine_last": 16}
+                                       "entropy_coef": 5e-3, "decode_stride": 2,
+                                       "imagine_last": 16}
 """Settings every Game Boy task trains with unless it or the run says otherwise (a task's
 ``train_defaults``, a spec's ``train:``, then the command line override them), chosen from
 measurements across games: a decision every 8 frames (24 is too coarse for action games), up to
 30 random no-op frames (varied starts), batch 8 at replay ratio 0.1 (more updates per CPU
 minute), entropy 5e-3 (past a game's first trick), every second frame decoded and imagination
-from the last 16 steps of each sequence (1.3x the updates per minute). The
-measurements behind each value: ``docs/decisions/training_defaults.md``."""
+from the last 16 steps of each sequence (1.3x the updates per minute). Two settings follow the
+step length instead: the discount (:func:`game_discount`) and the replay ratio
+(:func:`game_replay_ratio`, 0.1 at 8 frames). The measurements behind each value:
+``docs/decisions/training_defaults.md``."""
 
 
 FINISH_RESERVE_S = 30.0
@@ -121,6 +125,28 @@ def game_discount(frame_skip: int, horizon_s: float = HORIZON_SECONDS) -> float:
     """
     steps = horizon_s * 60.0 / float(frame_skip)
     return 1.0 - 1.0 / max(steps, 1.0)
+
+
+GAME_FRAMES_PER_UPDATE = 80
+"""Game frames of experience (policy steps x ``frame_skip``) a Game Boy task collects per
+gradient step when ``replay_ratio`` is unset (:func:`game_replay_ratio`). Measured in one-hour
+runs: at 8 frames a step snake ate 3.81 foods per episode with 80 (replay ratio 0.1), 2.47 with
+160 and 1 with 40; at 4 frames Tobu Tobu Girl climbed to 46.1 and 43.9 (two seeds) with 80
+(0.05), against 39.2-42.7 over three seeds with 40; at 24 frames Pandora's Blocks scored 20.75
+with 80 (0.3), against 16.0-20.0 over three seeds with 240 (``docs/learning_results.md``, "The
+replay ratio follows the step")."""
+
+
+def game_replay_ratio(frame_skip: int, frames_per_update: float = GAME_FRAMES_PER_UPDATE) -> float:
+    """Gradient steps per policy step that train once per ``frames_per_update`` frames of game
+    collected, at ``frame_skip`` frames per step: the learner sees the same game time per update
+    at any step length, as :func:`game_discount` keeps the same horizon.
+
+    Example:
+        >>> game_replay_ratio(8), game_replay_ratio(4), game_replay_ratio(24)
+        (0.1, 0.05, 0.3)
+    """
+    return float(frame_skip) / float(frames_per_update)
 
 
 def parse_duration(value: str | float | int | None, name: str = "time limit") -> float | None:
@@ -234,6 +260,8 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     preset = LOSS_PRESETS[v["loss_preset"]]
     if v["gamma"] is None:
         v["gamma"] = game_discount(v["frame_skip"]) if is_game else preset.gamma
+    if is_game and "replay_ratio" not in given and "replay_ratio" not in task_defaults:
+        v["replay_ratio"] = game_replay_ratio(v["frame_skip"])
     for flat, (section, name) in FLAT.items():  # the rest of the loss section: the preset's
         if section == "loss" and v[flat] is None and hasattr(preset, name):
             v[flat] = getattr(preset, name)
@@ -627,18 +655,23 @@ def task_train_defaults(task: str, task_obj: Any = None) -> dict[str, Any]:
 def task_overlay(task: str) -> dict[str, Any]:
     """The settings a run of ``task`` takes before its config file and command line, by flat
     name: :data:`GAME_TRAIN_DEFAULTS` (Game Boy tasks; ``noop_max`` the task's own when it has
-    one) overlaid by the task's ``train_defaults`` (what ``--task X --help`` shows).
+    one, the replay ratio :func:`game_replay_ratio` of its frame skip) overlaid by the task's
+    ``train_defaults`` (what ``--task X --help`` shows).
 
     Example:
         >>> task_overlay("maze")["batch_size"], task_overlay("maze")["replay_ratio"]
         (8, 0.18)
+        >>> task_overlay("snake")["replay_ratio"]
+        0.1
     """
     own = task_train_defaults(task)
     if task.startswith("gym:"):
         return own
     noop = _task_noop_max(task)
     game = {**GAME_TRAIN_DEFAULTS, **({} if noop is None else {"noop_max": noop})}
-    return {**game, **own}
+    merged = {**game, **own}
+    merged.setdefault("replay_ratio", game_replay_ratio(merged["frame_skip"]))
+    return merged
 
 
 IDENTITY_KEYS: tuple[str, ...] = identity_settings()
