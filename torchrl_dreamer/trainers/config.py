@@ -149,6 +149,16 @@ def game_replay_ratio(frame_skip: int, frames_per_update: float = GAME_FRAMES_PE
     return float(frame_skip) / float(frames_per_update)
 
 
+def _game_layer(own: dict[str, Any]) -> dict[str, Any]:
+    """The Game Boy layer beneath a task's (and a run's) own settings ``own`` (flat names):
+    :data:`GAME_TRAIN_DEFAULTS` for what ``own`` leaves out, and the replay ratio of the
+    resulting frame skip (:func:`game_replay_ratio`) unless ``own`` sets one."""
+    layer = {k: v for k, v in GAME_TRAIN_DEFAULTS.items() if k not in own}
+    if "replay_ratio" not in own:
+        layer["replay_ratio"] = game_replay_ratio({**layer, **own}["frame_skip"])
+    return layer
+
+
 def parse_duration(value: str | float | int | None, name: str = "time limit") -> float | None:
     """Seconds of a duration given as a number of seconds or with a unit: ``90s``, ``45m``,
     ``1.5h`` (``None``/empty: no limit).
@@ -233,14 +243,11 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
             v[name] = value
     is_game = not str(v["task"]).startswith("gym:")
     if is_game:
-        own = set(given) | set(task_defaults)  # the run's or the task's own settings
+        own = {k: v[k] for k in (*given, *task_defaults)}  # the run's or the task's own
         noop = _task_noop_max(v["task"], spec_task)
         if noop is not None and "noop_max" not in own:
-            v["noop_max"] = noop
-            own.add("noop_max")
-        for name, value in GAME_TRAIN_DEFAULTS.items():
-            if name not in own:
-                v[name] = value
+            own["noop_max"] = v["noop_max"] = noop
+        v.update(_game_layer(own))
     else:
         v["frame_skip"] = 1 if v["frame_skip"] is None else v["frame_skip"]
         v["noop_max"] = 0 if v["noop_max"] is None else v["noop_max"]
@@ -260,8 +267,6 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     preset = LOSS_PRESETS[v["loss_preset"]]
     if v["gamma"] is None:
         v["gamma"] = game_discount(v["frame_skip"]) if is_game else preset.gamma
-    if is_game and "replay_ratio" not in given and "replay_ratio" not in task_defaults:
-        v["replay_ratio"] = game_replay_ratio(v["frame_skip"])
     for flat, (section, name) in FLAT.items():  # the rest of the loss section: the preset's
         if section == "loss" and v[flat] is None and hasattr(preset, name):
             v[flat] = getattr(preset, name)
@@ -668,10 +673,8 @@ def task_overlay(task: str) -> dict[str, Any]:
     if task.startswith("gym:"):
         return own
     noop = _task_noop_max(task)
-    game = {**GAME_TRAIN_DEFAULTS, **({} if noop is None else {"noop_max": noop})}
-    merged = {**game, **own}
-    merged.setdefault("replay_ratio", game_replay_ratio(merged["frame_skip"]))
-    return merged
+    own = {**({} if noop is None else {"noop_max": noop}), **own}
+    return {**_game_layer(own), **own}
 
 
 IDENTITY_KEYS: tuple[str, ...] = identity_settings()
