@@ -208,6 +208,30 @@ def test_entropy_coef_reaches_the_run_learner(tmp_path, monkeypatch):
     assert args.entropy_coef == 0.004
 
 
+def test_learning_rates_reach_the_run_optimizers(tmp_path):
+    """--wm-lr / --actor-lr / --critic-lr override the loss preset's learner preset; unset,
+    each resolves to the preset's value (recorded, so a checkpoint compares what it used)."""
+    from torchrl_dreamer.objectives import LEARNER_PRESETS
+    from torchrl_dreamer.train import build_parser
+    from torchrl_dreamer.trainers.builder import build_run
+    from torchrl_dreamer.trainers.config import ConfigError
+
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "actor_lr": 3e-4})
+    preset = LEARNER_PRESETS[cfg.loss_preset]
+    assert (cfg.wm_lr, cfg.critic_lr) == (preset.wm_lr, preset.critic_lr)
+    assert cfg.to_dict()["actor_lr"] == 3e-4 and cfg.learner_config().actor_eps == preset.actor_eps
+    parts = build_run(cfg)
+    lrs = {name: opt.param_groups[0]["lr"] for name, opt in
+           (("wm", parts.learner.wm_opt), ("actor", parts.learner.actor_opt),
+            ("critic", parts.learner.critic_opt))}
+    assert lrs == {"wm": preset.wm_lr, "actor": 3e-4, "critic": preset.critic_lr}
+    assert cfg.with_(loss_preset="sheeprl").critic_lr == LEARNER_PRESETS["sheeprl"].critic_lr
+    args = build_parser("train").parse_args(["--critic-lr", "1e-4", "--learner.wm-lr", "2e-4"])
+    assert (args.critic_lr, args.wm_lr) == (1e-4, 2e-4)
+    with pytest.raises(ConfigError, match="actor_lr"):
+        TrainConfig(**{**SMALL, "actor_lr": -1.0})
+
+
 def test_entropy_final_anneals_the_learner_entropy_weight_over_the_run(tmp_path):
     """--entropy-final: the actor loss's entropy weight starts at entropy_coef and reaches
     entropy_final by the end of the run (steps bounded here), logged in each progress row."""

@@ -207,7 +207,8 @@ class LossSection:
 
 @dataclasses.dataclass(frozen=True)
 class LearnerSection:
-    """How the learner runs its update (the optimizers are the loss preset's learner preset).
+    """How the learner runs its update, and the optimizers' learning rates (the rest of the
+    optimizers' settings are the loss preset's learner preset).
 
     Example:
         >>> LearnerSection().precision
@@ -226,6 +227,13 @@ class LearnerSection:
     static-buffer path runs without a graph, after one warning."""
     strict_acceleration: bool = False
     """Fail instead of warning when ``compile`` / ``capture`` cannot run as asked here."""
+    wm_lr: float | None = setting(None, check=optional(number(0, strict=True)), identity=True)
+    """Adam learning rate of the world model; unset: the loss preset's learner preset's
+    (``torchrl_dreamer.objectives.LEARNER_PRESETS``; ``fast-pixels``: 1e-3)."""
+    actor_lr: float | None = setting(None, check=optional(number(0, strict=True)), identity=True)
+    """Adam learning rate of the actor; unset: the learner preset's (``fast-pixels``: 1e-4)."""
+    critic_lr: float | None = setting(None, check=optional(number(0, strict=True)), identity=True)
+    """Adam learning rate of the critic; unset: the learner preset's (``fast-pixels``: 3e-4)."""
 
 
 @dataclasses.dataclass(frozen=True)

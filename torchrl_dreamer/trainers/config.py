@@ -226,10 +226,10 @@ def _spec_task(v: dict[str, Any]) -> Any:
 def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     """Every setting's value (flat names) of a run given the settings ``given`` (no ``None``):
     the task's training defaults, then :data:`GAME_TRAIN_DEFAULTS` for Game Boy tasks, then the
-    field defaults, then those that follow other settings (loss preset, discount, entropy
-    bonus, decode stride, PPU mode); devices normalised."""
+    field defaults, then those that follow other settings (loss preset, learning rates,
+    discount, entropy bonus, decode stride, PPU mode); devices normalised."""
     from torchrl_dreamer.modules import PRESETS
-    from torchrl_dreamer.objectives import LOSS_PRESETS
+    from torchrl_dreamer.objectives import LEARNER_PRESETS, LOSS_PRESETS
 
     v = {**flat_defaults(), **given}
     spec_task = _spec_task(v)
@@ -267,9 +267,11 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     preset = LOSS_PRESETS[v["loss_preset"]]
     if v["gamma"] is None:
         v["gamma"] = game_discount(v["frame_skip"]) if is_game else preset.gamma
-    for flat, (section, name) in FLAT.items():  # the rest of the loss section: the preset's
-        if section == "loss" and v[flat] is None and hasattr(preset, name):
-            v[flat] = getattr(preset, name)
+    optim = LEARNER_PRESETS[v["loss_preset"]]
+    for flat, (section, name) in FLAT.items():  # the rest of the loss section and the learning
+        source = {"loss": preset, "learner": optim}.get(section)  # rates: the presets'
+        if source is not None and v[flat] is None and hasattr(source, name):
+            v[flat] = getattr(source, name)
     if v["ppu"] is None:
         v["ppu"] = DEFAULT_PPU
     v["device"] = str(check_device(v["device"]))
@@ -460,10 +462,22 @@ class TrainConfig:
 
     def learner_config(self) -> Any:
         """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LearnerConfig` (optimizers):
-        the learner preset of ``loss_preset``'s name."""
+        the learner preset of ``loss_preset``'s name overlaid by every field of the run's
+        ``learner`` section that the learner config has by the same name (the learning rates
+        ``wm_lr``, ``actor_lr``, ``critic_lr``, resolved to the preset's when unset).
+
+        Example:
+            >>> cfg = TrainConfig(task="maze", actor_lr=3e-4)
+            >>> cfg.learner_config().actor_lr, cfg.learner_config().critic_lr
+            (0.0003, 0.0003)
+        """
         from torchrl_dreamer.objectives import LEARNER_PRESETS
 
-        return LEARNER_PRESETS[self.loss.preset]
+        preset = LEARNER_PRESETS[self.loss.preset]
+        own = {f.name for f in dataclasses.fields(preset)}
+        return preset.with_(**{f.name: getattr(self.learner, f.name)
+                               for f in dataclasses.fields(self.learner)
+                               if f.name in own and getattr(self.learner, f.name) is not None})
 
     @property
     def capacity_rows(self) -> int:
