@@ -133,8 +133,8 @@ gradient step when ``replay_ratio`` is unset (:func:`game_replay_ratio`). Measur
 runs: at 8 frames a step snake ate 3.81 foods per episode with 80 (replay ratio 0.1), 2.47 with
 160 and 1 with 40; at 4 frames Tobu Tobu Girl climbed to 46.1 and 43.9 (two seeds) with 80
 (0.05), against 39.2-42.7 over three seeds with 40; at 24 frames Pandora's Blocks scored 20.75
-with 80 (0.3), against 16.0-20.0 over three seeds with 240 (``docs/learning_results.md``, "The
-replay ratio follows the step")."""
+and 20.41 (two seeds) with 80 (0.3), against 16.0-20.0 over three seeds with 240
+(``docs/learning_results.md``, "The replay ratio follows the step")."""
 
 
 def game_replay_ratio(frame_skip: int, frames_per_update: float = GAME_FRAMES_PER_UPDATE) -> float:
