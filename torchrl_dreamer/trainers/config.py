@@ -267,9 +267,10 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     preset = LOSS_PRESETS[v["loss_preset"]]
     if v["gamma"] is None:
         v["gamma"] = game_discount(v["frame_skip"]) if is_game else preset.gamma
-    optim = LEARNER_PRESETS[v["loss_preset"]]
-    for flat, (section, name) in FLAT.items():  # the rest of the loss section and the learning
-        source = {"loss": preset, "learner": optim}.get(section)  # rates: the presets'
+    # the rest of the loss section and the learning rates: the presets'
+    sources = {"loss": preset, "learner": LEARNER_PRESETS[v["loss_preset"]]}
+    for flat, (section, name) in FLAT.items():
+        source = sources.get(section)
         if source is not None and v[flat] is None and hasattr(source, name):
             v[flat] = getattr(source, name)
     if v["ppu"] is None:
@@ -454,11 +455,7 @@ class TrainConfig:
         section reaches the losses with nothing else to change)."""
         from torchrl_dreamer.objectives import LOSS_PRESETS
 
-        preset = LOSS_PRESETS[self.loss.preset]
-        own = {f.name for f in dataclasses.fields(preset)}
-        return preset.with_(**{f.name: getattr(self.loss, f.name)
-                               for f in dataclasses.fields(self.loss)
-                               if f.name in own and getattr(self.loss, f.name) is not None})
+        return _overlay(LOSS_PRESETS[self.loss.preset], self.loss)
 
     def learner_config(self) -> Any:
         """The run's :class:`~torchrl_dreamer.objectives.DreamerV3LearnerConfig` (optimizers):
@@ -473,11 +470,7 @@ class TrainConfig:
         """
         from torchrl_dreamer.objectives import LEARNER_PRESETS
 
-        preset = LEARNER_PRESETS[self.loss.preset]
-        own = {f.name for f in dataclasses.fields(preset)}
-        return preset.with_(**{f.name: getattr(self.learner, f.name)
-                               for f in dataclasses.fields(self.learner)
-                               if f.name in own and getattr(self.learner, f.name) is not None})
+        return _overlay(LEARNER_PRESETS[self.loss.preset], self.learner)
 
     @property
     def capacity_rows(self) -> int:
@@ -583,6 +576,15 @@ def overlay_settings(settings: dict[str, Any], source: str = "settings") -> dict
             raise ConfigError(str(err)) from None
         raise ConfigError(f"unknown config keys {err.unknown} in {source}; valid keys: "
                           f"{sorted(FLAT)} (or section.field, e.g. replay.batch_size).") from None
+
+
+def _overlay(preset: Any, section: Any) -> Any:
+    """``preset`` (a frozen config with ``with_``) overlaid by every set field of the run's
+    ``section`` that it has by the same name: how a run's loss and learner sections reach
+    the loss and learner configs."""
+    own = {f.name for f in dataclasses.fields(preset)}
+    return preset.with_(**{f.name: getattr(section, f.name) for f in dataclasses.fields(section)
+                           if f.name in own and getattr(section, f.name) is not None})
 
 
 class _Values:
