@@ -1040,8 +1040,13 @@ def prepare_wheels(dest: Path) -> list[str]:
     have = {w.name.split("-")[0].lower().replace("_", "-") + "==" + w.name.split("-")[1]
             for w in dest.glob("*.whl")}
     todo = [w for w in wanted if w.lower().replace("_", "-") not in have]
-    if todo:
-        _pip_download(todo, dest)
+    for pin in todo:
+        try:
+            _pip_download([pin], dest)
+        except subprocess.CalledProcessError:
+            # the version installed here has no CPython 3.12 wheel (orjson 3.8.3 on the
+            # 2-core image): take the newest that has one; these are leaf dependencies
+            _pip_download([pin.split("==")[0]], dest)
     return sorted(w.name for w in dest.glob("*.whl"))
 
 
