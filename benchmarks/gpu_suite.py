@@ -9,7 +9,9 @@ one JSON line per result and per part, then a markdown table of them all:
    minutes of NVRTC at the first launch).
 2. ``env``: env steps/s of ``GameBoyEnv`` (24 frames a step, packed2 rendered, the task's
    reward, random actions, one device sync a step) for ours (``maze``, ``catch``) and every
-   shared game found under ``--roms``, at N = 1,024 / 4,096 / 16,384 / 65,536 consoles.
+   shared game found under ``--roms``, at N = 1,024 / 4,096 / 16,384 / 65,536 consoles, with
+   one launch a step (``launch_frames=None``); then each game at the last size with a launch
+   per frame (``launch_frames=1``, the CUDA default), that rate against the one-launch one.
 3. ``cpu``: the same games on our CPU kernel over all the machine's cores: one env with
    ``workers=K`` when ``GameBoyEnv`` takes that keyword, else one worker process per core
    (each with its share of the consoles, all timed over the same window, rates summed); then,
@@ -496,8 +498,9 @@ def part_env(ctx: Context) -> None:
             case = f"{game}_N{n}_{ctx.plan.device}"
             if not _env_case_fits(ctx, case, est, reserve):
                 continue
-            try:
-                r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds)
+            try:  # one launch a step: the peer of the launch per frame below
+                r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds,
+                             launch_frames=None)
             except Exception as err:  # noqa: BLE001 - one case failing must not end the part
                 ctx.out.emit(part="env", case=case, status="failed", reason=_why(err))
                 continue
@@ -506,8 +509,9 @@ def part_env(ctx: Context) -> None:
             ctx.out.result("env", case, r["rate"], None, unit, frames_per_s=round(r["rate"] * 24),
                            step_s=round(r["step_s"], 4), first_step_s=round(r["first_step_s"], 3),
                            setup_s=round(r["setup_s"], 2), timed_steps=r["steps"])
-    # the same games with a launch per frame (GameBoyEnv(launch_frames=1)): the consoles of a
-    # warp meet at every frame end (benchmarks/simt.py's what-if), against the rate above
+    # the same games with a launch per frame (GameBoyEnv(launch_frames=1), the default on CUDA
+    # since 2026-11-28): the consoles of a warp meet at every frame end (benchmarks/simt.py's
+    # what-if), against the one-launch rate above
     for game, (n, s0) in step_s.items():
         case = f"{game}_N{n}_{ctx.plan.device}_launch_per_frame"
         if not _env_case_fits(ctx, case, 2 * s0 + ctx.plan.env_seconds + 2, reserve):
@@ -517,6 +521,7 @@ def part_env(ctx: Context) -> None:
         except Exception as err:  # noqa: BLE001 - one case failing must not end the part
             ctx.out.emit(part="env", case=case, status="failed", reason=_why(err))
             continue
+        ctx.gpu_rates[game] = max(ctx.gpu_rates.get(game, 0.0), r["rate"])
         ctx.out.result("env", case, r["rate"], n / s0, unit + "; peer: one launch a step",
                        step_s=round(r["step_s"], 4), timed_steps=r["steps"])
 

@@ -14,6 +14,7 @@ import torch
 from conftest import rom_path
 
 from torchrl_dreamer.emulator import GameBoy
+from torchrl_dreamer.emulator.launch import launch_plan, resolve_launch_frames
 from torchrl_dreamer.roms import rom_path as shipped_rom
 
 GAMES = {
@@ -59,10 +60,23 @@ def test_split_launches_equal_one_launch_bit_for_bit(roms, game):
             _assert_same(gbs[None], gbs[k], f"{game}, call {t}, launch_frames={k}")
 
 
-def test_launch_frames_must_be_a_positive_int():
-    for bad in (0, -2, 1.5):
-        with pytest.raises(ValueError, match="launch_frames must be an int >= 1 or None"):
+def test_launch_frames_must_be_a_positive_int_none_or_auto():
+    for bad in (0, -2, 1.5, True, "1", "fast"):
+        with pytest.raises(ValueError, match="launch_frames must be an int >= 1, None .* or 'auto'"):
             GameBoy(shipped_rom("maze"), num_envs=1, check_header=False, launch_frames=bad)
+
+
+def test_auto_is_a_launch_per_frame_on_cuda_and_one_a_call_on_the_cpu():
+    # the default: what measured fastest on each device (emulator/launch.py)
+    assert resolve_launch_frames("auto", "cuda:0") == 1
+    assert resolve_launch_frames("auto", torch.device("cpu")) is None
+    assert resolve_launch_frames(None, "cuda") is None and resolve_launch_frames(3, "cpu") == 3
+    assert GameBoy(shipped_rom("maze"), num_envs=1, check_header=False).launch_frames is None
+    assert launch_plan(24, 3, 1, None) == [(24, 3, 1)]
+    plan = launch_plan(24, 3, 1, 1)
+    assert len(plan) == 24 and sum(f for f, _, _ in plan) == 24
+    assert [p for _, p, _ in plan] == [1, 1, 1] + [0] * 21  # the press spans the first 3 frames
+    assert [k for _, _, k in plan] == [0] * 23 + [1]  # only the last frame is observed
 
 
 def test_env_with_frame_launches_equals_one_launch_per_step():
@@ -72,6 +86,7 @@ def test_env_with_frame_launches_equals_one_launch_per_step():
 
     envs = [GameBoyEnv("maze", num_envs=4, seed=3, launch_frames=k) for k in (None, 1)]
     assert envs[1].gb.launch_frames == 1 and envs[0].gb.launch_frames is None
+    assert GameBoyEnv("maze", num_envs=1).gb.launch_frames is None  # "auto" on the CPU
     tds = [env.reset() for env in envs]
     gen = torch.Generator().manual_seed(0)
     for _ in range(40):

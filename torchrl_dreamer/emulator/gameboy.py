@@ -48,6 +48,7 @@ from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_
 from torchrl_dreamer.emulator.codegen import load_kernel_module
 from torchrl_dreamer.emulator.dma import DMA_PAST_T
 from torchrl_dreamer.emulator.idle import loop_heads
+from torchrl_dreamer.emulator.launch import LaunchFrames, launch_plan, resolve_launch_frames
 from torchrl_dreamer.emulator.mappers import mapper_for
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.model import resolve_model
@@ -150,12 +151,14 @@ class GameBoy:
             cartridge on the Color runs in its compatibility mode; ``"dmg"`` refuses a
             Color-only one). A Color draws whole lines (the pixel pipeline of ``ppu="fifo"`` is
             the DMG's) and in Color mode also keeps the colour frame (:attr:`rgb555`).
-        launch_frames: frames emulated per kernel launch (``None``: a whole
-            :meth:`run_frames` / :meth:`step` call in one launch). ``1`` makes a step of
+        launch_frames: frames emulated per kernel launch: ``None`` runs a whole
+            :meth:`run_frames` / :meth:`step` call in one launch; ``1`` makes a step of
             ``frame_skip`` frames ``frame_skip`` launches, so the consoles of a GPU warp wait for
             each other at every frame end and start the next frame together instead of drifting
             apart by instruction counts (``benchmarks/simt.py``'s "meet at frame ends" model);
-            the results are the same as with ``None``, bit for bit. ``ValueError`` below 1.
+            ``"auto"`` (the default) is ``1`` on CUDA and ``None`` on the CPU, the faster of the
+            two on each (measured in :mod:`~torchrl_dreamer.emulator.launch`). The results are
+            the same whatever the value, bit for bit. ``ValueError`` below 1.
 
     Attributes:
         cartridge: the parsed :class:`~.cartridge.Cartridge` header.
@@ -187,12 +190,9 @@ class GameBoy:
         ppu: PpuMode = DEFAULT_PPU,
         workers: int = 1,
         model: str | None = None,
-        launch_frames: int | None = None,
+        launch_frames: LaunchFrames = "auto",
     ) -> None:
-        if launch_frames is not None and (not isinstance(launch_frames, int) or launch_frames < 1):
-            raise ValueError(f"launch_frames must be an int >= 1 or None (a call in one launch), "
-                             f"got {launch_frames!r}")
-        self.launch_frames = launch_frames
+        resolve_launch_frames(launch_frames, "cpu")  # a bad value fails before any work
         if ppu not in PPU_MODES:
             raise ValueError(f"unknown ppu mode {ppu!r}; expected one of {', '.join(PPU_MODES)}")
         self.ppu = ppu
@@ -226,6 +226,7 @@ class GameBoy:
         self.cartridge: Cartridge = cart
         self.num_envs = num_envs
         self.device = dev
+        self.launch_frames = resolve_launch_frames(launch_frames, dev)
         self._expose_fb = framebuffer
         self._rom_bytes = data
         self._boot_bytes = boot
@@ -351,15 +352,8 @@ class GameBoy:
                 s.cmds[key] = cmd
                 s.params[key] = [None, None, None]  # last frames, press, pack set
             cmds.append((cmd, s.params[key]))
-        k = self.launch_frames
-        if k is None or frames <= k:
-            launches = [(int(frames), int(press_frames), int(pack))]
-        else:  # `k` frames a launch: the buttons held for what is left of the press, the
-            # frame observed only by the call's last launch
-            launches = [(min(k, frames - f), min(max(press_frames - f, 0), k),
-                         int(pack) if f + k >= frames else 0) for f in range(0, frames, k)]
         try:
-            for params in launches:
+            for params in launch_plan(frames, press_frames, pack, self.launch_frames):
                 for cmd, last in cmds:
                     for j in range(3):
                         if params[j] != last[j]:  # a parameter write costs ~1 us: skip unchanged
