@@ -21,7 +21,9 @@ GAMES = {
     "maze": None,
     "tobutobugirl": "games/tobutobugirl/tobu.gb",
     "pandoras_blocks": "games/pandoras-blocks/PandorasBlocks.gbc",
+    "pandoras_blocks_cgb": "games/pandoras-blocks/PandorasBlocks.gbc",  # on the Color
 }
+MODELS = {"pandoras_blocks_cgb": "cgb"}  # the console of a case, where not the ROM's default
 
 
 def _rom(roms, game):
@@ -33,14 +35,17 @@ def _assert_same(a: GameBoy, b: GameBoy, where: str) -> None:
         assert torch.equal(t, b.state_tensors()[name]), f"{where}: state array {name!r} differs"
     assert torch.equal(a.packed2, b.packed2), f"{where}: packed2 differs"
     assert torch.equal(a.framebuffer, b.framebuffer), f"{where}: framebuffer differs"
+    if a.model == "cgb":
+        assert torch.equal(a.rgb555, b.rgb555), f"{where}: colour frame differs"
 
 
 @pytest.mark.parametrize("game", sorted(GAMES))
 def test_split_launches_equal_one_launch_bit_for_bit(roms, game):
     n = 6
     rom = _rom(roms, game)
-    gbs = {k: GameBoy(rom, num_envs=n, check_header=False, framebuffer=True, launch_frames=k)
-           for k in (None, 1, 5)}
+    model = {"model": MODELS[game]} if game in MODELS else {}
+    gbs = {k: GameBoy(rom, num_envs=n, check_header=False, framebuffer=True, launch_frames=k,
+                      **model) for k in (None, 1, 5)}
     for gb in gbs.values():
         gb.run_frames(300, render=False)
     gen = torch.Generator().manual_seed(7)
