@@ -48,7 +48,12 @@ from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_
 from torchrl_dreamer.emulator.codegen import load_kernel_module
 from torchrl_dreamer.emulator.dma import DMA_PAST_T
 from torchrl_dreamer.emulator.idle import loop_heads
-from torchrl_dreamer.emulator.launch import LaunchFrames, launch_plan, resolve_launch_frames
+from torchrl_dreamer.emulator.launch import (
+    AUTO,
+    LaunchFrames,
+    launch_plan,
+    resolve_launch_frames,
+)
 from torchrl_dreamer.emulator.mappers import mapper_for
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.model import resolve_model
@@ -190,9 +195,8 @@ class GameBoy:
         ppu: PpuMode = DEFAULT_PPU,
         workers: int = 1,
         model: str | None = None,
-        launch_frames: LaunchFrames = "auto",
+        launch_frames: LaunchFrames = AUTO,
     ) -> None:
-        resolve_launch_frames(launch_frames, "cpu")  # a bad value fails before any work
         if ppu not in PPU_MODES:
             raise ValueError(f"unknown ppu mode {ppu!r}; expected one of {', '.join(PPU_MODES)}")
         self.ppu = ppu
@@ -220,13 +224,13 @@ class GameBoy:
         if memory_layout not in ("env_major", "address_major"):
             raise ValueError(f"memory_layout must be 'env_major' or 'address_major', got {memory_layout!r}")
         self.memory_layout = memory_layout
+        self.launch_frames = resolve_launch_frames(launch_frames, dev)  # before any kernel work
         wp.init()
         self._kmod = load_kernel_module(_wp_device(dev), idle_skip=idle_skip)
         self._step_kmod = None
         self.cartridge: Cartridge = cart
         self.num_envs = num_envs
         self.device = dev
-        self.launch_frames = resolve_launch_frames(launch_frames, dev)
         self._expose_fb = framebuffer
         self._rom_bytes = data
         self._boot_bytes = boot

@@ -152,7 +152,7 @@ class GameBoyEnv(EnvBase):
         ppu: str | None = None,
         workers: int = 1,
         model: str | None = None,
-        launch_frames: LaunchFrames = "auto",
+        launch_frames: LaunchFrames = AUTO,
     ):
         num_envs = int(num_envs)
         if num_envs < 1:
