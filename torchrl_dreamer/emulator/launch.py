@@ -7,13 +7,9 @@ line up. In one launch they drift apart by instruction counts and the warp issue
 instruction for few lanes; a launch per frame makes them wait for each other at every frame end
 and start the next frame together.
 
-Measured on one H200 (2026-11-28, 4e167c4, ``benchmarks/gpu_suite.py``: 24 frames a step,
-packed2 rendered, random actions), env steps/s with a launch per frame over one launch a step:
-maze 4.32x, catch 3.78x, snake 1.51x, 2048 1.24x, Pandora's Blocks 2.20x, Tobu Tobu Girl 1.63x,
-PostBot 2.21x at 16,384 consoles; 2048 1.29x, Pandora's Blocks 2.24x, Tobu Tobu Girl 1.70x at
-65,536. Every game gained, so on CUDA the default (``"auto"``) is a launch per frame. On the CPU
-a Warp thread runs its consoles one after the other, nothing waits for anything, and every
-launch costs its overhead: the default there stays one launch a call.
+On CUDA a launch per frame was measured faster on every game, so the default (``"auto"``) is
+a launch per frame there and one launch a call on the CPU, where every launch only costs its
+overhead. Why and the figures: ``docs/decisions/kernel_shape.md``, "A launch per frame on CUDA".
 
 Example:
     >>> resolve_launch_frames("auto", "cuda"), resolve_launch_frames("auto", "cpu")
