@@ -186,6 +186,23 @@ def _register_ray_backend() -> None:
         ) from err
 
 
+def _warn_if_cores_busy(cfg: Any) -> None:
+    """Say on stderr when an unset ``threads`` took several cores that other work is using
+    (the 1-minute load average): two multi-threaded runs on the same cores can run 30x slower
+    than with ``--threads 1`` each."""
+    import os
+
+    from torchrl_dreamer.trainers.config import usable_cores
+
+    if cfg.run.threads is not None or cfg.torch_threads < 2 or not hasattr(os, "getloadavg"):
+        return
+    load, cores = os.getloadavg()[0], usable_cores()
+    if load + cfg.torch_threads > cores + 0.5:
+        print(f"note: the learner takes {cfg.torch_threads} threads (every core) while the "
+              f"load average is {load:.1f} on {cores} cores; if another run shares them, give "
+              f"each run --threads 1", file=sys.stderr)
+
+
 def _train(argv: list[str]) -> int:
     import torch
 
@@ -196,8 +213,8 @@ def _train(argv: list[str]) -> int:
     cfg = config_from_args(args)
     if cfg.collector.backend == "ray":
         _register_ray_backend()
-    on_cpu = cfg.run.device == "cpu"
-    torch.set_num_threads(cfg.run.threads if on_cpu else max(1, min(torch.get_num_threads(), 4)))
+    torch.set_num_threads(cfg.torch_threads)
+    _warn_if_cores_busy(cfg)
     trainer = DreamerTrainer(cfg, resume=args.resume or None)
     if trainer.resumed_from is not None:
         print(f"resumed from {trainer.resumed_from} at {trainer.policy_steps} policy steps",

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> dict:
     overrides = parse_overrides(args.overrides)
     resume = bool(overrides.pop("resume", False))
     cfg = TrainConfig.from_file(HERE / f"{args.config_name}.yaml", **overrides)
-    torch.set_num_threads(cfg.threads)
+    torch.set_num_threads(cfg.torch_threads)
     trainer = DreamerTrainer(cfg, resume=cfg.log_dir if resume else None)
     summary = dict(trainer.train())
     if cfg.eval_episodes:

@@ -395,15 +395,16 @@ def test_cli_missing_rom_of_registered_task(capsys, tmp_path, monkeypatch):
 
 def test_cli_config_precedence(tmp_path):
     from torchrl_dreamer.train import build_parser, config_from_args
+    from torchrl_dreamer.trainers.config import MAX_AUTO_THREADS, usable_cores
 
     f = tmp_path / "c.yaml"
     f.write_text("num_envs: 4\nseq_len: 16\nseed: 7\n")
     args = build_parser("train").parse_args(["--config", str(f), "--seed", "9"])
     cfg = config_from_args(args)
     assert (cfg.num_envs, cfg.seq_len, cfg.seed, cfg.task) == (4, 16, 9, "maze")
-    assert cfg.threads == 1
+    assert cfg.threads is None and cfg.torch_threads == min(usable_cores(), MAX_AUTO_THREADS)
     args = build_parser("train").parse_args(["--config", str(f), "--threads", "2"])
-    assert config_from_args(args).threads == 2
+    assert (config_from_args(args).threads, config_from_args(args).torch_threads) == (2, 2)
     args = build_parser("train").parse_args(["--config", str(f), "--no-progress",
                                              "--no-checkpoint-replay"])
     cfg = config_from_args(args)
@@ -590,3 +591,20 @@ def test_episode_tracker_flag_and_none_rules():
     assert [r for r, *_ in eps] == [0.0, 1.0]
     rec = none.recent()
     assert rec["return"] == 0.5 and rec["success"] != rec["success"]  # NaN: no success notion
+
+
+def test_busy_cores_note_only_when_every_core_was_taken_beside_other_work(monkeypatch, capsys):
+    import os
+
+    from torchrl_dreamer import train
+    from torchrl_dreamer.trainers import TrainConfig
+    from torchrl_dreamer.trainers import config as config_mod
+
+    monkeypatch.setattr(config_mod, "usable_cores", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 1.0, 1.0))
+    train._warn_if_cores_busy(TrainConfig())  # unset: both cores, beside a load of 1.2
+    assert "give each run --threads 1" in capsys.readouterr().err
+    train._warn_if_cores_busy(TrainConfig(threads=2))  # asked for: no note
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    train._warn_if_cores_busy(TrainConfig())  # an idle machine: no note
+    assert capsys.readouterr().err == ""

@@ -328,8 +328,10 @@ class RunSection:
     """Policy steps between checkpoints (0: only at the end)."""
     checkpoint_replay: bool = True
     """Store the replay in the latest checkpoint (exact resume; older checkpoints drop theirs)."""
-    threads: int = setting(1, check=integer(1))
-    """Torch intra-op threads of the training process on CPU."""
+    threads: int | None = setting(None, check=optional(integer(1)))
+    """Torch intra-op threads of the training process. Unset: every core the process may use
+    (at most 8; at most 4 beside a CUDA learner). Give ``1`` to each of two runs that share a
+    machine's cores: two threads each on busy cores can run 30x slower."""
     video_every: int = setting(0, check=integer(0))
     """Policy steps between world-model open-loop videos during training (0: none): real |
     reconstruction | imagination of 4 replay windows, as ``<log_dir>/videos/wm_step_<N>.mp4``

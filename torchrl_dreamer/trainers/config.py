@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,13 @@ FINISH_RESERVE_S = 30.0
 
 UNBOUNDED_STEPS = 10**15
 """``total_steps`` of a run ended by its ``time_limit`` alone."""
+
+MAX_AUTO_THREADS = 8
+"""Most torch threads an unset ``threads`` takes on the CPU: a guard against hundreds of
+threads on a many-core host (measured: two threads on a 2-core machine alone make a Tobu Tobu
+Girl update 74-85 ms against about 117 ms with one; ``docs/training.md``, "Threads")."""
+MAX_AUTO_THREADS_CUDA = 4
+"""Most torch threads an unset ``threads`` takes beside a CUDA learner (host-side work only)."""
 
 HORIZON_SECONDS = 20.0
 """Game time the discount looks ahead when ``gamma`` is unset for a Game Boy task: the maze's
@@ -362,6 +370,23 @@ class TrainConfig:
     def consoles_device(self) -> str:
         """The env's device: ``env_device``, else ``device``."""
         return self.env.device or self.run.device
+
+    @property
+    def torch_threads(self) -> int:
+        """The training process's torch intra-op threads: ``threads``, else every core the
+        process may use, at most :data:`MAX_AUTO_THREADS` (:data:`MAX_AUTO_THREADS_CUDA` with
+        a CUDA learner).
+
+        Example:
+            >>> TrainConfig(threads=3).torch_threads
+            3
+            >>> 1 <= TrainConfig().torch_threads <= MAX_AUTO_THREADS
+            True
+        """
+        if self.run.threads is not None:
+            return self.run.threads
+        cap = MAX_AUTO_THREADS if self.run.device == "cpu" else MAX_AUTO_THREADS_CUDA
+        return max(1, min(usable_cores(), cap))
 
     @property
     def steps_bounded(self) -> bool:
@@ -758,3 +783,17 @@ def check_device(device: str | torch.device) -> torch.device:
     elif dev.type != "cpu":
         raise ConfigError(f"unsupported device {device!r}; use 'cpu' or 'cuda[:k]'.")
     return dev
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the OS tells it, else the
+    machine's count).
+
+    Example:
+        >>> usable_cores() >= 1
+        True
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
