@@ -203,6 +203,10 @@ class LossSection:
     horizon: int | None = setting(None, check=optional(integer(1)), identity=True)
     """Imagined steps per trajectory of the actor-critic update; unset: the loss preset's
     (DreamerV3's 15). The imagination's cost grows in proportion."""
+    replay_value_scale: float | None = setting(None, check=optional(number(0)))
+    """Weight of the critic's loss on the replay sequences (lambda-returns of the real rewards,
+    bootstrapped from the imagined returns: DreamerV3 2024's ``repval``, 0.3 there); unset: the
+    loss preset's (0: imagined returns only, DreamerV3 2023's)."""
 
 
 @dataclasses.dataclass(frozen=True)

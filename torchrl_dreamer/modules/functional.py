@@ -37,6 +37,7 @@ __all__ = [
     "straight_through_mode",
     "categorical_kl",
     "lambda_returns",
+    "replay_lambda_returns",
     "discount_weights",
 ]
 
@@ -267,9 +268,10 @@ def lambda_returns(
     rewards: torch.Tensor,
     values: torch.Tensor,
     continues: torch.Tensor,
-    lmbda: float = 0.95,
+    lmbda: float | torch.Tensor = 0.95,
 ) -> torch.Tensor:
-    """TD(lambda) returns over a time-major horizon ``[H, ...]``.
+    """TD(lambda) returns over a time-major horizon ``[H, ...]`` (``lmbda`` a float, or a
+    tensor of the rewards' shape: one lambda per step).
 
     ``R_t = r_t + c_t [(1 - lambda) v_t + lambda R_{t+1}]`` with ``R_{H-1}`` bootstrapped from
     ``v_{H-1}``. Inputs are already shifted: ``rewards[t]``, ``values[t]`` and ``continues[t]``
@@ -297,6 +299,44 @@ def lambda_returns(
         out.append(last)
     out.reverse()
     return torch.stack(out, 0)
+
+
+def replay_lambda_returns(
+    rewards: torch.Tensor,
+    continues: torch.Tensor,
+    is_first: torch.Tensor,
+    boot: torch.Tensor,
+    gamma: float,
+    lmbda: float = 0.95,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """lambda-returns along replay rows ``[K, ...]`` and their weights, both ``[K-1, ...]``.
+
+    Row ``t`` holds the reward and continue flag of the transition into it and whether it
+    starts an episode; ``boot[t]`` is a return estimate of row ``t``'s state (the imagined
+    lambda-return from it). The return of row ``t`` is ``R_t = r_{t+1} + gamma c_{t+1}
+    [(1 - lambda) boot_{t+1} + lambda R_{t+1}]``, ``R_{K-1} = boot_{K-1}``; lambda is cut to
+    0 where row ``t+2`` starts an episode (``R_{t+1}`` would belong to the next one), and a
+    row whose next row starts an episode gets weight 0 (its transition is not in the data).
+    DreamerV3 2024's ``repval`` targets, in our row layout.
+
+    Example:
+        >>> R, w = replay_lambda_returns(torch.tensor([0.0, 1.0, 0.0, 2.0]), torch.ones(4),
+        ...     torch.tensor([True, False, True, False]), torch.tensor([5.0, 6.0, 7.0, 8.0]),
+        ...     gamma=0.5, lmbda=1.0)
+        >>> R.tolist(), w.tolist()  # row 0: 1 + 0.5 * 6, lambda cut (row 2 starts an episode)
+        ([4.0, 3.0, 6.0], [1.0, 0.0, 1.0])
+    """
+    if not (rewards.shape == continues.shape == is_first.shape == boot.shape):
+        raise ValueError(
+            f"rewards {tuple(rewards.shape)}, continues {tuple(continues.shape)}, is_first "
+            f"{tuple(is_first.shape)} and boot {tuple(boot.shape)} must have one [K, ...] shape"
+        )
+    if rewards.shape[0] < 2:
+        raise ValueError(f"replay returns need at least 2 rows, got {rewards.shape[0]}")
+    first = is_first.to(rewards.dtype)
+    lam = torch.cat([1.0 - first[2:], torch.ones_like(first[:1])], 0) * lmbda
+    returns = lambda_returns(rewards[1:], boot[1:], continues[1:] * gamma, lam)
+    return returns, 1.0 - first[1:]
 
 
 def discount_weights(continues: torch.Tensor, gamma: float) -> torch.Tensor:

@@ -58,7 +58,9 @@ class DreamerV3ActorLoss(LossModule):
 
     Output keys: ``loss_actor``; metrics ``actor_entropy``, ``return_mean``, ``return_scale``,
     ``advantage_mean``; and ``imagination``: a TensorDict (no batch dims) with detached
-    ``latent [H+1, N, L]``, ``lambda_return [H, N]`` and ``weight [H+1, N]`` for the critic loss.
+    ``latent [H+1, N, L]``, ``lambda_return [H, N]`` and ``weight [H+1, N]`` for the critic loss;
+    with ``replay_value_scale`` also ``replay``: the start states' rows ``[K, B]`` (``latent``,
+    ``reward``, ``continue_``, ``is_first``, and ``boot``, each one's imagined return).
     With a discrete actor and ``share_critic_logits=True`` it also holds ``critic_logits
     [H+1, N, bins]``, the critic's output on the (detached) latents *with* its graph: the critic
     loss reuses it instead of a second critic forward (the critic does not change between the
@@ -75,6 +77,8 @@ class DreamerV3ActorLoss(LossModule):
         h: str = "h"
         z: str = "z"
         continue_: str = "continue_"
+        reward: str = "reward"
+        is_first: str = "is_first"
 
     default_keys = _AcceptedKeys
     tensor_keys: _AcceptedKeys
@@ -211,6 +215,25 @@ class DreamerV3ActorLoss(LossModule):
         scale = self.return_norm.scale()
         return (returns - offset) / scale - (baseline - offset) / scale
 
+    def _replay_rows(self, tensordict: TensorDictBase,
+                     first_cont: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The replay rows of the start states (``replay_value_scale``): their ``reward``,
+        ``continue_`` and ``is_first``, time-major ``[K, B]`` like ``first_cont``."""
+        keys = self.tensor_keys
+        if first_cont.dim() != 2 or first_cont.shape[0] < 2:
+            raise ValueError(
+                f"replay_value_scale > 0 needs time-major [T, B] start states with T >= 2 "
+                f"(the world model loss's posterior), got {tuple(first_cont.shape)}"
+            )
+        K = first_cont.shape[0]
+        missing = [k for k in (keys.reward, keys.is_first) if k not in tensordict.keys()]
+        if missing:
+            raise KeyError(f"replay_value_scale > 0 needs {missing} beside the start states "
+                           f"(DreamerV3WorldModelLoss's posterior holds them)")
+        return {"reward": tensordict.get(keys.reward)[-K:].detach().float(),
+                "continue_": first_cont.detach().float(),
+                "is_first": tensordict.get(keys.is_first)[-K:].bool()}
+
     # ------------------------------------------------------------------ forward
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Actor loss, metrics and the imagination TensorDict from posterior start states."""
@@ -221,6 +244,7 @@ class DreamerV3ActorLoss(LossModule):
         if cfg.imagine_last:  # starts from the last steps of each [T, B] sequence only
             h, z, first_cont = h[-cfg.imagine_last:], z[-cfg.imagine_last:], \
                 first_cont[-cfg.imagine_last:]
+        rows = self._replay_rows(tensordict, first_cont) if cfg.replay_value_scale else None
         h = h.reshape(-1, h.shape[-1])
         z = z.reshape(-1, z.shape[-1])
         first_cont = first_cont.reshape(-1).float()
@@ -249,6 +273,11 @@ class DreamerV3ActorLoss(LossModule):
             "lambda_return": returns.detach(),
             "weight": weight,
         }
+        if rows is not None:  # the start states' imagined returns bootstrap the replay's
+            K, B = rows["continue_"].shape
+            rows["latent"] = latents[0].reshape(K, B, -1)
+            rows["boot"] = returns[0].detach().reshape(K, B)
+            imagination["replay"] = TensorDict(rows, [K, B])
         if self._last_critic_logits is not None:
             imagination["critic_logits"] = self._last_critic_logits
             self._last_critic_logits = None

@@ -35,6 +35,15 @@ class DreamerV3LossConfig:
     work. Encoder, RSSM, KL, reward and continue terms see every step. Its measurements:
     ``docs/decisions/dreamer_options.md``.
 
+    ``replay_value_scale`` (0 in the 2023 reference; 0.3 in the 2024 one): also train the
+    critic on the replay sequences themselves, towards lambda-returns of the real rewards and
+    continues bootstrapped from the imagined return of each replay state
+    (:func:`~torchrl_dreamer.modules.functional.replay_lambda_returns`), with this weight. Real
+    rewards then reach the critic over a whole sampled sequence, not only through the 15
+    imagined steps. Unlike the 2024 reference the term trains the critic alone (the world model
+    has stepped before the critic's loss is formed). With ``imagine_last`` only the last steps,
+    whose imagined returns exist, are targets.
+
     Example:
         >>> DreamerV3LossConfig().with_(gamma=0.98).gamma
         0.98
@@ -61,10 +70,13 @@ class DreamerV3LossConfig:
     slow_critic_tau: float = 0.02
     slow_critic_reg: float = 1.0
     slow_critic_every: int = 1
+    replay_value_scale: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.prior_head_scale >= 0.0:
             raise ValueError(f"prior_head_scale must be >= 0, got {self.prior_head_scale}")
+        if not self.replay_value_scale >= 0.0:
+            raise ValueError(f"replay_value_scale must be >= 0, got {self.replay_value_scale}")
         if not isinstance(self.decode_stride, int) or self.decode_stride < 1:
             raise ValueError(f"decode_stride must be an integer >= 1 (1: decode every step), got "
                              f"{self.decode_stride!r}")

@@ -20,6 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 from torchrl.objectives import LossModule
 
+from torchrl_dreamer.modules.functional import replay_lambda_returns
 from torchrl_dreamer.modules.heads import DreamerV3Critic
 from torchrl_dreamer.objectives.config import DreamerV3LossConfig
 
@@ -83,6 +84,8 @@ class DreamerV3CriticLoss(LossModule):
     ``lambda_return [H, N]`` and ``weight [H+1, N]`` (keys via ``set_keys``); an optional
     ``critic_logits [H+1, N, bins]`` carrying its graph is used instead of recomputing the
     critic on ``latent`` (it must come from this critic's current parameters).
+    With ``replay_value_scale`` and the imagination's ``replay`` rows, ``loss_critic`` adds
+    that weight times :meth:`replay_loss` (metric ``critic_replay_loss``).
     Output keys: ``loss_critic``; metrics ``value_mean``, ``slow_value_mean``.
     """
 
@@ -94,6 +97,7 @@ class DreamerV3CriticLoss(LossModule):
         lambda_return: str = "lambda_return"
         weight: str = "weight"
         critic_logits: str = "critic_logits"
+        replay: str = "replay"
 
     default_keys = _AcceptedKeys
     tensor_keys: _AcceptedKeys
@@ -132,15 +136,44 @@ class DreamerV3CriticLoss(LossModule):
             logits = logits[:-1]
         with torch.no_grad():
             slow_mean = self.critic.mean(self.slow_critic(latent))
+        loss = (weight * self._nll(logits, target, slow_mean)).mean()
+        out = {"value_mean": self.critic.mean(logits.detach()).mean(),
+               "slow_value_mean": slow_mean.mean()}
+        replay = tensordict.get(keys.replay, None)
+        if cfg.replay_value_scale and replay is not None:
+            K, B = replay.batch_size  # imagination starts at the replay states: reuse
+            replay_loss = self.replay_loss(
+                replay, logits[0].reshape(K, B, -1)[:-1], slow_mean[0].reshape(K, B)[:-1])
+            loss = loss + cfg.replay_value_scale * replay_loss
+            out["critic_replay_loss"] = replay_loss.detach()
+        return TensorDict({"loss_critic": loss, **out}, [])
+
+    def _nll(self, logits: torch.Tensor, target: torch.Tensor,
+             slow_mean: torch.Tensor) -> torch.Tensor:
+        """``-log p(target) - reg * log p(slow critic's mean)`` per state."""
         log_p = logits.float().log_softmax(-1)
         nll = -self.critic.log_prob(log_p, target, normalized=True)
-        if cfg.slow_critic_reg:
-            nll = nll - cfg.slow_critic_reg * self.critic.log_prob(log_p, slow_mean, True)
-        return TensorDict(
-            {
-                "loss_critic": (weight * nll).mean(),
-                "value_mean": self.critic.mean(logits.detach()).mean(),
-                "slow_value_mean": slow_mean.mean(),
-            },
-            [],
-        )
+        if self.config.slow_critic_reg:
+            nll = nll - self.config.slow_critic_reg * self.critic.log_prob(log_p, slow_mean, True)
+        return nll
+
+    def replay_loss(self, replay: TensorDictBase, logits: torch.Tensor | None = None,
+                    slow_mean: torch.Tensor | None = None) -> torch.Tensor:
+        """The critic's loss on replay rows ``[K, B]`` (``latent``, ``reward``, ``continue_``,
+        ``is_first``, ``boot``): towards
+        :func:`~torchrl_dreamer.modules.functional.replay_lambda_returns`, with the slow
+        critic's regulariser, over rows whose next transition is in the data (research hook).
+        ``logits`` / ``slow_mean`` ``[K-1, B, ...]``: the critic's and the slow critic's outputs
+        on ``latent[:-1]`` when already computed (the imagination's first states are these)."""
+        cfg = self.config
+        target, weight = replay_lambda_returns(
+            replay.get("reward"), replay.get("continue_"), replay.get("is_first"),
+            replay.get("boot"), cfg.gamma, cfg.lmbda)
+        latent = replay.get("latent").detach()[:-1]
+        if slow_mean is None:
+            with torch.no_grad():
+                slow_mean = self.critic.mean(self.slow_critic(latent))
+        if logits is None:
+            logits = self.critic(latent)
+        nll = self._nll(logits, target.detach(), slow_mean)
+        return (weight * nll).mean()

@@ -40,7 +40,8 @@ class DreamerV3WorldModelLoss(LossModule):
     Output keys: ``loss_reconstruction``, ``loss_reward``, ``loss_continue``, ``loss_kl_dyn``,
     ``loss_kl_rep`` (their sum is the objective), metrics ``kl``, ``posterior_entropy``,
     ``prior_entropy``, ``reward_pred_mean``, and ``posterior``: a detached ``[T, B]`` TensorDict
-    with ``h``, ``z`` and ``continue_`` (start states for the actor loss).
+    with ``h``, ``z`` and ``continue_`` (start states for the actor loss), and the rows'
+    ``reward`` and ``is_first`` (the critic's replay targets, ``replay_value_scale``).
 
     Research hooks (override in a subclass): :meth:`reconstruction_loss`, :meth:`kl_loss`,
     :meth:`reward_loss`, :meth:`continue_loss`.
@@ -223,7 +224,8 @@ class DreamerV3WorldModelLoss(LossModule):
                 "prior_entropy": prior_ent,
                 "reward_pred_mean": rew_pred,
                 "posterior": TensorDict(
-                    {"h": out["h"].detach(), "z": out["z"].detach(), "continue_": cont},
+                    {"h": out["h"].detach(), "z": out["z"].detach(), "continue_": cont,
+                     "reward": reward, "is_first": is_first.reshape(T, B).bool()},
                     [T, B],
                 ),
             },
