@@ -225,7 +225,7 @@ class DreamerV3WorldModelLoss(LossModule):
                 "reward_pred_mean": rew_pred,
                 "posterior": TensorDict(
                     {"h": out["h"].detach(), "z": out["z"].detach(), "continue_": cont,
-                     "reward": reward, "is_first": is_first.reshape(T, B).bool()},
+                     "reward": reward, "is_first": is_first},
                     [T, B],
                 ),
             },

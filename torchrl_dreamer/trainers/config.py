@@ -112,8 +112,9 @@ UNBOUNDED_STEPS = 10**15
 
 MAX_AUTO_THREADS = 8
 """Most torch threads an unset ``threads`` takes on the CPU: a guard against hundreds of
-threads on a many-core host (measured: two threads on a 2-core machine alone make a Tobu Tobu
-Girl update 74-85 ms against about 117 ms with one; ``docs/training.md``, "Threads")."""
+threads on a many-core host, not a measured best. What was measured is every core of a 2-core
+machine: two threads make a Tobu Tobu Girl update 74-85 ms against about 117 ms with one
+(``docs/training.md``, "Threads")."""
 MAX_AUTO_THREADS_CUDA = 4
 """Most torch threads an unset ``threads`` takes beside a CUDA learner (host-side work only)."""
 
