@@ -322,6 +322,7 @@ def _linebuf_kernel(
             regs[i, ly, 7],
             win,
             line,
+            False,
         )
         pack_row_packed2(i, ly, 0, line, obs)
         win_out[i, ly] = window_line(win)

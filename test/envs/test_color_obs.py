@@ -101,6 +101,49 @@ def test_color_needs_a_color_console(tmp_path):
     assert env.gb.model == "cgb"
 
 
+def test_color_observation_of_a_dmg_only_game_uses_the_compatibility_palettes(tmp_path):
+    """A DMG-only cartridge on the Color: the colour observation shows the boot ROM's palette
+    for its header (a homebrew title: palette ID 0, BG colour 0 white, colour 3 black); the
+    packed2 observation stays the DMG's shades."""
+    from torchrl_dreamer.emulator.compat_palettes import compat_boot
+
+    # BGP 0xE4 then 0xFF (every BG pixel shade 3) at the VBlank of every odd frame
+    prog = """
+start:  ld a, 1
+        ldh [$FF], a
+.frame: xor a
+        ldh [$0F], a
+        halt
+        nop
+        ld a, [$C000]
+        inc a
+        ld [$C000], a
+        ld b, $E4
+        bit 0, a
+        jr z, .set
+        ld b, $FF
+.set:   ld a, b
+        ldh [$47], a
+        jr .frame
+"""
+    rom = tmp_path / "dmg.gb"
+    rom.write_bytes(build_rom(assemble(prog), title="DMGRAMP"))
+    boot = compat_boot(rom.read_bytes())
+    env = GameBoyEnv(Ramp(rom), num_envs=1, pixels="color", model="cgb", frame_skip=1)
+    plain = GameBoyEnv(Ramp(rom), num_envs=1, model="cgb", frame_skip=1)
+    env.reset()
+    plain.reset()
+    seen = set()
+    for _ in range(4):
+        td = env.fast_step(torch.zeros(1, dtype=torch.long))
+        shade = int(plain.fast_step(torch.zeros(1, dtype=torch.long))["pixels"][0, 0, 20, 10]) & 3
+        rgb = td["pixels"][0, :, 20, 20].tolist()
+        c = boot.bg[shade]
+        assert rgb == [((c >> s & 31) << 3) | ((c >> s & 31) >> 2) for s in (0, 5, 10)]
+        seen.add(shade)
+    assert seen == {0, 3}
+
+
 def test_the_world_model_encodes_the_color_observation(ramp_rom):
     from torchrl_dreamer.modules.world_model import make_dreamer
     from torchrl_dreamer.trainers.builder import obs_spec_of

@@ -63,6 +63,8 @@ import warp as wp
 
 from torchrl_dreamer.emulator.layout import (
     FIFO_WORDS,
+    MODEL_CGB_COMPAT,
+    S_CGB,
     S_FIFO_BG,
     S_FIFO_DOT,
     S_FIFO_FETCH,
@@ -276,10 +278,15 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     or until its last pixel; return the dot mode 3 ends (STAT mode 0) or -1 if not there yet.
 
     ``draw``: write the pixels into ``m.fb[i, line]`` (shade 0 if ``blank``: the first frame
-    after LCD on); ``win_count``: the window line counter of this line.
+    after LCD on; in the Color's compatibility mode with their source, as
+    :func:`~.render.render_scanline_row` with ``sources``); ``win_count``: the window line
+    counter of this line.
     """
     if m.st[i, S_FIFO_SX] >= SCREEN_W:
         return m.st[i, S_FIFO_DOT]
+    keep = 0  # the Color's compatibility mode: pixels say their palette (render_scanline_row)
+    if m.st[i, S_CGB] == MODEL_CGB_COMPAT:
+        keep = 1
     # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index,
     # less the entries read while an OAM DMA ran (oam_view)
     keys = ObjectKeys()
@@ -327,7 +334,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                 if (head & 3) == 0:
                     shade0 = object_shade(i, m, lcdc, (head >> 2) & 15, (head >> 6) & 3)
                     if shade0 >= 0 and not blank:
-                        m.fb[i, line, 0] = wp.uint8(shade0)
+                        m.fb[i, line, 0] = wp.uint8(shade0 | ((keep * (1 + ((head >> 4) & 1))) << 2))
                     head = 0
             disc_done = (fine >> 4) >= (fine & 7)
             # (a) fetcher
@@ -411,15 +418,18 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                             if (lcdc & 1) == 0:
                                 c = 0
                             shade = (int(m.hram[i, R_BGP]) >> (2 * c)) & 3
+                            src = 0
                             if sx == 0:
                                 head = HEAD_LINGER | (o << 2) | (c << 6) | 256  # (the BG shade now)
                             else:
                                 obj_shade = object_shade(i, m, lcdc, o, c)
                                 if obj_shade >= 0:
                                     shade = obj_shade
+                                    src = keep * (1 + ((o >> 2) & 1))  # OBP0 / OBP1 (sources)
                             if blank:
                                 shade = 0
-                            m.fb[i, line, sx] = wp.uint8(shade)
+                                src = 0
+                            m.fb[i, line, sx] = wp.uint8(shade | (src << 2))
                         sx = sx + 1
                         if sx >= SCREEN_W:
                             end = d + 1

@@ -46,6 +46,7 @@ from torchrl_dreamer.emulator.battery import RTC_TRAILER_SIZES, pack_rtc, unpack
 from torchrl_dreamer.emulator.boot_vram import boot_vram
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module
+from torchrl_dreamer.emulator.compat_palettes import CompatBoot, compat_boot
 from torchrl_dreamer.emulator.dma import DMA_PAST_T
 from torchrl_dreamer.emulator.idle import loop_heads
 from torchrl_dreamer.emulator.launch import (
@@ -93,6 +94,7 @@ _POST_BOOT_REGS_CGB = {"A": 0x11, "F": 0x80, "B": 0x00, "C": 0x00, "D": 0xFF, "E
                        "L": 0x0D, "SP": 0xFFFE, "PC": 0x0100}
 _POST_BOOT_REGS_COMPAT = {**_POST_BOOT_REGS_CGB, "D": 0x00, "E": 0x08, "L": 0x7C}
 _POST_BOOT_DIV16_CGB = 0x2674
+_LOGO_MAP_ROWS = slice(0x1800 + 5 * 32, 0x1800 + 14 * 32)  # VRAM offsets of map rows 5-13
 _BOOT_SIZES = {"dmg": 0x100, "cgb": 0x900}  # DMG boot ROM; Color: 0000-00FF and 0200-08FF
 
 _STATE_ARRAYS = ("st", "vram", "oam", "wram", "hram", "cram", "ser", "cgbx")
@@ -154,8 +156,9 @@ class GameBoy:
         model: ``"dmg"`` or ``"cgb"`` (Game Boy Color), or ``None``: the Color for a Color-only
             cartridge, else the DMG (see :mod:`~torchrl_dreamer.emulator.model`: a DMG-only
             cartridge on the Color runs in its compatibility mode; ``"dmg"`` refuses a
-            Color-only one). A Color draws whole lines (the pixel pipeline of ``ppu="fifo"`` is
-            the DMG's) and in Color mode also keeps the colour frame (:attr:`rgb555`).
+            Color-only one). In Color mode a Color draws whole lines (the pixel pipeline of
+            ``ppu="fifo"`` draws DMG pictures: a DMG's, and a DMG-only cartridge's on the Color,
+            coloured by :mod:`~.render_compat`); :attr:`rgb555` is the Color's colour frame.
         launch_frames: frames emulated per kernel launch: ``None`` runs a whole
             :meth:`run_frames` / :meth:`step` call in one launch; ``1`` makes a step of
             ``frame_skip`` frames ``frame_skip`` launches, so the consoles of a GPU warp wait for
@@ -269,9 +272,10 @@ class GameBoy:
 
     # ------------------------------------------------------------------------------ internals
     def _fifo_flag(self) -> int:
-        """``PPU_FIFO`` column value: the pixel pipeline only on a DMG (a Color draws whole
-        lines, :mod:`~.render_cgb`, whatever ``ppu`` says)."""
-        return int(self.ppu == "fifo" and self.model == "dmg")
+        """``PPU_FIFO`` column value: the pixel pipeline on a DMG and in the Color's
+        compatibility mode (Color mode draws whole lines, :mod:`~.render_cgb`, whatever ``ppu``
+        says)."""
+        return int(self.ppu == "fifo" and self._cgb != layout.MODEL_CGB)
 
     def _alloc(self, size: int, dtype: torch.dtype) -> torch.Tensor:
         if self.memory_layout == "address_major":
@@ -428,13 +432,21 @@ class GameBoy:
             st[:, f["APU_ACT"]] = 1
             st[:, f["APU_LEN1"]] = 64
             # VRAM as the boot ROM leaves it (logo and (R) tile; some programs draw them)
-            vram = torch.frombuffer(bytearray(boot_vram(self._rom_bytes)), dtype=torch.uint8)
-            self._vram[:] = vram.to(self.device)
-            if self._cgb == layout.MODEL_CGB:
-                self._hram[:, 0x55] = 0xFF  # HDMA5: no transfer
-                # the Color boot ROM leaves every BG colour white (OBJ palettes: white here too)
+            vram = bytearray(boot_vram(self._rom_bytes))
+            if self.model == "cgb":
+                # the Color boot ROM's fade-out clears the map rows of its logo screen (5-13);
+                # it writes the DMG logo's map back for the two titles that animate it
+                compat = compat_boot(self._rom_bytes) if self._cgb == layout.MODEL_CGB_COMPAT else None
+                if compat is None or not compat.logo_map:
+                    vram[_LOGO_MAP_ROWS] = bytes(len(vram[_LOGO_MAP_ROWS]))
+                # it leaves every BG colour white (OBJ palettes: white here too)
                 self._cgbx[:, layout.CGBX_BGPAL:layout.CGBX_SIZE] = 0xFF
                 self._cgbx[:, layout.CGBX_BGPAL + 1:layout.CGBX_SIZE:2] = 0x7F
+                if compat is None:
+                    self._hram[:, 0x55] = 0xFF  # HDMA5: no transfer
+                else:
+                    self._load_compat_palettes(compat)
+            self._vram[:] = torch.frombuffer(vram, dtype=torch.uint8).to(self.device)
         else:
             # the boot ROM is mapped up to its end; a Color boot ROM starts in Color mode and
             # itself selects the compatibility mode (KEY0) for a DMG-only cartridge
@@ -442,6 +454,18 @@ class GameBoy:
             if self.model == "cgb":
                 st[:, f["CGB"]] = layout.MODEL_CGB
         self._wram.zero_()
+
+    def _load_compat_palettes(self, compat: CompatBoot) -> None:
+        """The Color boot ROM's work for a DMG-only cartridge: its compatibility palettes in BG
+        palette 0 and OBJ palettes 0-1, the title checksum in B and HL (:mod:`.compat_palettes`)."""
+        f = layout.FIELDS
+        for base, colours in ((layout.CGBX_BGPAL, compat.bg), (layout.CGBX_OBJPAL, compat.obj0),
+                              (layout.CGBX_OBJPAL + 8, compat.obj1)):
+            raw = b"".join(c.to_bytes(2, "little") for c in colours)
+            self._cgbx[:, base:base + 8] = torch.tensor(list(raw), dtype=torch.uint8)
+        self._st[:, f["B"]] = compat.title_checksum
+        self._st[:, f["H"]] = compat.hl >> 8
+        self._st[:, f["L"]] = compat.hl & 0xFF
 
     # ------------------------------------------------------------------------------ running
     def run_frames(self, n: int = 1, buttons: torch.Tensor | int | None = None,
@@ -573,12 +597,12 @@ class GameBoy:
     @property
     def rgb555(self) -> torch.Tensor:
         """``int16 [N, 144, 160]`` RGB555 colours (``r | g << 5 | b << 10``) of the last frame
-        run, for a Color cartridge in Color mode (the live buffer: copy it to keep it)."""
-        if self._cgb != layout.MODEL_CGB:
+        run on a Color (``model="cgb"``; the live buffer: copy it to keep it). A DMG-only
+        cartridge there shows its compatibility palettes (:mod:`.render_compat`)."""
+        if self.model != "cgb":
             raise AttributeError(
-                f"rgb555 is the Color-mode frame; this console is model={self.model!r} running "
-                f"{'a DMG-only cartridge' if self.model == 'cgb' else 'as a DMG'} (shades: "
-                "framebuffer / packed2)")
+                "rgb555 is the Color's frame; this console is model='dmg' (shades: framebuffer / "
+                "packed2; GameBoy(rom, model='cgb') runs a DMG cartridge on the Color in colour)")
         return self._rgb
 
     @property

@@ -6,8 +6,9 @@
 - ``model="cgb"`` runs a Color (0x80 or 0xC0) cartridge in Color mode, and a DMG-only cartridge
   in the Color's compatibility mode, as the real console does: the Color's post-boot registers
   and DIV phase and its hardware differences (no OAM bug), with the DMG's registers and
-  picture (the Color-only registers read FF; the colourisation palettes the Color's boot ROM
-  picks for some DMG games are not applied: the frame is the DMG's shades).
+  picture (the Color-only registers read FF), coloured through the palettes the Color's boot
+  ROM picks by the header (:mod:`~.compat_palettes`, :mod:`~.render_compat`); packed2 stays
+  the DMG's shades.
 - ``model="dmg"`` refuses a Color-only cartridge (:class:`~.cartridge.ColorOnlyCartridgeError`).
 
 Example:

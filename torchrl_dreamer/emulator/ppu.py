@@ -27,6 +27,8 @@ from torchrl_dreamer.emulator.hdma import hdma_hblank
 from torchrl_dreamer.emulator.interrupts import raise_irq
 from torchrl_dreamer.emulator.layout import (
     MODEL_CGB,
+    MODEL_CGB_COMPAT,
+    MODEL_DMG,
     S_CGB,
     S_FIFO_LINE,
     S_FIFO_WIN,
@@ -83,6 +85,7 @@ from torchrl_dreamer.emulator.render import (
     window_state,
 )
 from torchrl_dreamer.emulator.render_cgb import clear_line_cgb, render_line_cgb
+from torchrl_dreamer.emulator.render_compat import colour_line_compat, render_line_compat
 from torchrl_dreamer.emulator.speed import cpu_cycles
 
 __all__ = [
@@ -595,7 +598,7 @@ def clear_obs(i: int, m: wp.ref[Mem]):
     for y in range(144):
         for x in range(160):
             m.fb[i, y, x] = wp.uint8(shade)
-    if m.st[i, S_CGB] == MODEL_CGB:
+    if m.st[i, S_CGB] != MODEL_DMG:
         for y in range(144):
             clear_line_cgb(i, m, y)
 
@@ -729,6 +732,8 @@ def fifo_finish(i: int, m: wp.ref[Mem], line: int):
         win = m.st[i, S_FIFO_WIN]  # bit 1: the WY latch
         m.st[i, S_WIN_LINE] = (wl & WIN_BLANK) | window_state(window_line(wl) + window_rows(win),
                                                               (win & 2) != 0)
+        if m.st[i, S_CGB] == MODEL_CGB_COMPAT:
+            colour_line_compat(i, m, line, (wl & WIN_BLANK) != 0)
         if (line & 1) == 0:
             pack_line_packed2(i, line, m.fb, m.obs)
 
@@ -759,6 +764,8 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
         if m.st[i, S_CGB] == MODEL_CGB:
             wl = render_line_cgb(i, m, line, lcdc, int(m.hram[i, R_SCX]), int(m.hram[i, R_SCY]),
                                  int(m.hram[i, R_WX]), int(m.hram[i, R_WY]), wl)
+        elif m.st[i, S_CGB] == MODEL_CGB_COMPAT:
+            wl = render_line_compat(i, m, line, lcdc, wl, (wl & WIN_BLANK) != 0)
         else:
             wl = render_scanline(
                 i, line, m.vram, m.oam, lcdc, int(m.hram[i, R_SCX]),

@@ -58,6 +58,9 @@ __all__ = [
     "line_registers",
     "render_frame",
     "obj_on_line",
+    "SOURCE_BG",
+    "SOURCE_OBJ0",
+    "SOURCE_OBJ1",
 ]
 
 VRAM_SIZE = 0x2000
@@ -73,7 +76,14 @@ WIN_TRIGGERED = 0x100
 """Window state bit: the WY latch (LY == WY happened this frame)."""
 WIN_COUNT_MASK = 0xFF
 """Window state bits holding the window line counter."""
-_CLAIMED = 0x80  # composition byte: an object pixel decided this pixel (shade in bits 2-3)
+_CLAIMED = 0x80  # composition byte: an object pixel decided this pixel (shade in bits 2-3,
+# its palette's source in bits 4-5)
+SOURCE_BG = wp.constant(0)
+"""Pixel source (``sources``): BGP, the background or window (or an object behind it)."""
+SOURCE_OBJ0 = wp.constant(1)
+"""Pixel source: an object through OBP0."""
+SOURCE_OBJ1 = wp.constant(2)
+"""Pixel source: an object through OBP1."""
 _SCREEN_W = 160
 _SCREEN_H = 144
 
@@ -128,12 +138,16 @@ def render_scanline_row(
     obp1: int,
     win_line: int,
     fb: wp.array3d(dtype=wp.uint8),
+    sources: bool,
 ) -> int:
     """Render screen line ``ly`` of env ``i`` into ``fb[i, row, 0:160]``; return the window state.
 
     Same as :func:`render_scanline` with the destination row separate from ``ly``, so a caller
     can use a one-line buffer (``fb`` of shape ``[N, 1, 160]``, ``row = 0``). Lines outside
-    0..143 are ignored (nothing written, state unchanged).
+    0..143 are ignored (nothing written, state unchanged). With ``sources`` each pixel also
+    says which palette drew it, as ``shade | source << 2`` (:data:`SOURCE_BG`,
+    :data:`SOURCE_OBJ0`, :data:`SOURCE_OBJ1`): the Color's compatibility mode colours the line
+    from that (:func:`~.render_compat.colour_line_compat`).
     """
     if ly < 0 or ly >= _SCREEN_H:
         return win_line
@@ -219,8 +233,10 @@ def render_scanline_row(
             lo = int(vram[i, addr])
             hi = int(vram[i, addr + 1])
             pal = obp0
+            obj_source = SOURCE_OBJ0
             if (attr & 0x10) != 0:
                 pal = obp1
+                obj_source = SOURCE_OBJ1
             for px in range(8):
                 x = sx + px
                 if x >= 0 and x < _SCREEN_W:
@@ -232,17 +248,27 @@ def render_scanline_row(
                         c = _pixel_color(lo, hi, bit)
                         if c != 0:
                             shade = _palette_shade(pal, c)
+                            src = obj_source
                             if (attr & 0x80) != 0 and (v & 3) != 0:
                                 shade = _palette_shade(bgp, v & 3)
-                            fb[i, row, x] = wp.uint8(_CLAIMED | (shade << 2) | (v & 3))
+                                src = SOURCE_BG
+                            fb[i, row, x] = wp.uint8(_CLAIMED | (src << 4) | (shade << 2) | (v & 3))
 
-    # Pass 3: resolve to shades.
-    for x in range(_SCREEN_W):
-        v = int(fb[i, row, x])
-        shade = _palette_shade(bgp, v & 3)
-        if (v & _CLAIMED) != 0:
-            shade = (v >> 2) & 3
-        fb[i, row, x] = wp.uint8(shade)
+    # Pass 3: resolve to shades (and, with ``sources``, the palette each came from).
+    if sources:
+        for x in range(_SCREEN_W):
+            v = int(fb[i, row, x])
+            shade = _palette_shade(bgp, v & 3)
+            if (v & _CLAIMED) != 0:
+                shade = (v >> 2) & 15
+            fb[i, row, x] = wp.uint8(shade)
+    else:
+        for x in range(_SCREEN_W):
+            v = int(fb[i, row, x])
+            shade = _palette_shade(bgp, v & 3)
+            if (v & _CLAIMED) != 0:
+                shade = (v >> 2) & 3
+            fb[i, row, x] = wp.uint8(shade)
 
     state = win_count
     if triggered:
@@ -274,7 +300,7 @@ def render_scanline(
     (start each frame with :data:`WINDOW_STATE_RESET`); returns the state for the next line.
     """
     return render_scanline_row(
-        i, ly, ly, vram, oam, lcdc, scx, scy, wx, wy, bgp, obp0, obp1, win_line, fb
+        i, ly, ly, vram, oam, lcdc, scx, scy, wx, wy, bgp, obp0, obp1, win_line, fb, False
     )
 
 

@@ -213,12 +213,8 @@ class GameBoyEnv(EnvBase):
         if self._color and getattr(self.gb, "model", "dmg") != "cgb":
             raise ValueError(
                 "pixels='color' is the Game Boy Color's colour frame: this console is a DMG "
-                "(pass model='cgb' for a Color or dual-mode cartridge)")
-        if self._color:
-            try:
-                self.gb.rgb555  # noqa: B018 (raises for a DMG-only cartridge on the Color)
-            except AttributeError as exc:
-                raise ValueError(f"pixels='color' needs a Color cartridge in Color mode: {exc}") from None
+                "(pass model='cgb': a Color or dual-mode cartridge runs in Color mode, a DMG-only "
+                "one in the compatibility mode with the boot ROM's palettes)")
         self.task.check_cartridge(self.gb.cartridge)
         self.task.prepare(self.gb)
         self.task.setup(num_envs, device)
