@@ -21,7 +21,8 @@ works as well and resets at once.
 
 Outputs per step (``batch_size=[N]``): ``pixels`` (``uint8[N,1,72,20]`` packed2 by default;
 ``pixels="shades"`` gives ``uint8[N,1,72,80]`` shades 0..3, ``pixels="rgb"`` ``uint8[N,3,72,80]``
-greys of the shades, ``pixels="color"`` ``uint8[N,3,72,80]`` a Game Boy Color game's colours:
+greys of the shades, ``pixels="color"`` ``uint8[N,3,72,80]`` the colours of a Game Boy Color
+(``model="cgb"``; a DMG-only game there in its compatibility palettes):
 :mod:`~torchrl_dreamer.emulator.color_obs`),
 ``reward`` ``float32[N,1]``, ``done``/``terminated``/``truncated`` ``bool[N,1]``, ``is_first``
 ``bool[N,1]`` and ``episode_id`` ``int32[N,1]``, plus one ``float32[N,D]`` key per RAM observation
