@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_cgb import LCD_OFF
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
@@ -64,12 +65,7 @@ def test_palettes_registers_of_the_boot():
 # A DMG program: tile 1 is colour 1 on every pixel, tile 2 colour 3; map row 0 shows tile 1 but
 # in entries 1-3 (tile 0, colour 0); object 0 (OBP0) at x 8-15 and object 1 (OBP1) at
 # x 16-23 on the first 8 lines; OBP1 = 0x1B reverses the shades. Then LCD on (BG and objects).
-SCENE = """
-.vbl:   ldh a, [$44]
-        cp 144
-        jr nz, .vbl
-        xor a
-        ldh [$40], a
+SCENE = LCD_OFF + """
         ld hl, $8010
         ld b, 8
 .t1:    ld a, $FF

@@ -11,9 +11,8 @@ from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.envs import GameBoyEnv
 from torchrl_dreamer.envs.task import Task
 
-# Every VBlank: count frames in C000 and write the count's low 5 bits as the red channel of BG
-# palette 0 colour 0 (the colour of most of the screen).
-RED_RAMP = """
+# Every VBlank: count frames in C000 (A holds the count after FRAME_COUNT) ...
+FRAME_COUNT = """
 start:  ld a, 1
         ldh [$FF], a
 .frame: xor a
@@ -23,6 +22,10 @@ start:  ld a, 1
         ld a, [$C000]
         inc a
         ld [$C000], a
+"""
+# ... and write the count's low 5 bits as the red channel of BG palette 0 colour 0 (the colour
+# of most of the screen).
+RED_RAMP = FRAME_COUNT + """
         and 31
         ld b, a
         ld a, $80
@@ -108,16 +111,7 @@ def test_color_observation_of_a_dmg_only_game_uses_the_compatibility_palettes(tm
     from torchrl_dreamer.emulator.compat_palettes import compat_boot
 
     # BGP 0xE4 then 0xFF (every BG pixel shade 3) at the VBlank of every odd frame
-    prog = """
-start:  ld a, 1
-        ldh [$FF], a
-.frame: xor a
-        ldh [$0F], a
-        halt
-        nop
-        ld a, [$C000]
-        inc a
-        ld [$C000], a
+    prog = FRAME_COUNT + """
         ld b, $E4
         bit 0, a
         jr z, .set

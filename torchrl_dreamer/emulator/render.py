@@ -255,20 +255,15 @@ def render_scanline_row(
                             fb[i, row, x] = wp.uint8(_CLAIMED | (src << 4) | (shade << 2) | (v & 3))
 
     # Pass 3: resolve to shades (and, with ``sources``, the palette each came from).
+    keep = 3  # an object pixel's bits 2-3 (shade), with ``sources`` also 4-5 (its palette)
     if sources:
-        for x in range(_SCREEN_W):
-            v = int(fb[i, row, x])
-            shade = _palette_shade(bgp, v & 3)
-            if (v & _CLAIMED) != 0:
-                shade = (v >> 2) & 15
-            fb[i, row, x] = wp.uint8(shade)
-    else:
-        for x in range(_SCREEN_W):
-            v = int(fb[i, row, x])
-            shade = _palette_shade(bgp, v & 3)
-            if (v & _CLAIMED) != 0:
-                shade = (v >> 2) & 3
-            fb[i, row, x] = wp.uint8(shade)
+        keep = 15
+    for x in range(_SCREEN_W):
+        v = int(fb[i, row, x])
+        shade = _palette_shade(bgp, v & 3)
+        if (v & _CLAIMED) != 0:
+            shade = (v >> 2) & keep
+        fb[i, row, x] = wp.uint8(shade)
 
     state = win_count
     if triggered:
