@@ -92,7 +92,9 @@ _POST_BOOT_DIV16 = 0xABC8
 # boot_div-dmgABCmgb reads 0xAC on a DMG (0xABC8 there): 0x2700 - 0x38 - 21 * 4.
 _POST_BOOT_REGS_CGB = {"A": 0x11, "F": 0x80, "B": 0x00, "C": 0x00, "D": 0xFF, "E": 0x56, "H": 0x00,
                        "L": 0x0D, "SP": 0xFFFE, "PC": 0x0100}
-_POST_BOOT_REGS_COMPAT = {**_POST_BOOT_REGS_CGB, "D": 0x00, "E": 0x08, "L": 0x7C}
+# In compatibility mode B, H and L are what the boot ROM's palette choice leaves
+# (compat_palettes.CompatBoot: the title checksum, and HL 007C or 991A).
+_POST_BOOT_REGS_COMPAT = {**_POST_BOOT_REGS_CGB, "D": 0x00, "E": 0x08}
 _POST_BOOT_DIV16_CGB = 0x2674
 _LOGO_MAP_ROWS = slice(0x1800 + 5 * 32, 0x1800 + 14 * 32)  # VRAM offsets of map rows 5-13
 _BOOT_SIZES = {"dmg": 0x100, "cgb": 0x900}  # DMG boot ROM; Color: 0000-00FF and 0200-08FF
@@ -419,8 +421,13 @@ class GameBoy:
             st[:, f["SVBK"]] = 1
         if self._boot_bytes is None:
             regs = _POST_BOOT_REGS
-            if self.model == "cgb":
-                regs = _POST_BOOT_REGS_CGB if self._cgb == layout.MODEL_CGB else _POST_BOOT_REGS_COMPAT
+            compat = None
+            if self._cgb == layout.MODEL_CGB:
+                regs = _POST_BOOT_REGS_CGB
+            elif self._cgb == layout.MODEL_CGB_COMPAT:
+                compat = compat_boot(self._rom_bytes)
+                regs = {**_POST_BOOT_REGS_COMPAT, "B": compat.title_checksum,
+                        "H": compat.hl >> 8, "L": compat.hl & 0xFF}
             for k, v in regs.items():
                 st[:, f[k]] = v
             # system counter at PC = 0100 on DMG-ABC: DIV becomes AC 14 M-cycles later (mooneye
@@ -436,7 +443,6 @@ class GameBoy:
             if self.model == "cgb":
                 # the Color boot ROM's fade-out clears the map rows of its logo screen (5-13);
                 # it writes the DMG logo's map back for the two titles that animate it
-                compat = compat_boot(self._rom_bytes) if self._cgb == layout.MODEL_CGB_COMPAT else None
                 if compat is None or not compat.logo_map:
                     vram[_LOGO_MAP_ROWS] = bytes(len(vram[_LOGO_MAP_ROWS]))
                 # it leaves every BG colour white (OBJ palettes: white here too)
@@ -456,16 +462,12 @@ class GameBoy:
         self._wram.zero_()
 
     def _load_compat_palettes(self, compat: CompatBoot) -> None:
-        """The Color boot ROM's work for a DMG-only cartridge: its compatibility palettes in BG
-        palette 0 and OBJ palettes 0-1, the title checksum in B and HL (:mod:`.compat_palettes`)."""
-        f = layout.FIELDS
+        """The Color boot ROM's palettes for a DMG-only cartridge: BG palette 0 and OBJ palettes
+        0-1 (:mod:`.compat_palettes`)."""
         for base, colours in ((layout.CGBX_BGPAL, compat.bg), (layout.CGBX_OBJPAL, compat.obj0),
                               (layout.CGBX_OBJPAL + 8, compat.obj1)):
             raw = b"".join(c.to_bytes(2, "little") for c in colours)
             self._cgbx[:, base:base + 8] = torch.tensor(list(raw), dtype=torch.uint8)
-        self._st[:, f["B"]] = compat.title_checksum
-        self._st[:, f["H"]] = compat.hl >> 8
-        self._st[:, f["L"]] = compat.hl & 0xFF
 
     # ------------------------------------------------------------------------------ running
     def run_frames(self, n: int = 1, buttons: torch.Tensor | int | None = None,
