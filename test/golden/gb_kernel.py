@@ -5,7 +5,7 @@ import warp as wp
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.cgb import speed_switch
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, dma_progress
-from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, tick, tick_idu, wr
+from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import reg8 as getr
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
@@ -242,10 +242,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 pass
                 continue
             if op == 0x01:  # LD BC,d16
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
@@ -274,7 +274,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 b = r_ & 0xFF
                 continue
             if op == 0x06:  # LD B,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 b = n_
@@ -285,10 +285,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x08:  # LD (a16),SP
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty, wram_end)
@@ -324,7 +324,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 c = r_ & 0xFF
                 continue
             if op == 0x0E:  # LD C,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 c = n_
@@ -347,10 +347,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     m.st[i, S_HALTED] = 1
                 continue
             if op == 0x11:  # LD DE,d16
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
@@ -379,7 +379,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 d = r_ & 0xFF
                 continue
             if op == 0x16:  # LD D,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 d = n_
@@ -390,7 +390,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x18:  # JR r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 tick(i, m, clk, nxt, dirty)
@@ -447,7 +447,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 e = r_ & 0xFF
                 continue
             if op == 0x1E:  # LD E,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 e = n_
@@ -458,7 +458,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = (r_ >> 8) & 0x70
                 continue
             if op == 0x20:  # JR NZ,r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 if (f & 0x80) == 0:
@@ -487,10 +487,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                     dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x21:  # LD HL,d16
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 v16_ = (nn_) & 0xFFFF
@@ -523,7 +523,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 h = r_ & 0xFF
                 continue
             if op == 0x26:  # LD H,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 h = n_
@@ -534,7 +534,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = r_ >> 8
                 continue
             if op == 0x28:  # JR Z,r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 if (f & 0x80) != 0:
@@ -596,7 +596,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 l = r_ & 0xFF
                 continue
             if op == 0x2E:  # LD L,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 l = n_
@@ -606,7 +606,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = f | 0x60
                 continue
             if op == 0x30:  # JR NC,r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 if (f & 0x10) == 0:
@@ -635,10 +635,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                     dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x31:  # LD SP,d16
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
                 sp = (nn_) & 0xFFFF
@@ -667,7 +667,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
                 continue
             if op == 0x36:  # LD (HL),d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end)
@@ -676,7 +676,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 f = (f & 0x80) | 0x10
                 continue
             if op == 0x38:  # JR C,r8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 if (f & 0x10) != 0:
@@ -736,7 +736,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 a = r_ & 0xFF
                 continue
             if op == 0x3E:  # LD A,d8
-                n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
                 a = n_
@@ -833,10 +833,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             continue
         if (op & 0xE7) == 0xC4 or op == 0xCD:
             # CALL cc,nn / CALL nn
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if op == 0xCD or cond_ok((op >> 3) & 3, f):
@@ -860,10 +860,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 pc = (hi_ << 8) | lo_
             continue
         if op == 0xC2:  # JP NZ,a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -894,10 +894,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC3:  # JP a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -927,7 +927,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xC6:  # ADD A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(0, a, n_, f)
@@ -944,10 +944,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             pc = nn_
             continue
         if op == 0xCA:  # JP Z,a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -978,7 +978,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xCB:  # CB prefix
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             # CB page: register index (bits 0-2), bit/operation (3-5), group (6-7)
@@ -1022,7 +1022,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 a = v_
             continue
         if op == 0xCE:  # ADC A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(1, a, n_, f)
@@ -1030,10 +1030,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xD2:  # JP NC,a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -1064,7 +1064,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xD6:  # SUB A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(2, a, n_, f)
@@ -1084,10 +1084,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             dirty = int(1)  # an IRQ still pending is taken after RETI
             continue
         if op == 0xDA:  # JP C,a16
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             if wp.static(IDLE_SKIP):
@@ -1118,7 +1118,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
             continue
         if op == 0xDE:  # SBC A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(3, a, n_, f)
@@ -1126,7 +1126,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xE0:  # LDH (a8),A
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end)
@@ -1135,7 +1135,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end)
             continue
         if op == 0xE6:  # AND A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(4, a, n_, f)
@@ -1143,7 +1143,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xE8:  # ADD SP,r8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             tick(i, m, clk, nxt, dirty)
@@ -1156,16 +1156,16 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             pc = (h << 8) | l
             continue
         if op == 0xEA:  # LD (a16),A
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             wr(i, m, nn_, a, clk, nxt, dirty, wram_end)
             continue
         if op == 0xEE:  # XOR A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(5, a, n_, f)
@@ -1173,7 +1173,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xF0:  # LDH A,(a8)
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -1186,7 +1186,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             m.st[i, S_EI_PEND] = 0
             continue
         if op == 0xF6:  # OR A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(6, a, n_, f)
@@ -1194,7 +1194,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             f = r_ >> 8
             continue
         if op == 0xF8:  # LD HL,SP+r8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             tick(i, m, clk, nxt, dirty)
@@ -1209,10 +1209,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             sp = (h << 8) | l
             continue
         if op == 0xFA:  # LD A,(a16)
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            hi_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
             a = rd(i, m, nn_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -1223,7 +1223,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 dirty = int(1)  # the countdown runs in the dirty block
             continue
         if op == 0xFE:  # CP A,d8
-            n_ = rd(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
             r_ = alu8(7, a, n_, f)

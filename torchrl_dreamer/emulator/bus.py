@@ -47,7 +47,7 @@ from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
 from torchrl_dreamer.emulator.scheduler import sync
 from torchrl_dreamer.emulator.speed import dots
 
-__all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op",
+__all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op", "rd_pc",
            "wr"]
 
 
@@ -210,6 +210,15 @@ def rd(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], dirt
     """One read M-cycle: :func:`tick`, then :func:`rd_now`."""
     tick(i, m, clk, nxt, dirty)
     return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+
+
+@wp.func(inline=True)
+def rd_pc(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.ref[int],
+          rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int) -> int:
+    """One read M-cycle at PC (an instruction's immediate byte): :func:`tick`, then
+    :func:`rd_op` (ROM first, where the code runs)."""
+    tick(i, m, clk, nxt, dirty)
+    return rd_op(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
 
 
 @wp.func(inline=True)

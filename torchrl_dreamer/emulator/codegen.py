@@ -142,9 +142,9 @@ def _fetch_lines(length: int) -> list[str]:
     ``perf`` profile of 2048)."""
     out: list[str] = []
     if length >= 2:
-        out += ["n_ = rd(i, m, pc)", "pc = (pc + 1) & 0xFFFF", "nn_ = n_"]
+        out += ["n_ = rd_pc(i, m, pc)", "pc = (pc + 1) & 0xFFFF", "nn_ = n_"]
     if length == 3:
-        out += ["hi_ = rd(i, m, pc)", "pc = (pc + 1) & 0xFFFF", "nn_ = (hi_ << 8) | n_"]
+        out += ["hi_ = rd_pc(i, m, pc)", "pc = (pc + 1) & 0xFFFF", "nn_ = (hi_ << 8) | n_"]
     return out
 
 
@@ -524,6 +524,7 @@ _BUS_LOCALS = {
     "wr": "clk, nxt, dirty, wram_end",
     "rd": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
     "rd_op": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
+    "rd_pc": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
     "rd_idu": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
 }
 
