@@ -58,6 +58,7 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_FS,
     S_APU_LEN1,
     S_APU_LEN_EN,
+    S_APU_PH,
     S_APU_SKIP,
     S_APU_SQ1_POS,
     S_APU_SQ2_POS,
@@ -318,6 +319,7 @@ def power(i: int, m: wp.ref[Mem], v: int):
         m.hram[i, R_NR52] = wp.uint8(0x80)
         m.st[i, S_APU_FS] = 0  # the next step is step 0
         m.st[i, S_APU_SKIP] = 0
+        m.st[i, S_APU_PH] = 0  # the channels' 1 MHz clock starts at power-on (apu_pcm.py)
         if (m.st[i, S_DIV16] & (0x1000 << m.st[i, S_SPEED])) != 0:  # bit 13 in double speed
             m.st[i, S_APU_SKIP] = 1  # bit 12 already set: its next falling edge is not a step
     if (v & 0x80) == 0 and was_on:

@@ -5,21 +5,34 @@ FF76 reads channel 1's amplitude in bits 0-3 and channel 2's in bits 4-7, FF77 c
 before its DAC: 0 while the channel is off, else
 
 - square channels 1, 2: the envelope's volume where the duty waveform (NRx1 bits 6-7: 12.5,
-  25, 50, 75 %) is high, 0 where it is low; the waveform advances one of its 8 steps every
-  ``(2048 - frequency) * 4`` dots;
+  25, 50, 75 %) was high at the channel's last step, 0 where it was low: the output is latched
+  at each step, so a duty change shows from the next step on. The waveform advances one of
+  its 8 steps every ``(2048 - frequency) * 4`` dots, counted at 1 MHz from the APU's power-on
+  (every 4 dots from the NR52 write, in either CPU speed). A trigger of a silent channel makes
+  its first step ``period + 8`` dots later, its output 0 until then; a trigger of a playing one
+  ``period + 4`` dots later, the duty position and output carrying on; both rounded up to the
+  1 MHz grid. Power-off resets both channels' positions;
 - wave channel 3: the current 4-bit sample shifted by the output level (NR32: mute, 100, 50,
-  25 %);
+  25 %), and 0 after a trigger until the channel's first sample fetch (sample 1: the fetch of
+  sample 0 is skipped), which comes a sample period plus 6 dots after the trigger;
 - noise channel 4: the envelope's volume when bit 0 of the LFSR is set. The 15-bit LFSR shifts
   every ``divisor << shift`` dots (NR43; divisor 8 for code 0, else 16 x code), its new top bit
-  (and bit 6 in 7-bit mode) the XNOR of bits 0 and 1; a trigger clears it.
+  (and bit 6 in 7-bit mode) the XNOR of bits 0 and 1; a trigger clears it, and its first
+  shift comes half a shift period plus 8 dots later.
 
 Time, lazily as everywhere (:mod:`.apu`): the duty step and the dots to the next one advance
 at each catch-up (:func:`pcm_advance`, called for a console in Color mode only: a DMG or the
 compatibility mode pays one comparison), and the noise shifts are counted there but applied
 when PCM34 is read or NR43 changes (:func:`noise_flush`): the LFSR's output repeats every 32767
 shifts (127 in 7-bit mode), so the count is kept modulo both periods' product.
-Not modelled: the exact reload of a frequency change mid-step and the Color-specific phase
-details the SameSuite APU tests probe (they are not in the shared test data).
+The square channels' timing rules are the hardware results published with the SameSuite APU
+tests (``LIJI32/SameSuite``, ``apu/channel_1`` and ``apu/channel_2``: ``delay``, ``duty``,
+``duty_delay``, ``restart``, ``stop_restart``, ``freq_change``, ``align``, ``align_cpu``), checked by micro ROMs of our own that follow their
+protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's silent start
+(``channel_3_delay``, ``channel_3_first_sample``) and the noise channel's first shift
+(``channel_4_delay``). Not modelled: the NRx2 write glitch on the envelope's volume, and the
+other SameSuite probes (length clocking, LFSR restarts, the noise channel's frequency
+alignment), which are not checked here.
 """
 
 from __future__ import annotations
@@ -32,8 +45,10 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_LFSR,
     S_APU_NOISE_CNT,
     S_APU_NOISE_PEND,
+    S_APU_PH,
     S_APU_SQ1_CNT,
     S_APU_SQ1_POS,
+    S_APU_WAVE_PER,
     S_APU_WAVE_POS,
 )
 from torchrl_dreamer.emulator.memory import Mem
@@ -49,6 +64,11 @@ from torchrl_dreamer.emulator.registers import (
 __all__ = ["pcm_advance", "square_trigger", "noise_trigger", "noise_flush", "apu_pcm"]
 
 LFSR_CYCLE = wp.constant(32767 * 127)  # a multiple of both LFSR periods (15 and 7 bits)
+TRIGGER_DELAY = wp.constant(8)  # dots a silent square channel's first step waits beyond its period
+RETRIGGER_DELAY = wp.constant(4)  # the same for a trigger while it plays
+NOISE_TRIGGER_DELAY = wp.constant(8)  # dots beyond half a shift period to the noise's first shift
+SQ_POS = wp.constant(7)  # duty position bits of APU_SQx_POS
+SQ_OUT = wp.constant(8)  # its latched output bit
 
 
 @wp.func
@@ -70,16 +90,26 @@ def noise_period(i: int, m: wp.ref[Mem]) -> int:
 
 @wp.func
 def square_trigger(i: int, m: wp.ref[Mem], ch: int):
-    """A trigger reloads the square channel's step timer (its duty position carries on)."""
-    m.st[i, S_APU_SQ1_CNT + 2 * ch] = square_period(i, m, ch)
+    """A trigger restarts the square channel's step countdown (see the module docstring): from
+    silence its first step comes ``period + 8`` dots later with the output 0 until then, while
+    playing ``period + 4`` dots later with position and output carrying on; rounded up to the
+    APU's 1 MHz grid. Called before the trigger sets the channel's NR52 bit."""
+    delay = TRIGGER_DELAY
+    if (m.st[i, S_APU_ACT] & (1 << ch)) != 0:
+        delay = RETRIGGER_DELAY
+    else:
+        m.st[i, S_APU_SQ1_POS + 2 * ch] = m.st[i, S_APU_SQ1_POS + 2 * ch] & SQ_POS
+    c = square_period(i, m, ch) + delay
+    m.st[i, S_APU_SQ1_CNT + 2 * ch] = c + ((-(m.st[i, S_APU_PH] + c)) & 3)
 
 
 @wp.func
 def noise_trigger(i: int, m: wp.ref[Mem]):
-    """A noise trigger clears the LFSR and reloads its shift timer."""
+    """A noise trigger clears the LFSR; its first shift comes half a shift period plus 8 dots
+    later (SameSuite ``channel_4_delay``: 3, 4 and 6 M-cycles at periods of 2, 4 and 8)."""
     m.st[i, S_APU_LFSR] = 0
     m.st[i, S_APU_NOISE_PEND] = 0
-    m.st[i, S_APU_NOISE_CNT] = noise_period(i, m)
+    m.st[i, S_APU_NOISE_CNT] = noise_period(i, m) // 2 + NOISE_TRIGGER_DELAY
 
 
 @wp.func(inline=False)
@@ -105,8 +135,10 @@ def noise_flush(i: int, m: wp.ref[Mem]):
 
 @wp.func(inline=False)
 def pcm_advance(i: int, m: wp.ref[Mem], dots: int):
-    """Advance the square channels' duty steps and count the noise channel's shifts by
-    ``dots`` (playing channels only)."""
+    """Advance the APU's 1 MHz phase, the square channels' duty steps (latching each one's
+    output at its last step) and count the noise channel's shifts by ``dots`` (playing channels
+    only)."""
+    m.st[i, S_APU_PH] = (m.st[i, S_APU_PH] + dots) & 3
     act = m.st[i, S_APU_ACT]
     for ch in range(2):
         if (act & (1 << ch)) != 0:
@@ -115,7 +147,11 @@ def pcm_advance(i: int, m: wp.ref[Mem], dots: int):
                 per = square_period(i, m, ch)
                 k = 1 + (-c) // per
                 c = c + k * per
-                m.st[i, S_APU_SQ1_POS + 2 * ch] = (m.st[i, S_APU_SQ1_POS + 2 * ch] + k) & 7
+                pos = (m.st[i, S_APU_SQ1_POS + 2 * ch] + k) & SQ_POS
+                duty = int(m.hram[i, R_NR11 + 5 * ch]) >> 6
+                if duty_high(duty, pos):
+                    pos = pos | SQ_OUT
+                m.st[i, S_APU_SQ1_POS + 2 * ch] = pos
             m.st[i, S_APU_SQ1_CNT + 2 * ch] = c
     if (act & 8) != 0:
         c = m.st[i, S_APU_NOISE_CNT] - dots
@@ -149,16 +185,14 @@ def apu_pcm(i: int, m: wp.ref[Mem], which: int) -> int:
     if which == 0:
         for ch in range(2):
             a = int(0)  # noqa: UP018 (Warp: a dynamic variable)
-            if (act & (1 << ch)) != 0:
-                duty = int(m.hram[i, R_NR11 + 5 * ch]) >> 6
-                if duty_high(duty, m.st[i, S_APU_SQ1_POS + 2 * ch]):
-                    a = m.st[i, S_APU_ENV1 + ch] & 15
+            if (act & (1 << ch)) != 0 and (m.st[i, S_APU_SQ1_POS + 2 * ch] & SQ_OUT) != 0:
+                a = m.st[i, S_APU_ENV1 + ch] & 15
             if ch == 0:
                 lo = a
             else:
                 hi = a
         return lo | (hi << 4)
-    if (act & 4) != 0:
+    if (act & 4) != 0 and m.st[i, S_APU_WAVE_PER] != 0:  # silent until its first fetch
         pos = m.st[i, S_APU_WAVE_POS] & 31
         b = int(m.hram[i, R_WAVE + (pos >> 1)])
         s = b >> 4

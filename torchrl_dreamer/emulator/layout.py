@@ -46,10 +46,12 @@ _NAMES = [
     # the VRAM bank (0/1) and WRAM bank mapped at D000 (1-7), the HDMA source / destination
     # pointers and its state (0 idle, else 1 + blocks left | HDMA_HBLANK for the HBlank kind)
     "CGB", "SPEED", "VBK", "SVBK", "HDMA_SRC", "HDMA_DST", "HDMA",
-    # Color mode only (apu_pcm.py, for PCM12/PCM34): the square channels' duty step and dots to
-    # the next, the noise LFSR, dots to its next shift and the shifts not applied yet
+    # Color mode only (apu_pcm.py, for PCM12/PCM34): the square channels' duty step (bits 0-2)
+    # and latched output (bit 3) and dots to the next step, the noise LFSR, dots to its next
+    # shift and the shifts not applied yet; the APU's dots since power-on modulo 4 (its 1 MHz
+    # phase)
     "APU_SQ1_POS", "APU_SQ1_CNT", "APU_SQ2_POS", "APU_SQ2_CNT", "APU_LFSR", "APU_NOISE_CNT",
-    "APU_NOISE_PEND",
+    "APU_NOISE_PEND", "APU_PH",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -174,6 +176,7 @@ S_APU_SQ2_CNT = wp.constant(FIELDS["APU_SQ2_CNT"])
 S_APU_LFSR = wp.constant(FIELDS["APU_LFSR"])
 S_APU_NOISE_CNT = wp.constant(FIELDS["APU_NOISE_CNT"])
 S_APU_NOISE_PEND = wp.constant(FIELDS["APU_NOISE_PEND"])
+S_APU_PH = wp.constant(FIELDS["APU_PH"])
 
 MODEL_DMG = wp.constant(0)
 """``CGB`` column: an original Game Boy."""

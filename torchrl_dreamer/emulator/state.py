@@ -37,15 +37,17 @@ from torchrl_dreamer.emulator.dma import DMA_PAST_T
 
 __all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
 
-STATE_VERSION = 6
+STATE_VERSION = 7
 """Current savestate format version (bump when the layout changes; 3: SER_CNT counts serial
 clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0; 4: PPU mode and pixel
 pipeline columns; 5: the console model (header ``model``), the Color's columns and its extra
-memory array ``cgbx``; 6: the Color's PCM columns ``APU_SQ1_POS`` .. ``APU_NOISE_PEND``).
-Version 4 files still load, as DMG states (:func:`_upgrade_v4`), and version 5 files with
-those columns 0 (:func:`_upgrade_v5`)."""
+memory array ``cgbx``; 6: the Color's PCM columns ``APU_SQ1_POS`` .. ``APU_NOISE_PEND``;
+7: ``APU_PH``, the APU's 1 MHz phase). Version 4 files still load, as DMG states
+(:func:`_upgrade_v4`), and version 5 and 6 files with the later columns 0
+(:func:`_upgrade_padded`)."""
 _V4_STATE_WORDS = layout.FIELDS["CGB"]  # version 4 ended where the Color's columns begin
-_V5_STATE_WORDS = layout.FIELDS["APU_SQ1_POS"]  # version 5 ended before the PCM columns
+_PADDED_STATE_WORDS = {5: layout.FIELDS["APU_SQ1_POS"],  # version 5 ended before the PCM columns
+                       6: layout.FIELDS["APU_PH"]}  # version 6 before the APU's phase
 STATE_MAGIC = b"TRDGBST\x00"
 """First 8 bytes of a serialised savestate."""
 
@@ -159,7 +161,7 @@ class EmulatorState:
         if len(data) < 16 or data[:8] != STATE_MAGIC:
             raise SavestateError("not a torchrl_dreamer savestate (bad magic bytes)")
         version, hlen = struct.unpack("<II", data[8:16])
-        if version not in (4, 5, STATE_VERSION):
+        if version not in (4, 5, 6, STATE_VERSION):
             raise SavestateError(f"savestate format version {version} is not supported (expected {STATE_VERSION})")
         if len(data) < 16 + hlen:
             raise SavestateError("savestate is truncated (header incomplete)")
@@ -183,8 +185,8 @@ class EmulatorState:
                     header.get("model", "dmg"))
         if version == 4:
             state = _upgrade_v4(state)
-        elif version == 5:
-            state = _upgrade_v5(state)
+        elif version in _PADDED_STATE_WORDS:
+            state = _upgrade_padded(state)
         _idle_dma_in_the_past(state.arrays["st"])
         return state
 
@@ -212,13 +214,14 @@ def _upgrade_v4(state: EmulatorState) -> EmulatorState:
     return EmulatorState(STATE_VERSION, state.rom_sha256, layout.STATE_WORDS, arrays, "dmg")
 
 
-def _upgrade_v5(state: EmulatorState) -> EmulatorState:
-    """A version 5 state in the current format: the PCM columns appended after version 5's
-    are 0 (duty steps and LFSR at their reset values)."""
+def _upgrade_padded(state: EmulatorState) -> EmulatorState:
+    """A version 5 or 6 state in the current format: the columns appended since are 0 (duty
+    steps, LFSR and the APU's phase at their reset values)."""
     st = state.arrays["st"]
-    if state.state_words != _V5_STATE_WORDS or st.shape[1] != _V5_STATE_WORDS:
-        raise SavestateError(f"version 5 savestate has {state.state_words} state words, expected "
-                             f"{_V5_STATE_WORDS}")
+    words = _PADDED_STATE_WORDS[state.version]
+    if state.state_words != words or st.shape[1] != words:
+        raise SavestateError(f"version {state.version} savestate has {state.state_words} state "
+                             f"words, expected {words}")
     arrays = dict(state.arrays)
     arrays["st"] = _pad_columns(st)
     return EmulatorState(STATE_VERSION, state.rom_sha256, layout.STATE_WORDS, arrays, state.model)

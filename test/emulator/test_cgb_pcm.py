@@ -1,0 +1,223 @@
+"""The Color's square channels as PCM12 shows them, M-cycle by M-cycle: micro ROMs of our own
+that follow the protocols of the SameSuite APU tests (``LIJI32/SameSuite``, ``apu/channel_1``
+and ``apu/channel_2``) and check the hardware results those tests publish.
+
+Each sub-test powers the APU off and on (NR52), sets a square channel up, triggers it, waits
+``n`` NOPs (``n`` M-cycles) and reads PCM12 (``ld a,[hl]`` / ``ld a,[c]``); one ROM runs a whole
+table of sub-tests and stores each result in WRAM. The rules the tables pin
+(:mod:`torchrl_dreamer.emulator.apu_pcm`): a silent channel's first duty step comes
+``period + 8`` dots after its trigger and a playing one's ``period + 4`` dots after a
+retrigger, on the APU's 1 MHz grid counted from its power-on; the output is latched at each
+step (a duty change shows from the next one); the duty position survives a retrigger and a
+stop, and only power-off resets it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from torchrl_dreamer.asm import assemble, build_rom
+from torchrl_dreamer.emulator import GameBoy
+
+LCD_OFF = """
+.vbl:   ldh a, [$44]
+        cp 144
+        jr nz, .vbl
+        xor a
+        ldh [$40], a
+"""
+DOUBLE_SPEED = "ld a, 1\nldh [$4D], a\nstop\n"
+POWER_CYCLE = "xor a\nldh [$26], a\ncpl\nldh [$26], a\n"
+STORE = "ld [de], a\ninc de\n"
+
+
+def nops(n: int) -> str:
+    return "nop\n" * n
+
+
+def run_table(subtests: list[str], prologue: str = "") -> list[int]:
+    """Run the sub-tests in order on a Color (LCD off, after ``prologue``); their results."""
+    body = "di\n" + LCD_OFF + prologue + "ld de, $C000\n" + "".join(subtests)
+    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n"), title="PCM", cgb_flag=0x80)
+    gb = GameBoy(rom, check_header=False, model="cgb")
+    gb.run_frames(20)
+    return gb.read_memory(0xC000, len(subtests))[0].tolist()
+
+
+def table(text: str, ch: int = 1) -> list[int]:
+    """A published table (channel 2's values, amplitude 8 in PCM12's high nibble); channel 1's
+    tables are the same in the low nibble."""
+    values = [int(x, 16) for x in text.split()]
+    return values if ch == 1 else [v >> 4 for v in values]
+
+
+def regs(ch: int) -> dict[str, str]:
+    """NRx1..NRx4 of square channel ``ch`` (0 or 1) as ``ldh`` operands."""
+    base = 0x11 + 5 * ch
+    return {f"nrx{k + 1}": f"${base + k:02X}" for k in range(4)}
+
+
+@pytest.mark.parametrize("ch", [0, 1])
+def test_trigger_delay(ch):
+    """channel_x_delay: 75 % duty at periods of 1 and 2 M-cycles: the first step is
+    period + 2 M-cycles after the trigger (PCM12 is read in the M-cycle after the fetch)."""
+    r = regs(ch)
+
+    def sub(n: int, lo: int) -> str:
+        return (POWER_CYCLE + f"ld hl, $FF76\nld a, ${lo:02X}\nldh [{r['nrx3']}], a\nld a, $C0\n"
+                f"ldh [{r['nrx1']}], a\nld a, $80\nldh [{r['nrx2']}], a\nld a, $87\n"
+                f"ldh [{r['nrx4']}], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    got = run_table([sub(n, lo) for lo in (0xFF, 0xFE) for n in range(16)])
+    assert got == table("""00 80 80 80 80 80 80 00  00 80 80 80 80 80 80 00
+                           00 00 80 80 80 80 80 80  80 80 80 80 80 80 00 00""", ch)
+
+
+@pytest.mark.parametrize("ch", [0, 1])
+def test_retrigger_keeps_the_phase_and_waits_one_m_cycle_less(ch):
+    """channel_x_restart: a second trigger ``m`` NOPs after the first restarts the countdown
+    (period + 1 M-cycle) but not the duty position (50 % duty, period 4 M-cycles)."""
+    r = regs(ch)
+
+    def sub(n: int, m: int) -> str:
+        return (POWER_CYCLE + f"ld hl, $FF76\nld a, $FC\nldh [{r['nrx3']}], a\nld a, $80\n"
+                f"ldh [{r['nrx1']}], a\nldh [{r['nrx2']}], a\nld a, $87\nldh [{r['nrx4']}], a\n"
+                + nops(m) + f"ldh [{r['nrx4']}], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    got = run_table([sub(n, m) for m in (0, 2, 3, 6, 7, 10, 11, 14, 15) for n in range(8, 24)])
+    assert got == table("""00 00 00 00 00 00 00 00  00 00 00 80 80 80 80 80
+                           00 00 00 00 00 00 00 00  00 00 00 80 80 80 80 80
+                           00 00 00 00 00 00 00 80  80 80 80 80 80 80 80 80
+                           00 00 00 00 00 00 00 80  80 80 80 80 80 80 80 80
+                           00 00 00 80 80 80 80 80  80 80 80 80 80 80 80 80
+                           00 00 00 80 80 80 80 80  80 80 80 80 80 80 80 80
+                           80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 00
+                           80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 00
+                           80 80 80 80 80 80 80 80  80 80 80 00 00 00 00 00""", ch)
+
+
+def test_stop_keeps_the_phase():
+    """channel_2_stop_restart: the DAC switched off and on (NR22) between the triggers stops the
+    channel, and the new trigger waits the full delay, but the duty position carries on."""
+    def sub(n: int, m: int) -> str:
+        return ("xor a\nld c, $17\nldh [$26], a\ncpl\nldh [$26], a\nld hl, $FF76\nld a, $FC\n"
+                "ldh [$18], a\nld a, $80\nldh [$16], a\nldh [$17], a\nld a, $87\nldh [$19], a\n"
+                + nops(m) + "xor a\nld [c], a\nld a, $80\nld [c], a\nld a, $87\nldh [$19], a\n"
+                + nops(n) + "ld a, [hl]\n" + STORE)
+
+    got = run_table([sub(n, m) for m in (0, 2, 3, 6, 7, 10, 11, 14, 15) for n in range(8, 24)])
+    assert got == table("""00 00 00 00 00 00 00 00  00 00 00 00 80 80 80 80
+                           00 00 00 00 00 00 00 00  00 00 00 00 80 80 80 80
+                           00 00 00 00 00 00 00 00  80 80 80 80 80 80 80 80
+                           00 00 00 00 00 00 00 00  80 80 80 80 80 80 80 80
+                           00 00 00 00 80 80 80 80  80 80 80 80 80 80 80 80
+                           00 00 00 00 80 80 80 80  80 80 80 80 80 80 80 80
+                           80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 80
+                           80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 80
+                           80 80 80 80 80 80 80 80  80 80 80 80 00 00 00 00""")
+
+
+def test_duty_change_shows_from_the_next_step():
+    """channel_2_duty_delay: NR21 rewritten ``n`` NOPs after the trigger (period 8 M-cycles),
+    with the same 75 % duty and then with 12.5 %: the output changes at the next step only."""
+    def sub(n: int) -> str:
+        return (POWER_CYCLE + "ld c, $76\nld a, $F8\nldh [$18], a\nld a, $C0\nld hl, $FF16\n"
+                "ld [hl], a\nld a, $80\nldh [$17], a\nld a, $87\nldh [$19], a\n" + nops(n)
+                + "ld [hl], b\nld a, [c]\n" + STORE)
+
+    subs = [(f"ld b, ${b:02X}\n" if n == 0 else "") + sub(n) for b in (0xC0, 0x00) for n in range(64)]
+    assert run_table(subs) == table("""
+        00 00 00 00 00 00 80 80  80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 80
+        80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 80
+        80 80 80 80 80 80 00 00  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00
+        80 80 80 80 80 80 00 00  80 80 80 80 80 80 00 00  80 80 80 80 80 80 00 00
+        80 80 80 80 80 80 00 00  80 80 80 80 80 80 00 00  80 80 80 80 80 80 80 80
+        00 00 00 00 00 00 00 00""")
+
+
+def test_duty_patterns_in_double_speed():
+    """channel_2_duty: the four duty patterns at a period of 2 M-cycles in double speed."""
+    def sub(n: int) -> str:
+        return (POWER_CYCLE + "ld a, $FF\nldh [$18], a\nld a, c\nld hl, $FF76\nldh [$16], a\n"
+                "ld a, $80\nldh [$17], a\nld a, $87\nldh [$19], a\n" + nops(n) + "ld a, [hl]\n"
+                + STORE)
+
+    subs = [(f"ld c, ${c:02X}\n" if n == 0 else "") + sub(n) for c in (0, 0x40, 0x80, 0xC0)
+            for n in range(32)]
+    assert run_table(subs, DOUBLE_SPEED) == table("""
+        00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  80 80 00 00 00 00 00 00
+        00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00
+        80 80 80 80 00 00 00 00  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00
+        00 00 00 00 80 80 80 80  80 80 80 80 00 00 00 00  00 00 00 00 80 80 80 80
+        00 00 00 00 80 80 80 80  80 80 80 80 80 80 80 80  00 00 00 00 80 80 80 80
+        80 80 80 80 80 80 80 80""")
+
+
+@pytest.mark.parametrize("move_power_on", [False, True])
+def test_steps_follow_the_apus_1mhz_clock_from_power_on(move_power_on):
+    """channel_2_align / channel_2_align_cpu, in double speed (an M-cycle is 2 dots): a trigger
+    0, 1 or 3 NOPs later lands on or between the APU's 1 MHz ticks, which count from the NR52
+    power-on; moving the power-on with the trigger (align_cpu) changes nothing."""
+    def sub(n: int, s: int) -> str:
+        if move_power_on:
+            power, wait = "xor a\nldh [$26], a\ncpl\n" + nops(s) + "ldh [$26], a\n", ""
+        else:
+            power, wait = POWER_CYCLE, nops(s)
+        return (power + "ld hl, $FF76\nldh [$18], a\nld a, $80\nldh [$16], a\nldh [$17], a\n"
+                "ld a, $87\n" + wait + "ldh [$19], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    got = run_table([sub(n, s) for s in (0, 1, 3) for n in range(16)], DOUBLE_SPEED)
+    late = "00 " * 13 + "80 80 80"
+    early = "00 " * 12 + "80 80 80 80"
+    assert got == table(" ".join([late] * 3) if move_power_on else " ".join([late, early, early]))
+
+
+def test_frequency_change_shows_after_the_current_step():
+    """channel_2_freq_change: NR23 rewritten (period 4 -> 2 or 1 M-cycles) ``m`` NOPs after the
+    trigger: the step under way keeps the old period, the next ones take the new."""
+    def sub(n: int, m: int) -> str:
+        return (POWER_CYCLE + "ld c, $76\nld hl, $FF18\nld a, $FC\nld [hl], a\nld a, $80\n"
+                "ldh [$16], a\nldh [$17], a\nld a, $87\nldh [$19], a\n" + nops(m) + "ld [hl], b\n"
+                + nops(n) + "ld a, [c]\n" + STORE)
+
+    subs = [(f"ld b, ${b:02X}\n" if n == m == 0 else "") + sub(n, m) for b in (0xFE, 0xFF)
+            for m in range(4) for n in range(16)]
+    assert run_table(subs) == table("""
+        00 00 00 00 00 00 00 00  00 00 80 80 80 80 80 80  00 00 00 00 00 00 00 00
+        00 80 80 80 80 80 80 80  00 00 00 00 00 00 00 00  80 80 80 80 80 80 80 80
+        00 00 00 00 00 00 00 80  80 80 80 80 80 80 80 00  00 00 00 00 00 00 80 80
+        80 80 00 00 00 00 80 80  00 00 00 00 00 80 80 80  80 00 00 00 00 80 80 80
+        00 00 00 00 80 80 80 80  00 00 00 00 80 80 80 80  00 00 00 80 80 80 80 00
+        00 00 00 80 80 80 80 00""")
+
+
+def wave_sub(n: int, nr34: int, first: int | None = None) -> str:
+    """Power-cycle, fill wave RAM with 0xFF (or sample byte 0 = ``first``), play at 100 %."""
+    fill = ("ld hl, $FF30\n" + "ld [hl+], a\n" * 16 if first is None else
+            "ld hl, $FF31\n" + "ld [hl+], a\n" * 15 + f"ld a, ${first:02X}\nld [$FF30], a\n")
+    return ("xor a\nldh [$26], a\ncpl\nldh [$26], a\n" + fill + "ld hl, $FF77\nldh [$1A], a\n"
+            f"ld a, $20\nldh [$1C], a\nld a, ${nr34:02X}\nldh [$1E], a\n" + nops(n) + "ld a, [hl]\n"
+            + STORE)
+
+
+def test_wave_channel_is_silent_until_its_first_fetch():
+    """channel_3_delay and channel_3_first_sample (double speed): PCM34 reads 0 until a sample
+    period plus 6 dots after the trigger, and then sample 1, not sample 0 (0xDE: E, not D)."""
+    delay = [wave_sub(n, 0x84) for n in range(0x3FC, 0x404)]
+    delay += [wave_sub(n, 0x86) for n in range(0x1FC, 0x204)]
+    assert run_table(delay, DOUBLE_SPEED) == [0] * 5 + [0x0F] * 3 + [0] * 5 + [0x0F] * 3
+    first = [wave_sub(n, 0x87, first=0xDE) for n in range(0xFC, 0x104)]
+    assert run_table(first, DOUBLE_SPEED) == [0] * 5 + [0x0E] * 3
+
+
+def test_noise_first_shift_half_a_period_after_the_trigger():
+    """channel_4_delay: the LFSR's first 1 reaches bit 0 after 7 shifts (15 in 15-bit mode);
+    the first shift is half a period plus 2 M-cycles after the trigger."""
+    def sub(n: int, nr43: int) -> str:
+        return (POWER_CYCLE + f"ld hl, $FF77\nld a, $F0\nldh [$21], a\nld a, ${nr43:02X}\n"
+                "ldh [$22], a\nld a, $80\nldh [$23], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    subs = ([sub(n, 0x08) for n in range(8, 16)] + [sub(n, 0x00) for n in range(24, 32)]
+            + [sub(n, 0x18) for n in range(24, 32)] + [sub(n, 0x28) for n in range(48, 56)])
+    assert run_table(subs) == table("""00 00 00 00 00 F0 F0 F0  00 00 00 00 00 F0 F0 F0
+                                       00 00 F0 F0 F0 F0 F0 F0  00 00 00 00 F0 F0 F0 F0""")
