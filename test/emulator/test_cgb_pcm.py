@@ -31,14 +31,19 @@ POWER_CYCLE = "xor a\nldh [$26], a\ncpl\nldh [$26], a\n"
 STORE = "ld [de], a\ninc de\n"
 
 
+SLIDE = "slide:\n" + "nop\n" * 2048 + "slide_end: ret\n"  # `call slide_end - k`: k + 10 M-cycles
+
+
 def nops(n: int) -> str:
-    return "nop\n" * n
+    """``n`` M-cycles of NOPs: inline below 10, else a call into :data:`SLIDE` (call 6 + ret 4)."""
+    return "nop\n" * n if n < 10 else f"call slide_end - {n - 10}\n"
 
 
 def run_table(subtests: list[str], prologue: str = "") -> list[int]:
     """Run the sub-tests in order on a Color (LCD off, after ``prologue``); their results."""
     body = "di\n" + LCD_OFF + prologue + "ld de, $C000\n" + "".join(subtests)
-    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n"), title="PCM", cgb_flag=0x80)
+    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n" + SLIDE), title="PCM",
+                    cgb_flag=0x80)
     gb = GameBoy(rom, check_header=False, model="cgb")
     gb.run_frames(20)
     return gb.read_memory(0xC000, len(subtests))[0].tolist()
@@ -221,3 +226,47 @@ def test_noise_first_shift_half_a_period_after_the_trigger():
             + [sub(n, 0x18) for n in range(24, 32)] + [sub(n, 0x28) for n in range(48, 56)])
     assert run_table(subs) == table("""00 00 00 00 00 F0 F0 F0  00 00 00 00 00 F0 F0 F0
                                        00 00 F0 F0 F0 F0 F0 F0  00 00 00 00 F0 F0 F0 F0""")
+
+
+NOISE_SETUP = ("ld hl, $FF77\nld a, $F0\nldh [$21], a\nld a, $08\nldh [$22], a\nld a, $80\n"
+               "ldh [$23], a\n")
+
+
+def test_noise_lfsr_sequence():
+    """channel_4_lfsr: 7-bit mode at a shift every 2 M-cycles, read every other shift from
+    13 M-cycles on; each result shifts PCM34's bit 7 into the last one (the test's own
+    reconstruction of the LFSR), so the table is the register's sequence."""
+    def sub(n: int) -> str:
+        return (POWER_CYCLE + NOISE_SETUP + nops(n) + "ld a, [hl]\nand $80\nld b, a\nld a, [de]\n"
+                "or b\nsrl a\ninc de\nld [de], a\n")
+
+    body = "di\n" + LCD_OFF + "ld de, $C000\nxor a\nld [de], a\n"
+    body += "".join(sub(n) for n in range(0x0D, 0x11C, 2))
+    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n" + SLIDE), title="PCM",
+                    cgb_flag=0x80)
+    gb = GameBoy(rom, check_header=False, model="cgb")
+    gb.run_frames(30)
+    assert gb.read_memory(0xC006, 128)[0].tolist() == table("""
+        7e 3f 5f 6f 77 7b 7d 3e  1f 4f 67 73 79 3c 5e 2f  57 6b 75 3a 1d 0e 07 43
+        61 30 58 6c 76 3b 5d 2e  17 4b 65 32 19 0c 46 23  51 28 54 6a 35 1a 0d 06
+        03 41 20 50 68 74 7a 3d  1e 0f 47 63 71 38 5c 6e  37 5b 6d 36 1b 4d 26 13
+        49 24 52 29 14 4a 25 12  09 04 42 21 10 48 64 72  39 1c 4e 27 53 69 34 5a
+        2d 16 0b 45 22 11 08 44  62 31 18 4c 66 33 59 2c  56 2b 55 2a 15 0a 05 02
+        01 00 40 60 70 78 7c 7e""")
+
+
+def test_noise_lfsr_kept_from_7_to_15_bits():
+    """channel_4_lfsr_7_15: NR43 switched from 7-bit to 15-bit mode 128 M-cycles after the
+    trigger: the register keeps its bits and goes on shifting in 15-bit mode."""
+    def sub(n: int) -> str:
+        return (POWER_CYCLE + NOISE_SETUP + nops(0x80) + "xor a\nldh [$22], a\n" + nops(n)
+                + "ld a, [hl]\n" + STORE)
+
+    ns = [*range(0, 0x40, 2), *range(0x30, 0x40, 2), *range(0x40, 0xF0, 2)]  # the 128 results compared
+    assert run_table([sub(n) for n in ns]) == table("""
+        f0 00 00 00 f0 f0 f0 f0  f0 00 00 00 f0 f0 f0 00  f0 f0 00 f0 f0 f0 f0 00
+        f0 f0 00 f0 f0 00 00 f0  f0 f0 00 f0 f0 00 00 f0  00 00 f0 f0 f0 00 00 f0
+        00 00 f0 00 f0 00 00 f0  00 f0 f0 00 f0 00 00 f0  00 00 00 00 f0 00 00 00
+        f0 00 00 00 f0 00 00 f0  f0 f0 00 00 f0 f0 00 00  f0 f0 00 00 f0 00 f0 f0
+        00 f0 00 f0 00 f0 00 f0  00 f0 00 00 00 f0 00 00  00 00 00 00 00 00 00 00
+        00 f0 f0 00 00 f0 f0 f0""")

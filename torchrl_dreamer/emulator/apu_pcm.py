@@ -30,9 +30,10 @@ tests (``LIJI32/SameSuite``, ``apu/channel_1`` and ``apu/channel_2``: ``delay``,
 ``duty_delay``, ``restart``, ``stop_restart``, ``freq_change``, ``align``, ``align_cpu``), checked by micro ROMs of our own that follow their
 protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's silent start
 (``channel_3_delay``, ``channel_3_first_sample``) and the noise channel's first shift
-(``channel_4_delay``). Not modelled: the NRx2 write glitch on the envelope's volume, and the
-other SameSuite probes (length clocking, LFSR restarts, the noise channel's frequency
-alignment), which are not checked here.
+(``channel_4_delay``) and the LFSR's sequence (``channel_4_lfsr``, ``channel_4_lfsr_7_15``).
+Not modelled: the NRx2 write glitch on the envelope's volume, the start of a playing noise
+channel's retrigger (``channel_4_lfsr_restart``), and the other SameSuite probes (length
+clocking, the noise channel's frequency alignment).
 """
 
 from __future__ import annotations
