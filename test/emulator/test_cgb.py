@@ -619,3 +619,26 @@ def test_cuda_color_matches_cpu(roms):
     assert torch.equal(cpu.read_memory(0xC000, 0x2000), gpu.read_memory(0xC000, 0x2000).cpu())
     for k, v in cpu.registers().items():
         assert torch.equal(v, gpu.registers()[k].cpu()), k
+
+
+def test_bcps_reads_bit_6_and_increments_on_a_blocked_write():
+    """SameSuite ppu/blocking_bgpi_increase (its protocol, our ROM): BCPS written 84 reads C4
+    (bit 6 always set); a BCPD write from the STAT handler in mode 0, 1, 2, and in mode 3 where
+    the palette write itself is blocked, still moves the index on (C5)."""
+    def sub(k: int, stat: int) -> str:
+        s = (f"ld a, ${stat:02X}\nldh [$41], a\nld a, $84\nld [$ff00+c], a\nld a, [$ff00+c]\n"
+             "ld [hl+], a\nxor a\n")
+        if k != 3:
+            s += "ei\nldh [$0F], a\n"
+        else:  # wake in mode 2 with IME off, wait into mode 3, then take the interrupt
+            s += f"ldh [$0F], a\nhalt\nld a, 7\n.d{k}: dec a\njr nz, .d{k}\nei\n"
+        return s + f".w{k}: jr z, .w{k}\nld a, [$ff00+c]\nld [hl+], a\n"
+
+    body = ("ld hl, $C000\nld c, $68\nxor a\nldh [$41], a\nld a, 2\nldh [$FF], a\n"
+            "ldh a, [$40]\nor $80\nldh [$40], a\n")
+    body += "".join(sub(k, stat) for k, stat in enumerate([0x08, 0x10, 0x20, 0x20]))
+    rom = bytearray(color_rom("di\n" + LCD_OFF + body, cgb_flag=0x80))
+    rom[0x48:0x4D] = bytes([0xAF, 0xE0, 0x69, 0x3C, 0xC9])  # xor a; ldh [$69], a; inc a; ret
+    gb = GameBoy(bytes(rom), check_header=False, model="cgb")
+    gb.run_frames(10)
+    assert wram(gb, 0xC000, 8) == [0xC4, 0xC5] * 4

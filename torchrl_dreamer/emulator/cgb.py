@@ -29,7 +29,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.apu_pcm import apu_pcm
-from torchrl_dreamer.emulator.hdma import hdma_read, hdma_write
+from torchrl_dreamer.emulator.hdma import hdma_pointer_write, hdma_read, hdma_write
 from torchrl_dreamer.emulator.layout import (
     CGBX_BGPAL,
     CGBX_OBJPAL,
@@ -44,7 +44,7 @@ from torchrl_dreamer.emulator.layout import (
     S_VBK,
 )
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import ppu_refine, vram_blocked
+from torchrl_dreamer.emulator.ppu import lcd_on, ppu_refine, ppu_value, vram_blocked
 from torchrl_dreamer.emulator.registers import (
     R_BCPD,
     R_BCPS,
@@ -57,6 +57,7 @@ from torchrl_dreamer.emulator.registers import (
     R_OPRI,
     R_PCM12,
     R_PCM34,
+    R_STAT,
     R_SVBK,
     R_VBK,
 )
@@ -136,9 +137,10 @@ def cgb_io_write(i: int, m: wp.ref[Mem], r: int, v: int):
     elif r == R_VBK:
         m.st[i, S_VBK] = v & 1
     elif r >= R_HDMA1 and r <= R_HDMA4:
-        m.hram[i, r] = wp.uint8(v)
+        hdma_pointer_write(i, m, r, v)
     elif r == R_HDMA5:
-        wait = hdma_write(i, m, v)
+        hblank_now = not lcd_on(i, m) or (ppu_value(i, m, R_STAT, 0) & 3) == 0
+        wait = hdma_write(i, m, v, hblank_now)
         if (v & 0x80) != 0:
             ppu_refine(i, m)  # an HBlank transfer needs every line's mode 0 point (observed)
         if wait > 0:

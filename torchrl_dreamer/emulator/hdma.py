@@ -1,12 +1,20 @@
 """The Game Boy Color's VRAM DMA (HDMA): general-purpose and HBlank transfers.
 
 A write to HDMA5 (FF55) starts a copy of ``(HDMA5 & 0x7F) + 1`` blocks of 16 bytes from the
-source (HDMA1/2, ROM, cartridge RAM or WRAM, low 4 bits ignored) to VRAM (HDMA3/4 within
-8000-9FF0, in the bank VBK selects). Bit 7 clear: general-purpose, all blocks at once while
-the CPU waits 8 M-cycles a block at normal speed (16 in double speed: the same time in dots).
-Bit 7 set: one block at the start of every HBlank (:func:`hdma_hblank`, called by the PPU at
-the mode 0 point of each visible line; the CPU waits as long per block), and a write with bit 7
-clear while it runs stops it. Not modelled: reads of VRAM or OAM as the source. Facts: Pan Docs "CGB Registers" (LCD VRAM DMA transfers).
+source pointer (HDMA1/2: ROM, cartridge RAM or WRAM, low 4 bits ignored) to the destination
+pointer in VRAM (HDMA3/4: 8000-9FF0, in the bank VBK selects; the top 3 bits ignored). The
+pointers are the registers themselves: a write to HDMA1-4 sets its byte, a transfer moves them
+on, and a new transfer started without rewriting them continues after the last one. Bit 7
+clear: general-purpose, all blocks at once while the CPU waits 8 M-cycles a block at normal
+speed (16 in double speed: the same time in dots). Bit 7 set: one block at the start of every
+HBlank (:func:`hdma_hblank`, called by the PPU at the mode 0 point of each visible line; the
+CPU waits as long per block), and one at once when started with the LCD off or in HBlank
+(mode 0). A write with bit 7 clear while it runs stops it; HDMA5 then reads bit 7 set and the
+written length bits. Not modelled: reads of VRAM or OAM as the source. Facts: Pan Docs "CGB
+Registers" (LCD VRAM DMA transfers), and the hardware results that the SameSuite DMA tests
+publish (``LIJI32/SameSuite`` ``dma/``: ``gbc_dma_cont``, ``gdma_addr_mask``,
+``hdma_lcd_off``, ``hdma_mode0``; micro ROMs of our own follow them in
+``test/emulator/test_cgb_hdma.py``).
 """
 
 from __future__ import annotations
@@ -26,11 +34,11 @@ from torchrl_dreamer.emulator.layout import (
 )
 from torchrl_dreamer.emulator.mappers import cram_read
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.registers import R_HDMA1, R_HDMA2, R_HDMA3, R_HDMA4, R_HDMA5
+from torchrl_dreamer.emulator.registers import R_HDMA1, R_HDMA2, R_HDMA3, R_HDMA5
 from torchrl_dreamer.emulator.speed import cpu_cycles
 
-__all__ = ["hdma_source_byte", "hdma_block", "hdma_write", "hdma_read", "hdma_hblank",
-           "HDMA_BLOCK_DOTS"]
+__all__ = ["hdma_source_byte", "hdma_block", "hdma_pointer_write", "hdma_write", "hdma_read",
+           "hdma_hblank", "HDMA_BLOCK_DOTS"]
 
 HDMA_BLOCK_DOTS = wp.constant(32)
 """Dots the CPU waits per 16-byte block (8 M-cycles at normal speed, 16 in double speed)."""
@@ -69,21 +77,39 @@ def hdma_block(i: int, m: wp.ref[Mem]):
     m.st[i, S_HDMA_DST] = (dst + 16) & 0x1FFF
 
 
+@wp.func
+def hdma_pointer_write(i: int, m: wp.ref[Mem], r: int, v: int):
+    """HDMA1-4 written with ``v``: set that byte of the source or destination pointer."""
+    m.hram[i, r] = wp.uint8(v)
+    src = m.st[i, S_HDMA_SRC]
+    dst = m.st[i, S_HDMA_DST]
+    if r == R_HDMA1:
+        m.st[i, S_HDMA_SRC] = (v << 8) | (src & 0xF0)
+    elif r == R_HDMA2:
+        m.st[i, S_HDMA_SRC] = (src & 0xFF00) | (v & 0xF0)
+    elif r == R_HDMA3:
+        m.st[i, S_HDMA_DST] = ((v & 0x1F) << 8) | (dst & 0xF0)
+    else:
+        m.st[i, S_HDMA_DST] = (dst & 0x1F00) | (v & 0xF0)
+
+
 @wp.func(inline=False)
-def hdma_write(i: int, m: wp.ref[Mem], v: int) -> int:
-    """HDMA5 written with ``v`` (Color mode): start, or stop an HBlank transfer. Returns the
-    dots the CPU waits (a general-purpose transfer's copy time, else 0)."""
+def hdma_write(i: int, m: wp.ref[Mem], v: int, hblank_now: bool) -> int:
+    """HDMA5 written with ``v`` (Color mode): start, or stop an HBlank transfer; ``hblank_now``:
+    the LCD is off or in mode 0, so an HBlank transfer copies its first block at once. Returns
+    the dots the CPU waits."""
     state = m.st[i, S_HDMA]
     if state != 0 and (v & 0x80) == 0:
-        # stop the HBlank transfer: HDMA5 then reads bit 7 set with the blocks left - 1
-        m.hram[i, R_HDMA5] = wp.uint8(0x80 | (((state & 0xFF) - 1) & 0x7F))
+        # stop the HBlank transfer: HDMA5 then reads bit 7 set and the written length bits
+        m.hram[i, R_HDMA5] = wp.uint8(0x80 | (v & 0x7F))
         m.st[i, S_HDMA] = 0
         return 0
-    m.st[i, S_HDMA_SRC] = ((int(m.hram[i, R_HDMA1]) << 8) | int(m.hram[i, R_HDMA2])) & 0xFFF0
-    m.st[i, S_HDMA_DST] = ((int(m.hram[i, R_HDMA3]) << 8) | int(m.hram[i, R_HDMA4])) & 0x1FF0
     blocks = (v & 0x7F) + 1
     if (v & 0x80) != 0:
         m.st[i, S_HDMA] = HDMA_HBLANK | blocks
+        if hblank_now:
+            hdma_hblank_block(i, m)
+            return HDMA_BLOCK_DOTS
         return 0
     for _k in range(blocks):
         hdma_block(i, m)
@@ -93,9 +119,21 @@ def hdma_write(i: int, m: wp.ref[Mem], v: int) -> int:
 
 
 @wp.func
+def hdma_hblank_block(i: int, m: wp.ref[Mem]):
+    """One block of the HBlank transfer in progress; the transfer ends with its last block."""
+    hdma_block(i, m)
+    left = (m.st[i, S_HDMA] & 0xFF) - 1
+    if left <= 0:
+        m.st[i, S_HDMA] = 0
+        m.hram[i, R_HDMA5] = wp.uint8(0xFF)
+    else:
+        m.st[i, S_HDMA] = HDMA_HBLANK | left
+
+
+@wp.func
 def hdma_read(i: int, m: wp.ref[Mem]) -> int:
     """HDMA5: while an HBlank transfer runs, bit 7 clear and the blocks left - 1; else FF after
-    a completed transfer, or bit 7 set and the blocks left - 1 after a stopped one."""
+    a completed transfer, or bit 7 set and the length bits written to stop it."""
     state = m.st[i, S_HDMA]
     if state != 0:
         return ((state & 0xFF) - 1) & 0x7F
@@ -108,15 +146,8 @@ def hdma_hblank(i: int, m: wp.ref[Mem]):
     while the CPU waits 8 M-cycles (16 in double speed): called during a clock catch-up, whose
     origin ``CLK`` is then 0, it moves the CPU's clock on by that long (the rest of the console
     catches up with it at the next sync), as a general-purpose transfer does."""
-    state = m.st[i, S_HDMA]
-    if (state & HDMA_HBLANK) == 0:
+    if (m.st[i, S_HDMA] & HDMA_HBLANK) == 0:
         return
-    hdma_block(i, m)
+    hdma_hblank_block(i, m)
     m.st[i, S_CLK] = m.st[i, S_CLK] + cpu_cycles(i, m, HDMA_BLOCK_DOTS)
-    left = (state & 0xFF) - 1
-    if left <= 0:
-        m.st[i, S_HDMA] = 0
-        m.hram[i, R_HDMA5] = wp.uint8(0xFF)
-    else:
-        m.st[i, S_HDMA] = HDMA_HBLANK | left
 

@@ -978,8 +978,15 @@ def ppu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     if r == R_LCDC:
         lcdc_write(i, m, v)
     elif r == R_STAT:
-        m.st[i, S_STAT_EN] = (v & STAT_SOURCES) | (m.st[i, S_STAT_EN] & STAT_LYC_FLAG)
         ppu_refine(i, m)
+        if m.st[i, S_CGB] == MODEL_DMG and lcd_on(i, m):
+            # the DMG's STAT write bug: for one cycle every source is enabled, so a write in
+            # mode 0, 1 or 2 or with LY = LYC requests the interrupt unless the line was high
+            # (Pan Docs "STAT modes"; SameSuite ppu/stat_lcd_off: not with the LCD off, nor on
+            # the Color)
+            m.st[i, S_STAT_EN] = STAT_SOURCES | (m.st[i, S_STAT_EN] & STAT_LYC_FLAG)
+            stat_update(i, m, 0)
+        m.st[i, S_STAT_EN] = (v & STAT_SOURCES) | (m.st[i, S_STAT_EN] & STAT_LYC_FLAG)
         stat_update(i, m, 0)
     elif r == R_LYC:
         m.hram[i, r] = wp.uint8(v)
