@@ -270,3 +270,24 @@ def test_noise_lfsr_kept_from_7_to_15_bits():
         f0 00 00 00 f0 00 00 f0  f0 f0 00 00 f0 f0 00 00  f0 f0 00 00 f0 00 f0 f0
         00 f0 00 f0 00 f0 00 f0  00 f0 00 00 00 f0 00 00  00 00 00 00 00 00 00 00
         00 f0 f0 00 00 f0 f0 f0""")
+
+
+def test_wave_restart_holds_the_playing_sample_and_level_changes_at_once():
+    """channel_3_restart_delay: retriggered mid-sample, the channel keeps playing the sample it
+    was on (F) until the first fetch after the trigger, which reads sample 1 (E);
+    channel_3_shift_delay: an NR32 output-level change shows in PCM34 at once (F7 at 50 %)."""
+    def restart(n: int) -> str:
+        return ("xor a\nldh [$26], a\ncpl\nld hl, $FF31\nldh [$26], a\n" + "ld [hl+], a\n" * 15
+                + "ld hl, $FF77\nldh [$1A], a\nld a, $DE\nldh [$30], a\nld a, $20\nldh [$1C], a\n"
+                "ld a, $87\nldh [$1E], a\n" + nops(0x280) + "ldh [$1E], a\n" + nops(n)
+                + "ld a, [hl]\n" + STORE)
+
+    def level(n: int) -> str:
+        return (POWER_CYCLE + "ldh [$1A], a\nld hl, $FF30\nld a, $F7\n" + "ld [hl+], a\n" * 16
+                + "ld hl, $FF77\nld a, $20\nldh [$1C], a\nld a, $87\nldh [$1E], a\n"
+                + nops(0x180 - 4) + "cpl\nldh [$1C], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    ns = (0, 1, 0xFE, 0xFF, 0x100, 0x101, 0x102, 0x103)
+    assert run_table([restart(n) for n in ns], DOUBLE_SPEED) == [0x0F] * 5 + [0x0E] * 3
+    ns = (0, 1, 0x7E, 0x7F, 0x80, 0x81, 0x82, 0x83)
+    assert run_table([level(n) for n in ns], DOUBLE_SPEED) == [0x01] * 5 + [0x03] * 3

@@ -50,7 +50,13 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.apu_pcm import noise_flush, noise_trigger, pcm_advance, square_trigger
+from torchrl_dreamer.emulator.apu_pcm import (
+    noise_flush,
+    noise_trigger,
+    pcm_advance,
+    square_trigger,
+    wave_hold,
+)
 from torchrl_dreamer.emulator.layout import (
     MODEL_CGB,
     S_APU_ACT,
@@ -66,6 +72,7 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_SW_FREQ,
     S_APU_SW_TIMER,
     S_APU_WAVE_CNT,
+    S_APU_WAVE_OUT,
     S_APU_WAVE_PER,
     S_APU_WAVE_POS,
     S_CGB,
@@ -338,6 +345,8 @@ def power(i: int, m: wp.ref[Mem], v: int):
                 m.st[i, S_APU_LEN1 + k] = 0
             m.st[i, S_APU_SQ1_POS] = 0  # the duty steps restart
             m.st[i, S_APU_SQ2_POS] = 0
+            m.st[i, S_APU_WAVE_OUT] = 0  # and the wave channel's output buffer clears
+            m.st[i, S_APU_WAVE_PER] = 0  # (no fetch since power-on to hold)
 
 
 @wp.func(inline=False)
@@ -352,6 +361,8 @@ def wave_trigger(i: int, m: wp.ref[Mem]):
             src = R_WAVE + (b & 12)
             for k in range(4):
                 m.hram[i, R_WAVE + k] = m.hram[i, src + k]
+    if m.st[i, S_CGB] == MODEL_CGB:
+        wave_hold(i, m)  # what PCM34 reads until the first fetch (apu_pcm.py)
     m.st[i, S_APU_WAVE_POS] = 0
     m.st[i, S_APU_WAVE_CNT] = wave_period(i, m) + WAVE_TRIGGER_DELAY
     m.st[i, S_APU_WAVE_PER] = 0  # no fetch since the trigger

@@ -13,8 +13,9 @@ before its DAC: 0 while the channel is off, else
   ``period + 4`` dots later, the duty position and output carrying on; both rounded up to the
   1 MHz grid. Power-off resets both channels' positions;
 - wave channel 3: the current 4-bit sample shifted by the output level (NR32: mute, 100, 50,
-  25 %), and 0 after a trigger until the channel's first sample fetch (sample 1: the fetch of
-  sample 0 is skipped), which comes a sample period plus 6 dots after the trigger;
+  25 %; a change shows at once). After a trigger the output buffer keeps the sample last
+  fetched (0 after power-on) until the first fetch, a sample period plus 6 dots later, which
+  reads sample 1 (the fetch of sample 0 is skipped);
 - noise channel 4: the envelope's volume when bit 0 of the LFSR is set. The 15-bit LFSR shifts
   every ``divisor << shift`` dots (NR43; divisor 8 for code 0, else 16 x code), its new top bit
   (and bit 6 in 7-bit mode) the XNOR of bits 0 and 1; a trigger clears it, and its first
@@ -28,8 +29,9 @@ shifts (127 in 7-bit mode), so the count is kept modulo both periods' product.
 The square channels' timing rules are the hardware results published with the SameSuite APU
 tests (``LIJI32/SameSuite``, ``apu/channel_1`` and ``apu/channel_2``: ``delay``, ``duty``,
 ``duty_delay``, ``restart``, ``stop_restart``, ``freq_change``, ``align``, ``align_cpu``), checked by micro ROMs of our own that follow their
-protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's silent start
-(``channel_3_delay``, ``channel_3_first_sample``) and the noise channel's first shift
+protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's start
+(``channel_3_delay``, ``channel_3_first_sample``, ``channel_3_restart_delay``,
+``channel_3_shift_delay``) and the noise channel's first shift
 (``channel_4_delay``) and the LFSR's sequence (``channel_4_lfsr``, ``channel_4_lfsr_7_15``).
 Not modelled: the NRx2 write glitch on the envelope's volume, the start of a playing noise
 channel's retrigger (``channel_4_lfsr_restart``), and the other SameSuite probes (length
@@ -49,6 +51,7 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_PH,
     S_APU_SQ1_CNT,
     S_APU_SQ1_POS,
+    S_APU_WAVE_OUT,
     S_APU_WAVE_PER,
     S_APU_WAVE_POS,
 )
@@ -62,7 +65,7 @@ from torchrl_dreamer.emulator.registers import (
     R_WAVE,
 )
 
-__all__ = ["pcm_advance", "square_trigger", "noise_trigger", "noise_flush", "apu_pcm"]
+__all__ = ["pcm_advance", "square_trigger", "noise_trigger", "noise_flush", "wave_hold", "apu_pcm"]
 
 LFSR_CYCLE = wp.constant(32767 * 127)  # a multiple of both LFSR periods (15 and 7 bits)
 TRIGGER_DELAY = wp.constant(8)  # dots a silent square channel's first step waits beyond its period
@@ -165,6 +168,24 @@ def pcm_advance(i: int, m: wp.ref[Mem], dots: int):
 
 
 @wp.func
+def wave_sample(i: int, m: wp.ref[Mem]) -> int:
+    """The 4-bit wave sample at the wave channel's position."""
+    pos = m.st[i, S_APU_WAVE_POS] & 31
+    b = int(m.hram[i, R_WAVE + (pos >> 1)])
+    if (pos & 1) != 0:
+        return b & 15
+    return b >> 4
+
+
+@wp.func
+def wave_hold(i: int, m: wp.ref[Mem]):
+    """At a wave trigger: the output buffer keeps the sample last fetched (0 since power-on
+    if none) until the first fetch after the trigger."""
+    if m.st[i, S_APU_WAVE_PER] != 0:
+        m.st[i, S_APU_WAVE_OUT] = wave_sample(i, m)
+
+
+@wp.func
 def duty_high(duty: int, pos: int) -> bool:
     """Whether step ``pos`` (0-7) of duty pattern ``duty`` is high (12.5 %: step 7; 25 %: 0 and
     7; 50 %: 0 and 5-7; 75 %: 1-6)."""
@@ -193,12 +214,10 @@ def apu_pcm(i: int, m: wp.ref[Mem], which: int) -> int:
             else:
                 hi = a
         return lo | (hi << 4)
-    if (act & 4) != 0 and m.st[i, S_APU_WAVE_PER] != 0:  # silent until its first fetch
-        pos = m.st[i, S_APU_WAVE_POS] & 31
-        b = int(m.hram[i, R_WAVE + (pos >> 1)])
-        s = b >> 4
-        if (pos & 1) != 0:
-            s = b & 15
+    if (act & 4) != 0:
+        s = m.st[i, S_APU_WAVE_OUT]  # the buffer, until the first fetch after a trigger
+        if m.st[i, S_APU_WAVE_PER] != 0:
+            s = wave_sample(i, m)
         level = (int(m.hram[i, R_NR32]) >> 5) & 3
         if level == 0:
             lo = 0

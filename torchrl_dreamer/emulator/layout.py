@@ -49,9 +49,10 @@ _NAMES = [
     # Color mode only (apu_pcm.py, for PCM12/PCM34): the square channels' duty step (bits 0-2)
     # and latched output (bit 3) and dots to the next step, the noise LFSR, dots to its next
     # shift and the shifts not applied yet; the APU's dots since power-on modulo 4 (its 1 MHz
-    # phase)
+    # phase); the wave channel's output buffer (the sample it plays until its first fetch
+    # after a trigger)
     "APU_SQ1_POS", "APU_SQ1_CNT", "APU_SQ2_POS", "APU_SQ2_CNT", "APU_LFSR", "APU_NOISE_CNT",
-    "APU_NOISE_PEND", "APU_PH",
+    "APU_NOISE_PEND", "APU_PH", "APU_WAVE_OUT",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -177,6 +178,7 @@ S_APU_LFSR = wp.constant(FIELDS["APU_LFSR"])
 S_APU_NOISE_CNT = wp.constant(FIELDS["APU_NOISE_CNT"])
 S_APU_NOISE_PEND = wp.constant(FIELDS["APU_NOISE_PEND"])
 S_APU_PH = wp.constant(FIELDS["APU_PH"])
+S_APU_WAVE_OUT = wp.constant(FIELDS["APU_WAVE_OUT"])
 
 MODEL_DMG = wp.constant(0)
 """``CGB`` column: an original Game Boy."""

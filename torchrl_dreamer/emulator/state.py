@@ -42,7 +42,8 @@ STATE_VERSION = 7
 clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0; 4: PPU mode and pixel
 pipeline columns; 5: the console model (header ``model``), the Color's columns and its extra
 memory array ``cgbx``; 6: the Color's PCM columns ``APU_SQ1_POS`` .. ``APU_NOISE_PEND``;
-7: ``APU_PH``, the APU's 1 MHz phase). Version 4 files still load, as DMG states
+7: ``APU_PH`` and ``APU_WAVE_OUT``, the APU's 1 MHz phase and the wave channel's output
+buffer). Version 4 files still load, as DMG states
 (:func:`_upgrade_v4`), and version 5 and 6 files with the later columns 0
 (:func:`_upgrade_padded`)."""
 _V4_STATE_WORDS = layout.FIELDS["CGB"]  # version 4 ended where the Color's columns begin
