@@ -291,3 +291,35 @@ def test_wave_restart_holds_the_playing_sample_and_level_changes_at_once():
     assert run_table([restart(n) for n in ns], DOUBLE_SPEED) == [0x0F] * 5 + [0x0E] * 3
     ns = (0, 1, 0x7E, 0x7F, 0x80, 0x81, 0x82, 0x83)
     assert run_table([level(n) for n in ns], DOUBLE_SPEED) == [0x01] * 5 + [0x03] * 3
+
+
+def test_wave_stop_frequency_change_and_restart_in_the_delay():
+    """channel_3_stop_delay: NR30 off silences PCM34 at once; channel_3_freq_change_delay: a
+    new frequency written just after the trigger does not change the first sample's length;
+    channel_3_restart_during_delay: a retrigger inside the start delay starts it afresh, and
+    wave RAM read while the channel plays gives the byte being played (12, then 34)."""
+    fill16 = "ld hl, $FF30\n" + "ld [hl+], a\n" * 16
+
+    def stop(n: int) -> str:
+        return ("xor a\nldh [$26], a\ncpl\nldh [$26], a\n" + fill16 + "ld hl, $FF77\nldh [$1A], a\n"
+                "ld a, $20\nldh [$1C], a\nld a, $87\nldh [$1E], a\n" + nops(0x180 - 4)
+                + "xor a\nldh [$1A], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    def freq(n: int, first: int, then: int) -> str:
+        return ("xor a\nldh [$26], a\ncpl\nldh [$26], a\n" + fill16 + "ld hl, $FF77\nldh [$1A], a\n"
+                f"ld a, $20\nldh [$1C], a\nld c, $1E\nld a, ${0x80 | first:02X}\nld [c], a\n"
+                f"ld a, ${then:02X}\nld [c], a\n" + nops(n - 4) + "ld a, [hl]\n" + STORE)
+
+    def restart(n: int, read: int) -> str:
+        fill = "ld a, $12\nld c, $22\nld hl, $FF30\n" + "ld [hl+], a\nadd a, c\n" * 16
+        return (POWER_CYCLE + fill + f"ld hl, ${read:04X}\nld a, $80\nldh [$1A], a\nld a, $20\n"
+                "ldh [$1C], a\nld a, $86\nldh [$1E], a\n" + nops(0x20 - 3) + "ldh [$1E], a\n"
+                + nops(n) + "ld a, [hl]\n" + STORE)
+
+    assert run_table([stop(n) for n in (0, 1, 2, 3, 0x7E, 0x7F, 0x80, 0x81)], DOUBLE_SPEED) == [0] * 8
+    ns = (0x1FF, 0x200, 0x201, 0x202, 0x3FE, 0x3FF, 0x400, 0x401)
+    got = run_table([freq(n, 4, 6) for n in ns] + [freq(n, 6, 4) for n in ns], DOUBLE_SPEED)
+    assert got == [0] * 7 + [0x0F] + [0] * 2 + [0x0F] * 6
+    ns = (*range(0x1DC, 0x1E4), 0x1FE, 0x1FF, 0x200, 0x201, 0x3FE, 0x3FF, 0x400, 0x401)
+    got = run_table([restart(n, 0xFF77) for n in ns] + [restart(n, 0xFF30) for n in ns], DOUBLE_SPEED)
+    assert got == [0] * 11 + [0x02] * 4 + [0x03] + [0x12] * 15 + [0x34]
