@@ -177,13 +177,17 @@ def test_steps_follow_the_apus_1mhz_clock_from_power_on(move_power_on):
     assert got == table(" ".join([late] * 3) if move_power_on else " ".join([late, early, early]))
 
 
-def test_frequency_change_shows_after_the_current_step():
-    """channel_2_freq_change: NR23 rewritten (period 4 -> 2 or 1 M-cycles) ``m`` NOPs after the
+@pytest.mark.parametrize("ch", [0, 1])
+def test_frequency_change_shows_after_the_current_step(ch):
+    """channel_x_freq_change: NRx3 rewritten (period 4 -> 2 or 1 M-cycles) ``m`` NOPs after the
     trigger: the step under way keeps the old period, the next ones take the new."""
+    r = regs(ch)
+
     def sub(n: int, m: int) -> str:
-        return (POWER_CYCLE + "ld c, $76\nld hl, $FF18\nld a, $FC\nld [hl], a\nld a, $80\n"
-                "ldh [$16], a\nldh [$17], a\nld a, $87\nldh [$19], a\n" + nops(m) + "ld [hl], b\n"
-                + nops(n) + "ld a, [c]\n" + STORE)
+        return (POWER_CYCLE + f"ld c, $76\nld hl, $FF{r['nrx3'][1:]}\nld a, $FC\nld [hl], a\n"
+                f"ld a, $80\nldh [{r['nrx1']}], a\nldh [{r['nrx2']}], a\nld a, $87\n"
+                f"ldh [{r['nrx4']}], a\n" + nops(m) + "ld [hl], b\n" + nops(n) + "ld a, [c]\n"
+                + STORE)
 
     subs = [(f"ld b, ${b:02X}\n" if n == m == 0 else "") + sub(n, m) for b in (0xFE, 0xFF)
             for m in range(4) for n in range(16)]
@@ -193,7 +197,7 @@ def test_frequency_change_shows_after_the_current_step():
         00 00 00 00 00 00 00 80  80 80 80 80 80 80 80 00  00 00 00 00 00 00 80 80
         80 80 00 00 00 00 80 80  00 00 00 00 00 80 80 80  80 00 00 00 00 80 80 80
         00 00 00 00 80 80 80 80  00 00 00 00 80 80 80 80  00 00 00 80 80 80 80 00
-        00 00 00 80 80 80 80 00""")
+        00 00 00 80 80 80 80 00""", ch)
 
 
 def wave_sub(n: int, nr34: int, first: int | None = None) -> str:
