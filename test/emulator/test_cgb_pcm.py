@@ -35,17 +35,21 @@ SLIDE = "slide:\n" + "nop\n" * 2048 + "slide_end: ret\n"  # `call slide_end - k`
 
 
 def nops(n: int) -> str:
-    """``n`` M-cycles of NOPs: inline below 10, else a call into :data:`SLIDE` (call 6 + ret 4)."""
-    return "nop\n" * n if n < 10 else f"call slide_end - {n - 10}\n"
+    """``n`` M-cycles of NOPs: inline below 10, else calls into :data:`SLIDE` (call 6 + ret 4;
+    a whole slide is 2058)."""
+    whole = ""
+    while n >= 2058 + 10:
+        whole, n = whole + "call slide\n", n - 2058
+    return whole + ("nop\n" * n if n < 10 else f"call slide_end - {n - 10}\n")
 
 
-def run_table(subtests: list[str], prologue: str = "") -> list[int]:
+def run_table(subtests: list[str], prologue: str = "", frames: int = 20) -> list[int]:
     """Run the sub-tests in order on a Color (LCD off, after ``prologue``); their results."""
     body = "di\n" + LCD_OFF + prologue + "ld de, $C000\n" + "".join(subtests)
     rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n" + SLIDE), title="PCM",
                     cgb_flag=0x80)
     gb = GameBoy(rom, check_header=False, model="cgb")
-    gb.run_frames(20)
+    gb.run_frames(frames)
     return gb.read_memory(0xC000, len(subtests))[0].tolist()
 
 
@@ -327,3 +331,24 @@ def test_wave_stop_frequency_change_and_restart_in_the_delay():
     ns = (*range(0x1DC, 0x1E4), 0x1FE, 0x1FF, 0x200, 0x201, 0x3FE, 0x3FF, 0x400, 0x401)
     got = run_table([restart(n, 0xFF77) for n in ns] + [restart(n, 0xFF30) for n in ns], DOUBLE_SPEED)
     assert got == [0] * 11 + [0x02] * 4 + [0x03] + [0x12] * 15 + [0x34]
+
+
+def test_envelope_steps_with_the_frame_sequencer_from_power_on():
+    """channel_1_volume_div: DIV reset after the trigger; channel 1's volume 8 (envelope down,
+    period 1 or 2) drops to 7 at the frame sequencer's envelope step, the 8th (16th) DIV-driven
+    step since the APU's power-on: 0x4000 (0x8000) M-cycles after the reset, or 0x800 earlier
+    when 0x800 M-cycles passed between power-on and the trigger. DIV itself wraps 0x4000 M-cycles
+    after its reset (FF, then 00)."""
+    def sub(n: int, pre: int, env: int) -> str:
+        return ("ldh [$04], a\n" + POWER_CYCLE + nops(pre) + "ld a, $80\nldh [$11], a\n"
+                f"ld a, $FC\nldh [$13], a\nld a, ${0x80 | env:02X}\nldh [$12], a\nld a, $87\n"
+                "ldh [$14], a\nldh [$04], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    cases = ((0, 1, 0x3FFC), (0, 2, 0x7FFC), (0x800, 1, 0x3FFC), (0x800, 2, 0x7FFC))
+    subs = []
+    for read in (0xFF76, 0xFF04):
+        group = [sub(n, pre, env) for pre, env, base in cases for n in range(base, base + 8)]
+        subs += [f"ld hl, ${read:04X}\n" + group[0], *group[1:]]
+    pcm = [0x08, 0x08, 0x07, 0x07, 0x07, 0, 0, 0] * 2 + [0x07] * 5 + [0] * 3
+    assert run_table(subs, frames=120) == pcm + [0x07] * 5 + [0] * 3 + [0xFF, 0xFF] + [0] * 6 + (
+        [0xFF, 0xFF] + [0] * 6) * 3
