@@ -1,6 +1,6 @@
-"""The Color's square channels as PCM12 shows them, M-cycle by M-cycle: micro ROMs of our own
-that follow the protocols of the SameSuite APU tests (``LIJI32/SameSuite``, ``apu/channel_1``
-and ``apu/channel_2``) and check the hardware results those tests publish.
+"""The Color's APU as PCM12 / PCM34 and NR52 show it, M-cycle by M-cycle: micro ROMs of our own
+that follow the protocols of the SameSuite APU tests (``LIJI32/SameSuite``, ``apu/``) and check
+the hardware results those tests publish.
 
 Each sub-test powers the APU off and on (NR52), sets a square channel up, triggers it, waits
 ``n`` NOPs (``n`` M-cycles) and reads PCM12 (``ld a,[hl]`` / ``ld a,[c]``); one ROM runs a whole
@@ -352,3 +352,24 @@ def test_envelope_steps_with_the_frame_sequencer_from_power_on():
     pcm = [0x08, 0x08, 0x07, 0x07, 0x07, 0, 0, 0] * 2 + [0x07] * 5 + [0] * 3
     assert run_table(subs, frames=120) == pcm + [0x07] * 5 + [0] * 3 + [0xFF, 0xFF] + [0] * 6 + (
         [0xFF, 0xFF] + [0] * 6) * 3
+
+
+def test_div_write_with_bit_4_set_steps_the_frame_sequencer():
+    """div_write_trigger: channel 1 with length ``k + 1`` (NR11 = BF - k) and length enabled;
+    ``n`` times, wait for DIV = 10 and write DIV (bit 4 falls: a frame-sequencer step). NR52
+    shows the channel on for the first 2k + 1 steps: length clocks on every other step from
+    power-on."""
+    trig = "trig:\nld a, $10\n.w: cp [hl]\njr nz, .w\nld [hl], a\nret\n"
+
+    def sub(k: int, n: int) -> str:
+        return (f"ld hl, $FF04\nld [hl], a\nld c, $26\nxor a\nld [c], a\ncpl\nld [c], a\n"
+                f"ldh [$13], a\nld a, ${0xBF - k:02X}\nldh [$11], a\nldh [$12], a\nld a, $C1\n"
+                "ldh [$14], a\n" + "call trig\n" * n + "ld a, [c]\n" + STORE)
+
+    body = "di\n" + LCD_OFF + "ld de, $C000\n" + "".join(sub(k, n) for k in range(8) for n in range(16))
+    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n" + trig), title="PCM",
+                    cgb_flag=0x80)
+    gb = GameBoy(rom, check_header=False, model="cgb")
+    gb.run_frames(200)
+    want = [v for k in range(8) for v in [0xF1] * (2 * k + 1) + [0xF0] * (15 - 2 * k)]
+    assert gb.read_memory(0xC000, 128)[0].tolist() == want
