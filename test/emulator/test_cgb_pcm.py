@@ -15,17 +15,11 @@ stop, and only power-off resets it.
 from __future__ import annotations
 
 import pytest
+from test_cgb import LCD_OFF
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
 
-LCD_OFF = """
-.vbl:   ldh a, [$44]
-        cp 144
-        jr nz, .vbl
-        xor a
-        ldh [$40], a
-"""
 DOUBLE_SPEED = "ld a, 1\nldh [$4D], a\nstop\n"
 POWER_CYCLE = "xor a\nldh [$26], a\ncpl\nldh [$26], a\n"
 STORE = "ld [de], a\ninc de\n"
