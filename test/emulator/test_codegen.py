@@ -55,7 +55,7 @@ def test_no_dead_bus_helpers_or_text_markers():
     # every bus call has the clock locals bound (no generator shorthand left)
     assert "rd(i, m" in body and "wr(i, m" in body and "tick(i, m)" not in body
     assert "rd_op(i, m" in body
-    for call in ("tick(i, m", "tick_idu(i, m", "rd(i, m", "rd_op(i, m", "rd_idu(i, m", "wr(i, m"):
+    for call in ("tick(i, m", "tick_idu(i, m", "rd(i, m", "rd_op(i, m", "rd_pc(i, m", "rd_idu(i, m", "wr(i, m"):
         for part in body.split(call)[1:]:
             assert part.split(")\n")[0].count("clk, nxt, dirty") == 1, (call, part[:80])
 
