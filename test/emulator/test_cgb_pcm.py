@@ -99,13 +99,17 @@ def test_retrigger_keeps_the_phase_and_waits_one_m_cycle_less(ch):
                            80 80 80 80 80 80 80 80  80 80 80 00 00 00 00 00""", ch)
 
 
-def test_stop_keeps_the_phase():
-    """channel_2_stop_restart: the DAC switched off and on (NR22) between the triggers stops the
-    channel, and the new trigger waits the full delay, but the duty position carries on."""
+@pytest.mark.parametrize("ch", [0, 1])
+def test_stop_keeps_the_phase(ch):
+    """channel_x_stop_restart: the DAC switched off and on (NRx2) between the triggers stops
+    the channel, and the new trigger waits the full delay, but the duty position carries on."""
+    r = regs(ch)
+
     def sub(n: int, m: int) -> str:
-        return ("xor a\nld c, $17\nldh [$26], a\ncpl\nldh [$26], a\nld hl, $FF76\nld a, $FC\n"
-                "ldh [$18], a\nld a, $80\nldh [$16], a\nldh [$17], a\nld a, $87\nldh [$19], a\n"
-                + nops(m) + "xor a\nld [c], a\nld a, $80\nld [c], a\nld a, $87\nldh [$19], a\n"
+        return (f"xor a\nld c, {r['nrx2']}\nldh [$26], a\ncpl\nldh [$26], a\n"
+                f"ld hl, $FF76\nld a, $FC\nldh [{r['nrx3']}], a\nld a, $80\nldh [{r['nrx1']}], a\n"
+                f"ldh [{r['nrx2']}], a\nld a, $87\nldh [{r['nrx4']}], a\n" + nops(m)
+                + f"xor a\nld [c], a\nld a, $80\nld [c], a\nld a, $87\nldh [{r['nrx4']}], a\n"
                 + nops(n) + "ld a, [hl]\n" + STORE)
 
     got = run_table([sub(n, m) for m in (0, 2, 3, 6, 7, 10, 11, 14, 15) for n in range(8, 24)])
@@ -117,16 +121,19 @@ def test_stop_keeps_the_phase():
                            00 00 00 00 80 80 80 80  80 80 80 80 80 80 80 80
                            80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 80
                            80 80 80 80 80 80 80 80  80 80 80 80 80 80 80 80
-                           80 80 80 80 80 80 80 80  80 80 80 80 00 00 00 00""")
+                           80 80 80 80 80 80 80 80  80 80 80 80 00 00 00 00""", ch)
 
 
-def test_duty_change_shows_from_the_next_step():
-    """channel_2_duty_delay: NR21 rewritten ``n`` NOPs after the trigger (period 8 M-cycles),
+@pytest.mark.parametrize("ch", [0, 1])
+def test_duty_change_shows_from_the_next_step(ch):
+    """channel_x_duty_delay: NRx1 rewritten ``n`` NOPs after the trigger (period 8 M-cycles),
     with the same 75 % duty and then with 12.5 %: the output changes at the next step only."""
+    r = regs(ch)
+
     def sub(n: int) -> str:
-        return (POWER_CYCLE + "ld c, $76\nld a, $F8\nldh [$18], a\nld a, $C0\nld hl, $FF16\n"
-                "ld [hl], a\nld a, $80\nldh [$17], a\nld a, $87\nldh [$19], a\n" + nops(n)
-                + "ld [hl], b\nld a, [c]\n" + STORE)
+        return (POWER_CYCLE + f"ld c, $76\nld a, $F8\nldh [{r['nrx3']}], a\nld a, $C0\n"
+                f"ld hl, $FF{r['nrx1'][1:]}\nld [hl], a\nld a, $80\nldh [{r['nrx2']}], a\n"
+                f"ld a, $87\nldh [{r['nrx4']}], a\n" + nops(n) + "ld [hl], b\nld a, [c]\n" + STORE)
 
     subs = [(f"ld b, ${b:02X}\n" if n == 0 else "") + sub(n) for b in (0xC0, 0x00) for n in range(64)]
     assert run_table(subs) == table("""
@@ -135,7 +142,7 @@ def test_duty_change_shows_from_the_next_step():
         80 80 80 80 80 80 00 00  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00
         80 80 80 80 80 80 00 00  80 80 80 80 80 80 00 00  80 80 80 80 80 80 00 00
         80 80 80 80 80 80 00 00  80 80 80 80 80 80 00 00  80 80 80 80 80 80 80 80
-        00 00 00 00 00 00 00 00""")
+        00 00 00 00 00 00 00 00""", ch)
 
 
 def test_duty_patterns_in_double_speed():
@@ -156,23 +163,26 @@ def test_duty_patterns_in_double_speed():
         80 80 80 80 80 80 80 80""")
 
 
-@pytest.mark.parametrize("move_power_on", [False, True])
-def test_steps_follow_the_apus_1mhz_clock_from_power_on(move_power_on):
-    """channel_2_align / channel_2_align_cpu, in double speed (an M-cycle is 2 dots): a trigger
+@pytest.mark.parametrize("ch, move_power_on", [(0, False), (1, False), (1, True)])
+def test_steps_follow_the_apus_1mhz_clock_from_power_on(ch, move_power_on):
+    """channel_x_align / channel_2_align_cpu, in double speed (an M-cycle is 2 dots): a trigger
     0, 1 or 3 NOPs later lands on or between the APU's 1 MHz ticks, which count from the NR52
     power-on; moving the power-on with the trigger (align_cpu) changes nothing."""
+    r = regs(ch)
+
     def sub(n: int, s: int) -> str:
         if move_power_on:
             power, wait = "xor a\nldh [$26], a\ncpl\n" + nops(s) + "ldh [$26], a\n", ""
         else:
             power, wait = POWER_CYCLE, nops(s)
-        return (power + "ld hl, $FF76\nldh [$18], a\nld a, $80\nldh [$16], a\nldh [$17], a\n"
-                "ld a, $87\n" + wait + "ldh [$19], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+        return (power + f"ld hl, $FF76\nldh [{r['nrx3']}], a\nld a, $80\nldh [{r['nrx1']}], a\n"
+                f"ldh [{r['nrx2']}], a\nld a, $87\n" + wait + f"ldh [{r['nrx4']}], a\n" + nops(n)
+                + "ld a, [hl]\n" + STORE)
 
     got = run_table([sub(n, s) for s in (0, 1, 3) for n in range(16)], DOUBLE_SPEED)
     late = "00 " * 13 + "80 80 80"
     early = "00 " * 12 + "80 80 80 80"
-    assert got == table(" ".join([late] * 3) if move_power_on else " ".join([late, early, early]))
+    assert got == table(" ".join([late] * 3) if move_power_on else " ".join([late, early, early]), ch)
 
 
 @pytest.mark.parametrize("ch", [0, 1])
