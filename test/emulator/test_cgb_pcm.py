@@ -342,11 +342,13 @@ def test_envelope_steps_with_the_frame_sequencer_from_power_on():
     period 1 or 2) drops to 7 at the frame sequencer's envelope step, the 8th (16th) DIV-driven
     step since the APU's power-on: 0x4000 (0x8000) M-cycles after the reset, or 0x800 earlier
     when 0x800 M-cycles passed between power-on and the trigger. DIV itself wraps 0x4000 M-cycles
-    after its reset (FF, then 00)."""
+    after its reset (FF, then 00). The DIV write after the trigger (``ld [$FF04], a``, as the
+    protocol has it) also delays the duty steps by a 1 MHz tick, which the duty phase read
+    here shows."""
     def sub(n: int, pre: int, env: int) -> str:
-        return ("ldh [$04], a\n" + POWER_CYCLE + nops(pre) + "ld a, $80\nldh [$11], a\n"
+        return ("ld [$FF04], a\n" + POWER_CYCLE + nops(pre) + "ld a, $80\nldh [$11], a\n"
                 f"ld a, $FC\nldh [$13], a\nld a, ${0x80 | env:02X}\nldh [$12], a\nld a, $87\n"
-                "ldh [$14], a\nldh [$04], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+                "ldh [$14], a\nld [$FF04], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
 
     cases = ((0, 1, 0x3FFC), (0, 2, 0x7FFC), (0x800, 1, 0x3FFC), (0x800, 2, 0x7FFC))
     subs = []
@@ -377,3 +379,25 @@ def test_div_write_with_bit_4_set_steps_the_frame_sequencer():
     gb.run_frames(200)
     want = [v for k in range(8) for v in [0xF1] * (2 * k + 1) + [0xF0] * (15 - 2 * k)]
     assert gb.read_memory(0xC000, 128)[0].tolist() == want
+
+
+def test_length_and_first_step_against_a_div_reset():
+    """channel_2_stop_div: length 1 (NR21 = FF), length enabled, the longest period (NR23 = 1),
+    DIV reset right after the trigger; 0, 0x800 or 0x1000 M-cycles between power-on and the
+    setup. The first duty step shows 0x7FC NOPs after the DIV reset; the length clock at the
+    first DIV step 0x800 M-cycles after it silences the channel unless the trigger came just
+    after the step that does not clock length (0x800), where enabling length clocked it once
+    already and the trigger reloaded it. Read as DIV, PCM12 and NR52."""
+    def sub(n: int, pre: int) -> str:
+        return ("ld [$FF04], a\n" + POWER_CYCLE + nops(pre) + "ldh [$16], a\nld a, 1\nldh [$18], a\n"
+                "ld a, $80\nldh [$17], a\nld a, $C0\nldh [$19], a\nld [$FF04], a\n" + nops(n)
+                + "ld a, [hl]\n" + STORE)
+
+    subs = []
+    for read, pres in ((0xFF04, (0x1000,)), (0xFF76, (0, 0x800, 0x1000)), (0xFF26, (0, 0x800, 0x1000))):
+        group = [sub(n, pre) for pre in pres for n in range(0x7F8, 0x800)]
+        subs += [f"ld hl, ${read:04X}\n" + group[0], *group[1:]]
+    assert run_table(subs, frames=120) == table("""
+        1F 1F 1F 1F 1F 1F 20 20  00 00 00 00 80 80 00 00  00 00 00 00 80 80 80 80
+        00 00 00 00 80 80 00 00  F2 F2 F2 F2 F2 F2 F0 F0  F2 F2 F2 F2 F2 F2 F2 F2
+        F2 F2 F2 F2 F2 F2 F0 F0""")

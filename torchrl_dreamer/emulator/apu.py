@@ -54,6 +54,7 @@ from torchrl_dreamer.emulator.apu_pcm import (
     noise_flush,
     noise_trigger,
     pcm_advance,
+    pcm_div_write,
     square_trigger,
     wave_hold,
 )
@@ -301,6 +302,8 @@ def apu_div_write(i: int, m: wp.ref[Mem]):
     falling edge (one step)."""
     if (m.st[i, S_DIV16] & (0x1000 << m.st[i, S_SPEED])) != 0:  # bit 13 in double speed
         frame_steps(i, m, 1)
+    if m.st[i, S_CGB] == MODEL_CGB:
+        pcm_div_write(i, m)  # the square channels' clock loses a tick (apu_pcm.py)
 
 
 # ------------------------------------------------------------------------------- registers

@@ -11,7 +11,8 @@ before its DAC: 0 while the channel is off, else
   (every 4 dots from the NR52 write, in either CPU speed). A trigger of a silent channel makes
   its first step ``period + 8`` dots later, its output 0 until then; a trigger of a playing one
   ``period + 4`` dots later, the duty position and output carrying on; both rounded up to the
-  1 MHz grid. Power-off resets both channels' positions;
+  1 MHz grid. A DIV write delays the next steps by one 1 MHz tick (4 dots). Power-off resets
+  both channels' positions;
 - wave channel 3: the current 4-bit sample shifted by the output level (NR32: mute, 100, 50,
   25 %; a change shows at once). After a trigger the output buffer keeps the sample last
   fetched (0 after power-on) until the first fetch, a sample period plus 6 dots later, which
@@ -28,7 +29,8 @@ when PCM34 is read or NR43 changes (:func:`noise_flush`): the LFSR's output repe
 shifts (127 in 7-bit mode), so the count is kept modulo both periods' product.
 The square channels' timing rules are the hardware results published with the SameSuite APU
 tests (``LIJI32/SameSuite``, ``apu/channel_1`` and ``apu/channel_2``: ``delay``, ``duty``,
-``duty_delay``, ``restart``, ``stop_restart``, ``freq_change``, ``align``, ``align_cpu``), checked by micro ROMs of our own that follow their
+``duty_delay``, ``restart``, ``stop_restart``, ``freq_change``, ``align``, ``align_cpu``,
+``volume_div``, ``stop_div``), checked by micro ROMs of our own that follow their
 protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's start
 (``channel_3_delay``, ``channel_3_first_sample``, ``channel_3_restart_delay``,
 ``channel_3_shift_delay``) and the noise channel's first shift
@@ -65,7 +67,8 @@ from torchrl_dreamer.emulator.registers import (
     R_WAVE,
 )
 
-__all__ = ["pcm_advance", "square_trigger", "noise_trigger", "noise_flush", "wave_hold", "apu_pcm"]
+__all__ = ["pcm_advance", "pcm_div_write", "square_trigger", "noise_trigger", "noise_flush", "wave_hold",
+           "apu_pcm"]
 
 LFSR_CYCLE = wp.constant(32767 * 127)  # a multiple of both LFSR periods (15 and 7 bits)
 TRIGGER_DELAY = wp.constant(8)  # dots a silent square channel's first step waits beyond its period
@@ -165,6 +168,17 @@ def pcm_advance(i: int, m: wp.ref[Mem], dots: int):
             c = c + k * per
             m.st[i, S_APU_NOISE_PEND] = (m.st[i, S_APU_NOISE_PEND] + k) % LFSR_CYCLE
         m.st[i, S_APU_NOISE_CNT] = c
+
+
+@wp.func
+def pcm_div_write(i: int, m: wp.ref[Mem]):
+    """A DIV write: the playing square channels' next steps come one 1 MHz tick (4 dots) later
+    (SameSuite ``channel_1_volume_div``, ``channel_2_stop_div``: their steps fall an M-cycle
+    after the rule without it, when DIV is reset after the trigger)."""
+    act = m.st[i, S_APU_ACT]
+    for ch in range(2):
+        if (act & (1 << ch)) != 0:
+            m.st[i, S_APU_SQ1_CNT + 2 * ch] = m.st[i, S_APU_SQ1_CNT + 2 * ch] + 4
 
 
 @wp.func
