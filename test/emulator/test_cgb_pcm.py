@@ -210,9 +210,9 @@ def test_frequency_change_shows_after_the_current_step(ch):
 
 def wave_sub(n: int, nr34: int, first: int | None = None) -> str:
     """Power-cycle, fill wave RAM with 0xFF (or sample byte 0 = ``first``), play at 100 %."""
-    fill = ("ld hl, $FF30\n" + "ld [hl+], a\n" * 16 if first is None else
-            "ld hl, $FF31\n" + "ld [hl+], a\n" * 15 + f"ld a, ${first:02X}\nld [$FF30], a\n")
-    return ("xor a\nldh [$26], a\ncpl\nldh [$26], a\n" + fill + "ld hl, $FF77\nldh [$1A], a\n"
+    fill = ("ld hl, $FF30\nldh [$26], a\n" + "ld [hl+], a\n" * 16 if first is None else
+            "ld hl, $FF31\nldh [$26], a\n" + "ld [hl+], a\n" * 15 + f"ld a, ${first:02X}\nld [$FF30], a\n")
+    return ("xor a\nldh [$26], a\ncpl\n" + fill + "ld hl, $FF77\nldh [$1A], a\n"
             f"ld a, $20\nldh [$1C], a\nld a, ${nr34:02X}\nldh [$1E], a\n" + nops(n) + "ld a, [hl]\n"
             + STORE)
 
@@ -310,21 +310,21 @@ def test_wave_stop_frequency_change_and_restart_in_the_delay():
     new frequency written just after the trigger does not change the first sample's length;
     channel_3_restart_during_delay: a retrigger inside the start delay starts it afresh, and
     wave RAM read while the channel plays gives the byte being played (12, then 34)."""
-    fill16 = "ld hl, $FF30\n" + "ld [hl+], a\n" * 16
+    power_fill = "xor a\nldh [$26], a\ncpl\nld hl, $FF30\nldh [$26], a\n" + "ld [hl+], a\n" * 16
 
     def stop(n: int) -> str:
-        return ("xor a\nldh [$26], a\ncpl\nldh [$26], a\n" + fill16 + "ld hl, $FF77\nldh [$1A], a\n"
+        return (power_fill + "ld hl, $FF77\nldh [$1A], a\n"
                 "ld a, $20\nldh [$1C], a\nld a, $87\nldh [$1E], a\n" + nops(0x180 - 4)
                 + "xor a\nldh [$1A], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
 
     def freq(n: int, first: int, then: int) -> str:
-        return ("xor a\nldh [$26], a\ncpl\nldh [$26], a\n" + fill16 + "ld hl, $FF77\nldh [$1A], a\n"
+        return (power_fill + "ld hl, $FF77\nldh [$1A], a\n"
                 f"ld a, $20\nldh [$1C], a\nld c, $1E\nld a, ${0x80 | first:02X}\nld [c], a\n"
                 f"ld a, ${then:02X}\nld [c], a\n" + nops(n - 4) + "ld a, [hl]\n" + STORE)
 
-    def restart(n: int, read: int) -> str:
-        fill = "ld a, $12\nld c, $22\nld hl, $FF30\n" + "ld [hl+], a\nadd a, c\n" * 16
-        return (POWER_CYCLE + fill + f"ld hl, ${read:04X}\nld a, $80\nldh [$1A], a\nld a, $20\n"
+    def restart(n: int) -> str:  # HL: where to read, set before the group
+        fill = "push hl\nld a, $12\nld c, $22\nld hl, $FF30\n" + "ld [hl+], a\nadd a, c\n" * 16
+        return (POWER_CYCLE + fill + "pop hl\nld a, $80\nldh [$1A], a\nld a, $20\n"
                 "ldh [$1C], a\nld a, $86\nldh [$1E], a\n" + nops(0x20 - 3) + "ldh [$1E], a\n"
                 + nops(n) + "ld a, [hl]\n" + STORE)
 
@@ -333,7 +333,9 @@ def test_wave_stop_frequency_change_and_restart_in_the_delay():
     got = run_table([freq(n, 4, 6) for n in ns] + [freq(n, 6, 4) for n in ns], DOUBLE_SPEED)
     assert got == [0] * 7 + [0x0F] + [0] * 2 + [0x0F] * 6
     ns = (*range(0x1DC, 0x1E4), 0x1FE, 0x1FF, 0x200, 0x201, 0x3FE, 0x3FF, 0x400, 0x401)
-    got = run_table([restart(n, 0xFF77) for n in ns] + [restart(n, 0xFF30) for n in ns], DOUBLE_SPEED)
+    subs = [("ld hl, $FF77\n" if k == 0 else "") + restart(n) for k, n in enumerate(ns)]
+    subs += [("ld hl, $FF30\n" if k == 0 else "") + restart(n) for k, n in enumerate(ns)]
+    got = run_table(subs, DOUBLE_SPEED)
     assert got == [0] * 11 + [0x02] * 4 + [0x03] + [0x12] * 15 + [0x34]
 
 
