@@ -403,3 +403,31 @@ def test_length_and_first_step_against_a_div_reset():
         1F 1F 1F 1F 1F 1F 20 20  00 00 00 00 80 80 00 00  00 00 00 00 80 80 80 80
         00 00 00 00 80 80 00 00  F2 F2 F2 F2 F2 F2 F0 F0  F2 F2 F2 F2 F2 F2 F2 F2
         F2 F2 F2 F2 F2 F2 F0 F0""")
+
+
+@pytest.mark.parametrize("ch", [1, 3])
+def test_envelope_steps_with_the_frame_sequencer_channels_2_and_4(ch):
+    """channel_2_volume_div and channel_4_volume_div: the same envelope timing as channel 1's
+    (volume 8 -> 7 at the 8th or 16th DIV-driven step), seen in PCM12's high nibble (channel 2,
+    50 % duty) and PCM34's (noise, a shift every 64 dots); channel 4's protocol also runs with
+    0x800 M-cycles between power-on and the setup."""
+    if ch == 1:
+        setup = ("ld a, $80\nldh [$16], a\nld a, $FC\nldh [$18], a\nld a, ${env}\n"
+                 "ldh [$17], a\nld a, $87\nldh [$19], a\n")
+        cases, read = ((0, 1, 0x3FFC), (0, 2, 0x7FFC)), 0xFF76
+        pcm = [0x80, 0x80, 0x70, 0x70, 0x70, 0, 0, 0] * 2
+    else:
+        setup = ("ld a, $80\nldh [$20], a\nld a, $38\nldh [$22], a\nld a, ${env}\n"
+                 "ldh [$21], a\nld a, $87\nldh [$23], a\n")
+        cases, read = ((0, 1, 0x3FFC), (0, 2, 0x7FFC), (0x800, 1, 0x3FFC), (0x800, 2, 0x7FFC)), 0xFF77
+        pcm = [0x80, 0x80] + [0x70] * 6 + [0x80, 0x80] + [0x70] * 6 + [0x70] * 16
+
+    def sub(n: int, pre: int, env: int) -> str:
+        return ("ld [$FF04], a\n" + POWER_CYCLE + nops(pre) + setup.replace("${env}", f"${0x80 | env:02X}")
+                + "ld [$FF04], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    subs = []
+    for target in (read, 0xFF04):
+        group = [sub(n, pre, env) for pre, env, base in cases for n in range(base, base + 8)]
+        subs += [f"ld hl, ${target:04X}\n" + group[0], *group[1:]]
+    assert run_table(subs, frames=120) == pcm + [0xFF, 0xFF, 0, 0, 0, 0, 0, 0] * len(cases)
