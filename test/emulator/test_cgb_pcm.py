@@ -383,26 +383,30 @@ def test_div_write_with_bit_4_set_steps_the_frame_sequencer():
     assert gb.read_memory(0xC000, 128)[0].tolist() == want
 
 
-def test_length_and_first_step_against_a_div_reset():
-    """channel_2_stop_div: length 1 (NR21 = FF), length enabled, the longest period (NR23 = 1),
+@pytest.mark.parametrize("ch", [0, 1])
+def test_length_and_first_step_against_a_div_reset(ch):
+    """channel_x_stop_div: length 1 (NRx1 = FF), length enabled, the longest period (NRx3 = 1),
     DIV reset right after the trigger; 0, 0x800 or 0x1000 M-cycles between power-on and the
     setup. The first duty step shows 0x7FC NOPs after the DIV reset; the length clock at the
     first DIV step 0x800 M-cycles after it silences the channel unless the trigger came just
     after the step that does not clock length (0x800), where enabling length clocked it once
     already and the trigger reloaded it. Read as DIV, PCM12 and NR52."""
+    r = regs(ch)
+
     def sub(n: int, pre: int) -> str:
-        return ("ld [$FF04], a\n" + POWER_CYCLE + nops(pre) + "ldh [$16], a\nld a, 1\nldh [$18], a\n"
-                "ld a, $80\nldh [$17], a\nld a, $C0\nldh [$19], a\nld [$FF04], a\n" + nops(n)
-                + "ld a, [hl]\n" + STORE)
+        return ("ld [$FF04], a\n" + POWER_CYCLE + nops(pre) + f"ldh [{r['nrx1']}], a\nld a, 1\n"
+                f"ldh [{r['nrx3']}], a\nld a, $80\nldh [{r['nrx2']}], a\nld a, $C0\n"
+                f"ldh [{r['nrx4']}], a\nld [$FF04], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
 
     subs = []
     for read, pres in ((0xFF04, (0x1000,)), (0xFF76, (0, 0x800, 0x1000)), (0xFF26, (0, 0x800, 0x1000))):
         group = [sub(n, pre) for pre in pres for n in range(0x7F8, 0x800)]
         subs += [f"ld hl, ${read:04X}\n" + group[0], *group[1:]]
-    assert run_table(subs, frames=120) == table("""
-        1F 1F 1F 1F 1F 1F 20 20  00 00 00 00 80 80 00 00  00 00 00 00 80 80 80 80
-        00 00 00 00 80 80 00 00  F2 F2 F2 F2 F2 F2 F0 F0  F2 F2 F2 F2 F2 F2 F2 F2
-        F2 F2 F2 F2 F2 F2 F0 F0""")
+    hi, on = (0x80 if ch == 1 else 0x08), 0xF0 | (1 << ch)
+    pcm_off, pcm_on = [0] * 4 + [hi] * 2 + [0] * 2, [0] * 4 + [hi] * 4
+    nr52_off, nr52_on = [on] * 6 + [0xF0] * 2, [on] * 8
+    want = [0x1F] * 6 + [0x20] * 2 + pcm_off + pcm_on + pcm_off + nr52_off + nr52_on + nr52_off
+    assert run_table(subs, frames=120) == want
 
 
 @pytest.mark.parametrize("ch", [1, 3])
@@ -431,3 +435,27 @@ def test_envelope_steps_with_the_frame_sequencer_channels_2_and_4(ch):
         group = [sub(n, pre, env) for pre, env, base in cases for n in range(base, base + 8)]
         subs += [f"ld hl, ${target:04X}\n" + group[0], *group[1:]]
     assert run_table(subs, frames=120) == pcm + [0xFF, 0xFF, 0, 0, 0, 0, 0, 0] * len(cases)
+
+
+def test_wave_length_against_div_in_double_speed():
+    """channel_3_stop_div (double speed, where DIV bit 5 drives the frame sequencer): length 1
+    or 2 (NR31 FF, FE), length enabled at the trigger, DIV reset right after it, 0 or 0x1000
+    M-cycles between power-on and the setup: the channel stops at the DIV step that ends its
+    length (read as DIV, PCM34 and NR52); length 1 enabled just after a step that does not
+    clock length is clocked at once, reloaded to 256 by the trigger, and plays on."""
+    def sub(n: int, nr31: int, pre: int) -> str:
+        return ("ld [$FF04], a\nxor a\nldh [$26], a\ncpl\nldh [$26], a\n" + nops(pre) + "push hl\n"
+                "ld hl, $FF30\n" + "ld [hl+], a\n" * 16 + f"pop hl\nldh [$1A], a\nld a, ${nr31:02X}\n"
+                "ldh [$1B], a\nld a, $20\nldh [$1C], a\nld a, $C0\nldh [$1E], a\nld [$FF04], a\n"
+                + nops(n) + "ld a, [hl]\n" + STORE + "xor a\nldh [$26], a\n")
+
+    cases = ([(n, 0xFF, 0) for n in range(0xFFC, 0x1000)]
+             + [(n, 0xFF, 0x1000) for n in range(0x2FFC, 0x3000)]
+             + [(n, 0xFE, 0) for n in range(0x2FFC, 0x3000)]
+             + [(n, 0xFE, 0x1000) for n in range(0x1FFC, 0x2000)])
+    subs = []
+    for read in (0xFF04, 0xFF77, 0xFF26):
+        subs += [(f"ld hl, ${read:04X}\n" if k == 0 else "") + sub(*c) for k, c in enumerate(cases)]
+    assert run_table(subs, DOUBLE_SPEED, frames=200) == table("""
+        3F 3F 40 40 BF BF C0 C0  BF BF C0 C0 7F 7F 80 80  0F 0F 00 00 0F 0F 0F 0F
+        0F 0F 00 00 0F 0F 00 00  F4 F4 F0 F0 F4 F4 F4 F4  F4 F4 F0 F0 F4 F4 F0 F0""")
