@@ -244,13 +244,35 @@ NOISE_SETUP = ("ld hl, $FF77\nld a, $F0\nldh [$21], a\nld a, $08\nldh [$22], a\n
                "ldh [$23], a\n")
 
 
-def test_noise_lfsr_sequence():
-    """channel_4_lfsr: 7-bit mode at a shift every 2 M-cycles, read every other shift from
-    13 M-cycles on; each result shifts PCM34's bit 7 into the last one (the test's own
-    reconstruction of the LFSR), so the table is the register's sequence."""
+LFSR7 = """
+    7e 3f 5f 6f 77 7b 7d 3e  1f 4f 67 73 79 3c 5e 2f  57 6b 75 3a 1d 0e 07 43
+    61 30 58 6c 76 3b 5d 2e  17 4b 65 32 19 0c 46 23  51 28 54 6a 35 1a 0d 06
+    03 41 20 50 68 74 7a 3d  1e 0f 47 63 71 38 5c 6e  37 5b 6d 36 1b 4d 26 13
+    49 24 52 29 14 4a 25 12  09 04 42 21 10 48 64 72  39 1c 4e 27 53 69 34 5a
+    2d 16 0b 45 22 11 08 44  62 31 18 4c 66 33 59 2c  56 2b 55 2a 15 0a 05 02
+    01 00 40 60 70 78 7c 7e"""
+LFSR15 = """
+    00 00 00 80 c0 e0 f0 f8  fc fe ff ff ff ff ff ff  ff 7f bf df ef f7 fb fd
+    fe ff ff ff ff ff ff 7f  3f 9f cf e7 f3 f9 fc fe  ff ff ff ff ff 7f bf 5f
+    af d7 eb f5 fa fd fe ff  ff ff ff 7f 3f 1f 0f 87  c3 e1 f0 f8 fc fe ff ff
+    ff 7f bf df ef 77 bb dd  ee f7 fb fd fe ff ff 7f  3f 9f cf 67 33 99 cc e6
+    f3 f9 fc fe ff 7f bf 5f  af 57 ab 55 aa d5 ea f5  fa fd fe 7f 3f 1f 0f 07
+    03 01 00 80 c0 e0 f0 f8"""
+
+
+@pytest.mark.parametrize("nr43, store, want", [
+    (0x08, "or b\nsrl a\n", LFSR7),  # channel_4_lfsr: 7-bit mode
+    (0x00, "srl a\nor b\n", LFSR15),  # channel_4_lfsr15
+])
+def test_noise_lfsr_sequence(nr43, store, want):
+    """channel_4_lfsr / channel_4_lfsr15: a shift every 2 M-cycles, read every other shift from
+    13 M-cycles on; each result shifts PCM34's bit 7 into the last one (the tests' own
+    reconstruction of the register), so the tables are the LFSR's sequence in 7- and 15-bit
+    mode."""
     def sub(n: int) -> str:
-        return (POWER_CYCLE + NOISE_SETUP + nops(n) + "ld a, [hl]\nand $80\nld b, a\nld a, [de]\n"
-                "or b\nsrl a\ninc de\nld [de], a\n")
+        return (POWER_CYCLE + f"ld hl, $FF77\nld a, $F0\nldh [$21], a\nld a, ${nr43:02X}\n"
+                "ldh [$22], a\nld a, $80\nldh [$23], a\n" + nops(n)
+                + "ld a, [hl]\nand $80\nld b, a\nld a, [de]\n" + store + "inc de\nld [de], a\n")
 
     body = "di\n" + LCD_OFF + "ld de, $C000\nxor a\nld [de], a\n"
     body += "".join(sub(n) for n in range(0x0D, 0x11C, 2))
@@ -258,13 +280,7 @@ def test_noise_lfsr_sequence():
                     cgb_flag=0x80)
     gb = GameBoy(rom, check_header=False, model="cgb")
     gb.run_frames(30)
-    assert gb.read_memory(0xC006, 128)[0].tolist() == table("""
-        7e 3f 5f 6f 77 7b 7d 3e  1f 4f 67 73 79 3c 5e 2f  57 6b 75 3a 1d 0e 07 43
-        61 30 58 6c 76 3b 5d 2e  17 4b 65 32 19 0c 46 23  51 28 54 6a 35 1a 0d 06
-        03 41 20 50 68 74 7a 3d  1e 0f 47 63 71 38 5c 6e  37 5b 6d 36 1b 4d 26 13
-        49 24 52 29 14 4a 25 12  09 04 42 21 10 48 64 72  39 1c 4e 27 53 69 34 5a
-        2d 16 0b 45 22 11 08 44  62 31 18 4c 66 33 59 2c  56 2b 55 2a 15 0a 05 02
-        01 00 40 60 70 78 7c 7e""")
+    assert gb.read_memory(0xC006, 128)[0].tolist() == table(want)
 
 
 def test_noise_lfsr_kept_from_7_to_15_bits():
