@@ -378,25 +378,57 @@ def test_envelope_steps_with_the_frame_sequencer_from_power_on():
         [0xFF, 0xFF] + [0] * 6) * 3
 
 
-def test_div_write_with_bit_4_set_steps_the_frame_sequencer():
-    """div_write_trigger: channel 1 with length ``k + 1`` (NR11 = BF - k) and length enabled;
-    ``n`` times, wait for DIV = 10 and write DIV (bit 4 falls: a frame-sequencer step). NR52
-    shows the channel on for the first 2k + 1 steps: length clocks on every other step from
-    power-on."""
-    trig = "trig:\nld a, $10\n.w: cp [hl]\njr nz, .w\nld [hl], a\nret\n"
+DIV_ROUTINES = ("trig:\ncall w10\nld [hl], a\nret\n"  # wait for DIV = 10, then write DIV
+                "w10:\nld a, $10\n.w: cp [hl]\njr nz, .w\nret\n"  # wait for DIV = 10
+                "wev:\n.on: bit 4, [hl]\njr z, .on\n.off: bit 4, [hl]\njr nz, .off\nret\n")  # bit 4 falls
 
+
+@pytest.mark.parametrize("at_10", [False, True])
+def test_div_write_with_bit_4_set_steps_the_frame_sequencer(at_10):
+    """div_write_trigger / div_write_trigger_10: channel 1 with length ``k + 1`` (NR11 = BF -
+    k) and length enabled; ``n`` times, wait for DIV = 10 and write DIV (bit 4 falls: a frame-
+    sequencer step). NR52 shows the channel on for the first 2k + 1 steps: length clocks on every
+    other step from power-on. Powered on with DIV = 10 (``_10``), the APU skips the first DIV
+    event, and enabling length before it clocks length once (the skipped event counts as a
+    step that does not clock it): on for 2k events, and length 1 is reloaded by the trigger."""
     def sub(k: int, n: int) -> str:
-        return (f"ld hl, $FF04\nld [hl], a\nld c, $26\nxor a\nld [c], a\ncpl\nld [c], a\n"
-                f"ldh [$13], a\nld a, ${0xBF - k:02X}\nldh [$11], a\nldh [$12], a\nld a, $C1\n"
-                "ldh [$14], a\n" + "call trig\n" * n + "ld a, [c]\n" + STORE)
+        return ("ld hl, $FF04\nld [hl], a\n" + ("call w10\n" if at_10 else "")
+                + f"ld c, $26\nxor a\nld [c], a\ncpl\nld [c], a\nldh [$13], a\n"
+                f"ld a, ${0xBF - k:02X}\nldh [$11], a\nldh [$12], a\nld a, $C1\nldh [$14], a\n"
+                + "call trig\n" * n + "ld a, [c]\n" + STORE)
 
     body = "di\n" + LCD_OFF + "ld de, $C000\n" + "".join(sub(k, n) for k in range(8) for n in range(16))
-    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n" + trig), title="PCM",
-                    cgb_flag=0x80)
+    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n" + DIV_ROUTINES),
+                    title="PCM", cgb_flag=0x80)
     gb = GameBoy(rom, check_header=False, model="cgb")
     gb.run_frames(200)
-    want = [v for k in range(8) for v in [0xF1] * (2 * k + 1) + [0xF0] * (15 - 2 * k)]
+    on = [16] + [2 * k for k in range(1, 8)] if at_10 else [2 * k + 1 for k in range(8)]
+    want = [v for k in range(8) for v in [0xF1] * on[k] + [0xF0] * (16 - on[k])]
     assert gb.read_memory(0xC000, 128)[0].tolist() == want
+
+
+@pytest.mark.parametrize("variant, first", [("write", 8), ("write_10", 9), ("event_10", 9)])
+def test_envelope_after_div_events(variant, first):
+    """div_write_trigger_volume(_10) and div_trigger_volume_10: channel 1 at volume 15, envelope
+    down with period 1, then ``n`` DIV events (DIV written at 10, or waited for, ``event``):
+    the volume (PCM12, read where the duty is high) drops at the 8th event after power-on, and
+    at the 9th when the APU was powered on with DIV = 10 (its first event skipped)."""
+    def sub(n: int) -> str:
+        event = "call wev\n" if variant == "event_10" else "call trig\n"
+        s = ("ld hl, $FF04\nld [hl], a\n" + ("call w10\n" if variant != "write" else "")
+             + "ld c, $26\nxor a\nld [c], a\ncpl\nld [c], a\nldh [$13], a\nld a, $80\n"
+             "ldh [$11], a\nld a, $F1\nldh [$12], a\nld a, $83\nldh [$14], a\n" + event * n
+             + "ld hl, $FF76\nxor a\n")
+        for j in range(8):  # the protocol's retries until PCM12 is not 0
+            s += f"or [hl]\njr nz, .d{n}_{j}\n" + nops(0x400) + f".d{n}_{j}:\n"
+        return s + STORE
+
+    body = "di\n" + LCD_OFF + "ld de, $C000\n" + "".join(sub(n) for n in range(32))
+    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n" + DIV_ROUTINES + SLIDE),
+                    title="PCM", cgb_flag=0x80)
+    gb = GameBoy(rom, check_header=False, model="cgb")
+    gb.run_frames(300)
+    assert gb.read_memory(0xC000, 32)[0].tolist() == [15 - max(0, (n - first) // 8 + 1) for n in range(32)]
 
 
 @pytest.mark.parametrize("ch", [0, 1])

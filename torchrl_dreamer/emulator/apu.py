@@ -416,8 +416,11 @@ def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
         if m.st[i, S_APU_LEN1 + ch] == 0:
             m.st[i, S_APU_LEN1 + ch] = maxlen
             was_enabled = False  # a reloaded counter takes the extra clock below like an enable
-    # enabling length when the next step will not clock it clocks it once now
-    if ((v & 0x40) != 0 and not was_enabled and (m.st[i, S_APU_FS] & 1) != 0
+    # enabling length when the next step will not clock it clocks it once now; the DIV event
+    # skipped after a power-on with the divider bit set counts as such a step (SameSuite
+    # div_write_trigger_10)
+    if ((v & 0x40) != 0 and not was_enabled
+            and ((m.st[i, S_APU_FS] & 1) != 0 or m.st[i, S_APU_SKIP] != 0)
             and m.st[i, S_APU_LEN1 + ch] != 0):
         n = m.st[i, S_APU_LEN1 + ch] - 1
         if n == 0:
