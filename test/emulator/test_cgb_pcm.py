@@ -507,3 +507,62 @@ def test_wave_length_against_div_in_double_speed():
     assert run_table(subs, DOUBLE_SPEED, frames=200) == table("""
         3F 3F 40 40 BF BF C0 C0  BF BF C0 C0 7F 7F 80 80  0F 0F 00 00 0F 0F 0F 0F
         0F 0F 00 00 0F 0F 00 00  F4 F4 F0 F0 F4 F4 F4 F4  F4 F4 F0 F0 F4 F4 F0 F0""")
+
+
+def noise_sub(n: int, nr43: int, before: str = "") -> str:
+    """Power-cycle, ``before``, then the noise channel at volume 15 with NR43 = ``nr43``."""
+    return (POWER_CYCLE + before + f"ld hl, $FF77\nld a, $F0\nldh [$21], a\nld a, ${nr43:02X}\n"
+            "ldh [$22], a\nld a, $80\nldh [$23], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+
+def test_noise_start_follows_the_512khz_grid():
+    """channel_4_frequency_alignment and channel_4_equivalent_frequencies: periods written with
+    divisor code 0 start at half a period plus 8 dots; with codes 1-7 at half a period plus 4
+    dots after the next 8-dot point from power-on (8 more with code 1 when the trigger is on a
+    point), so the same period written two ways can start an M-cycle apart; one M-cycle more
+    between power-on and trigger (the second half of the alignment table) evens them out."""
+    groups = [(0x18, 0x09), (0x18, 0x18), (0x30, 0x0A), (0x30, 0x28), (0x48, 0x0B), (0x64, 0x1A),
+              (0x64, 0x0C), (0x64, 0x29), (0x64, 0x38)]
+    subs = []
+    for extra in (0, 1):
+        for base, code in groups:
+            for k in range(8):
+                wait = 0 if (extra == 1 and code == 0x1A and k == 0) else extra  # as the protocol has it
+                subs.append(noise_sub(base + k, code, nops(wait + 2)))
+    first = {(0, 0x09): 3, (0, 0x18): 2, (0, 0x0A): 3, (0, 0x28): 4, (0, 0x0B): 5, (0, 0x1A): 3,
+             (0, 0x0C): 3, (0, 0x29): 5, (0, 0x38): 4, (1, 0x09): 2, (1, 0x18): 2, (1, 0x0A): 4,
+             (1, 0x28): 4, (1, 0x0B): 6, (1, 0x1A): 4, (1, 0x0C): 4, (1, 0x29): 4, (1, 0x38): 4}
+    want = [0xF0 if k >= first[extra, code] else 0 for extra in (0, 1) for _, code in groups
+            for k in range(8)]
+    assert run_table(subs) == want
+    subs = [noise_sub(n, code) for code in (0x0C, 0x1A, 0x29, 0x38) for n in range(0xC0, 0xE0)]
+    low = {0x0C: (7, 23), 0x1A: (7, 23), 0x29: (9, 25), 0x38: (8, 24)}  # 0 from .. to ..
+    want = [0 if low[code][0] <= k < low[code][1] else 0xF0 for code in (0x0C, 0x1A, 0x29, 0x38)
+            for k in range(32)]
+    assert run_table(subs, frames=30) == want
+
+
+def test_noise_start_on_the_1mhz_grid_in_double_speed():
+    """channel_4_align (double speed): divisor code 0 started 0-3 M-cycles after power-on; the
+    first shift follows the 1 MHz grid, so odd delays start an M-cycle later."""
+    subs = [noise_sub(n, 0x08, nops(s)) for s in range(4) for n in range(0x10, 0x20)]
+    want = [0xF0 if n >= 0x1C + s % 2 else 0 for s in range(4) for n in range(0x10, 0x20)]
+    assert run_table(subs, DOUBLE_SPEED) == want
+
+
+def test_noise_lfsr_kept_from_15_to_7_bits():
+    """channel_4_lfsr_15_7: NR43 switched from 15-bit to 7-bit mode 128 M-cycles after the
+    trigger: the register keeps its bits and goes on in 7-bit mode."""
+    def sub(n: int) -> str:
+        return (POWER_CYCLE + "ld hl, $FF77\nld a, $F0\nldh [$21], a\nxor a\nldh [$22], a\n"
+                "ld a, $80\nldh [$23], a\n" + nops(0x80) + "ld a, $08\nldh [$22], a\n" + nops(n)
+                + "ld a, [hl]\n" + STORE)
+
+    ns = [*range(0, 0x40, 2), *range(0x30, 0x40, 2), *range(0x40, 0xF0, 2)]  # the 128 compared
+    assert run_table([sub(n) for n in ns]) == table("""
+        f0 f0 f0 f0 00 00 f0 f0  f0 f0 00 f0 00 f0 f0 f0  00 00 00 00 f0 f0 00 f0
+        f0 f0 00 f0 00 00 f0 f0  f0 f0 00 f0 00 00 f0 f0  00 00 00 f0 00 f0 00 f0
+        f0 00 00 00 00 00 f0 00  f0 f0 f0 f0 00 00 00 f0  f0 f0 00 f0 f0 00 f0 f0
+        00 00 f0 00 00 f0 00 f0  00 00 f0 00 00 00 00 f0  00 00 f0 f0 f0 00 00 f0
+        00 f0 f0 00 f0 00 00 00  f0 00 00 00 f0 f0 00 00  f0 f0 00 f0 00 f0 00 f0
+        00 00 00 00 00 00 00 f0""")

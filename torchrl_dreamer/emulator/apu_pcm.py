@@ -20,7 +20,8 @@ before its DAC: 0 while the channel is off, else
 - noise channel 4: the envelope's volume when bit 0 of the LFSR is set. The 15-bit LFSR shifts
   every ``divisor << shift`` dots (NR43; divisor 8 for code 0, else 16 x code), its new top bit
   (and bit 6 in 7-bit mode) the XNOR of bits 0 and 1; a trigger clears it, and its first
-  shift comes half a shift period plus 8 dots later.
+  shift comes half a shift period plus 8 dots later (divisor code 0; codes 1-7 start on a
+  512 kHz grid from power-on, :func:`noise_trigger`).
 
 Time, lazily as everywhere (:mod:`.apu`): the duty step and the dots to the next one advance
 at each catch-up (:func:`pcm_advance`, called for a console in Color mode only: a DMG or the
@@ -112,11 +113,26 @@ def square_trigger(i: int, m: wp.ref[Mem], ch: int):
 
 @wp.func
 def noise_trigger(i: int, m: wp.ref[Mem]):
-    """A noise trigger clears the LFSR; its first shift comes half a shift period plus 8 dots
-    later (SameSuite ``channel_4_delay``: 3, 4 and 6 M-cycles at periods of 2, 4 and 8)."""
+    """A noise trigger clears the LFSR and schedules its first shift. With divisor code 0 it
+    comes half a shift period plus 8 dots later on the APU's 1 MHz grid (SameSuite
+    ``channel_4_delay``: 3, 4 and 6 M-cycles at periods of 2, 4 and 8; ``channel_4_align``).
+    With codes 1-7 it comes half a period plus 4 dots after the next point of a 512 kHz grid
+    counted from power-on (8 dots), a full 8 dots on when the trigger falls on a point with
+    code 1 (``channel_4_frequency_alignment``, ``channel_4_equivalent_frequencies``: the same
+    period written two ways starts one M-cycle apart, depending on the trigger's phase)."""
     m.st[i, S_APU_LFSR] = 0
     m.st[i, S_APU_NOISE_PEND] = 0
-    m.st[i, S_APU_NOISE_CNT] = noise_period(i, m) // 2 + NOISE_TRIGGER_DELAY
+    ph = m.st[i, S_APU_PH]
+    code = int(m.hram[i, R_NR43]) & 7
+    half = noise_period(i, m) // 2
+    if code == 0:
+        c = half + NOISE_TRIGGER_DELAY
+        m.st[i, S_APU_NOISE_CNT] = c + ((-(ph + c)) & 3)
+    else:
+        g = (-ph) & 7
+        if g == 0 and code == 1:
+            g = 8
+        m.st[i, S_APU_NOISE_CNT] = half + 4 + g
 
 
 @wp.func(inline=False)
@@ -145,7 +161,7 @@ def pcm_advance(i: int, m: wp.ref[Mem], dots: int):
     """Advance the APU's 1 MHz phase, the square channels' duty steps (latching each one's
     output at its last step) and count the noise channel's shifts by ``dots`` (playing channels
     only)."""
-    m.st[i, S_APU_PH] = (m.st[i, S_APU_PH] + dots) & 3
+    m.st[i, S_APU_PH] = (m.st[i, S_APU_PH] + dots) & 7
     act = m.st[i, S_APU_ACT]
     for ch in range(2):
         if (act & (1 << ch)) != 0:
