@@ -260,18 +260,28 @@ LFSR15 = """
     03 01 00 80 c0 e0 f0 f8"""
 
 
-@pytest.mark.parametrize("nr43, store, want", [
-    (0x08, "or b\nsrl a\n", LFSR7),  # channel_4_lfsr: 7-bit mode
-    (0x00, "srl a\nor b\n", LFSR15),  # channel_4_lfsr15
+# channel_4_lfsr_restart / _restart_fast: LFSR7 one shift later (a retrigger while playing)
+LFSR7_RESTART = "7c " + LFSR7.strip()[:-3]
+
+
+@pytest.mark.parametrize("nr43, store, restart, want", [
+    (0x08, "or b\nsrl a\n", None, LFSR7),  # channel_4_lfsr: 7-bit mode
+    (0x00, "srl a\nor b\n", None, LFSR15),  # channel_4_lfsr15
+    (0x08, "or b\nsrl a\n", 0x80, LFSR7_RESTART),  # channel_4_lfsr_restart
+    (0x08, "or b\nsrl a\n", 0, LFSR7_RESTART),  # channel_4_lfsr_restart_fast
 ])
-def test_noise_lfsr_sequence(nr43, store, want):
-    """channel_4_lfsr / channel_4_lfsr15: a shift every 2 M-cycles, read every other shift from
-    13 M-cycles on; each result shifts PCM34's bit 7 into the last one (the tests' own
+def test_noise_lfsr_sequence(nr43, store, restart, want):
+    """channel_4_lfsr / lfsr15: a shift every 2 M-cycles, read every other shift from 13
+    M-cycles on; each result shifts PCM34's bit 7 into the last one (the tests' own
     reconstruction of the register), so the tables are the LFSR's sequence in 7- and 15-bit
-    mode."""
+    mode. lfsr_restart / lfsr_restart_fast: retriggered 128 M-cycles or 3 M-cycles after the
+    first trigger (reads counted from the retrigger), the LFSR restarts from 0 one shift later
+    than from silence."""
+    again = "" if restart is None else nops(restart) + "ldh [$23], a\n"
+
     def sub(n: int) -> str:
         return (POWER_CYCLE + f"ld hl, $FF77\nld a, $F0\nldh [$21], a\nld a, ${nr43:02X}\n"
-                "ldh [$22], a\nld a, $80\nldh [$23], a\n" + nops(n)
+                "ldh [$22], a\nld a, $80\nldh [$23], a\n" + again + nops(n)
                 + "ld a, [hl]\nand $80\nld b, a\nld a, [de]\n" + store + "inc de\nld [de], a\n")
 
     body = "di\n" + LCD_OFF + "ld de, $C000\nxor a\nld [de], a\n"

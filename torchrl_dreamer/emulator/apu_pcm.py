@@ -36,9 +36,8 @@ protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's sta
 (``channel_3_delay``, ``channel_3_first_sample``, ``channel_3_restart_delay``,
 ``channel_3_shift_delay``) and the noise channel's first shift
 (``channel_4_delay``) and the LFSR's sequence (``channel_4_lfsr``, ``channel_4_lfsr_7_15``).
-Not modelled: the NRx2 write glitch on the envelope's volume, the start of a playing noise
-channel's retrigger (``channel_4_lfsr_restart``), and the other SameSuite probes (length
-clocking, the noise channel's frequency alignment).
+Not modelled: the NRx2 write glitch on the envelope's volume and the other SameSuite probes
+(length clocking by revision, sweep, wave RAM access).
 """
 
 from __future__ import annotations
@@ -75,6 +74,7 @@ LFSR_CYCLE = wp.constant(32767 * 127)  # a multiple of both LFSR periods (15 and
 TRIGGER_DELAY = wp.constant(8)  # dots a silent square channel's first step waits beyond its period
 RETRIGGER_DELAY = wp.constant(4)  # the same for a trigger while it plays
 NOISE_TRIGGER_DELAY = wp.constant(8)  # dots beyond half a shift period to the noise's first shift
+NOISE_RETRIGGER_LATER = wp.constant(8)  # dots more when the noise channel is retriggered playing
 SQ_POS = wp.constant(7)  # duty position bits of APU_SQx_POS
 SQ_OUT = wp.constant(8)  # its latched output bit
 
@@ -119,20 +119,27 @@ def noise_trigger(i: int, m: wp.ref[Mem]):
     With codes 1-7 it comes half a period plus 4 dots after the next point of a 512 kHz grid
     counted from power-on (8 dots), a full 8 dots on when the trigger falls on a point with
     code 1 (``channel_4_frequency_alignment``, ``channel_4_equivalent_frequencies``: the same
-    period written two ways starts one M-cycle apart, depending on the trigger's phase)."""
+    period written two ways starts one M-cycle apart, depending on the trigger's phase). A
+    retrigger while the channel plays starts 8 dots later than that (``channel_4_lfsr_restart``
+    and ``_restart_fast``, both at a period of 8 dots: whether the extra wait is a constant or a
+    period is not measured; a constant is modelled). Called before the trigger sets the
+    channel's NR52 bit."""
     m.st[i, S_APU_LFSR] = 0
     m.st[i, S_APU_NOISE_PEND] = 0
+    later = int(0)  # noqa: UP018 (Warp: a dynamic variable)
+    if (m.st[i, S_APU_ACT] & 8) != 0:
+        later = NOISE_RETRIGGER_LATER  # a retrigger while it plays starts 8 dots later
     ph = m.st[i, S_APU_PH]
     code = int(m.hram[i, R_NR43]) & 7
     half = noise_period(i, m) // 2
     if code == 0:
         c = half + NOISE_TRIGGER_DELAY
-        m.st[i, S_APU_NOISE_CNT] = c + ((-(ph + c)) & 3)
+        m.st[i, S_APU_NOISE_CNT] = c + ((-(ph + c)) & 3) + later
     else:
         g = (-ph) & 7
         if g == 0 and code == 1:
             g = 8
-        m.st[i, S_APU_NOISE_CNT] = half + 4 + g
+        m.st[i, S_APU_NOISE_CNT] = half + 4 + g + later
 
 
 @wp.func(inline=False)
