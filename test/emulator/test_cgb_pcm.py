@@ -576,3 +576,16 @@ def test_noise_lfsr_kept_from_15_to_7_bits():
         00 00 f0 00 00 f0 00 f0  00 00 f0 00 00 00 00 f0  00 00 f0 f0 f0 00 00 f0
         00 f0 f0 00 f0 00 00 00  f0 00 00 00 f0 f0 00 00  f0 f0 00 f0 00 f0 00 f0
         00 00 00 00 00 00 00 f0""")
+
+
+def test_wave_delay_not_shortened_by_the_output_level():
+    """channel_3_shift_skip_delay: triggered with NR32 = FF (the level bits 11: 25 %) and set to
+    100 % right after, the channel still shows its first sample (E) only after the full start
+    delay."""
+    def sub(n: int) -> str:
+        return ("xor a\nldh [$26], a\ncpl\nld hl, $FF31\nldh [$26], a\n" + "ld [hl+], a\n" * 15
+                + "ld a, $DE\nld [$FF30], a\nld hl, $FF77\nldh [$1A], a\nldh [$1C], a\n"
+                "ld a, $87\nldh [$1E], a\nld a, $20\nldh [$1C], a\n" + nops(n - 5) + "ld a, [hl]\n"
+                + STORE)
+
+    assert run_table([sub(n) for n in range(0xFC, 0x104)], DOUBLE_SPEED) == [0] * 5 + [0x0E] * 3
