@@ -270,30 +270,53 @@ def wave_fetches(i: int, m: wp.ref[Mem], w: int):
 
 
 @wp.func(inline=True)
+def fs_advance(i: int, m: wp.ref[Mem], n: int):
+    """Run ``n`` frame-sequencer steps; steps with no length counter or sweep enabled and no
+    envelope step of a playing channel among them only move the step count (no call out)."""
+    fs = m.st[i, S_APU_FS] + n
+    if ((m.st[i, S_APU_LEN_EN] | (m.st[i, S_APU_SW_FLAGS] & 1) | m.st[i, S_APU_SKIP]) == 0
+            and (fs < 8 or (m.st[i, S_APU_ACT] & 0xB) == 0)):
+        m.st[i, S_APU_FS] = fs & 7  # (while powered off too: power-on resets it)
+    else:
+        frame_steps(i, m, n)
+
+
+@wp.func(inline=False)
+def color_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int, n: int):
+    """Color mode: the frame-sequencer steps of the span in order with the square channels'
+    duty steps (:func:`~.apu_pcm.pcm_advance`), so a sweep's new frequency or a length that
+    ends at a step applies from that step's time on, not to the whole span."""
+    done = int(0)  # noqa: UP018 (Warp: a dynamic variable)
+    if (m.st[i, S_APU_ACT] & 3) != 0:
+        for k in range(n):
+            edge = (((div_before >> 13) + k + 1) << 13) - div_before
+            pcm_advance(i, m, edge - done)
+            done = edge
+            fs_advance(i, m, 1)
+    elif n > 0:
+        fs_advance(i, m, n)
+    pcm_advance(i, m, cycles - done)
+
+
+@wp.func(inline=True)
 def apu_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int):
     """Catch the APU up by ``cycles`` T-cycles; ``div_before`` is the 16-bit divider before them.
 
     Frame-sequencer steps are the falling edges of divider bit 12 in the span; the wave channel
-    (while on) moves by whole sample periods. Both are O(1) unless something is due. Steps with
-    no length counter or sweep enabled and no envelope step of a playing channel among them only
-    move the step count (games spend most of their time so: no call out).
+    (while on) moves by whole sample periods. Both are O(1) unless something is due (see
+    :func:`fs_advance`). In Color mode :func:`color_advance` also moves what PCM12 / PCM34 read.
     """
     n = ((div_before + cycles) >> 13) - (div_before >> 13)
-    if n > 0:
-        fs = m.st[i, S_APU_FS] + n
-        if ((m.st[i, S_APU_LEN_EN] | (m.st[i, S_APU_SW_FLAGS] & 1) | m.st[i, S_APU_SKIP]) == 0
-                and (fs < 8 or (m.st[i, S_APU_ACT] & 0xB) == 0)):
-            m.st[i, S_APU_FS] = fs & 7  # (while powered off too: power-on resets it)
-        else:
-            frame_steps(i, m, n)
+    if m.st[i, S_CGB] == MODEL_CGB:
+        color_advance(i, m, div_before, cycles, n)
+    elif n > 0:
+        fs_advance(i, m, n)
     if (m.st[i, S_APU_ACT] & CH3) != 0:
         w = m.st[i, S_APU_WAVE_CNT] - cycles
         if w <= 0:
             wave_fetches(i, m, w)
         else:
             m.st[i, S_APU_WAVE_CNT] = w
-    if m.st[i, S_CGB] == MODEL_CGB:
-        pcm_advance(i, m, cycles)  # Color mode: what PCM12 / PCM34 read (apu_pcm.py)
 
 
 @wp.func
