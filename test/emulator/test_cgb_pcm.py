@@ -615,3 +615,26 @@ def test_sweep_changes_the_period_at_its_frame_sequencer_step():
         00 00 08 08 08 08 00 00  00 00 08 08 08 08 00 00  00 00 00 00 08 08 08 08
         00 00 00 00 08 08 08 08  00 00 00 00 00 00 00 00  08 08 08 08 08 08 08 08
         00 00 00 00 00 00 00 00  00 00 00 00 00 08 08 08  08 08 08 08 08 08 08 08""".replace("08", "80"), 0)
+
+
+def test_wave_ram_write_while_playing_reaches_the_byte_being_read():
+    """channel_3_wave_ram_locked_write: the wave channel at its fastest (NR33/34 = 7FF, a
+    sample every 2 dots: a byte every M-cycle), triggered by ``ld [hl], $87`` and followed by k
+    NOPs and a write of 2A to FF36: the write lands on byte k, the one the channel reads then
+    (k = 0..8), not on byte 6."""
+    def sub(k: int) -> str:
+        return (f"ld c, $30\nxor a\n.iw{k}: ldh [c], a\ninc c\nadd a, $11\njr nc, .iw{k}\n"
+                "ld a, $80\nldh [$1A], a\nld hl, $FF1E\nld c, $36\nld a, $2A\nld [hl], $87\n"
+                + "nop\n" * k + "ldh [c], a\nxor a\nldh [$1A], a\n"
+                f"ld c, $30\n.cp{k}: ldh a, [c]\nld [de], a\ninc de\ninc c\nld a, c\ncp $40\n"
+                f"jr nz, .cp{k}\n")
+
+    setup = ("xor a\nldh [$26], a\ncpl\nldh [$26], a\nld a, $20\nldh [$1C], a\nld a, $FF\n"
+             "ldh [$1D], a\n")
+    body = "di\n" + LCD_OFF + setup + "ld de, $C000\n" + "".join(sub(k) for k in range(9))
+    rom = build_rom(assemble("start:\n" + body + "\n.spin: jr .spin\n"), title="PCM", cgb_flag=0x80)
+    gb = GameBoy(rom, check_header=False, model="cgb")
+    gb.run_frames(10)
+    got = gb.read_memory(0xC000, 16 * 9)[0].tolist()
+    for k in range(9):
+        assert got[16 * k:16 * k + 16] == [0x2A if j == k else 0x11 * j for j in range(16)], k
