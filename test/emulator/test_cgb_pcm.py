@@ -638,3 +638,22 @@ def test_wave_ram_write_while_playing_reaches_the_byte_being_read():
     got = gb.read_memory(0xC000, 16 * 9)[0].tolist()
     for k in range(9):
         assert got[16 * k:16 * k + 16] == [0x2A if j == k else 0x11 * j for j in range(16)], k
+
+
+@pytest.mark.parametrize("model", ["dmg", "cgb"])
+def test_wave_ram_with_the_dac_on_and_the_channel_off(model):
+    """channel_3_wave_ram_dac_on_rw: with channel 3's DAC on but the channel never triggered,
+    wave RAM reads and writes as plain memory (on both models)."""
+    read = ("ld b, 16\nld c, $30\n.r{0}: ldh a, [c]\ninc c\nld [hl+], a\ndec b\njr nz, .r{0}\n")
+    body = ("xor a\nldh [$26], a\ncpl\nldh [$26], a\nld a, $20\nldh [$1C], a\n"
+            "ld c, $30\nxor a\n.iw: ldh [c], a\ninc c\nadd a, $11\njr nc, .iw\nld hl, $C000\n"
+            + read.format(0) + "ld a, $80\nldh [$1A], a\n" + read.format(1)
+            + "ld a, 42\nldh [$35], a\nld a, 69\nldh [$32], a\nld a, 4\nldh [$3E], a\n"
+            "xor a\nldh [$1A], a\n" + read.format(2))
+    rom = build_rom(assemble("start:\ndi\n" + LCD_OFF + body + "\n.spin: jr .spin\n"), title="PCM",
+                    cgb_flag=0x80)
+    gb = GameBoy(rom, check_header=False, model=model)
+    gb.run_frames(5)
+    plain = [0x11 * j for j in range(16)]
+    written = [0x2A if j == 5 else 0x45 if j == 2 else 0x04 if j == 14 else v for j, v in enumerate(plain)]
+    assert gb.read_memory(0xC000, 48)[0].tolist() == plain + plain + written
