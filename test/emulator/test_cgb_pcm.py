@@ -657,3 +657,18 @@ def test_wave_ram_with_the_dac_on_and_the_channel_off(model):
     plain = [0x11 * j for j in range(16)]
     written = [0x2A if j == 5 else 0x45 if j == 2 else 0x04 if j == 14 else v for j, v in enumerate(plain)]
     assert gb.read_memory(0xC000, 48)[0].tolist() == plain + plain + written
+
+
+def test_wave_ram_read_and_pcm34_are_in_step():
+    """channel_3_wave_ram_sync (double speed, a sample every 0x100 NOPs): PCM34 and a wave RAM
+    read while the channel plays (here at FF32, which gives the byte being played) change at the
+    same fetches: 0 then sample 1 (2) then sample 2 (3); 12 then 34."""
+    def sub(n: int) -> str:  # HL: where to read, set before the group
+        fill = "push hl\nld a, $12\nld c, $22\nld hl, $FF30\n" + "ld [hl+], a\nadd a, c\n" * 16
+        return (POWER_CYCLE + fill + "pop hl\nld a, $80\nldh [$1A], a\nld a, $20\nldh [$1C], a\n"
+                "ld a, $87\nldh [$1E], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    ns = (0xFE, 0xFF, 0x100, 0x101, 0x1FE, 0x1FF, 0x200, 0x201)
+    subs = [("ld hl, $FF77\n" if k == 0 else "") + sub(n) for k, n in enumerate(ns)]
+    subs += [("ld hl, $FF32\n" if k == 0 else "") + sub(n) for k, n in enumerate(ns)]
+    assert run_table(subs, DOUBLE_SPEED) == [0, 0, 0, 2, 2, 2, 2, 3] + [0x12] * 7 + [0x34]
