@@ -145,12 +145,15 @@ def test_duty_change_shows_from_the_next_step(ch):
         00 00 00 00 00 00 00 00""", ch)
 
 
-def test_duty_patterns_in_double_speed():
-    """channel_2_duty: the four duty patterns at a period of 2 M-cycles in double speed."""
+@pytest.mark.parametrize("ch", [0, 1])
+def test_duty_patterns_in_double_speed(ch):
+    """channel_x_duty: the four duty patterns at a period of 2 M-cycles in double speed."""
+    r = regs(ch)
+
     def sub(n: int) -> str:
-        return (POWER_CYCLE + "ld a, $FF\nldh [$18], a\nld a, c\nld hl, $FF76\nldh [$16], a\n"
-                "ld a, $80\nldh [$17], a\nld a, $87\nldh [$19], a\n" + nops(n) + "ld a, [hl]\n"
-                + STORE)
+        return (POWER_CYCLE + f"ld a, $FF\nldh [{r['nrx3']}], a\nld a, c\nld hl, $FF76\n"
+                f"ldh [{r['nrx1']}], a\nld a, $80\nldh [{r['nrx2']}], a\nld a, $87\n"
+                f"ldh [{r['nrx4']}], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
 
     subs = [(f"ld c, ${c:02X}\n" if n == 0 else "") + sub(n) for c in (0, 0x40, 0x80, 0xC0)
             for n in range(32)]
@@ -160,12 +163,12 @@ def test_duty_patterns_in_double_speed():
         80 80 80 80 00 00 00 00  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00
         00 00 00 00 80 80 80 80  80 80 80 80 00 00 00 00  00 00 00 00 80 80 80 80
         00 00 00 00 80 80 80 80  80 80 80 80 80 80 80 80  00 00 00 00 80 80 80 80
-        80 80 80 80 80 80 80 80""")
+        80 80 80 80 80 80 80 80""", ch)
 
 
-@pytest.mark.parametrize("ch, move_power_on", [(0, False), (1, False), (1, True)])
+@pytest.mark.parametrize("ch, move_power_on", [(0, False), (0, True), (1, False), (1, True)])
 def test_steps_follow_the_apus_1mhz_clock_from_power_on(ch, move_power_on):
-    """channel_x_align / channel_2_align_cpu, in double speed (an M-cycle is 2 dots): a trigger
+    """channel_x_align / channel_x_align_cpu, in double speed (an M-cycle is 2 dots): a trigger
     0, 1 or 3 NOPs later lands on or between the APU's 1 MHz ticks, which count from the NR52
     power-on; moving the power-on with the trigger (align_cpu) changes nothing."""
     r = regs(ch)
