@@ -6,11 +6,10 @@ on both models."""
 from __future__ import annotations
 
 import pytest
+from test_cgb import LCD_OFF
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
-
-LCD_OFF = ".off: ldh a, [$44]\ncp 144\njr nz, .off\nxor a\nldh [$40], a\n"
 
 
 def run(body: str, model: str, vectors: dict[int, bytes] | None = None) -> list[int]:
@@ -31,7 +30,7 @@ def if_after(setup: str, slot: int) -> str:
 
 STAT_LCD_OFF = (
     "xor a\nldh [$FF], a\nldh a, [$40]\nor $80\nldh [$40], a\n"
-    ".vbl: ldh a, [$44]\ncp $90\njr nz, .vbl\n"
+    ".v90: ldh a, [$44]\ncp $90\njr nz, .v90\n"
     + if_after("ld a, $08\nldh [$41], a", 0)  # mode 0 source written in mode 1
     + if_after(".w: ldh a, [$44]\ncp 144\njr nz, .w\nxor a\nldh [$40], a", 1)  # LCD off
     + "ldh a, [$44]\nld [$C002], a\ninc a\nldh [$45], a\n"

@@ -97,6 +97,12 @@ def noise_period(i: int, m: wp.ref[Mem]) -> int:
 
 
 @wp.func
+def on_1mhz_grid(i: int, m: wp.ref[Mem], dots: int) -> int:
+    """``dots`` from now rounded up to the APU's 1 MHz grid (every 4 dots from its power-on)."""
+    return dots + ((-(m.st[i, S_APU_PH] + dots)) & 3)
+
+
+@wp.func
 def square_trigger(i: int, m: wp.ref[Mem], ch: int):
     """A trigger restarts the square channel's step countdown (see the module docstring): from
     silence its first step comes ``period + 8`` dots later with the output 0 until then, while
@@ -107,8 +113,7 @@ def square_trigger(i: int, m: wp.ref[Mem], ch: int):
         delay = RETRIGGER_DELAY
     else:
         m.st[i, S_APU_SQ1_POS + 2 * ch] = m.st[i, S_APU_SQ1_POS + 2 * ch] & SQ_POS
-    c = square_period(i, m, ch) + delay
-    m.st[i, S_APU_SQ1_CNT + 2 * ch] = c + ((-(m.st[i, S_APU_PH] + c)) & 3)
+    m.st[i, S_APU_SQ1_CNT + 2 * ch] = on_1mhz_grid(i, m, square_period(i, m, ch) + delay)
 
 
 @wp.func
@@ -133,8 +138,7 @@ def noise_trigger(i: int, m: wp.ref[Mem]):
     code = int(m.hram[i, R_NR43]) & 7
     half = noise_period(i, m) // 2
     if code == 0:
-        c = half + NOISE_TRIGGER_DELAY
-        m.st[i, S_APU_NOISE_CNT] = c + ((-(ph + c)) & 3) + later
+        m.st[i, S_APU_NOISE_CNT] = on_1mhz_grid(i, m, half + NOISE_TRIGGER_DELAY) + later
     else:
         g = (-ph) & 7
         if g == 0 and code == 1:

@@ -139,7 +139,8 @@ def cgb_io_write(i: int, m: wp.ref[Mem], r: int, v: int):
     elif r >= R_HDMA1 and r <= R_HDMA4:
         hdma_pointer_write(i, m, r, v)
     elif r == R_HDMA5:
-        hblank_now = not lcd_on(i, m) or (ppu_value(i, m, R_STAT, 0) & 3) == 0
+        # an HBlank transfer started with the LCD off or in mode 0 copies a block at once
+        hblank_now = (v & 0x80) != 0 and (not lcd_on(i, m) or (ppu_value(i, m, R_STAT, 0) & 3) == 0)
         wait = hdma_write(i, m, v, hblank_now)
         if (v & 0x80) != 0:
             ppu_refine(i, m)  # an HBlank transfer needs every line's mode 0 point (observed)

@@ -49,8 +49,8 @@ _NAMES = [
     # Color mode only (apu_pcm.py, for PCM12/PCM34): the square channels' duty step (bits 0-2)
     # and latched output (bit 3) and dots to the next step, the noise LFSR, dots to its next
     # shift and the shifts not applied yet; the APU's dots since power-on modulo 8 (its 1 MHz
-    # and 512 kHz phases); the wave channel's output buffer (the sample it plays until its first fetch
-    # after a trigger)
+    # and 512 kHz phases); the wave channel's output buffer (the sample it plays until its
+    # first fetch after a trigger)
     "APU_SQ1_POS", "APU_SQ1_CNT", "APU_SQ2_POS", "APU_SQ2_CNT", "APU_LFSR", "APU_NOISE_CNT",
     "APU_NOISE_PEND", "APU_PH", "APU_WAVE_OUT",
 ]

@@ -42,10 +42,9 @@ STATE_VERSION = 7
 clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0; 4: PPU mode and pixel
 pipeline columns; 5: the console model (header ``model``), the Color's columns and its extra
 memory array ``cgbx``; 6: the Color's PCM columns ``APU_SQ1_POS`` .. ``APU_NOISE_PEND``;
-7: ``APU_PH`` and ``APU_WAVE_OUT``, the APU's 1 MHz phase and the wave channel's output
-buffer). Version 4 files still load, as DMG states
-(:func:`_upgrade_v4`), and version 5 and 6 files with the later columns 0
-(:func:`_upgrade_padded`)."""
+7: ``APU_PH`` and ``APU_WAVE_OUT``, the APU's phase and the wave channel's output buffer).
+Version 4 files still load, as DMG states (:func:`_upgrade_v4`), and version 5 and 6 files
+with the later columns 0 (:func:`_upgrade_padded`)."""
 _V4_STATE_WORDS = layout.FIELDS["CGB"]  # version 4 ended where the Color's columns begin
 _PADDED_STATE_WORDS = {5: layout.FIELDS["APU_SQ1_POS"],  # version 5 ended before the PCM columns
                        6: layout.FIELDS["APU_PH"]}  # version 6 before the APU's phase
@@ -217,7 +216,7 @@ def _upgrade_v4(state: EmulatorState) -> EmulatorState:
 
 def _upgrade_padded(state: EmulatorState) -> EmulatorState:
     """A version 5 or 6 state in the current format: the columns appended since are 0 (duty
-    steps, LFSR and the APU's phase at their reset values)."""
+    steps, LFSR, the APU's phase and the wave output buffer at their reset values)."""
     st = state.arrays["st"]
     words = _PADDED_STATE_WORDS[state.version]
     if state.state_words != words or st.shape[1] != words:
