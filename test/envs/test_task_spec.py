@@ -13,6 +13,7 @@ from torchrl_dreamer.emulator import GameBoy
 from torchrl_dreamer.envs import GameBoyEnv
 from torchrl_dreamer.envs.spec import (
     CountWatch,
+    DistanceWatch,
     Predicate,
     RamWatch,
     RewardTerm,
@@ -134,7 +135,7 @@ def _spec(**kw):
     (_spec(reward=[{"kind": "delta", "count": {"range": [1, 2], "in": [1, -1]}}]),
      "reward[0].count.in: expected a list of integers 0..255; -1 is not one"),
     (_spec(reward=[{"kind": "delta", "address": 1, "count": {"range": [1, 2], "in": [1]}}]),
-     "reward[0]: give either 'address' (a RAM watch) or 'count'"),
+     "reward[0]: give one of 'address' (a RAM watch), 'count'"),
     (_spec(terminate=[{"count": {"range": [0, 9], "op": "==", "value": 0}, "op": "==", "value": 11}]),
      "terminate[0].value: 11 is outside the values 0..10 of the count over 0x0000-0x0009"),
     (_spec(reward=[{"kind": "delta", "count": {"range": [1, 2], "op": "==", "value": 0, "step": 1}}]),
@@ -437,6 +438,42 @@ def test_count_watch_counts_matching_bytes():
     assert low_bits.read(gb).tolist() == [0, 16]
     whole = CountWatch.parse({"range": [0, 0xFFFF], "op": ">", "value": 0}, "c")
     assert whole.read(gb).tolist() == [16, 17]
+
+
+def test_distance_watch_is_the_manhattan_distance_and_its_delta_shapes():
+    mem = torch.zeros(2, 0x10000, dtype=torch.uint8)
+    mem[0, 0xC004], mem[0, 0xC005], mem[0, 0xC008], mem[0, 0xC009] = 96, 40, 56, 88
+    mem[1, 0xC004], mem[1, 0xC005], mem[1, 0xC008], mem[1, 0xC009] = 16, 200, 24, 16
+    gb = _FakeGB(mem)
+    dist = DistanceWatch.parse({"a": [0xC005, 0xC004], "b": [0xC009, 0xC008]}, "d")
+    assert dist.read(gb).tolist() == [48 + 40, 184 + 8]
+    assert dist.value_range() == (0, 510)
+    term = RewardTerm.parse({"kind": "delta", "distance": {"a": [0xC005, 0xC004],
+                                                           "b": [0xC009, 0xC008]},
+                             "scale": -0.01, "clamp": [-0.1, 0.1]}, "r")
+    assert term.watch == dist
+    prev = {dist: dist.read(gb)}
+    mem[0, 0xC005] = 48                 # one cell (8 px) towards the target: +0.08
+    mem[1, 0xC008] = 136                # the target placed anew, 112 px further: clamped
+    now = {dist: dist.read(gb)}
+    assert torch.allclose(term.compute(now, prev), torch.tensor([0.08, -0.1]))
+
+
+@pytest.mark.parametrize("obj, needle", [
+    ({"a": [0xC005], "b": [0xC009, 0xC008]}, "same coordinates"),
+    ({"a": [], "b": []}, "1-3 RAM addresses"),
+    ({"a": [0xC005, 0xC004]}, "missing required key 'b'"),
+    ({"a": [0x10000], "b": [0]}, "outside"),
+])
+def test_distance_watch_refuses_bad_points(obj, needle):
+    with pytest.raises(TaskSpecError, match=needle):
+        DistanceWatch.parse(obj, "d")
+
+
+def test_a_watch_names_one_kind():
+    with pytest.raises(TaskSpecError, match="not several"):
+        RewardTerm.parse({"kind": "delta", "address": 0xC000,
+                          "distance": {"a": [0xC005], "b": [0xC009]}}, "r")
 
 
 # ------------------------------------------------------------------------------ in an env

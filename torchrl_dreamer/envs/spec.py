@@ -63,7 +63,11 @@ and its options:
 A count watch ``count: {range: [lo, hi], op: "!=", value: 0}`` is the number of bytes in
 ``lo..hi`` (inclusive, within 0x0000-0xFFFF) that satisfy a per-byte comparison (an ``op``
 with ``value``, or ``in: [...]``; optional per-byte ``mask``), e.g. the tiles a player has
-painted. Either kind of watch goes wherever a watch goes: reward terms and predicates.
+painted. A distance watch ``distance: {a: [0xC005, 0xC004], b: [0xC009, 0xC008]}`` is the
+Manhattan distance between two points, one unsigned byte per coordinate (1-3 coordinates):
+``{kind: delta, distance: {...}, scale: -0.01, clamp: [-0.1, 0.1]}`` pays for every step
+towards a target, and the clamp drops the jumps where the target is placed anew. Any kind of
+watch goes wherever a watch goes: reward terms and predicates.
 
 **Predicates** (``terminate``, ``truncate``, ``success``, ``event`` reward terms) are a watch
 plus ``op``: ``== != < <= > >=`` against ``value``; ``in`` against a list
@@ -113,6 +117,7 @@ __all__ = [
     "TaskSpecError",
     "RamWatch",
     "CountWatch",
+    "DistanceWatch",
     "Predicate",
     "PredicateGroup",
     "RewardTerm",
@@ -145,7 +150,7 @@ REWARD_KINDS = ("delta", "level", "event")
 MAX_JITTER = 3600  # frames (a minute): more would outlast most title screens' attract timers
 
 _RAM_KEYS = {"address", "length", "encoding", "signed", "mask", "order", "blank"}
-_WATCH_KEYS = _RAM_KEYS | {"count"}
+_WATCH_KEYS = _RAM_KEYS | {"count", "distance"}
 _CMP_KEYS = {"op", "value", "in"}
 _TOP_KEYS = {"name", "rom", "start", "actions", "max_episode_steps", "max_episode_frames",
              "reward", "terminate",
@@ -310,8 +315,9 @@ class RamWatch:
     def parse(cls, obj: dict, where: str) -> RamWatch:
         """Validate the watch fields of ``obj`` (other keys are the caller's)."""
         if "address" not in obj:
-            raise _fail(where, "missing required key 'address' (a RAM address 0x0000-0xFFFF) or "
-                        "'count' (a count of bytes over an address range)")
+            raise _fail(where, "missing required key 'address' (a RAM address 0x0000-0xFFFF), "
+                        "'count' (a count of bytes over an address range) or 'distance' (between "
+                        "two points in RAM)")
         addr = _int(obj["address"], f"{where}.address", 0, 0xFFFF)
         enc = obj.get("encoding", "u8")
         if enc not in ENCODINGS:
@@ -459,17 +465,69 @@ class CountWatch:
         return _compare(b, self.op, self.value, values).sum(1, dtype=torch.int64)
 
 
-Watch = RamWatch | CountWatch
+@dataclass(frozen=True)
+class DistanceWatch:
+    """The Manhattan distance between two points kept in RAM, one unsigned byte per coordinate:
+    ``sum_k |byte[a_k] - byte[b_k]|`` (e.g. a player's x and y and a target's x and y).
+
+    A ``delta`` term of it with a negative scale pays for every step closer to the target, a
+    potential-based shaping term (Ng et al., 1999, with the discount taken as 1): a path's
+    shaping sums to its start distance minus its end distance, so circling earns nothing. A
+    ``clamp`` near one step's move drops the jumps where the target or the player is placed
+    anew (an item eaten, a respawn) rather than moved.
+    """
+
+    a: tuple[int, ...]
+    b: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, obj: Any, where: str) -> DistanceWatch:
+        """Validate a ``distance`` mapping ``{a: [addresses], b: [addresses]}``."""
+        _keys(obj, where, {"a", "b"}, ("a", "b"))
+        pts = []
+        for key in ("a", "b"):
+            addrs = obj[key]
+            if not isinstance(addrs, list) or not 1 <= len(addrs) <= 3:
+                raise _fail(f"{where}.{key}", f"expected a list of 1-3 RAM addresses (one byte "
+                            f"per coordinate, e.g. [x, y]), got {addrs!r}")
+            pts.append(tuple(_int(x, f"{where}.{key}[{k}]", 0, 0xFFFF)
+                             for k, x in enumerate(addrs)))
+        if len(pts[0]) != len(pts[1]):
+            raise _fail(where, f"a has {len(pts[0])} coordinate(s) and b {len(pts[1])}; give "
+                        "both points the same coordinates in the same order")
+        return cls(pts[0], pts[1])
+
+    def value_range(self) -> tuple[int, int]:
+        """0 up to 255 per coordinate."""
+        return 0, 255 * len(self.a)
+
+    def describe(self) -> str:
+        """A short name for error messages."""
+        return "the distance between " + ", ".join(f"{x:#06x}" for x in self.a) + " and " + \
+            ", ".join(f"{x:#06x}" for x in self.b)
+
+    def read(self, gb: Any) -> torch.Tensor:
+        """``int64[N]``: the distance on every console (one device gather per byte)."""
+        out = None
+        for x, y in zip(self.a, self.b):
+            d = (gb.read_memory(x, 1)[:, 0].to(torch.int64)
+                 - gb.read_memory(y, 1)[:, 0].to(torch.int64)).abs()
+            out = d if out is None else out + d
+        return out
+
+
+Watch = RamWatch | CountWatch | DistanceWatch
 
 
 def parse_watch(obj: dict, where: str) -> Watch:
-    """The RAM or count watch that the keys of ``obj`` describe (other keys are the caller's)."""
-    if "count" in obj:
-        clash = sorted(set(obj) & _RAM_KEYS)
-        if clash:
-            raise _fail(where, f"give either 'address' (a RAM watch) or 'count' (a byte count), "
-                        f"not both: drop {clash}")
-        return CountWatch.parse(obj["count"], f"{where}.count")
+    """The RAM, count or distance watch that the keys of ``obj`` describe (other keys are the caller's)."""
+    for kind, cls in (("count", CountWatch), ("distance", DistanceWatch)):
+        if kind in obj:
+            clash = sorted(set(obj) & (_RAM_KEYS | {"count", "distance"} - {kind}))
+            if clash:
+                raise _fail(where, f"give one of 'address' (a RAM watch), 'count' (a byte count) "
+                            f"or 'distance' (between two points), not several: drop {clash}")
+            return cls.parse(obj[kind], f"{where}.{kind}")
     return RamWatch.parse(obj, where)
 
 

@@ -29,7 +29,14 @@ from torchrl_dreamer.data.demonstrations import Demonstration, DemonstrationReco
 from torchrl_dreamer.envs.actions import BUTTON_BITS, ActionSet
 from torchrl_dreamer.envs.gameboy import GameBoyEnv
 from torchrl_dreamer.envs.registry import list_tasks, make_task
-from torchrl_dreamer.envs.spec import ENCODINGS, CountWatch, RamWatch, SpecTask, load_task_spec
+from torchrl_dreamer.envs.spec import (
+    ENCODINGS,
+    CountWatch,
+    DistanceWatch,
+    RamWatch,
+    SpecTask,
+    load_task_spec,
+)
 from torchrl_dreamer.envs.task import Task
 
 __all__ = [
@@ -111,10 +118,11 @@ def nearest_action(buttons: int, action_set: ActionSet, recent: int = 0) -> int:
 @dataclass(frozen=True)
 class Watch:
     """A labelled RAM value shown while playing (``label=value``): a spec's
-    :class:`~torchrl_dreamer.envs.spec.RamWatch` or :class:`~torchrl_dreamer.envs.spec.CountWatch`."""
+    :class:`~torchrl_dreamer.envs.spec.RamWatch`, :class:`~torchrl_dreamer.envs.spec.CountWatch`
+    or :class:`~torchrl_dreamer.envs.spec.DistanceWatch`."""
 
     label: str
-    ram: RamWatch | CountWatch
+    ram: RamWatch | CountWatch | DistanceWatch
 
     def read(self, gb: Any, env: int = 0) -> int:
         """The decoded value on console ``env``."""
@@ -161,12 +169,13 @@ def task_watches(task: Task) -> list[Watch]:
     """
     if isinstance(task, SpecTask):
         spec = task.spec
-        seen: dict[RamWatch | CountWatch, str] = {}
+        seen: dict[RamWatch | CountWatch | DistanceWatch, str] = {}
         for part in ("reward", "terminate", "truncate", "success"):
             for k, item in enumerate(getattr(spec, part)):
                 for w in sorted(item.watches(), key=repr):
                     where = (f"{w.address:#06x}" if isinstance(w, RamWatch)
-                             else f"count{w.lo:#06x}-{w.hi:#06x}")
+                             else f"count{w.lo:#06x}-{w.hi:#06x}" if isinstance(w, CountWatch)
+                             else f"distance{w.a[0]:#06x}-{w.b[0]:#06x}")
                     seen.setdefault(w, f"{part}[{k}]@{where}")
         return [Watch(label, w) for w, label in seen.items()]
     ram = getattr(task, "ram", None)
