@@ -6,7 +6,8 @@ as FF and ignores writes, as the Color's boot ROM locks them for such cartridges
 (:mod:`~.io`) calls :func:`cgb_io_read` / :func:`cgb_io_write` for FF4C-FF7F in Color mode
 only, so a DMG pays one comparison on those (rare) addresses.
 
-- KEY1 (FF4D): bit 0 arms a speed switch, done by the next STOP (:func:`speed_switch`); bit 7
+- KEY1 (FF4D): bit 0 arms a speed switch, done by the next STOP (:func:`speed_switch`, a pause
+  of :data:`SPEED_SWITCH_DOTS` while the PPU runs on); bit 7
   reads the current speed (:mod:`~.speed`).
 - VBK (FF4F): VRAM bank 1 (``cgbx`` row, see :mod:`~.layout`) at 8000-9FFF for the CPU and HDMA.
 - SVBK (FF70): WRAM bank 1-7 at D000-DFFF (0 selects 1). The mapped bank always lives in the
@@ -43,8 +44,16 @@ from torchrl_dreamer.emulator.layout import (
     S_SVBK,
     S_VBK,
 )
+from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import lcd_on, ppu_refine, ppu_value, vram_blocked
+from torchrl_dreamer.emulator.ppu import (
+    lcd_on,
+    ppu_advance,
+    ppu_next_event,
+    ppu_refine,
+    ppu_value,
+    vram_blocked,
+)
 from torchrl_dreamer.emulator.registers import (
     R_BCPD,
     R_BCPS,
@@ -166,16 +175,34 @@ def cgb_io_write(i: int, m: wp.ref[Mem], r: int, v: int):
         m.hram[i, r] = wp.uint8(v)
 
 
+SPEED_SWITCH_DOTS = wp.constant(65556)
+"""PPU dots a speed switch pauses the CPU, counted from STOP's M-cycle: the PPU and the MBC3
+clock run on, while DIV (held at 0 from STOP's reset), TIMA, the serial clock, OAM DMA and the
+APU, all clocked from the system counter, stand still. The hardware tables of daid's
+speed_switch_timing_ly and _stat (a switch begun at line 144's start ends in line 133's HBlank
+about 143 lines later; ``test_speed_switch.py``) hold in this model for 65,556 dots and no
+other even value (65,554 fails the LY table, 65,558 the STAT table). Public emulators' notes
+put their own constant at 65,540 with other M-cycles of the protocol counted elsewhere (a
+Color HALT exit, STOP); Pan Docs' 2,050 M-cycles is ruled out by the LY table."""
+
+
 @wp.func(inline=False)
 def speed_switch(i: int, m: wp.ref[Mem]) -> int:
     """STOP on a Color with KEY1 armed: switch speed instead of stopping (1), else 0.
 
-    Called right after STOP's DIV reset (so the clock has caught up at the old speed); the next
-    events are rescheduled in CPU T-cycles of the new speed. Not modelled: the ~2050 M-cycles
-    the switch takes on hardware (the CPU carries on at once)."""
+    Called right after STOP's DIV reset (so the clock has caught up at the old speed). The CPU
+    then waits :data:`SPEED_SWITCH_DOTS` while the PPU runs on (its interrupts are requested,
+    and taken after the pause), and the next events are rescheduled in CPU T-cycles of the new
+    speed."""
     if not color_mode(i, m) or (int(m.hram[i, R_KEY1]) & 1) == 0:
         return 0
     m.st[i, S_SPEED] = m.st[i, S_SPEED] ^ 1
     m.hram[i, R_KEY1] = wp.uint8(0)
+    left = int(SPEED_SWITCH_DOTS)
+    while left > 0:  # event by event: ppu_advance expects no more than one event's span
+        n = wp.min(ppu_next_event(i, m), left)
+        ppu_advance(i, m, n)
+        left = left - n
+    rtc_advance(i, m, SPEED_SWITCH_DOTS)
     schedule(i, m)
     return 1
