@@ -19,9 +19,9 @@ from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
 
 
-def _run(source: str, frames: int, framebuffer: bool = False) -> GameBoy:
+def _run(source: str, frames: int, framebuffer: bool = False, model: str = "dmg") -> GameBoy:
     rom = bytes(build_rom(assemble(source), title="PPU RULES"))
-    gb = GameBoy(rom, framebuffer=framebuffer, check_header=False, ppu="fifo")
+    gb = GameBoy(rom, framebuffer=framebuffer, check_header=False, ppu="fifo", model=model)
     gb.run_frames(frames)
     return gb
 
@@ -200,10 +200,10 @@ def _scanline_bgp_source() -> str:
     )
 
 
-def _expected_scanline_bgp() -> np.ndarray:
+def _expected_scanline_bgp(or_pixel: bool = True) -> np.ndarray:
     """The frame by the rule the hardware screen shows: row r of the table on LY r - 1 (the
-    handler starts on line 153), value k from pixel 16k - 2, and at pixel 16k - 3 the OR of
-    values k - 1 and k (the write's own dot)."""
+    handler starts on line 153), value k from pixel 16k - 2, and at pixel 16k - 3 (the write's
+    own dot) the OR of values k - 1 and k on a DMG, value k on a Color."""
     out = np.zeros((144, 160), np.uint8)
     for y in range(144):
         row = _ROWS[y + 1]
@@ -212,7 +212,9 @@ def _expected_scanline_bgp() -> np.ndarray:
             k = min(9, (x + 2) // 16) if x >= 14 else 0
             bgp = row[k]
             if 13 <= x <= 141 and (x + 3) % 16 == 0:
-                bgp = row[(x + 3) // 16 - 1] | row[(x + 3) // 16]
+                bgp = row[(x + 3) // 16]
+                if or_pixel:
+                    bgp |= row[(x + 3) // 16 - 1]
             out[y, x] = (bgp >> (2 * colour)) & 3
     return out
 
@@ -225,6 +227,17 @@ def test_scanline_bgp_writes_land_on_the_hardware_pixels():
     frame = gb.framebuffer[0].cpu().numpy()
     assert frame[23, :32].tolist() == _LY23_HARDWARE
     want = _expected_scanline_bgp()
+    bad = np.argwhere(frame != want)
+    assert len(bad) == 0, f"{len(bad)} pixels differ, first (y, x): {bad[:5].tolist()}"
+
+
+def test_scanline_bgp_writes_on_a_color_show_the_new_value_on_the_writes_dot():
+    """The same protocol on a Color (a DMG cartridge: the compatibility mode, drawn by the
+    pixel pipeline): no OR pixel, the new palette from the write's own dot (daid's GBC
+    description: "Changing the BGP register will have the next BGP colors used")."""
+    gb = _run(_scanline_bgp_source(), 10, framebuffer=True, model="cgb")
+    frame = gb.framebuffer[0].cpu().numpy()
+    want = _expected_scanline_bgp(or_pixel=False)
     bad = np.argwhere(frame != want)
     assert len(bad) == 0, f"{len(bad)} pixels differ, first (y, x): {bad[:5].tolist()}"
 

@@ -1055,8 +1055,9 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
             fifo_start(i, m, line, pipe_t0(line), wl)
         draw = m.st[i, S_PACK] != 0
         pipe_run(i, m, line, dot + write_lag(r), draw)
-        if r >= R_BGP and r <= R_OBP1:
-            # DMG: on the dot of a palette write the pixel sees the old and new values ORed
+        if r >= R_BGP and r <= R_OBP1 and m.st[i, S_CGB] == MODEL_DMG:
+            # DMG: on the dot of a palette write the pixel sees the old and new values ORed (a
+            # Color, running a DMG cartridge, shows the new value there: daid ppu_scanline_bgp)
             m.hram[i, r] = wp.uint8(int(m.hram[i, r]) | v)
             pipe_run(i, m, line, dot + WRITE_LAG + 1, draw)
         if r == R_LCDC and ((int(m.hram[i, r]) ^ v) & LCDC_OBJ_ON) != 0:
