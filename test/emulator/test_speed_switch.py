@@ -62,3 +62,75 @@ def switch_and_read(reg: int, n: int, pre: str) -> list[int]:
 ], ids=["div", "stat", "ly"])
 def test_speed_switch_pause_matches_the_hardware_tables(reg, table, pre):
     assert switch_and_read(reg, len(table), pre) == table
+
+
+# ------------------------------------------------------------------------------ STOP on a Color
+# Tile 0 colour 1 everywhere (its low bit planes FF); BG palettes 0 (colour 1: green) and 7
+# (colour 3: red); the LCD on; then STOP in VBlank (LY 144) or in mode 3 (STAT & 3 == 3).
+GREEN, RED = 0x03E0, 0x001F
+STOP_SETUP = LCD_OFF + """
+        ld hl, $8000
+        ld b, 8
+.t:     ld a, $FF
+        ld [hli], a
+        xor a
+        ld [hli], a
+        dec b
+        jr nz, .t
+        ld a, $82           ; BG palette 0, colour 1 (auto-increment)
+        ldh [$68], a
+        ld a, $E0
+        ldh [$69], a
+        ld a, $03
+        ldh [$69], a
+        ld a, $BE           ; BG palette 7, colour 3
+        ldh [$68], a
+        ld a, $1F
+        ldh [$69], a
+        xor a
+        ldh [$69], a
+        ld a, $E4
+        ldh [$47], a
+        ld a, $91
+        ldh [$40], a        ; LCD on, BG on, tiles at 8000
+        ld b, 3
+.f:     ldh a, [$44]        ; three frames with the picture
+        cp 144
+        jr nz, .f
+.g:     ldh a, [$44]
+        cp 145
+        jr nz, .g
+        dec b
+        jr nz, .f
+"""
+WAIT_VBLANK = ".v: ldh a, [$44]\ncp 144\njr nz, .v\n"
+WAIT_MODE3 = ".m: ldh a, [$44]\ncp 40\njr nz, .m\n.d: ldh a, [$41]\nand 3\ncp 3\njr nz, .d\n"
+
+
+def stop_frames(wait: str, cgb_flag: int) -> GameBoy:
+    src = "start:\ndi\n" + STOP_SETUP + wait + "stop\nld a, 1\nld [$C000], a\n.spin: jr .spin\n"
+    rom = build_rom(assemble(src), title="STOPCGB", cgb_flag=cgb_flag)
+    gb = GameBoy(rom, check_header=False, model="cgb", framebuffer=True)
+    gb.run_frames(12)
+    assert gb.read_memory(0xC000, 1)[0, 0] == 0  # still stopped
+    return gb
+
+
+@pytest.mark.parametrize("cgb_flag", [0xC0, 0x00], ids=["color", "dmg-cartridge"])
+def test_stop_on_a_color_keeps_the_ppu_running_with_vram_locked(cgb_flag):
+    """STOP outside mode 3 (here in VBlank): the PPU draws on but reads FF from VRAM, so the
+    screen shows BG colour 3 of palette 7 (Color mode) or of BGP (a DMG cartridge: black)."""
+    gb = stop_frames(WAIT_VBLANK, cgb_flag)
+    if cgb_flag == 0xC0:
+        assert (gb.rgb555[0] == RED).all()
+    else:
+        assert (gb.framebuffer[0] == 3).all()
+
+
+@pytest.mark.parametrize("cgb_flag", [0xC0, 0x00], ids=["color", "dmg-cartridge"])
+def test_stop_on_a_color_in_mode_3_keeps_the_picture(cgb_flag):
+    gb = stop_frames(WAIT_MODE3, cgb_flag)
+    if cgb_flag == 0xC0:
+        assert (gb.rgb555[0] == GREEN).all()
+    else:
+        assert (gb.framebuffer[0] == 1).all()

@@ -3,7 +3,7 @@
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.cgb import speed_switch
+from torchrl_dreamer.emulator.cgb import speed_switch, stop_kind
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, dma_progress
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad
@@ -343,7 +343,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 nxt = m.st[i, S_NEXT]
                 dirty = int(1)
                 if m.st[i, S_JOY] == 0 and sw_ == 0:
-                    m.st[i, S_STOPPED] = 1
+                    m.st[i, S_STOPPED] = stop_kind(i, m)  # a Color in mode 3 keeps its picture
                     m.st[i, S_HALTED] = 1
                 continue
             if op == 0x11:  # LD DE,d16

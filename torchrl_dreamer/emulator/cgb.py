@@ -37,6 +37,7 @@ from torchrl_dreamer.emulator.layout import (
     CGBX_WRAM,
     MODEL_CGB,
     MODEL_CGB_COMPAT,
+    MODEL_DMG,
     S_BOOT_ON,
     S_CGB,
     S_CLK,
@@ -70,10 +71,11 @@ from torchrl_dreamer.emulator.registers import (
     R_SVBK,
     R_VBK,
 )
+from torchrl_dreamer.emulator.render_cgb import STOP_IN_MODE3, STOP_VRAM_LOCKED
 from torchrl_dreamer.emulator.scheduler import schedule
 from torchrl_dreamer.emulator.speed import cpu_cycles
 
-__all__ = ["color_mode", "cgb_io_read", "cgb_io_write", "speed_switch", "wram_bank"]
+__all__ = ["color_mode", "cgb_io_read", "cgb_io_write", "speed_switch", "stop_kind", "wram_bank"]
 
 R_KEY0 = wp.constant(0x4C)  # written by the Color boot ROM: bit 2 set = DMG compatibility mode
 
@@ -184,6 +186,17 @@ about 143 lines later; ``test_speed_switch.py``) hold in this model for 65,556 d
 other even value (65,554 fails the LY table, 65,558 the STAT table). Public emulators' notes
 put their own constant at 65,540 with other M-cycles of the protocol counted elsewhere (a
 Color HALT exit, STOP); Pan Docs' 2,050 M-cycles is ruled out by the LY table."""
+
+
+@wp.func(inline=False)
+def stop_kind(i: int, m: wp.ref[Mem]) -> int:
+    """The ``STOPPED`` value of a STOP that stops (after STOP's catch-up): a Color stopped in
+    mode 3 keeps its PPU's VRAM access (:data:`~.render_cgb.STOP_IN_MODE3`: the picture stays),
+    any other STOP locks it (:data:`~.render_cgb.STOP_VRAM_LOCKED`; a DMG's LCD goes dark).
+    Facts: daid's stop_instr and stop_instr_gbc_mode3 descriptions."""
+    if m.st[i, S_CGB] != MODEL_DMG and lcd_on(i, m) and (ppu_value(i, m, R_STAT, 0) & 3) == 3:
+        return STOP_IN_MODE3
+    return STOP_VRAM_LOCKED
 
 
 @wp.func(inline=False)

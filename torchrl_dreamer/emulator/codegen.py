@@ -282,7 +282,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
             "nxt = m.st[i, S_NEXT]",
             "dirty = int(1)",
             "if m.st[i, S_JOY] == 0 and sw_ == 0:",
-            "    m.st[i, S_STOPPED] = 1",
+            "    m.st[i, S_STOPPED] = stop_kind(i, m)  # a Color in mode 3 keeps its picture",
             "    m.st[i, S_HALTED] = 1",
         ]
     raise NotImplementedError(f"codegen has no emitter for {op.text}")

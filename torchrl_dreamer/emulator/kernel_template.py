@@ -22,7 +22,7 @@ generated text: ``docs/decisions/kernel_shape.md``, "Only the opcode dispatch ge
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec8, inc8, rot8
-from torchrl_dreamer.emulator.cgb import speed_switch
+from torchrl_dreamer.emulator.cgb import speed_switch, stop_kind
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, dma_progress
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
 from torchrl_dreamer.emulator.joypad import set_joypad

@@ -84,7 +84,12 @@ from torchrl_dreamer.emulator.render import (
     window_line,
     window_state,
 )
-from torchrl_dreamer.emulator.render_cgb import clear_line_cgb, render_line_cgb
+from torchrl_dreamer.emulator.render_cgb import (
+    STOP_VRAM_LOCKED,
+    clear_line_cgb,
+    render_line_cgb,
+    stopped_line,
+)
 from torchrl_dreamer.emulator.render_compat import colour_line_compat, render_line_compat
 from torchrl_dreamer.emulator.speed import cpu_cycles
 
@@ -158,8 +163,10 @@ PH_LCDON = wp.constant(6)  # line 0 after LCD on, until mode 3: STAT mode 0, no 
 
 @wp.func
 def lcd_on(i: int, m: wp.ref[Mem]) -> bool:
-    """LCDC bit 7, and the console not in STOP mode (STOP leaves the DMG's LCD dark)."""
-    return (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0 and m.st[i, S_STOPPED] == 0
+    """LCDC bit 7, and the console not a DMG in STOP mode (STOP leaves the DMG's LCD dark; a
+    Color's PPU runs on, see :func:`~.render_cgb.stopped_line`)."""
+    return (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0 and (
+        m.st[i, S_STOPPED] == 0 or m.st[i, S_CGB] != MODEL_DMG)
 
 
 @wp.func
@@ -761,7 +768,9 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
         if (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:
             lcdc = lcdc & 0x7F  # first frame after LCD on: the renderer draws shade 0
         wl = m.st[i, S_WIN_LINE]
-        if m.st[i, S_CGB] == MODEL_CGB:
+        if m.st[i, S_STOPPED] == STOP_VRAM_LOCKED and m.st[i, S_CGB] != MODEL_DMG:
+            stopped_line(i, m, line)  # a Color in STOP: VRAM reads FF for the PPU
+        elif m.st[i, S_CGB] == MODEL_CGB:
             wl = render_line_cgb(i, m, line, lcdc, int(m.hram[i, R_SCX]), int(m.hram[i, R_SCY]),
                                  int(m.hram[i, R_WX]), int(m.hram[i, R_WY]), wl)
         elif m.st[i, S_CGB] == MODEL_CGB_COMPAT:

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_OBJPAL, CGBX_VRAM1
+from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_OBJPAL, CGBX_VRAM1, MODEL_CGB, S_CGB
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.oam_view import hidden_entry, scan_hidden, this_line_time
-from torchrl_dreamer.emulator.registers import R_OPRI
+from torchrl_dreamer.emulator.registers import R_BGP, R_OPRI
 from torchrl_dreamer.emulator.render import (
     WIN_COUNT_MASK,
     WIN_TRIGGERED,
@@ -39,7 +39,8 @@ from torchrl_dreamer.emulator.render import (
     obj_on_line,
 )
 
-__all__ = ["WHITE", "rgb555_shade", "palette_colour", "render_line_cgb", "clear_line_cgb"]
+__all__ = ["WHITE", "STOP_VRAM_LOCKED", "STOP_IN_MODE3", "rgb555_shade", "palette_colour",
+           "render_line_cgb", "clear_line_cgb", "stopped_line"]
 
 WHITE = wp.constant(0x7FFF)
 _W = 160
@@ -109,6 +110,31 @@ def clear_line_cgb(i: int, m: wp.ref[Mem], ly: int):
     for x in range(_W):
         m.rgb[i, ly, x] = wp.int16(WHITE)
         m.fb[i, ly, x] = wp.uint8(0)
+
+
+STOP_VRAM_LOCKED = wp.constant(1)
+"""``STOPPED`` value of a console in STOP whose PPU cannot read VRAM (a DMG's is dark anyway)."""
+STOP_IN_MODE3 = wp.constant(2)
+"""``STOPPED`` value of a Color stopped in mode 3: its PPU keeps VRAM and draws as before."""
+
+
+@wp.func(inline=False)
+def stopped_line(i: int, m: wp.ref[Mem], ly: int):
+    """Line ``ly`` of a Color in STOP entered outside mode 3 (``STOPPED`` =
+    :data:`STOP_VRAM_LOCKED`): its PPU runs on but reads FF from VRAM, so every BG pixel is
+    colour 3 of palette 7 (map attribute FF) in Color mode, and of BGP in a DMG cartridge's
+    compatibility mode; the screen goes black under the usual palettes (daid's stop_instr, GBC).
+    Objects, whose tile rows would read FF too, are left out."""
+    if ly < 0 or ly >= _H:
+        return
+    colour = palette_colour(i, m, CGBX_BGPAL, 7, 3)
+    shade = rgb555_shade(colour)
+    if m.st[i, S_CGB] != MODEL_CGB:
+        shade = (int(m.hram[i, R_BGP]) >> 6) & 3
+        colour = palette_colour(i, m, CGBX_BGPAL, 0, shade)
+    for x in range(_W):
+        m.rgb[i, ly, x] = wp.int16(colour)
+        m.fb[i, ly, x] = wp.uint8(shade)
 
 
 @wp.func(inline=False)
