@@ -675,3 +675,37 @@ def test_wave_ram_read_and_pcm34_are_in_step():
     subs = [("ld hl, $FF77\n" if k == 0 else "") + sub(n) for k, n in enumerate(ns)]
     subs += [("ld hl, $FF32\n" if k == 0 else "") + sub(n) for k, n in enumerate(ns)]
     assert run_table(subs, DOUBLE_SPEED) == [0, 0, 0, 2, 2, 2, 2, 3] + [0x12] * 7 + [0x34]
+
+
+def test_nrx2_write_to_a_playing_channel_changes_its_volume():
+    """channel_1_volume: trigger with NR12 = ``old`` (volume 0, 1, 4, 7, 8, A, E or F; periods
+    0 and 1, both directions), write NR12 = ``new`` at once, read PCM12 (75 % duty at period 1
+    M-cycle: the output is high): the volume the write leaves ("zombie mode")."""
+    def sub(old: int, new: int) -> str:
+        return (POWER_CYCLE + f"ldh [$04], a\nld hl, $FF76\nld a, $FF\nldh [$13], a\n"
+                f"ld a, $C0\nldh [$11], a\nld a, ${old:02X}\nldh [$12], a\nld a, $87\n"
+                f"ldh [$04], a\nldh [$14], a\nld a, ${new:02X}\nldh [$12], a\nld a, [hl]\n"
+                + STORE)
+
+    olds = [hi << 4 | lo for lo in (0, 1, 8, 9) for hi in (0, 1, 4, 7, 8, 0xA, 0xE, 0xF)]
+    got = run_table([sub(old, new) for new in (0xF0, 0xF1, 0xF8, 0xF9) for old in olds])
+    assert got == table("""00 01 04 07 08 0A 0E 0F  00 01 04 07 08 0A 0E 0F
+                           00 0F 0C 09 08 06 02 01  00 0F 0C 09 08 06 02 01
+                           00 00 03 06 07 09 0D 0E  00 01 04 07 08 0A 0E 0F
+                           0F 0E 0B 08 07 05 01 00  00 0F 0C 09 08 06 02 01
+                           00 0E 0B 08 07 05 01 00  00 0D 0A 07 06 04 00 0F
+                           01 02 05 08 09 0B 0F 00  00 01 04 07 08 0A 0E 0F
+                           00 0E 0B 08 07 05 01 00  00 0D 0A 07 06 04 00 0F
+                           01 02 05 08 09 0B 0F 00  00 01 04 07 08 0A 0E 0F""")
+
+
+def test_nrx2_write_without_the_glitch_keeps_the_volume_through_envelope_steps():
+    """channel_2_volume: NR22 80 -> F0 (falling, period 0 both: no change), then 4088-4095
+    M-cycles (past envelope steps of the frame sequencer): volume 8 where the duty is high."""
+    def sub(n: int) -> str:
+        return (POWER_CYCLE + "ld hl, $FF76\nld a, $FF\nldh [$18], a\nld a, $C0\nldh [$16], a\n"
+                "ld a, $80\nldh [$17], a\nld a, $87\nldh [$04], a\nldh [$19], a\nld a, $F0\n"
+                "ldh [$17], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    got = run_table([sub(n) for n in range(0xFF8, 0x1000)], frames=30)
+    assert got == [0x80, 0x80, 0x00, 0x00, 0x80, 0x80, 0x80, 0x80]

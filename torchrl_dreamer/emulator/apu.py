@@ -235,6 +235,38 @@ def envelope_clock(i: int, m: wp.ref[Mem]):
 
 
 @wp.func(inline=False)
+def nrx2_glitch(i: int, m: wp.ref[Mem], ch: int, old: int, new: int):
+    """A Color's NRx2 write to playing channel ``ch`` (0, 1 or 3) changes its volume ("zombie
+    mode"): to a rising envelope, +1 if the old period was 0, else +2 if the old envelope fell;
+    to a falling one, a step in the old direction if the old period was 0 and the new is not;
+    then 16 - volume if the direction changed; modulo 16. Facts: SameSuite's
+    ``channel_1_volume`` hardware table (old and new NRx2 with periods 0 and 1, both
+    directions; ``test_cgb_pcm.py``); the rising half is Pan Docs' "Obscure Behavior" rule. Not
+    modelled: an envelope that has stopped at 0 or 15, which Pan Docs says changes the rule."""
+    k = ch
+    if ch == 3:
+        k = 2
+    e = m.st[i, S_APU_ENV1 + k]
+    vol = e & 15
+    old_add = (old & 8) != 0
+    new_add = (new & 8) != 0
+    old_p0 = (old & 7) == 0
+    if new_add:
+        if old_p0:
+            vol = vol + 1
+        elif not old_add:
+            vol = vol + 2
+    elif old_p0 and (new & 7) != 0:
+        if old_add:
+            vol = vol + 1
+        else:
+            vol = vol - 1
+    if old_add != new_add:
+        vol = 16 - vol
+    m.st[i, S_APU_ENV1 + k] = (e & ~15) | (vol & 15)
+
+
+@wp.func(inline=False)
 def frame_steps(i: int, m: wp.ref[Mem], n: int):
     """Run ``n`` frame-sequencer steps (none while the APU is off).
 
@@ -502,6 +534,8 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
                 disable(i, m, 2)
         return
     if k == 2:
+        if ch != 2 and color(i, m) and (m.st[i, S_APU_ACT] & (1 << ch)) != 0:
+            nrx2_glitch(i, m, ch, int(m.hram[i, r]), v)
         m.hram[i, r] = wp.uint8(v)
         if ch != 2 and (v & 0xF8) == 0:
             disable(i, m, ch)
