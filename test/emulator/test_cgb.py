@@ -642,3 +642,48 @@ def test_bcps_reads_bit_6_and_increments_on_a_blocked_write():
     gb = GameBoy(bytes(rom), check_header=False, model="cgb")
     gb.run_frames(10)
     assert wram(gb, 0xC000, 8) == [0xC4, 0xC5] * 4
+
+
+@pytest.mark.parametrize("model, want", [("cgb", [0xAA, 0xBB, 0xFF, 0xCC]), ("dmg", [0, 0, 0, 0])])
+def test_unusable_area_reads(model, want):
+    """FEA0-FEFF, written first (the writes go nowhere): a Color (revision E) reads the
+    address's second hex digit twice (which.gb's test that tells CGB E from D and A-C), a DMG
+    00; with the LCD on, mode 2 reads FF on both."""
+    body = LCD_OFF + """
+        ld a, $55
+        ld [$FEA0], a
+        ld a, $44
+        ld [$FEB8], a
+        ld a, [$FEA0]
+        ld [$C000], a
+        ld a, [$FEB8]
+        ld [$C001], a
+        ld a, [$FEF0]
+        ld [$C002], a
+        ld a, [$FEC3]
+        ld [$C003], a
+        ld a, $91
+        ldh [$40], a
+.l1:    ldh a, [$44]
+        cp 1
+        jr nz, .l1
+.m2:    ldh a, [$41]
+        and 3
+        cp 2
+        jr nz, .m2
+        ld a, [$FEA0]
+        ld [$C004], a
+    """
+    gb = GameBoy(build_rom(assemble("start:\ndi\n" + body + SPIN), title="FEA0",
+                           cgb_flag=0x80), check_header=False, model=model)
+    gb.run_frames(5)
+    assert wram(gb, 0xC000, 5) == want + [0xFF]
+
+
+def test_wave_ram_after_the_color_boot_rom():
+    """The Color's boot ROM leaves wave RAM 00 FF 00 FF ... (CGB A-E: which.gb's first test);
+    a DMG's stays as our power-on state has it (zeros)."""
+    gb = GameBoy(color_rom("nop"), check_header=False)
+    assert gb.read_memory(0xFF30, 16)[0].tolist() == [0x00, 0xFF] * 8
+    dmg = GameBoy(color_rom("nop", cgb_flag=0x80), check_header=False, model="dmg")
+    assert dmg.read_memory(0xFF30, 16)[0].tolist() == [0] * 16

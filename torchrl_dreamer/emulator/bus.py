@@ -32,7 +32,9 @@ from torchrl_dreamer.emulator.dma import dma_conflict, dma_copy_due, dma_read
 from torchrl_dreamer.emulator.io import io_read, io_write
 from torchrl_dreamer.emulator.layout import (
     CGBX_VRAM1,
+    MODEL_DMG,
     S_BOOT_ON,
+    S_CGB,
     S_CLK,
     S_NEXT,
     S_ROM_OFF0,
@@ -72,8 +74,20 @@ def peek(i: int, m: wp.ref[Mem], addr: int) -> int:
     if addr < 0xFEA0:
         return int(m.oam[i, addr - 0xFE00])
     if addr < 0xFF00:
-        return 0
+        return unusable_read(i, m, addr)
     return io_read(i, m, addr - 0xFF00)
+
+
+@wp.func
+def unusable_read(i: int, m: wp.ref[Mem], addr: int) -> int:
+    """FEA0-FEFF (writes go nowhere): 00 on a DMG; on a Color (revision E, the one modelled) the
+    address's second hex digit twice, FEAx reading AA (Pan Docs "FEA0-FEFF range";
+    mattcurrie's which.gb tells the Color revisions apart by it: D keeps the bytes written, A-C
+    mirror FEA0-FEBF). While the PPU owns OAM (modes 2 and 3) the CPU reads FF, as from OAM."""
+    if m.st[i, S_CGB] == MODEL_DMG:
+        return 0
+    a = addr & 0xF0
+    return a | (a >> 4)
 
 
 @wp.func
@@ -116,7 +130,7 @@ def cpu_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     if addr >= 0x8000 and addr < 0xA000:
         if vram_blocked(i, m, dots(i, m, t), True):
             return 0xFF
-    elif addr >= 0xFE00 and addr < 0xFEA0:
+    elif addr >= 0xFE00 and addr < 0xFF00:
         if oam_read_blocked(i, m, dots(i, m, t)):
             return 0xFF
     return peek(i, m, addr)

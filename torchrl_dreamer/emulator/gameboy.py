@@ -445,6 +445,10 @@ class GameBoy:
                 # it writes the DMG logo's map back for the two titles that animate it
                 if compat is None or not compat.logo_map:
                     vram[_LOGO_MAP_ROWS] = bytes(len(vram[_LOGO_MAP_ROWS]))
+                # wave RAM reads 00 FF 00 FF ... after it (CGB A-E; which.gb tells CGB 0,
+                # whose boot ROM leaves it as it powered on, by this)
+                self._hram[:, 0x30:0x40:2] = 0x00
+                self._hram[:, 0x31:0x40:2] = 0xFF
                 # it leaves every BG colour white (OBJ palettes: white here too)
                 self._cgbx[:, layout.CGBX_BGPAL:layout.CGBX_SIZE] = 0xFF
                 self._cgbx[:, layout.CGBX_BGPAL + 1:layout.CGBX_SIZE:2] = 0x7F
