@@ -709,3 +709,34 @@ def test_nrx2_write_without_the_glitch_keeps_the_volume_through_envelope_steps()
 
     got = run_table([sub(n) for n in range(0xFF8, 0x1000)], frames=30)
     assert got == [0x80, 0x80, 0x00, 0x00, 0x80, 0x80, 0x80, 0x80]
+
+
+def test_wave_trigger_after_a_stopped_trigger_is_a_fresh_start():
+    """channel_3_restart_stop_delay (double speed): a trigger with the DAC off, 640 M-cycles,
+    then the DAC on and a trigger: the channel starts as from silence (PCM34 0 until the first
+    sample, E of byte DE, 257 M-cycles later)."""
+    def sub(n: int) -> str:
+        return ("xor a\nldh [$26], a\ncpl\nld hl, $FF31\nldh [$26], a\n"
+                + "ld [hl+], a\nsub a, $11\n" * 15
+                + "ld hl, $FF77\nldh [$1A], a\nld a, $DE\nldh [$30], a\nld a, $20\nldh [$1C], a\n"
+                "ld a, $87\nldh [$1E], a\n" + nops(0x280) + "xor a\nldh [$1A], a\nld a, $87\n"
+                "ldh [$1A], a\nldh [$1E], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    got = run_table([sub(n) for n in (0, 1, 2, 3, 0xFE, 0xFF, 0x100, 0x101)], DOUBLE_SPEED)
+    assert got == [0] * 7 + [0x0E]
+
+
+def test_frequency_write_soon_after_a_step_applies_to_its_countdown():
+    """channel_1_freq_change_timing-cgbDE: 12.5 % duty at 4 M-cycles a step, NR14 = 0 (a period
+    of 1796 M-cycles) written ``n`` M-cycles after the trigger; PCM12 right after the write
+    (high digit) and 16 M-cycles later (low digit: the step the channel stays on), at normal
+    speed and in double speed."""
+    def sub(n: int) -> str:
+        return (POWER_CYCLE + "xor a\nldh [$11], a\nld a, $F8\nldh [$12], a\nld a, $FC\n"
+                "ldh [$13], a\nld a, $87\nld hl, $FF14\nld b, 0\nld c, $76\nld [hl], a\n"
+                + nops(n) + "ld [hl], b\nld a, [c]\nld b, a\nswap b\n" + nops(16)
+                + "ld a, [c]\nor b\n" + STORE)
+
+    subs = [sub(n) for n in range(22, 30)] + [DOUBLE_SPEED] + [sub(n) for n in range(50, 58)]
+    assert run_table(subs)[:16] == [0x00, 0x00, 0x00, 0x0F, 0xFF, 0xFF, 0xFF, 0xF0,
+                                    0x00, 0x00, 0x00, 0x0F, 0x0F, 0x0F, 0x0F, 0xFF]

@@ -55,6 +55,8 @@ from torchrl_dreamer.emulator.apu_pcm import (
     noise_trigger,
     pcm_advance,
     pcm_div_write,
+    square_freq_write,
+    square_period,
     square_trigger,
     wave_hold,
 )
@@ -432,6 +434,10 @@ def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
     r = R_NR14 + 5 * ch
     bit = 1 << ch
     was_enabled = (m.st[i, S_APU_LEN_EN] & bit) != 0
+    if ch < 2 and (v & 0x80) == 0 and m.st[i, S_CGB] == MODEL_CGB:
+        per = square_period(i, m, ch)
+        m.hram[i, r] = wp.uint8(v)
+        square_freq_write(i, m, ch, per)
     m.hram[i, r] = wp.uint8(v)
     if (v & 0x40) != 0:
         m.st[i, S_APU_LEN_EN] = m.st[i, S_APU_LEN_EN] | bit
@@ -543,6 +549,10 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     if k == 3:
         if ch == 3 and m.st[i, S_CGB] == MODEL_CGB:
             noise_flush(i, m)  # the shifts so far ran with the old NR43
+        elif ch < 2 and m.st[i, S_CGB] == MODEL_CGB:
+            per = square_period(i, m, ch)
+            m.hram[i, r] = wp.uint8(v)
+            square_freq_write(i, m, ch, per)
         m.hram[i, r] = wp.uint8(v)
         return
     nrx4_write(i, m, ch, v)

@@ -11,7 +11,8 @@ before its DAC: 0 while the channel is off, else
   (every 4 dots from the NR52 write, in either CPU speed). A trigger of a silent channel makes
   its first step ``period + 8`` dots later, its output 0 until then; a trigger of a playing one
   ``period + 4`` dots later, the duty position and output carrying on; both rounded up to the
-  1 MHz grid. A DIV write delays the next steps by one 1 MHz tick (4 dots). Power-off resets
+  1 MHz grid. A DIV write delays the next steps by one 1 MHz tick (4 dots). A step's countdown
+  takes the frequency up to 4 dots after the step (:func:`square_freq_write`). Power-off resets
   both channels' positions;
 - wave channel 3: the current 4-bit sample shifted by the output level (NR32: mute, 100, 50,
   25 %; a change shows at once). After a trigger the output buffer keeps the sample last
@@ -36,8 +37,8 @@ protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's sta
 (``channel_3_delay``, ``channel_3_first_sample``, ``channel_3_restart_delay``,
 ``channel_3_shift_delay``) and the noise channel's first shift
 (``channel_4_delay``) and the LFSR's sequence (``channel_4_lfsr``, ``channel_4_lfsr_7_15``).
-Not modelled: the NRx2 write glitch on the envelope's volume and the other SameSuite probes
-(length clocking by revision, sweep, wave RAM access).
+The NRx2 write's effect on the volume is :func:`~.apu.nrx2_glitch`. Not modelled: the other
+SameSuite probes (length clocking by revision, the sweep's restart, the NRx2 glitches' timing).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from torchrl_dreamer.emulator.registers import (
     R_WAVE,
 )
 
-__all__ = ["pcm_advance", "pcm_div_write", "square_trigger", "noise_trigger", "noise_flush", "wave_hold",
+__all__ = ["pcm_advance", "pcm_div_write", "square_freq_write", "square_period", "square_trigger", "noise_trigger", "noise_flush", "wave_hold",
            "apu_pcm"]
 
 LFSR_CYCLE = wp.constant(32767 * 127)  # a multiple of both LFSR periods (15 and 7 bits)
@@ -77,6 +78,8 @@ NOISE_TRIGGER_DELAY = wp.constant(8)  # dots beyond half a shift period to the n
 NOISE_RETRIGGER_LATER = wp.constant(8)  # dots more when the noise channel is retriggered playing
 SQ_POS = wp.constant(7)  # duty position bits of APU_SQx_POS
 SQ_OUT = wp.constant(8)  # its latched output bit
+SQ_FRESH = wp.constant(16)  # its flag: no step since the trigger (the countdown is the delay)
+FREQ_RELOAD_LAG = wp.constant(4)  # dots after a duty step in which its reload reads the frequency
 
 
 @wp.func
@@ -109,10 +112,12 @@ def square_trigger(i: int, m: wp.ref[Mem], ch: int):
     playing ``period + 4`` dots later with position and output carrying on; rounded up to the
     APU's 1 MHz grid. Called before the trigger sets the channel's NR52 bit."""
     delay = TRIGGER_DELAY
+    w = m.st[i, S_APU_SQ1_POS + 2 * ch] & (SQ_POS | SQ_OUT)
     if (m.st[i, S_APU_ACT] & (1 << ch)) != 0:
         delay = RETRIGGER_DELAY
     else:
-        m.st[i, S_APU_SQ1_POS + 2 * ch] = m.st[i, S_APU_SQ1_POS + 2 * ch] & SQ_POS
+        w = w & SQ_POS
+    m.st[i, S_APU_SQ1_POS + 2 * ch] = w | SQ_FRESH
     m.st[i, S_APU_SQ1_CNT + 2 * ch] = on_1mhz_grid(i, m, square_period(i, m, ch) + delay)
 
 
@@ -165,6 +170,21 @@ def noise_flush(i: int, m: wp.ref[Mem]):
         if short:
             x = (x & ~(1 << 6)) | (nb << 6)
     m.st[i, S_APU_LFSR] = x
+
+
+@wp.func
+def square_freq_write(i: int, m: wp.ref[Mem], ch: int, old_period: int):
+    """After an NRx3 / NRx4 write to playing square channel ``ch`` that changed its period from
+    ``old_period``: a step's countdown takes the frequency up to :data:`FREQ_RELOAD_LAG` dots
+    after the step, so a write that soon after the last step applies to the countdown already
+    running (SameSuite ``channel_1_freq_change_timing-cgbDE``: the channel stays on the step
+    before the write for writes one M-cycle later than without the lag at normal speed, two in
+    double speed)."""
+    if (m.st[i, S_APU_ACT] & (1 << ch)) == 0:
+        return
+    c = m.st[i, S_APU_SQ1_CNT + 2 * ch]
+    if (m.st[i, S_APU_SQ1_POS + 2 * ch] & SQ_FRESH) == 0 and old_period - c < FREQ_RELOAD_LAG:
+        m.st[i, S_APU_SQ1_CNT + 2 * ch] = c + square_period(i, m, ch) - old_period
 
 
 @wp.func(inline=False)
