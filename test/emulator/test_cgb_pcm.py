@@ -598,9 +598,8 @@ def test_sweep_changes_the_period_at_its_frame_sequencer_step():
     """channel_1_sweep, rounds one to three: no sweep, a sweep every step from 7FF... (NR10 1F:
     period 1, decrease, shift 7: 7FF -> 7F0 at the DIV step 0xFFE M-cycles after the DIV reset),
     and the sweep up from 7F0 to 7FF (NR10 27) at 0x2FFE. The new period applies from the step
-    on (a span of NOPs crossing the step is caught up piecewise). The protocol's last three rows
-    are not checked: the first of them needs the channel to stop 8 M-cycles after the sweep
-    whose next calculation overflows, which is not modelled (it stops at once)."""
+    on (a span of NOPs crossing the step is caught up piecewise); the last three rows: the
+    channel stops 8 M-cycles after the sweep whose next calculation overflows."""
     def sub(n: int, nr10: int, nr13: int) -> str:
         return ("ld [$FF04], a\n" + POWER_CYCLE + f"ld a, ${nr10:02X}\n" + nops(0x800)
                 + f"ldh [$10], a\nld a, $80\nldh [$11], a\nld a, ${nr13:02X}\nldh [$13], a\n"
@@ -608,7 +607,7 @@ def test_sweep_changes_the_period_at_its_frame_sequencer_step():
                 + "ld a, [hl]\n" + STORE)
 
     r12 = [*range(0, 8), *range(0x48, 0x50), *range(0xFEE, 0x1006), *range(0x1048, 0x1050)]
-    r3 = [*range(0, 8), *range(0x48, 0x50), *range(0x2FF6, 0x2FFE)]
+    r3 = [*range(0, 8), *range(0x48, 0x50), *range(0x2FF6, 0x3016)]
     subs = [sub(n, 0, 0xFF) for n in r12] + [sub(n, 0x1F, 0xFF) for n in r12]
     subs += [sub(n, 0x27, 0xF0) for n in r3]
     subs[0] = "ld hl, $FF76\n" + subs[0]
@@ -617,7 +616,8 @@ def test_sweep_changes_the_period_at_its_frame_sequencer_step():
         00 00 00 00 08 08 08 08  00 00 00 00 08 08 08 08  00 00 08 08 08 08 00 00
         00 00 08 08 08 08 00 00  00 00 08 08 08 08 00 00  00 00 00 00 08 08 08 08
         00 00 00 00 08 08 08 08  00 00 00 00 00 00 00 00  08 08 08 08 08 08 08 08
-        00 00 00 00 00 00 00 00  00 00 00 00 00 08 08 08  08 08 08 08 08 08 08 08""".replace("08", "80"), 0)
+        00 00 00 00 00 00 00 00  00 00 00 00 00 08 08 08  08 08 08 08 08 08 08 08
+        08 08 08 08 08 08 08 08  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00""".replace("08", "80"), 0)
 
 
 def test_wave_ram_write_while_playing_reaches_the_byte_being_read():
@@ -740,3 +740,35 @@ def test_frequency_write_soon_after_a_step_applies_to_its_countdown():
     subs = [sub(n) for n in range(22, 30)] + [DOUBLE_SPEED] + [sub(n) for n in range(50, 58)]
     assert run_table(subs)[:16] == [0x00, 0x00, 0x00, 0x0F, 0xFF, 0xFF, 0xFF, 0xF0,
                                     0x00, 0x00, 0x00, 0x0F, 0x0F, 0x0F, 0x0F, 0xFF]
+
+
+def sweep_restart_sub(n: int, reg: int, val: int, nr13: int, nr10: int, nr14: int = 0x87,
+                      before: int = 0xFFE) -> str:
+    """channel_1_sweep_restart's sub-test: channel 1 from NR13 / NR14 with sweep NR10, DIV reset,
+    ``before`` M-cycles, then ``val`` written to ``reg`` (around the sweep step), ``n`` more."""
+    return ("ld [$FF04], a\n" + POWER_CYCLE + f"ld a, ${nr10:02X}\n" + nops(0x800)
+            + f"ldh [$10], a\nld a, $80\nldh [$11], a\nld a, ${nr13:02X}\nldh [$13], a\n"
+            f"ld a, $80\nldh [$12], a\nld a, ${nr14:02X}\nldh [$14], a\nld a, ${val:02X}\n"
+            "ld [$FF04], a\n" + nops(before) + f"ldh [${reg:02X}], a\n" + nops(n) + "ld a, [hl]\n"
+            + STORE)
+
+
+def test_sweep_overflow_check_comes_later_and_a_restart_or_nr10_changes_it():
+    """channel_1_sweep_restart: around the sweep step (7FF -> 7F0 down, or 7F0 -> 7FF up, whose
+    next calculation overflows): a restart (the trigger's own check comes 9 M-cycles later),
+    NR10 shift 0 (no check), NR10 rewritten (the check 8 M-cycles after the step stands);
+    PCM12 for five rounds, NR52 for the last four."""
+    rounds = [(0x14, 0x87, 0xFF, 0x1F), (0x14, 0x87, 0xF0, 0x17), (0x10, 0, 0xF0, 0x17),
+              (0x10, 0x11, 0xF0, 0x17), (0x10, 0x17, 0xF0, 0x17)]
+    subs = [sweep_restart_sub(n, *r) for r in rounds for n in range(16)]
+    subs += [sweep_restart_sub(n, *r) for r in rounds[1:] for n in range(16)]
+    subs[0] = "ld hl, $FF76\n" + subs[0]
+    subs[80] = "ld hl, $FF26\n" + subs[80]
+    assert run_table(subs, frames=400) == table("""
+        00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  00 00 00 00 08 08 08 00
+        00 00 00 00 00 00 00 00  08 08 08 08 08 08 08 08  08 08 00 00 00 00 08 08
+        08 08 08 08 08 00 00 00  00 00 00 00 00 00 00 00  08 08 08 08 08 00 00 00
+        00 00 00 00 00 00 00 00  f1 f1 f1 f1 f1 f1 f1 f0  f0 f0 f0 f0 f0 f0 f0 f0
+        f1 f1 f1 f1 f1 f1 f1 f1  f1 f1 f1 f1 f1 f1 f1 f1  f1 f1 f1 f1 f1 f0 f0 f0
+        f0 f0 f0 f0 f0 f0 f0 f0  f1 f1 f1 f1 f1 f0 f0 f0  f0 f0 f0 f0 f0 f0 f0 f0""")
+

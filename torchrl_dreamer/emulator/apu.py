@@ -178,6 +178,18 @@ def length_clock(i: int, m: wp.ref[Mem]):
                     disable(i, m, ch)
 
 
+SWEEP_CHECK_DOTS = wp.constant(32)
+"""Dots from a sweep step to the overflow check of its second calculation in Color mode
+(SameSuite ``channel_1_sweep``: "8 cycles after [the sweep], the APU checks if the NEXT
+[calculation] overflows the frequency. If it does, stop the channel"); a DMG checks at once."""
+
+
+TRIGGER_CHECK_DOTS = wp.constant(36)
+"""Dots from a trigger of channel 1 (sweep shift not 0) to its overflow check in Color mode
+(SameSuite ``channel_1_sweep_restart``: a trigger whose calculation overflows leaves the
+channel on for 9 M-cycles); a DMG checks at once."""
+
+
 @wp.func
 def sweep_calc(i: int, m: wp.ref[Mem]) -> int:
     """New sweep frequency from the shadow frequency; above 2047 disables channel 1."""
@@ -206,10 +218,41 @@ def sweep_clock(i: int, m: wp.ref[Mem]):
             nf = sweep_calc(i, m)
             if nf <= 2047 and (nr10 & 7) != 0:
                 m.st[i, S_APU_SW_FREQ] = nf
+                per0 = square_period(i, m, 0)
                 m.hram[i, R_NR13] = wp.uint8(nf & 0xFF)
                 m.hram[i, R_NR14] = wp.uint8((int(m.hram[i, R_NR14]) & 0xF8) | (nf >> 8))
-                sweep_calc(i, m)
+                if m.st[i, S_CGB] == MODEL_CGB:
+                    square_freq_write(i, m, 0, per0)
+                    # Color mode: the second calculation's overflow check comes later
+                    m.st[i, S_APU_SW_FLAGS] = (m.st[i, S_APU_SW_FLAGS] & 0xFF) | (
+                        SWEEP_CHECK_DOTS << 8)
+                else:
+                    sweep_calc(i, m)
     m.st[i, S_APU_SW_TIMER] = t
+
+
+@wp.func(inline=False)
+def sweep_check_due(i: int, m: wp.ref[Mem]):
+    """The delayed overflow check of a sweep step (Color mode, :data:`SWEEP_CHECK_DOTS`): the
+    calculation with NR10 as it is now (none if its shift is 0 by then) disables channel 1 if
+    the frequency overflows."""
+    m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] & 0xFF
+    if (m.st[i, S_APU_ACT] & 1) != 0 and (int(m.hram[i, R_NR10]) & 7) != 0:
+        sweep_calc(i, m)
+
+
+@wp.func(inline=False)
+def pcm_span(i: int, m: wp.ref[Mem], dots: int):
+    """:func:`~.apu_pcm.pcm_advance` by ``dots``, stopping at a pending sweep check on the way."""
+    due = m.st[i, S_APU_SW_FLAGS] >> 8
+    if due > 0 and due <= dots:
+        pcm_advance(i, m, due)
+        sweep_check_due(i, m)
+        pcm_advance(i, m, dots - due)
+    else:
+        if due > 0:
+            m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] - (dots << 8)
+        pcm_advance(i, m, dots)
 
 
 @wp.func(inline=False)
@@ -324,12 +367,12 @@ def color_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int, n: int):
     if (m.st[i, S_APU_ACT] & 3) != 0:
         for k in range(n):
             edge = (((div_before >> 13) + k + 1) << 13) - div_before
-            pcm_advance(i, m, edge - done)
+            pcm_span(i, m, edge - done)
             done = edge
             fs_advance(i, m, 1)
     elif n > 0:
         fs_advance(i, m, n)
-    pcm_advance(i, m, cycles - done)
+    pcm_span(i, m, cycles - done)
 
 
 @wp.func(inline=True)
@@ -473,7 +516,10 @@ def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
             if (nr10 & 0x77) != 0:
                 m.st[i, S_APU_SW_FLAGS] = 1
             if (nr10 & 7) != 0:
-                sweep_calc(i, m)  # overflow check on trigger
+                if m.st[i, S_CGB] == MODEL_CGB:  # overflow check on trigger, later in Color mode
+                    m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] | (TRIGGER_CHECK_DOTS << 8)
+                else:
+                    sweep_calc(i, m)  # overflow check on trigger
         if m.st[i, S_APU_LEN1 + ch] == 0:
             m.st[i, S_APU_LEN1 + ch] = maxlen
             was_enabled = False  # a reloaded counter takes the extra clock below like an enable
