@@ -772,3 +772,30 @@ def test_sweep_overflow_check_comes_later_and_a_restart_or_nr10_changes_it():
         f1 f1 f1 f1 f1 f1 f1 f1  f1 f1 f1 f1 f1 f1 f1 f1  f1 f1 f1 f1 f1 f0 f0 f0
         f0 f0 f0 f0 f0 f0 f0 f0  f1 f1 f1 f1 f1 f0 f0 f0  f0 f0 f0 f0 f0 f0 f0 f0""")
 
+
+
+@pytest.mark.parametrize("ch", [0, 1])
+def test_envelope_speed_change_and_the_enable_bug(ch):
+    """channel_x_nrx2_speed_change: NRx2 rewritten $400 M-cycles after a DIV reset while the
+    channel plays (75 % duty, period 1 M-cycle: three reads 8 M-cycles apart ORed see the
+    volume). A new period applies after the next envelope tick; switching the envelope off
+    (period 0) stops it at once; switching it on ticks it once more at the next frame-sequencer
+    step between the length clocks (rows 6-9: every $400 M-cycles, the write $400 or $800
+    M-cycles after the DIV reset)."""
+    b = 0x10 + 5 * ch
+
+    def sub(n: int, old: int, new: int, extra: int) -> str:
+        return ("ld [$FF04], a\n" + POWER_CYCLE + f"ld hl, $FF76\nld a, $FF\nldh [${b + 3:02X}], a\n"
+                f"ld a, $C0\nldh [${b + 1:02X}], a\nld a, ${old:02X}\nldh [${b + 2:02X}], a\n"
+                f"ld a, $87\nldh [${b + 4:02X}], a\nld [$FF04], a\nld a, ${new:02X}\n"
+                + nops(0x400 + extra) + f"ldh [${b + 2:02X}], a\n" + nops(n)
+                + "ld a, [hl]\nld b, a\n" + nops(8) + "ld a, [hl]\nor b\nld b, a\n" + nops(8)
+                + "ld a, [hl]\nor b\n" + STORE)
+
+    subs = [sub(4 + 0x4000 * k, old, new, 0) for old, new in
+            ((0x09, 0x0A), (0x0A, 0x09), (0x08, 0x09), (0x08, 0x0A), (0x09, 0x08)) for k in range(8)]
+    subs += [sub(0x400 * j, 0x08, 0x09, extra) for extra in (0, 0x400) for j in range(1, 17)]
+    assert run_table(subs, frames=3000) == table("""
+        00 10 10 20 20 30 30 40  00 00 10 20 30 40 50 60  10 30 40 50 60 70 80 90
+        10 20 30 30 40 40 50 50  00 00 00 00 00 00 00 00  10 10 20 20 20 20 20 20
+        20 20 20 20 20 20 30 30  10 20 20 20 20 20 20 20  20 20 20 20 20 30 30 30""", ch)

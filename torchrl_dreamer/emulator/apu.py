@@ -255,28 +255,60 @@ def pcm_span(i: int, m: wp.ref[Mem], dots: int):
         pcm_advance(i, m, dots)
 
 
+ENV_BUG = wp.constant(0x100)
+"""APU_ENVx bit: the envelope was just enabled (Color mode), so the next frame-sequencer step
+that does not clock the length counters also ticks it (:func:`envelope_bug_ticks`)."""
+
+
+@wp.func
+def envelope_tick(i: int, m: wp.ref[Mem], k: int):
+    """One envelope tick of channel 1, 2 or 4 (``k`` 0, 1, 2) if it plays with a non-zero
+    period: the countdown runs out every period, moving the volume +-1 within 0..15."""
+    ch = k
+    if k == 2:
+        ch = 3
+    nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
+    per = nrx2 & 7
+    if per != 0 and (m.st[i, S_APU_ACT] & (1 << ch)) != 0:
+        e = m.st[i, S_APU_ENV1 + k]
+        vol = e & 15
+        t = ((e >> 4) & 15) - 1
+        if t <= 0:
+            t = per
+            if (nrx2 & 8) != 0 and vol < 15:
+                vol = vol + 1
+            if (nrx2 & 8) == 0 and vol > 0:
+                vol = vol - 1
+        m.st[i, S_APU_ENV1 + k] = vol | (t << 4) | (e & ENV_BUG)
+
+
 @wp.func(inline=False)
 def envelope_clock(i: int, m: wp.ref[Mem]):
     """Frame-sequencer envelope step (64 Hz) of channels 1, 2 and 4 (the playing ones; a trigger
     reloads the envelope): volume +-1 every period."""
-    act = m.st[i, S_APU_ACT]
     for k in range(3):
-        ch = k
-        if k == 2:
-            ch = 3
-        nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
-        per = nrx2 & 7
-        if per != 0 and (act & (1 << ch)) != 0:
-            e = m.st[i, S_APU_ENV1 + k]
-            vol = e & 15
-            t = (e >> 4) - 1
-            if t <= 0:
-                t = per
-                if (nrx2 & 8) != 0 and vol < 15:
-                    vol = vol + 1
-                if (nrx2 & 8) == 0 and vol > 0:
-                    vol = vol - 1
-            m.st[i, S_APU_ENV1 + k] = vol | (t << 4)
+        envelope_tick(i, m, k)
+
+
+@wp.func
+def envelope_bug_pending(i: int, m: wp.ref[Mem]) -> int:
+    """Non-zero while an enabled envelope waits for its extra tick (:data:`ENV_BUG`)."""
+    return (m.st[i, S_APU_ENV1] | m.st[i, S_APU_ENV1 + 1] | m.st[i, S_APU_ENV1 + 2]) & ENV_BUG
+
+
+@wp.func(inline=False)
+def envelope_bug_ticks(i: int, m: wp.ref[Mem]):
+    """The first frame-sequencer step without a length clock after an NRx2 write enabled a
+    playing channel's envelope (period 0 to non-zero) in Color mode: that envelope ticks once
+    more (SameSuite ``channel_1_nrx2_speed_change``: "in the next *even* DIV-APU tick, the APU
+    will tick the volume envelope of that appropriate channel, even if it would not tick
+    volume envelope at that tick otherwise"; its hardware table puts that tick on the steps
+    between the length clocks)."""
+    for k in range(3):
+        e = m.st[i, S_APU_ENV1 + k]
+        if (e & ENV_BUG) != 0:
+            m.st[i, S_APU_ENV1 + k] = e & 0xFF
+            envelope_tick(i, m, k)
 
 
 @wp.func(inline=False)
@@ -330,6 +362,8 @@ def frame_steps(i: int, m: wp.ref[Mem], n: int):
         m.st[i, S_APU_FS] = fs
         if (fs & 1) != 0:
             length_clock(i, m)
+        elif envelope_bug_pending(i, m) != 0:
+            envelope_bug_ticks(i, m)
         if (fs & 3) == 3:
             sweep_clock(i, m)
         if fs == 0:
@@ -351,7 +385,8 @@ def fs_advance(i: int, m: wp.ref[Mem], n: int):
     """Run ``n`` frame-sequencer steps; steps with no length counter or sweep enabled and no
     envelope step of a playing channel among them only move the step count (no call out)."""
     fs = m.st[i, S_APU_FS] + n
-    if ((m.st[i, S_APU_LEN_EN] | (m.st[i, S_APU_SW_FLAGS] & 1) | m.st[i, S_APU_SKIP]) == 0
+    if ((m.st[i, S_APU_LEN_EN] | (m.st[i, S_APU_SW_FLAGS] & 1) | m.st[i, S_APU_SKIP]
+         | envelope_bug_pending(i, m)) == 0
             and (fs < 8 or (m.st[i, S_APU_ACT] & 0xB) == 0)):
         m.st[i, S_APU_FS] = fs & 7  # (while powered off too: power-on resets it)
     else:
@@ -588,6 +623,11 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     if k == 2:
         if ch != 2 and color(i, m) and (m.st[i, S_APU_ACT] & (1 << ch)) != 0:
             nrx2_glitch(i, m, ch, int(m.hram[i, r]), v)
+            if (int(m.hram[i, r]) & 7) == 0 and (v & 7) != 0:
+                e_ = ch
+                if ch == 3:
+                    e_ = 2
+                m.st[i, S_APU_ENV1 + e_] = m.st[i, S_APU_ENV1 + e_] | ENV_BUG
         m.hram[i, r] = wp.uint8(v)
         if ch != 2 and (v & 0xF8) == 0:
             disable(i, m, ch)
