@@ -799,3 +799,38 @@ def test_envelope_speed_change_and_the_enable_bug(ch):
         00 10 10 20 20 30 30 40  00 00 10 20 30 40 50 60  10 30 40 50 60 70 80 90
         10 20 30 30 40 40 50 50  00 00 00 00 00 00 00 00  10 10 20 20 20 20 20 20
         20 20 20 20 20 20 30 30  10 20 20 20 20 20 20 20  20 20 20 20 20 30 30 30""", ch)
+
+
+@pytest.mark.parametrize("ch", [0, 1])
+def test_nrx2_glitch_with_longer_periods(ch):
+    """channel_x_nrx2_glitch: NRx2 pairs with periods 0, 2 and 7, read 4 and $8004 M-cycles
+    after the write (two envelope ticks later): the volume rule, the new period and the enable
+    tick together."""
+    r = regs(ch)
+
+    def sub(n: int, old: int, new: int) -> str:
+        return ("ld [$FF04], a\n" + POWER_CYCLE + f"ld hl, $FF76\nld a, $8F\nldh [{r['nrx3']}], a\n"
+                f"ld a, $C0\nldh [{r['nrx1']}], a\nld a, ${old:02X}\nldh [{r['nrx2']}], a\n"
+                f"ld a, $87\nldh [{r['nrx4']}], a\nld [$FF04], a\nld a, ${new:02X}\n"
+                + nops(0x400) + f"ldh [{r['nrx2']}], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    pairs = ((0x20, 0x20), (0x08, 0x08), (0x22, 0x22), (0x32, 0x32), (0x20, 0x08), (0x08, 0x47),
+             (0x22, 0x08), (0x08, 0x32))
+    got = run_table([sub(n, old, new) for n in (4, 0x8004) for old, new in pairs], frames=600)
+    assert got == table("20 10 20 30 D0 F0 C0 F0  20 10 10 20 D0 E0 C0 D0", ch)
+
+
+@pytest.mark.parametrize("ch", [0, 1])
+def test_restart_after_the_nrx2_glitch(ch):
+    """channel_x_restart_nrx2_glitch: NRx2 80 -> 28 while playing (the glitch changes the
+    volume), a retrigger 12 M-cycles later reloads it from NRx2 (2)."""
+    r = regs(ch)
+
+    def sub(n: int) -> str:
+        return (POWER_CYCLE + f"ld hl, $FF76\nld a, $FC\nldh [{r['nrx3']}], a\nld a, $80\n"
+                f"ldh [{r['nrx1']}], a\nldh [{r['nrx2']}], a\nld a, $87\nldh [{r['nrx4']}], a\n"
+                f"ld a, $28\nldh [{r['nrx2']}], a\nld a, $87\n" + nops(12)
+                + f"ldh [{r['nrx4']}], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    assert run_table([sub(n) for n in range(16)]) == table(
+        "20 20 20 20 20 20 20 20  20 20 20 20 20 20 20 00", ch)
