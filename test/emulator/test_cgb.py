@@ -687,3 +687,32 @@ def test_wave_ram_after_the_color_boot_rom():
     assert gb.read_memory(0xFF30, 16)[0].tolist() == [0x00, 0xFF] * 8
     dmg = GameBoy(color_rom("nop", cgb_flag=0x80), check_header=False, model="dmg")
     assert dmg.read_memory(0xFF30, 16)[0].tolist() == [0] * 16
+
+
+def test_undocumented_registers_ff72_ff75():
+    """FF72-FF74 read/write (0 after boot), FF75 bits 4-6 read/write with the others reading 1
+    (8F after boot): BullyGB's ``undoc_regs`` checks, in Color mode."""
+    body = """
+        ld hl, $C000
+        ld c, $72
+.r:     ldh a, [c]
+        ld [hl+], a
+        ld a, $FF
+        ldh [c], a
+        ldh a, [c]
+        ld [hl+], a
+        inc c
+        ld a, c
+        cp $76
+        jr nz, .r
+        ld a, $70
+        ldh [$75], a
+        ldh a, [$75]
+        ld [hl+], a
+        xor a
+        ldh [$75], a
+        ldh a, [$75]
+        ld [hl], a
+    """
+    gb = run(body, 2)
+    assert wram(gb, 0xC000, 10) == [0, 0xFF, 0, 0xFF, 0, 0xFF, 0x8F, 0xFF, 0xFF, 0x8F]

@@ -77,6 +77,9 @@ from torchrl_dreamer.emulator.speed import cpu_cycles
 
 __all__ = ["color_mode", "cgb_io_read", "cgb_io_write", "speed_switch", "stop_kind", "wram_bank"]
 
+R_UNDOC72 = wp.constant(0x72)  # FF72-FF74: undocumented read/write bytes (Pan Docs "Undocumented registers")
+R_UNDOC74 = wp.constant(0x74)
+R_UNDOC75 = wp.constant(0x75)  # FF75: bits 4-6 read/write
 R_KEY0 = wp.constant(0x4C)  # written by the Color boot ROM: bit 2 set = DMG compatibility mode
 
 
@@ -134,6 +137,10 @@ def cgb_io_read(i: int, m: wp.ref[Mem], r: int) -> int:
         return int(m.hram[i, r]) | 0xF8
     if r == R_PCM12 or r == R_PCM34:
         return apu_pcm(i, m, r - R_PCM12)
+    if r >= R_UNDOC72 and r <= R_UNDOC74:
+        return int(m.hram[i, r])  # undocumented scratch registers: read/write, 0 after boot
+    if r == R_UNDOC75:
+        return int(m.hram[i, r]) | 0x8F  # bits 4-6 read/write, the others read 1
     return 0xFF
 
 
@@ -173,6 +180,8 @@ def cgb_io_write(i: int, m: wp.ref[Mem], r: int, v: int):
         wram_bank(i, m, v)
     elif r == R_PCM12 or r == R_PCM34:
         return
+    elif r == R_UNDOC75:
+        m.hram[i, r] = wp.uint8(v & 0x70)
     else:
         m.hram[i, r] = wp.uint8(v)
 
