@@ -834,3 +834,20 @@ def test_restart_after_the_nrx2_glitch(ch):
 
     assert run_table([sub(n) for n in range(16)]) == table(
         "20 20 20 20 20 20 20 20  20 20 20 20 20 20 20 00", ch)
+
+
+def test_wave_samples_through_pcm34_at_both_speeds():
+    """channel_3_and_glitch (wave RAM EE DD CC ...; NR33/34 = 700: a sample every 512 dots):
+    PCM34 shows samples 1, 2, 3 (E, D, C) from the first fetch on, in double speed and then at
+    normal speed (the test's title: the wave channel is not touched by the AND glitch)."""
+    def sub(n: int) -> str:
+        return ("xor a\nldh [$26], a\ncpl\nld hl, $FF30\nldh [$26], a\n"
+                + "sub $11\nld [hl+], a\n" * 16 + "ld hl, $FF77\nldh [$1A], a\nld a, $20\n"
+                "ldh [$1C], a\nld a, $87\nldh [$1E], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+    double = [sub(n) for base in (0xFC, 0x1FC, 0x3FC) for n in range(base, base + 8)]
+    normal = [sub(n) for base in (0x7C, 0xFC, 0x1FC) for n in range(base, base + 8)]
+    got = run_table(double + [DOUBLE_SPEED] + normal, DOUBLE_SPEED)
+    assert got[:48] == table("""
+        00 00 00 00 00 0E 0E 0E  0E 0E 0E 0E 0E 0D 0D 0D  0D 0D 0D 0D 0D 0C 0C 0C
+        00 00 00 00 0E 0E 0E 0E  0E 0E 0E 0E 0D 0D 0D 0D  0D 0D 0D 0D 0C 0C 0C 0C""")
