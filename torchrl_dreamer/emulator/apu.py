@@ -40,7 +40,12 @@ the first three: they read and write wave RAM at every 2-cycle offset from a tri
 The Game Boy Color's APU (``S_CGB`` set, either mode) differs where the tests probe: power-off
 clears the length counters and NRx1 writes are ignored while powered off, a CPU access to wave
 RAM while the wave channel plays reaches the byte being played at any time, and a retrigger does
-not corrupt wave RAM (blargg's cgb_sound; Pan Docs "Audio details", obscure behaviour).
+not corrupt wave RAM (blargg's cgb_sound; Pan Docs "Audio details", obscure behaviour). In
+Color mode, from the SameSuite hardware tables (``test/emulator/test_cgb_pcm.py``): an NRx2
+write to a playing channel changes its volume (:func:`nrx2_glitch`) and switching its envelope
+on ticks it once more (:func:`envelope_bug_ticks`); a sweep step's second overflow check and a
+trigger's check come later (:data:`SWEEP_CHECK_DOTS`, :data:`TRIGGER_CHECK_DOTS`), and the
+sweep's frequency write follows :func:`~.apu_pcm.square_freq_write` as a CPU write does.
 
 State: registers live in ``m.hram[i, 0x10..0x3F]`` as written (NR52: bit 7 only); the internal
 state is in the ``S_APU_*`` columns of the state table (see :mod:`.layout`).
