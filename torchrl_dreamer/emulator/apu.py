@@ -260,6 +260,14 @@ def pcm_span(i: int, m: wp.ref[Mem], dots: int):
         pcm_advance(i, m, dots)
 
 
+@wp.func
+def env_slot(ch: int) -> int:
+    """The ``APU_ENVx`` column of channel ``ch`` (0, 1 or 3: the channels with an envelope)."""
+    if ch == 3:
+        return 2
+    return ch
+
+
 ENV_BUG = wp.constant(0x100)
 """APU_ENVx bit: the envelope was just enabled (Color mode), so the next frame-sequencer step
 that does not clock the length counters also ticks it (:func:`envelope_bug_ticks`)."""
@@ -269,9 +277,7 @@ that does not clock the length counters also ticks it (:func:`envelope_bug_ticks
 def envelope_tick(i: int, m: wp.ref[Mem], k: int):
     """One envelope tick of channel 1, 2 or 4 (``k`` 0, 1, 2) if it plays with a non-zero
     period: the countdown runs out every period, moving the volume +-1 within 0..15."""
-    ch = k
-    if k == 2:
-        ch = 3
+    ch = k + k // 2  # channel 0, 1 or 3 (the inverse of env_slot)
     nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
     per = nrx2 & 7
     if per != 0 and (m.st[i, S_APU_ACT] & (1 << ch)) != 0:
@@ -325,9 +331,7 @@ def nrx2_glitch(i: int, m: wp.ref[Mem], ch: int, old: int, new: int):
     ``channel_1_volume`` hardware table (old and new NRx2 with periods 0 and 1, both
     directions; ``test_cgb_pcm.py``); the rising half is Pan Docs' "Obscure Behavior" rule. Not
     modelled: an envelope that has stopped at 0 or 15, which Pan Docs says changes the rule."""
-    k = ch
-    if ch == 3:
-        k = 2
+    k = env_slot(ch)
     e = m.st[i, S_APU_ENV1 + k]
     vol = e & 15
     old_add = (old & 8) != 0
@@ -511,17 +515,25 @@ def wave_trigger(i: int, m: wp.ref[Mem]):
     m.st[i, S_APU_WAVE_PER] = 0  # no fetch since the trigger
 
 
+@wp.func
+def freq_reg_write(i: int, m: wp.ref[Mem], ch: int, r: int, v: int):
+    """Write register ``r`` (NRx3 or NRx4) of channel ``ch``; in Color mode a playing square
+    channel's countdown may take the new period at once (:func:`~.apu_pcm.square_freq_write`)."""
+    if ch < 2 and m.st[i, S_CGB] == MODEL_CGB:
+        per = square_period(i, m, ch)
+        m.hram[i, r] = wp.uint8(v)
+        square_freq_write(i, m, ch, per)
+    else:
+        m.hram[i, r] = wp.uint8(v)
+
+
 @wp.func(inline=False)
 def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
     """NR14/NR24/NR34/NR44: frequency high bits, length enable, trigger."""
     r = R_NR14 + 5 * ch
     bit = 1 << ch
     was_enabled = (m.st[i, S_APU_LEN_EN] & bit) != 0
-    if ch < 2 and (v & 0x80) == 0 and m.st[i, S_CGB] == MODEL_CGB:
-        per = square_period(i, m, ch)
-        m.hram[i, r] = wp.uint8(v)
-        square_freq_write(i, m, ch, per)
-    m.hram[i, r] = wp.uint8(v)
+    freq_reg_write(i, m, ch, r, v)  # (a trigger below restarts the countdown anyway)
     if (v & 0x40) != 0:
         m.st[i, S_APU_LEN_EN] = m.st[i, S_APU_LEN_EN] | bit
     else:
@@ -540,11 +552,8 @@ def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
         if dac_on(i, m, ch):
             m.st[i, S_APU_ACT] = m.st[i, S_APU_ACT] | bit
         if ch != 2:
-            k = ch
-            if ch == 3:
-                k = 2
             nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
-            m.st[i, S_APU_ENV1 + k] = (nrx2 >> 4) | ((nrx2 & 7) << 4)
+            m.st[i, S_APU_ENV1 + env_slot(ch)] = (nrx2 >> 4) | ((nrx2 & 7) << 4)
         if ch == 0:
             nr10 = int(m.hram[i, R_NR10])
             m.st[i, S_APU_SW_FREQ] = int(m.hram[i, R_NR13]) | ((v & 7) << 8)
@@ -629,10 +638,7 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
         if ch != 2 and color(i, m) and (m.st[i, S_APU_ACT] & (1 << ch)) != 0:
             nrx2_glitch(i, m, ch, int(m.hram[i, r]), v)
             if (int(m.hram[i, r]) & 7) == 0 and (v & 7) != 0:
-                e_ = ch
-                if ch == 3:
-                    e_ = 2
-                m.st[i, S_APU_ENV1 + e_] = m.st[i, S_APU_ENV1 + e_] | ENV_BUG
+                m.st[i, S_APU_ENV1 + env_slot(ch)] = m.st[i, S_APU_ENV1 + env_slot(ch)] | ENV_BUG
         m.hram[i, r] = wp.uint8(v)
         if ch != 2 and (v & 0xF8) == 0:
             disable(i, m, ch)
@@ -640,11 +646,7 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     if k == 3:
         if ch == 3 and m.st[i, S_CGB] == MODEL_CGB:
             noise_flush(i, m)  # the shifts so far ran with the old NR43
-        elif ch < 2 and m.st[i, S_CGB] == MODEL_CGB:
-            per = square_period(i, m, ch)
-            m.hram[i, r] = wp.uint8(v)
-            square_freq_write(i, m, ch, per)
-        m.hram[i, r] = wp.uint8(v)
+        freq_reg_write(i, m, ch, r, v)
         return
     nrx4_write(i, m, ch, v)
 

@@ -29,14 +29,8 @@ from torchrl_dreamer.data.demonstrations import Demonstration, DemonstrationReco
 from torchrl_dreamer.envs.actions import BUTTON_BITS, ActionSet
 from torchrl_dreamer.envs.gameboy import GameBoyEnv
 from torchrl_dreamer.envs.registry import list_tasks, make_task
-from torchrl_dreamer.envs.spec import (
-    ENCODINGS,
-    CountWatch,
-    DistanceWatch,
-    RamWatch,
-    SpecTask,
-    load_task_spec,
-)
+from torchrl_dreamer.envs.spec import ENCODINGS, CountWatch, RamWatch, SpecTask, load_task_spec
+from torchrl_dreamer.envs.spec import Watch as SpecWatch
 from torchrl_dreamer.envs.task import Task
 
 __all__ = [
@@ -122,7 +116,7 @@ class Watch:
     or :class:`~torchrl_dreamer.envs.spec.DistanceWatch`."""
 
     label: str
-    ram: RamWatch | CountWatch | DistanceWatch
+    ram: SpecWatch
 
     def read(self, gb: Any, env: int = 0) -> int:
         """The decoded value on console ``env``."""
@@ -169,7 +163,7 @@ def task_watches(task: Task) -> list[Watch]:
     """
     if isinstance(task, SpecTask):
         spec = task.spec
-        seen: dict[RamWatch | CountWatch | DistanceWatch, str] = {}
+        seen: dict[SpecWatch, str] = {}
         for part in ("reward", "terminate", "truncate", "success"):
             for k, item in enumerate(getattr(spec, part)):
                 for w in sorted(item.watches(), key=repr):
