@@ -47,6 +47,7 @@ from torchrl_dreamer.emulator.boot_vram import boot_vram
 from torchrl_dreamer.emulator.cartridge import Cartridge, load_rom_bytes, parse_cartridge
 from torchrl_dreamer.emulator.codegen import load_kernel_module
 from torchrl_dreamer.emulator.compat_palettes import CompatBoot, compat_boot
+from torchrl_dreamer.emulator.decision import step_until_change
 from torchrl_dreamer.emulator.dma import DMA_PAST_T
 from torchrl_dreamer.emulator.idle import loop_heads
 from torchrl_dreamer.emulator.launch import (
@@ -505,13 +506,32 @@ class GameBoy:
         if obs_out is None:
             self._run(buttons, frames, press_frames, 1)
             return self.packed2
-        out = obs_out
+        self._run(buttons, frames, press_frames, 1, out=self._check_obs_out(obs_out))
+        return obs_out
+
+    def step_until(
+        self,
+        buttons: torch.Tensor | int | None,
+        watch: list[int] | tuple[int, ...],
+        max_frames: int = 16,
+        press_frames: int = 8,
+        obs_out: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """One env step that ends at the game's own tick: each console runs until one of the
+        ``watch`` bytes changes (at most ``max_frames`` frames); returns the frames each ran
+        (``int32 [N]``). The observation is that frame's packed2, in ``obs_out`` or
+        :attr:`packed2`. Why and how: :mod:`~torchrl_dreamer.emulator.decision`.
+        """
+        if obs_out is not None:
+            self._check_obs_out(obs_out)
+        return step_until_change(self, buttons, watch, max_frames, press_frames, obs_out)
+
+    def _check_obs_out(self, out: torch.Tensor) -> torch.Tensor:
         if out.shape != (self.num_envs, *PACKED2_SHAPE) or out.dtype != torch.uint8:
             raise ValueError(f"obs_out must be uint8 {[self.num_envs, *PACKED2_SHAPE]}, got "
                              f"{out.dtype} {tuple(out.shape)}")
         if out.device != self.device:
             raise ValueError(f"obs_out is on {out.device}, the emulator on {self.device}")
-        self._run(buttons, frames, press_frames, 1, out=out)
         return out
 
     def step_instructions(self, n: int = 1, max_frames: int = 60) -> None:

@@ -51,6 +51,7 @@ from torchrl.data import Bounded, Categorical, Composite, OneHot, Unbounded
 from torchrl.envs import EnvBase
 
 from torchrl_dreamer.emulator.color_obs import COLOR_SHAPE, color_frame
+from torchrl_dreamer.emulator.decision import check_watch
 from torchrl_dreamer.emulator.launch import AUTO, LaunchFrames
 from torchrl_dreamer.emulator.packed2 import PACKED2_HEIGHT, PACKED2_SHAPE, PACKED2_WIDTH
 from torchrl_dreamer.envs.actions import ActionSet, default_press_frames, make_action_set
@@ -88,7 +89,10 @@ class GameBoyEnv(EnvBase):
         task_kwargs: extra keyword arguments for a task given by name.
         action_set: a built-in action set name, a list of action names or an
             :class:`~torchrl_dreamer.envs.actions.ActionSet`; default: the task's.
-        frame_skip: frames emulated per env step (24).
+        frame_skip: frames emulated per env step (24). A task with a decision watch
+            (:attr:`Task.decision_watch`, a spec's ``decision:``) runs each step until a
+            watched byte changes instead (see :attr:`episode_frames`); ``frame_skip`` then
+            sets the default press length only.
         press_frames: frames the chosen buttons are held at the start of a step (default
             :func:`~torchrl_dreamer.envs.actions.default_press_frames`, ``min(8, frame_skip)``:
             a short step holds its button throughout).
@@ -195,6 +199,19 @@ class GameBoyEnv(EnvBase):
         self.action_set: ActionSet = make_action_set(
             action_set if action_set is not None else self.task.default_action_set
         )
+        # a step per game tick (the task's decision watch) instead of frame_skip frames
+        self.decision_watch: tuple[int, ...] = ()
+        self.max_episode_frames = 0
+        watch = tuple(getattr(self.task, "decision_watch", ()) or ())
+        if watch:
+            self.decision_watch, self.decision_max_frames = check_watch(
+                watch, getattr(self.task, "decision_max_frames", 16))
+            if max_episode_steps == "task":
+                # steps vary in length: the task's limit counts frames; the step bound is
+                # only a backstop (a step runs at least one frame)
+                self.max_episode_frames = int(self.task.default_max_episode_frames or 0)
+                max_episode_steps = (self.max_episode_frames
+                                     or self.task.episode_step_limit(int(frame_skip)))
         if max_episode_steps == "task":
             max_episode_steps = self.task.episode_step_limit(int(frame_skip))
         self.max_episode_steps = int(max_episode_steps or 0)
@@ -229,6 +246,7 @@ class GameBoyEnv(EnvBase):
         # Per-env bookkeeping (device tensors).
         self._pending = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self._steps = torch.zeros(num_envs, dtype=torch.int32, device=device)
+        self._frames = torch.zeros(num_envs, dtype=torch.int64, device=device)
         self._episode_id = torch.full((num_envs,), -1, dtype=torch.int32, device=device)
         self._last_pixels = torch.zeros(num_envs, *PACKED2_SHAPE, dtype=torch.uint8,
                                         device=device)
@@ -449,8 +467,13 @@ class GameBoyEnv(EnvBase):
             packed = obs_out
         else:
             packed = torch.empty(n, *PACKED2_SHAPE, dtype=torch.uint8, device=self.device)
-        self.gb.step(buttons, frames=self.frame_skip, press_frames=self.press_frames,
-                     obs_out=packed)
+        if self.decision_watch:
+            ran = self.gb.step_until(buttons, self.decision_watch, self.decision_max_frames,
+                                     self.press_frames, obs_out=packed)
+        else:
+            self.gb.step(buttons, frames=self.frame_skip, press_frames=self.press_frames,
+                         obs_out=packed)
+            ran = self.frame_skip
         if not self._settle and (self.device.type != "cpu" or bool(first.any())):
             # the new episode's first observation is its start state itself: nothing emulated
             self._restart(first)
@@ -464,6 +487,7 @@ class GameBoyEnv(EnvBase):
         reward = torch.where(first, torch.zeros_like(reward), reward.to(torch.float32))
         terminated = terminated.to(torch.bool) & ~first
         self._steps = torch.where(first, torch.zeros_like(self._steps), self._steps + 1)
+        self._frames = torch.where(first, torch.zeros_like(self._frames), self._frames + ran)
         self._episode_id = self._episode_id + first.to(torch.int32)
         truncated = self._truncation(terminated)
         if task_truncated is not None:
@@ -481,6 +505,8 @@ class GameBoyEnv(EnvBase):
         truncated = torch.zeros_like(terminated)
         if self.max_episode_steps > 0:
             truncated = self._steps >= self.max_episode_steps
+        if self.max_episode_frames > 0:
+            truncated = truncated | (self._frames >= self.max_episode_frames)
         locked = getattr(self.gb, "locked", None)
         if isinstance(locked, torch.Tensor):
             # A console that hit an illegal opcode can never continue: end its episode.
@@ -551,6 +577,7 @@ class GameBoyEnv(EnvBase):
                 new.copy_(torch.where(keep, old, new))
             packed = torch.where(mask.reshape(-1, 1, 1, 1), packed, self._last_pixels)
         self._steps = torch.where(mask, torch.zeros_like(self._steps), self._steps)
+        self._frames = torch.where(mask, torch.zeros_like(self._frames), self._frames)
         self._episode_id = self._episode_id + mask.to(torch.int32)
         self._pending = self._pending & ~mask
         self._last_done = self._last_done & ~mask
@@ -592,7 +619,8 @@ class GameBoyEnv(EnvBase):
 
     def _bookkeeping(self) -> tuple[str, ...]:
         """Names of the per-env tensors a checkpoint keeps (the colour ones with ``"color"``)."""
-        return self._BOOKKEEPING + (("_last_color", "_start_color") if self._color else ())
+        return (self._BOOKKEEPING + (("_last_color", "_start_color") if self._color else ())
+                + (("_frames",) if self.decision_watch else ()))
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         """The env mid-run, as tensors and plain values (loadable with ``weights_only=True``):
@@ -645,6 +673,12 @@ class GameBoyEnv(EnvBase):
     def episode_steps(self) -> torch.Tensor:
         """Steps taken in the current episode, ``int32[N]`` (0 at the reset step)."""
         return self._steps.clone()
+
+    @property
+    def episode_frames(self) -> torch.Tensor:
+        """Game frames the current episode's steps ran, ``int64[N]`` (0 at the reset step):
+        ``frame_skip`` a step, or each step's own count with a decision watch."""
+        return self._frames.clone()
 
     def __repr__(self) -> str:
         return (

@@ -42,7 +42,17 @@ Spec keys (all but ``reward`` optional)::
     observe:                       # extra observations beside the pixels, read from RAM
       player: [0xD362, 0xD361]     # key 'player': float32 [N, 2], each byte / 255
       board: {range: [0xC100, 0xC118]}   # key 'board': the 25 bytes 0xC100..0xC118
+    decision:                      # a step per game tick instead of every frame_skip frames
+      on_change: [0xC004, 0xC005]  # the step ends when one of these bytes changes ...
+      max_frames: 16               # ... or after this many frames
     train: {batch_size: 8}         # training defaults of this task (see TrainConfig)
+
+**Decisions** (``decision``): for a game that acts on its own clock (a snake that moves a cell
+every 6-8 frames, a puzzle that takes one move per input), a step runs until one of the
+``on_change`` bytes differs from its value at the step's start, at most ``max_frames`` frames
+(default 16), so each decision meets exactly one game tick; ``frame_skip`` then only sets the
+press length and the step the discount and replay ratio are computed for, and
+``max_episode_frames`` counts the frames the steps ran (:mod:`~torchrl_dreamer.emulator.decision`).
 
 **Watches.** A RAM watch is ``address`` (0x0000-0xFFFF), ``length`` (bytes, 1-8), ``encoding``
 and its options:
@@ -104,6 +114,7 @@ from typing import Any
 
 import torch
 
+from torchrl_dreamer.emulator.decision import MAX_DECISION_FRAMES
 from torchrl_dreamer.emulator.packed2 import PACKED2_SHAPE, packed2_lut
 from torchrl_dreamer.envs.actions import BUTTON_BITS, make_action_set
 from torchrl_dreamer.envs.task import (
@@ -154,7 +165,8 @@ _WATCH_KEYS = _RAM_KEYS | {"count", "distance"}
 _CMP_KEYS = {"op", "value", "in"}
 _TOP_KEYS = {"name", "rom", "start", "actions", "max_episode_steps", "max_episode_frames",
              "reward", "terminate",
-             "truncate", "success", "on_reset", "exploration", "observe", "train"}
+             "truncate", "success", "on_reset", "exploration", "observe", "decision",
+             "train"}
 
 
 class TaskSpecError(ValueError):
@@ -733,6 +745,8 @@ class TaskSpec:
     explore_ram: tuple[tuple[int, ...], float, int] | None = None
     explore_screen: tuple[float, int] | None = None
     observations: tuple[RamObservation, ...] = ()
+    decision_watch: tuple[int, ...] = ()
+    decision_max_frames: int = 16
     train_defaults: dict[str, Any] = field(default_factory=dict)
 
     def build(self, rom: str | Path | None = None, state: Any = None) -> SpecTask:
@@ -788,6 +802,19 @@ def _parse_start(spec: TaskSpec, obj: Any, base_dir: Path | None) -> None:
         spec.jitter = _int(start["jitter"], "start.jitter", 0, MAX_JITTER)
     if "noop_max" in start:
         spec.noop_max = _int(start["noop_max"], "start.noop_max", 0, 1_000_000)
+
+
+def _parse_decision(spec: TaskSpec, obj: Any) -> None:
+    """``decision: {on_change: [addresses], max_frames: N}``: a step per game tick."""
+    d = _keys(obj, "decision", {"on_change", "max_frames"}, ("on_change",))
+    addrs = d["on_change"]
+    if not isinstance(addrs, list) or not addrs:
+        raise _fail("decision.on_change", "expected a non-empty list of RAM addresses whose "
+                    "change ends a step (e.g. the player's position: [0xC004, 0xC005])")
+    spec.decision_watch = tuple(_int(a, f"decision.on_change[{k}]", 0, 0xFFFF)
+                                for k, a in enumerate(addrs))
+    spec.decision_max_frames = _int(d.get("max_frames", 16), "decision.max_frames", 1,
+                                    MAX_DECISION_FRAMES)
 
 
 def _parse_observe(obj: Any) -> tuple[RamObservation, ...]:
@@ -908,6 +935,8 @@ def parse_task_spec(obj: dict, base_dir: Path | None = None, name: str = "spec")
                                _int(s.get("table_bits", 16), "exploration.screen.table_bits", 4, 24))
     if "observe" in obj:
         spec.observations = _parse_observe(obj["observe"])
+    if "decision" in obj:
+        _parse_decision(spec, obj["decision"])
     train = obj.get("train", {})
     if not isinstance(train, dict):
         raise _fail("train", "expected a mapping of TrainConfig fields")
@@ -980,6 +1009,8 @@ class SpecTask(Task):
         self.default_noop_max = spec.noop_max
         self.has_success = bool(spec.success)
         self.observations = spec.observations
+        self.decision_watch = spec.decision_watch
+        self.decision_max_frames = spec.decision_max_frames
         # without a success predicate an episode reports its return only (no guessed success)
         self.success_rule = "none"
         # a state given by the caller replaces the spec's start, savestate list included

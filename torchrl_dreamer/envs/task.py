@@ -237,6 +237,12 @@ class Task:
             (:class:`RamObservation` entries, e.g. ``(RamObservation("xy", [0xC004, 0xC005]),)``):
             the env emits each as a ``float32[N, D]`` key beside ``pixels``, and training stores
             and models it with no other change. Empty by default.
+        decision_watch: RAM addresses whose change ends an env step (a decision per game
+            tick: a move of the player, a turn of a puzzle; :mod:`~torchrl_dreamer.emulator.decision`).
+            Empty (default): every step runs ``frame_skip`` frames. With addresses, a step runs
+            until one of them changes, at most :attr:`decision_max_frames` frames, and the
+            episode's frame limit (:attr:`default_max_episode_frames`) counts the frames run.
+        decision_max_frames: most frames a step runs when :attr:`decision_watch` is set.
         train_defaults: the training settings this task trains best with, as
             :class:`~torchrl_dreamer.trainers.TrainConfig` field names and values (e.g.
             ``{"replay_ratio": 0.2}``); a run's own settings override them. A task registered
@@ -261,6 +267,8 @@ class Task:
     has_success: ClassVar[bool] = False
     success_rule: ClassVar[str] = "terminal_reward"
     observations: ClassVar[tuple[RamObservation, ...]] = ()
+    decision_watch: ClassVar[tuple[int, ...]] = ()
+    decision_max_frames: ClassVar[int] = 16
 
     def __init__(self, rom: str | Path | None = None, state: Any = None):
         self.rom = Path(rom) if rom is not None else None
