@@ -3,7 +3,9 @@
 The env is native (like TorchRL's ``MJLabWrapper``, not a gym wrapper): ``batch_size=[N]``, every
 tensor lives on the emulator's device, and one env step is one emulator launch
 (``gb.step(buttons, frames=frame_skip, press_frames=press_frames)``) plus a few batched tensor ops
-for the task. Nothing in a step syncs the host.
+for the task. Nothing in a step syncs the host. A task with a decision watch
+(:attr:`~torchrl_dreamer.envs.task.Task.decision_watch`) steps to the game's own tick instead,
+one launch per frame (``gb.step_until``; on the CPU it returns when every console has stopped).
 
 Episode ends use a **deferred reset** (danijar's embodied driver): the step that ends an episode
 (``terminated`` by the task or ``truncated`` by ``max_episode_steps``) returns the real final
