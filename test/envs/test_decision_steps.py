@@ -75,6 +75,23 @@ def test_the_episode_frame_limit_counts_the_frames_the_steps_ran():
     assert lengths and all(40 <= n < 40 + 12 for n in lengths), lengths
 
 
+def test_a_checkpoint_keeps_the_episode_frames():
+    def make():
+        return GameBoyEnv(load_task_spec(SPEC, rom=rom_path("catch")), num_envs=2, seed=3)
+
+    env = make()
+    env.reset()
+    for _ in range(6):
+        env.step(_noop(2))
+    other = make()
+    other.load_state_dict(env.state_dict())
+    assert torch.equal(other.episode_frames, env.episode_frames)
+    assert int(env.episode_frames.min()) > 0
+    a, b = env.step(_noop(2))["next"], other.step(_noop(2))["next"]
+    assert torch.equal(a["pixels"], b["pixels"]) and torch.equal(other.episode_frames, env.episode_frames)
+    assert "decision_watch=['0xc009']" in repr(env)
+
+
 @pytest.mark.parametrize("decision,field", [
     ({"on_change": []}, "decision.on_change: expected a non-empty list"),
     ({"on_change": 0xC009}, "decision.on_change: expected a non-empty list"),

@@ -687,6 +687,9 @@ class GameBoyEnv(EnvBase):
             f"{type(self).__name__}(task={self.task.name!r}, num_envs={self.num_envs}, "
             f"device={self.device}, actions={list(self.action_set.names)}, "
             f"frame_skip={self.frame_skip}, press_frames={self.press_frames}, "
-            f"max_episode_steps={self.max_episode_steps or None}, pixels={self.pixels_format!r})"
+            f"max_episode_steps={self.max_episode_steps or None}, pixels={self.pixels_format!r}"
+            + (f", decision_watch={[hex(a) for a in self.decision_watch]}, "
+               f"decision_max_frames={self.decision_max_frames}" if self.decision_watch else "")
+            + ")"
         )
 
