@@ -1,7 +1,7 @@
 """Steps that end at a game's own tick: run each console until a RAM byte it watches changes.
 
 A fixed frame skip cuts a game's time into equal slices, but many games act on their own clock:
-a snake moves one cell every 6-8 frames depending on its length and whether it ate, a puzzle
+a snake moves one cell every 7 or 8 frames depending on where its tail is, a puzzle
 game takes one move per input. A decision every ``frame_skip`` frames then drifts against the
 game's tick (some steps see two moves, some none), and the agent cannot tell from one picture
 which. :func:`step_until_change` runs each console frame by frame and stops it at the end of

@@ -48,7 +48,7 @@ Spec keys (all but ``reward`` optional)::
     train: {batch_size: 8}         # training defaults of this task (see TrainConfig)
 
 **Decisions** (``decision``): for a game that acts on its own clock (a snake that moves a cell
-every 6-8 frames, a puzzle that takes one move per input), a step runs until one of the
+every 7 or 8 frames, a puzzle that takes one move per input), a step runs until one of the
 ``on_change`` bytes differs from its value at the step's start, at most ``max_frames`` frames
 (default 16), so each decision meets exactly one game tick; ``frame_skip`` then only sets the
 press length and the step the discount and replay ratio are computed for, and
