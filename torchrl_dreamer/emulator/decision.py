@@ -27,8 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -71,44 +70,43 @@ def _runs(addrs: tuple[int, ...]) -> list[tuple[int, int]]:
     return [(a, n) for a, n in runs]
 
 
-def _read(gb: Any, runs: list[tuple[int, int]]) -> torch.Tensor:
+def _read(read_memory: Callable[[int, int], torch.Tensor],
+          runs: list[tuple[int, int]]) -> torch.Tensor:
     """``uint8 [N, bytes]`` of the watched addresses through each console's bus view."""
-    parts = [gb.read_memory(a, n) for a, n in runs]
+    parts = [read_memory(a, n) for a, n in runs]
     return parts[0].clone() if len(parts) == 1 else torch.cat(parts, dim=1)
 
 
-def step_until_change(gb: Any, buttons: torch.Tensor | int | None, watch: Sequence[int],
-                      max_frames: int, press_frames: int,
-                      obs_out: torch.Tensor | None = None) -> torch.Tensor:
-    """Run every console of ``gb`` until one of its ``watch`` bytes changes, at most ``max_frames``.
+def step_until_change(run_frame: Callable[[bool], None],
+                      read_memory: Callable[[int, int], torch.Tensor], lock: torch.Tensor,
+                      watch: Sequence[int], max_frames: int, press_frames: int) -> torch.Tensor:
+    """Run every console until one of its ``watch`` bytes changes, at most ``max_frames`` frames.
 
-    ``buttons`` are held for the first ``press_frames`` frames of the step (as in
-    :meth:`~torchrl_dreamer.emulator.gameboy.GameBoy.step`). A console stops at the end of the
-    first frame after which a watched byte differs from its value at the step's start; its
-    packed2 observation (in ``obs_out`` or ``gb.packed2``) is that frame's. Returns the frames
-    each console ran (``int32 [N]``, 1..``max_frames``): ``max_frames`` where nothing changed.
-    Every console ends in the state a plain ``gb.step(buttons, frames=k, ...)`` of its own ``k``
-    frames would leave (``test/emulator/test_decision.py``).
+    The emulator side, as :meth:`~torchrl_dreamer.emulator.gameboy.GameBoy.step_until` passes
+    it: ``run_frame(held)`` emulates one frame of every console not paused (the step's buttons
+    held when ``held``, which is true for the first ``press_frames`` frames) and renders its
+    packed2 picture; ``read_memory(addr, length)`` reads ``uint8 [N, length]`` through each
+    console's bus; ``lock`` is the consoles' ``LOCKED`` state field (``[N]``, written in place).
 
-    On the CPU the step returns as soon as every console has stopped; on CUDA it always runs
-    ``max_frames`` launches (stopped consoles return at once), so nothing syncs the host.
+    A console stops at the end of the first frame after which a watched byte differs from its
+    value at the step's start, so its picture is that frame's. Returns the frames each console
+    ran (``int32 [N]``, 1..``max_frames``): ``max_frames`` where nothing changed. Every console
+    ends in the state a plain ``step`` of its own frame count would leave
+    (``test/emulator/test_decision.py``). On the CPU the step returns as soon as every console
+    has stopped; on CUDA it always runs ``max_frames`` frames (stopped consoles return at
+    once), so nothing syncs the host.
     """
-    from torchrl_dreamer.emulator import layout  # Warp-backed: not at import (specs import this)
-
     addrs, max_frames = check_watch(watch, max_frames)
     runs = _runs(addrs)
-    n = gb.num_envs
-    lock = gb._st[:, layout.FIELDS["LOCKED"]]
-    before = _read(gb, runs)
-    frames = torch.zeros(n, dtype=torch.int32, device=gb.device)
-    stopped = torch.zeros(n, dtype=torch.bool, device=gb.device)
-    sync_free = gb.device.type == "cuda"
+    before = _read(read_memory, runs)
+    frames = torch.zeros(lock.shape[0], dtype=torch.int32, device=lock.device)
+    stopped = torch.zeros(lock.shape[0], dtype=torch.bool, device=lock.device)
+    sync_free = lock.device.type == "cuda"
     try:
         for f in range(max_frames):
-            held = f < press_frames
-            gb._run(buttons if held else None, 1, 1 if held else 0, 1, out=obs_out)
+            run_frame(f < press_frames)
             frames += (~stopped).to(torch.int32)
-            changed = (_read(gb, runs) != before).any(dim=1) & ~stopped
+            changed = (_read(read_memory, runs) != before).any(dim=1) & ~stopped
             stopped |= changed
             lock.masked_fill_(changed & (lock == 0), PAUSED)
             if not sync_free and bool(stopped.all()):

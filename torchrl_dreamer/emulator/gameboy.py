@@ -524,7 +524,10 @@ class GameBoy:
         """
         if obs_out is not None:
             self._check_obs_out(obs_out)
-        return step_until_change(self, buttons, watch, max_frames, press_frames, obs_out)
+        return step_until_change(
+            lambda held: self._run(buttons if held else None, 1, int(held), 1, out=obs_out),
+            self.read_memory, self._st[:, layout.FIELDS["LOCKED"]], watch, max_frames,
+            press_frames)
 
     def _check_obs_out(self, out: torch.Tensor) -> torch.Tensor:
         if out.shape != (self.num_envs, *PACKED2_SHAPE) or out.dtype != torch.uint8:
