@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from torchrl_dreamer.emulator.ram_reads import RamReader
+
 __all__ = ["PAUSED", "MAX_DECISION_FRAMES", "check_watch", "step_until_change"]
 
 PAUSED = 2
@@ -58,25 +60,6 @@ def check_watch(watch: Sequence[int], max_frames: int) -> tuple[tuple[int, ...],
     return addrs, int(max_frames)
 
 
-def _runs(addrs: tuple[int, ...]) -> list[tuple[int, int]]:
-    """Group sorted distinct addresses into ``(start, length)`` runs of neighbours (one memory
-    read each)."""
-    runs: list[list[int]] = []
-    for a in sorted(set(addrs)):
-        if runs and a == runs[-1][0] + runs[-1][1]:
-            runs[-1][1] += 1
-        else:
-            runs.append([a, 1])
-    return [(a, n) for a, n in runs]
-
-
-def _read(read_memory: Callable[[int, int], torch.Tensor],
-          runs: list[tuple[int, int]]) -> torch.Tensor:
-    """``uint8 [N, bytes]`` of the watched addresses through each console's bus view."""
-    parts = [read_memory(a, n) for a, n in runs]
-    return parts[0].clone() if len(parts) == 1 else torch.cat(parts, dim=1)
-
-
 def step_until_change(run_frame: Callable[[bool], None],
                       read_memory: Callable[[int, int], torch.Tensor], lock: torch.Tensor,
                       watch: Sequence[int], max_frames: int, press_frames: int) -> torch.Tensor:
@@ -97,8 +80,8 @@ def step_until_change(run_frame: Callable[[bool], None],
     once), so nothing syncs the host.
     """
     addrs, max_frames = check_watch(watch, max_frames)
-    runs = _runs(addrs)
-    before = _read(read_memory, runs)
+    reader = RamReader(addrs)
+    before = reader.read(read_memory)
     frames = torch.zeros(lock.shape[0], dtype=torch.int32, device=lock.device)
     stopped = torch.zeros(lock.shape[0], dtype=torch.bool, device=lock.device)
     sync_free = lock.device.type == "cuda"
@@ -106,7 +89,7 @@ def step_until_change(run_frame: Callable[[bool], None],
         for f in range(max_frames):
             run_frame(f < press_frames)
             frames += (~stopped).to(torch.int32)
-            changed = (_read(read_memory, runs) != before).any(dim=1) & ~stopped
+            changed = (reader.read(read_memory) != before).any(dim=1) & ~stopped
             stopped |= changed
             lock.masked_fill_(changed & (lock == 0), PAUSED)
             if not sync_free and bool(stopped.all()):

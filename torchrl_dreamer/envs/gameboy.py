@@ -204,10 +204,9 @@ class GameBoyEnv(EnvBase):
         # a step per game tick (the task's decision watch) instead of frame_skip frames
         self.decision_watch: tuple[int, ...] = ()
         self.max_episode_frames = 0
-        watch = tuple(getattr(self.task, "decision_watch", ()) or ())
-        if watch:
+        if self.task.decision_watch:
             self.decision_watch, self.decision_max_frames = check_watch(
-                watch, getattr(self.task, "decision_max_frames", 16))
+                self.task.decision_watch, self.task.decision_max_frames)
             if max_episode_steps == "task":
                 # steps vary in length: the task's limit counts frames; the step bound is
                 # only a backstop (a step runs at least one frame)

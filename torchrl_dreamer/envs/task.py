@@ -36,6 +36,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from torchrl_dreamer.emulator.ram_reads import RamReader
+
 __all__ = ["RESERVED_OBSERVATION_KEYS", "RamObservation", "Task", "TaskMismatchError",
            "check_observations", "load_state_arg", "observation_name_problem"]
 
@@ -47,10 +49,6 @@ RESERVED_OBSERVATION_KEYS = frozenset({
 model's fields, and TorchRL's ``"next"``."""
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-# Addresses at most this far apart are read in one block (a few bytes more to read cost less
-# than another emulator launch).
-_READ_GAP = 32
 
 
 class TaskMismatchError(ValueError):
@@ -119,9 +117,7 @@ class RamObservation:
 
     name: str
     addresses: tuple[int, ...]
-    _blocks: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
-    _index: tuple[int, ...] | None = field(init=False, repr=False, compare=False)
-    _index_on: dict = field(init=False, repr=False, compare=False)
+    _reader: RamReader = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         problem = observation_name_problem(self.name)
@@ -146,22 +142,7 @@ class RamObservation:
                                  f"[{seen[a]}]); list each address once")
             seen[a] = k
         object.__setattr__(self, "addresses", tuple(int(a) for a in addresses))
-        # blocks of nearby addresses, each read with one launch, and where each address lands
-        blocks: list[list[int]] = []
-        for a in sorted(seen):
-            if blocks and a - blocks[-1][1] <= _READ_GAP:
-                blocks[-1][1] = a
-            else:
-                blocks.append([a, a])
-        object.__setattr__(self, "_blocks", tuple((lo, hi - lo + 1) for lo, hi in blocks))
-        offsets, at = {}, 0
-        for lo, length in self._blocks:
-            for a in range(lo, lo + length):
-                offsets[a] = at + a - lo
-            at += length
-        index = tuple(offsets[a] for a in self.addresses)
-        object.__setattr__(self, "_index", None if index == tuple(range(at)) else index)
-        object.__setattr__(self, "_index_on", {})
+        object.__setattr__(self, "_reader", RamReader(self.addresses))  # blocks of nearby bytes
 
     @property
     def size(self) -> int:
@@ -170,14 +151,7 @@ class RamObservation:
 
     def read(self, gb: Any) -> torch.Tensor:
         """``float32[N, D]`` of every console of ``gb``: byte / 255 at each address."""
-        parts = [gb.read_memory(lo, length) for lo, length in self._blocks]
-        raw = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
-        if self._index is not None:
-            index = self._index_on.get(raw.device)
-            if index is None:
-                index = self._index_on[raw.device] = torch.tensor(self._index, device=raw.device)
-            raw = raw.index_select(1, index)
-        return raw.to(torch.float32).div_(255.0)
+        return self._reader.read(gb.read_memory).to(torch.float32).div_(255.0)
 
 
 def check_observations(observations: Any, where: str = "Task.observations"
