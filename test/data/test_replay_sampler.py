@@ -221,6 +221,29 @@ def test_event_fraction_sequences_cover_an_event_across_the_seam(time_major):
     assert hits == set(events)  # every event gets drawn, at the ring's ends and its seam
 
 
+def test_event_key_reward_draws_sequences_around_paid_rows():
+    """event_key="reward": every row with a nonzero float reward is an event (a food's +1 and a
+    death's -1 alike), rows paying 0 are not."""
+    s = _storage(50, 80)
+    lo, hi = s.sampleable_range()
+    rew = s.fields["reward"]
+    rew.zero_()
+    paid = [(lo + 10, 1, 1.0), (lo + 30, 3, -1.0), (hi - 2, 0, 0.25)]
+    for t, e, r in paid:
+        rew[t % s.capacity, e] = r
+    sampler = ChronologicalSliceSampler(slice_len=8, generator=_gen(5), event_key="reward",
+                                        event_fraction=1.0)
+    hits = set()
+    for _ in range(30):
+        data, info = sampler.sample_sequences(s, 8 * 8)
+        r = data["reward"].reshape(data.batch_size)
+        assert bool((r != 0).any(0).all())  # every sequence holds a paid row
+        for b in range(8):
+            t0, e = int(info["start"][0, b]), int(info["env_idx"][0, b])
+            hits.update((t, e) for t in range(t0, t0 + 8) if (t, e) in {(p[0], p[1]) for p in paid})
+    assert hits == {(t, e) for t, e, _ in paid}
+
+
 def test_event_fraction_falls_back_to_uniform_and_rejects_bad_input():
     s = _storage(50, 30)
     _with_events(s, [])

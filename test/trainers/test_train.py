@@ -159,6 +159,13 @@ def test_event_fraction_reaches_the_run_sampler(tmp_path):
     assert off.sampler.event_fraction == 0.0
     args = build_parser("train").parse_args(["--event-fraction", "0.25"])
     assert args.event_fraction == 0.25
+    paid = build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c"), "event_fraction": 0.25,
+                                    "event_key": "reward"}))
+    assert (paid.sampler.event_key, paid.sampler.event_fraction) == ("reward", 0.25)
+    args = build_parser("train").parse_args(["--event-key", "reward"])
+    assert args.event_key == "reward"
+    with pytest.raises(ConfigError, match="unknown event key 'won'; choose one of terminated, reward"):
+        TrainConfig(**{**SMALL, "event_key": "won"})
 
 
 def test_gamma_reaches_the_run_learner(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ __all__ = [
     "LOGGERS",
     "PRECISIONS",
     "REPLAY_BACKINGS",
+    "REPLAY_EVENTS",
     "SECTIONS",
     "Backend",
     "CollectorSection",
@@ -34,12 +35,14 @@ __all__ = [
     "Precision",
     "RaySection",
     "ReplayBacking",
+    "ReplayEvent",
     "ReplaySection",
     "RunSection",
 ]
 
 Backend = Literal["reference", "threaded", "cuda", "cuda-twin", "ray"]
 ReplayBacking = Literal["memory", "memmap"]
+ReplayEvent = Literal["terminated", "reward"]
 LoggerKind = Literal["csv", "tensorboard", "both", "none"]
 Precision = Literal["fp32", "bf16", "fp16"]
 ConsoleModel = Literal[MODELS]  # type: ignore[valid-type]
@@ -49,6 +52,9 @@ BACKENDS: tuple[str, ...] = get_args(Backend)
 """Collector backends; ``ray`` runs the collection on Ray (:mod:`torchrl_dreamer.distributed`)."""
 REPLAY_BACKINGS: tuple[str, ...] = get_args(ReplayBacking)
 """Where the replay ring lives: in RAM (on ``device``) or in memory-mapped files under the run."""
+REPLAY_EVENTS: tuple[str, ...] = get_args(ReplayEvent)
+"""What ``event_fraction`` biases the batches towards: rows that end an episode (``terminated``)
+or rows that pay a nonzero ``reward``."""
 LOGGERS: tuple[str, ...] = get_args(LoggerKind)
 """Metric loggers of a run."""
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -138,8 +144,12 @@ class ReplaySection:
     learning_starts: int = setting(1024, check=integer(0), identity=True)
     """Policy steps of random actions (the replay's prefill) before the first gradient step."""
     event_fraction: float = setting(0.0, check=number(0, high=1))
-    """Share of each batch's sequences drawn to contain a ``terminated`` row (0: uniform starts,
+    """Share of each batch's sequences drawn to contain an ``event_key`` row (0: uniform starts,
     the reference DreamerV3 replay)."""
+    event_key: ReplayEvent = setting("terminated")
+    """The rows ``event_fraction`` draws sequences around: ``terminated`` (episode ends, e.g. a
+    maze's wins) or ``reward`` (every step whose reward is nonzero: a sparse game's rare
+    payments, which the reward head otherwise sees in a few sequences a batch)."""
     demos: str | None = None
     """Human demonstrations to learn from (files recorded with ``python -m torchrl_dreamer.play``,
     folders of ``*.pt`` or glob patterns; several separated by commas), each checked against the

@@ -50,7 +50,8 @@ class ChronologicalSliceSampler(Sampler):
             ``ReplayBuffer(generator=...)``). Same generator state -> same indices and data.
         time_major: ``[T, B]`` (True) or ``[B, T]`` (False).
         n_samples: optional leading dim: ``n_samples`` independent batches in one call.
-        event_key: optional boolean field (e.g. ``"terminated"``) marking rare events.
+        event_key: optional field marking rare events: a row is an event where its first element
+            is nonzero (a boolean ``"terminated"``, or a float ``"reward"``: every paid step).
         event_fraction: share of each batch's sequences drawn to *contain* an event row of
             ``event_key``: an event (row, env) is drawn uniformly among the sampleable ones and
             the start uniformly among the starts whose sequence covers it (the first

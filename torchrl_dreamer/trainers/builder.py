@@ -242,7 +242,7 @@ class RunFactories:
                                    safety_margin=replay.seq_len, auto_commit=False)
         sampler = ChronologicalSliceSampler(
             slice_len=replay.seq_len, generator=torch.Generator().manual_seed(run.seed),
-            event_key="terminated" if replay.event_fraction else None,
+            event_key=replay.event_key if replay.event_fraction else None,
             event_fraction=replay.event_fraction,
         )
         return storage, sampler
