@@ -231,6 +231,7 @@ def test_event_key_reward_draws_sequences_around_paid_rows():
     paid = [(lo + 10, 1, 1.0), (lo + 30, 3, -1.0), (hi - 2, 0, 0.25)]
     for t, e, r in paid:
         rew[t % s.capacity, e] = r
+    cells = {(t, e) for t, e, _ in paid}
     sampler = ChronologicalSliceSampler(slice_len=8, generator=_gen(5), event_key="reward",
                                         event_fraction=1.0)
     hits = set()
@@ -240,8 +241,8 @@ def test_event_key_reward_draws_sequences_around_paid_rows():
         assert bool((r != 0).any(0).all())  # every sequence holds a paid row
         for b in range(8):
             t0, e = int(info["start"][0, b]), int(info["env_idx"][0, b])
-            hits.update((t, e) for t in range(t0, t0 + 8) if (t, e) in {(p[0], p[1]) for p in paid})
-    assert hits == {(t, e) for t, e, _ in paid}
+            hits.update((t, e) for t in range(t0, t0 + 8) if (t, e) in cells)
+    assert hits == cells
 
 
 def test_event_fraction_falls_back_to_uniform_and_rejects_bad_input():
