@@ -109,6 +109,43 @@ def test_group_weights_set_sequence_shares():
     assert info["groups"] == ["gb"]
 
 
+def test_event_fraction_draws_its_share_around_paid_rows_across_slots():
+    """The Ray replay's biased draw is the local one's (``replay.event_fraction`` /
+    ``event_key``): its share of every batch covers a paid row, whatever the slots' split."""
+    def paid(length, n, t0, cells):
+        td = _chunk(length, n, t0)
+        td["reward"].zero_()
+        for t, e in cells:
+            td["reward"][t - t0, e] = -2.0  # a negative payment counts too
+        return td
+
+    svc = _service(replay_ratio=100.0, max_queued=1e9, event_fraction=0.25, event_key="reward")
+    a = svc.register("a", num_envs=2)["runner_id"]
+    b = svc.register("b", num_envs=3)["runner_id"]
+    svc.add_chunk(a, paid(40, 2, 0, [(30, 1)]))
+    svc.add_chunk(b, paid(40, 3, 0, [(5, 0), (22, 2)]))
+    for _ in range(20):
+        batch, info = svc.sample(8)
+        covered = (batch["reward"] != 0).any(0)  # [B]: the sequence holds a paid row
+        assert int(covered.sum()) >= 2  # round(0.25 * 8), spread over both slots
+    batch, info = svc.sample(4000)
+    covered = (batch["reward"] != 0).any(0)
+    assert 0.25 <= covered.float().mean().item() < 0.35  # the share plus the uniform hits
+    slots = {info["slots"][int(i)] for i in info["slot"][covered]}
+    assert slots == {"a", "b"}
+    cells = {(info["slots"][int(s)], int(e)) for s, e in zip(info["slot"][covered],
+                                                          info["env_idx"][covered])}
+    assert cells == {("a", 1), ("b", 0), ("b", 2)}  # every paid row gets drawn
+    plain = _service(replay_ratio=100.0, max_queued=1e9)
+    plain.add_chunk(plain.register("a", num_envs=2)["runner_id"], paid(40, 2, 0, [(30, 1)]))
+    batch, _ = plain.sample(4000)
+    assert (batch["reward"] != 0).any(0).float().mean().item() < 0.1  # uniform: 4/37 x 1/2
+    with pytest.raises(ValueError, match="event_fraction=1.5 must lie in"):
+        _service(event_fraction=1.5, event_key="reward")
+    with pytest.raises(ValueError, match="needs event_key"):
+        _service(event_fraction=0.5)
+
+
 def test_rate_limiter_pauses_runners_and_starves_learner():
     svc = _service(replay_ratio=0.5, max_queued=6, learning_starts=0)
     rid = svc.register("a", num_envs=2)["runner_id"]
@@ -313,6 +350,9 @@ def test_train_config_maps_to_a_gameboy_ray_run(tmp_path):
     assert (cfg.num_runners, cfg.envs_per_runner, cfg.steps_per_rollout) == (2, 2, 8)
     assert cfg.capacity == 100 + 8 + 8 and cfg.total_steps == 96
     assert (cfg.replay_ratio, cfg.learning_starts, cfg.checkpoint_every_updates) == (0.05, 16, 0)
+    assert (cfg.event_fraction, cfg.event_key) == (0.0, "terminated")
+    biased = ray_config(tc.with_(event_fraction=0.25, event_key="reward"), use_ray=False)
+    assert (biased.event_fraction, biased.event_key) == (0.25, "reward")
     assert cfg.replay_dir == str(tmp_path / "run" / "replay") and cfg.runner_gpus == 0.0
     with pytest.raises(ValueError, match="num_envs=4 cannot be split evenly over 3 Ray runners"):
         ray_config(tc, num_runners=3)
@@ -329,6 +369,14 @@ def test_train_config_maps_to_a_gameboy_ray_run(tmp_path):
         trainer.shutdown()
     assert out["policy_steps"] >= 96 and out["updates"] >= 1
     assert (tmp_path / "run" / "replay" / "agent" / "slots" / "runner-0" / "pixels.memmap").is_file()
+    trainer = RayDreamerTrainer(replace(biased, replay_dir=None), per_runner.env,
+                                per_runner.policy, lambda: learner)
+    try:
+        trainer.start()
+        assert trainer.service.event_fraction == 0.25
+        assert trainer.service.event_sampler.event_key == "reward"
+    finally:
+        trainer.shutdown()
 
 
 @requires_cuda

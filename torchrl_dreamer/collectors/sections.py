@@ -146,7 +146,9 @@ class ReplaySection:
     event_fraction: float = setting(0.0, check=number(0, high=1))
     """Share of each batch's sequences drawn to contain an ``event_key`` row (0: uniform starts,
     the reference DreamerV3 replay, the default: a quarter of the batch so drawn learned worse on
-    the maze around its wins and on snake around its payments, ``docs/learning_results.md``)."""
+    the maze around its wins and on snake around its payments, ``docs/learning_results.md``).
+    Every backend draws it, ``ray`` too (its replay service picks the share's positions in the
+    batch at random, so it holds however the runners' slots split the batch)."""
     event_key: ReplayEvent = setting("terminated")
     """The rows ``event_fraction`` draws sequences around: ``terminated`` (episode ends, e.g. a
     maze's wins) or ``reward`` (every step whose reward is nonzero: a sparse game's rare

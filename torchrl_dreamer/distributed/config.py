@@ -28,7 +28,8 @@ __all__ = ["RayTrainingConfig"]
 
 @dataclasses.dataclass
 @takes_settings(*section_settings("ray"), "steps_per_rollout", "seq_len", "batch_size",
-                "replay_ratio", "learning_starts", "off_policy_tolerance", "total_steps",
+                "replay_ratio", "learning_starts", "event_fraction", "event_key",
+                "off_policy_tolerance", "total_steps",
                 "timeout_s", "seed")
 class RayTrainingConfig:
     """Every knob of :func:`~torchrl_dreamer.distributed.run_ray_training`.
@@ -37,7 +38,7 @@ class RayTrainingConfig:
     :mod:`torchrl_dreamer.collectors.settings`: the whole ``ray`` section (``num_runners``,
     ``publish_every``, ``max_weight_lag``, ``max_restarts``, ``address``, ``num_cpus``); ``replay``
     for ``seq_len``,
-    ``batch_size``, ``replay_ratio``, ``learning_starts``; ``collector`` for
+    ``batch_size``, ``replay_ratio``, ``learning_starts``, ``event_fraction``, ``event_key``; ``collector`` for
     ``steps_per_rollout``, ``off_policy_tolerance``, ``timeout_s``; ``run`` for ``total_steps``
     and ``seed``: runners are seeded ``seed + i``), then the job's own:
 

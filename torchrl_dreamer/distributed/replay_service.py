@@ -128,6 +128,12 @@ class ReplayService:
         root_dir: directory for memmap-backed slot storages (``None``: in RAM).
         seed: seeds the sampling generator.
         name: shown in messages and stats (e.g. ``"agent"``, ``"human"``).
+        event_key, event_fraction: the local replay's biased draw (``replay.event_key`` /
+            ``replay.event_fraction``, :class:`~torchrl_dreamer.data.ChronologicalSliceSampler`):
+            ``round(event_fraction * batch_size)`` of each batch's sequences, at random
+            positions of the batch and so spread over the slots like the uniform ones, are
+            drawn to contain a row whose ``event_key`` is nonzero (a slot with no such row yet
+            gives uniform ones). 0: uniform starts only.
 
     Example:
         An in-process runner on the shipped maze commits the chunks.
@@ -157,6 +163,8 @@ class ReplayService:
         root_dir: str | os.PathLike | None = None,
         seed: int = 0,
         name: str = "replay",
+        event_key: str | None = None,
+        event_fraction: float = 0.0,
     ) -> None:
         if int(seq_len) < 2 or int(capacity) < int(seq_len):
             raise ValueError(
@@ -165,6 +173,8 @@ class ReplayService:
             )
         if max_queued < 2:
             raise ValueError(f"ReplayService: max_queued={max_queued} must be >= 2.")
+        if not 0.0 <= float(event_fraction) <= 1.0:
+            raise ValueError(f"ReplayService: event_fraction={event_fraction} must lie in [0, 1].")
         self.capacity = int(capacity)
         self.seq_len = int(seq_len)
         self.name = name
@@ -177,6 +187,12 @@ class ReplayService:
         )
         self.generator = torch.Generator().manual_seed(int(seed))
         self.sampler = ChronologicalSliceSampler(slice_len=self.seq_len, generator=self.generator)
+        #: share of each batch drawn around ``event_key`` rows (0: uniform batches)
+        self.event_fraction = float(event_fraction)
+        #: draws sequences that contain an event row (``None`` when ``event_fraction`` is 0)
+        self.event_sampler = None if self.event_fraction == 0 else ChronologicalSliceSampler(
+            slice_len=self.seq_len, generator=self.generator, event_key=event_key,
+            event_fraction=1.0)
         self.slots: dict[str, SlotInfo] = {}
         self._storages: dict[str, TimeMajorStorage] = {}
         self._by_id: dict[int, str] = {}
@@ -436,7 +452,7 @@ class ReplayService:
         groups = sorted({self.slots[n].group for n in names})
         gw = torch.tensor([self.group_weight(g) for g in groups], dtype=torch.float64)
         per_group = self._allocate(gw, batch_size)
-        parts, slot_ids, group_ids, envs, starts = [], [], [], [], []
+        draws: list[tuple[str, int, int]] = []  # (slot, group index, sequences)
         for gi, g in enumerate(groups):
             k = int(per_group[gi])
             if k == 0:
@@ -447,16 +463,20 @@ class ReplayService:
                 lo, hi = self._storages[n].sampleable_range()
                 cells.append(float((hi - lo - self.seq_len + 1) * self.slots[n].num_envs))
             per_slot = self._allocate(torch.tensor(cells, dtype=torch.float64), k)
-            for n, ks in zip(members, per_slot.tolist()):
-                if ks == 0:
+            draws += [(n, gi, ks) for n, ks in zip(members, per_slot.tolist()) if ks]
+        events = self._event_counts([ks for _, _, ks in draws], batch_size)
+        parts, slot_ids, group_ids, envs, starts = [], [], [], [], []
+        for (n, gi, ks), ke in zip(draws, events):
+            st = self._storages[n]
+            for sampler, m in ((self.event_sampler, ke), (self.sampler, ks - ke)):
+                if m == 0:
                     continue
-                st = self._storages[n]
-                index, info = self.sampler.sample(st, ks * self.seq_len)
+                index, info = sampler.sample(st, m * self.seq_len)
                 parts.append(st.get(index))
-                slot_ids.append(torch.full((ks,), names.index(n)))
-                group_ids.append(torch.full((ks,), gi))
                 envs.append(info["env_idx"][0])
                 starts.append(info["start"][0])
+            slot_ids.append(torch.full((ks,), names.index(n)))
+            group_ids.append(torch.full((ks,), gi))
         if self.rate_limited and consume:
             self.limiter.sample(consume, timeout=0)
         batch = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
@@ -469,6 +489,17 @@ class ReplayService:
             "start": torch.cat(starts),
         }
         return batch, info
+
+    def _event_counts(self, per_slot: list[int], batch_size: int) -> list[int]:
+        """How many of each slot's sequences are drawn around an event row: the batch's
+        ``round(event_fraction * batch_size)`` event positions picked at random among its
+        ``batch_size``, so the share is exact for the batch however the slots split it."""
+        if self.event_sampler is None:
+            return [0] * len(per_slot)
+        k = round(self.event_fraction * batch_size)
+        chosen = torch.zeros(batch_size, dtype=torch.long)
+        chosen[torch.randperm(batch_size, generator=self.generator)[:k]] = 1
+        return [int(x.sum()) for x in chosen.split(per_slot)]
 
     def consume(self, n: int = 1) -> None:
         """Takes ``n`` gradient-step grants without sampling (a batch drawn from elsewhere)."""

@@ -141,7 +141,10 @@ class RayDreamerTrainer:
         common = dict(seq_len=cfg.seq_len, replay_ratio=cfg.replay_ratio,
                       learning_starts=cfg.learning_starts, policy_steps_per_iter=cfg.total_envs,
                       max_queued=cfg.max_queued)
+        # the biased draw applies to the agent's own rows, as the local replay's does
         self.service = self._make(ReplayService, cfg.capacity, **common,
+                                  event_fraction=cfg.event_fraction,
+                                  event_key=cfg.event_key if cfg.event_fraction else None,
                                   root_dir=None if root is None else root / "agent",
                                   seed=cfg.seed, name="agent")
         self.human_service = None
