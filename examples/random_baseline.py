@@ -4,7 +4,8 @@ The reference a trained agent is compared with: the env is built from the same
 :class:`~torchrl_dreamer.trainers.TrainConfig` resolution as a training run (the task's or the
 Game Boy defaults' frame skip and random no-op starts, the spec's action set and episode
 length), so ``python -m torchrl_dreamer.train --rom R --task-spec S`` and this script play the
-same game. Prints one JSON line.
+same game. Prints one JSON line (with ``mean_score``, the game's own measure, where the spec's
+reward holds shaping terms or an exploration bonus).
 
     python examples/random_baseline.py --rom 2048.gb --task-spec examples/tasks/2048.yaml \
         --episodes 64
@@ -22,25 +23,34 @@ from torchrl_dreamer.envs import GameBoyEnv
 from torchrl_dreamer.trainers import TrainConfig, make_env
 
 
-def random_returns(env: GameBoyEnv, episodes: int, seed: int = 0) -> tuple[list[float], list[int]]:
-    """Returns and lengths of the first ``episodes`` episodes that end (terminated or
-    truncated) under uniformly random actions; every env runs until enough have ended."""
+def random_returns(env: GameBoyEnv, episodes: int, seed: int = 0
+                   ) -> tuple[list[float], list[int], list[float]]:
+    """Returns, lengths and scores of the first ``episodes`` episodes that end (terminated or
+    truncated) under uniformly random actions; every env runs until enough have ended. The
+    scores (the game's own measure where the spec's reward holds shaping or a bonus, the env's
+    ``score`` output) are empty for an env without one."""
     g = torch.Generator().manual_seed(seed)
     n, n_act = env.num_envs, len(env.action_set.names)
+    scored = "score" in env.observation_spec.keys()
     env.reset()
-    ret, length = torch.zeros(n), torch.zeros(n, dtype=torch.int64)
-    returns, lengths = [], []
+    ret, score = torch.zeros(n), torch.zeros(n)
+    length = torch.zeros(n, dtype=torch.int64)
+    returns, lengths, scores = [], [], []
     while len(returns) < episodes:
         a = torch.randint(0, n_act, (n,), generator=g)
         nxt = env.step(TensorDict({"action": a.to(env.device)}, batch_size=[n]))["next"]
         ret += nxt["reward"].reshape(n).cpu()
+        if scored:
+            score += nxt["score"].reshape(n).cpu()
         length += 1
         done = (nxt["terminated"] | nxt["truncated"]).reshape(n).cpu()
         for i in torch.nonzero(done).flatten().tolist():
             returns.append(float(ret[i]))
             lengths.append(int(length[i]))
-        ret[done], length[done] = 0.0, 0
-    return returns[:episodes], lengths[:episodes]
+            if scored:
+                scores.append(float(score[i]))
+        ret[done], score[done], length[done] = 0.0, 0.0, 0
+    return returns[:episodes], lengths[:episodes], scores[:episodes]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,9 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     cfg = TrainConfig(task=args.task, task_spec=args.task_spec, rom=args.rom, seed=args.seed,
                       frame_skip=args.frame_skip, noop_max=args.noop_max, num_envs=args.envs)
     env = make_env(cfg)
-    returns, lengths = random_returns(env, args.episodes, seed=args.seed)
+    returns, lengths, scores = random_returns(env, args.episodes, seed=args.seed)
     print(json.dumps({"task": env.task.name, "episodes": len(returns),
                       "mean_return": sum(returns) / len(returns),
+                      **({"mean_score": sum(scores) / len(scores)} if scores else {}),
                       "mean_length": sum(lengths) / len(lengths),
                       "max_episode_steps": env.max_episode_steps,
                       "frame_skip": env.frame_skip, "noop_max": env.noop_max,

@@ -231,7 +231,7 @@ def _train(argv: list[str]) -> int:
                            time_limit=cfg.eval_time_limit_s, progress=cfg.run.progress)
             (trainer.run_dir / f"{name}.json").write_text(json.dumps(res.to_dict(), indent=1))
             summary.update({f"{name}_{k}": v for k, v in res.to_dict().items()
-                            if k not in ("returns", "lengths", "unfinished_returns")})
+                            if k not in ("returns", "lengths", "unfinished_returns", "scores")})
     summary["total_wall_s"] = time.perf_counter() - start
     trainer.close()
     print(json.dumps(summary))

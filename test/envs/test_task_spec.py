@@ -476,7 +476,55 @@ def test_a_watch_names_one_kind():
                           "distance": {"a": [0xC005], "b": [0xC009]}}, "r")
 
 
+def test_shaping_terms_are_marked_and_bad_marks_refused():
+    term = RewardTerm.parse({"kind": "level", "address": 0xC000, "shaping": True}, "r")
+    assert term.shaping and not RewardTerm.parse({"kind": "level", "address": 0xC000}, "r").shaping
+    with pytest.raises(TaskSpecError, match=r"r.shaping: expected true or false, got 1"):
+        RewardTerm.parse({"kind": "level", "address": 0xC000, "shaping": 1}, "r")
+    ev = RewardTerm.parse({"kind": "event", "address": 0xC000, "op": "changed", "shaping": True},
+                          "r")
+    assert ev.shaping and ev.kind == "event"
+    base = {"actions": "dpad", "reward": [{"kind": "delta", "address": 0xC000}]}
+    assert not load_task_spec(base).has_score  # the reward is the score
+    shaped = {**base, "reward": base["reward"] + [{"kind": "level", "address": 0xC001,
+                                                   "shaping": True}]}
+    assert load_task_spec(shaped).has_score
+    assert load_task_spec({**base, "exploration": {"screen": {"scale": 0.01}}}).has_score
+
+
 # ------------------------------------------------------------------------------ in an env
+def test_score_is_the_reward_without_its_shaping_terms():
+    """The env's ``score`` output: what the spec's unmarked terms paid at each step (nothing
+    at an episode's first step, like the reward), while the reward also holds the shaping."""
+    obj = {"actions": "dpad", "rom": {"logo": False}, "start": {"macro": [{"wait": 30}]},
+           "max_episode_steps": 6,
+           "reward": [{"kind": "delta", "address": 0xC0F0},
+                      {"kind": "level", "address": 0xC0F0, "scale": 0.5, "shaping": True}]}
+    env = GameBoyEnv(load_task_spec(obj, rom=rom_path("catch")), num_envs=2, frame_skip=8,
+                     noop_max=0, seed=0)
+    assert "score" in env.observation_spec.keys()
+    td = env.reset()
+    assert td["score"].tolist() == [[0.0], [0.0]]
+    noop = TensorDict({"action": torch.zeros(2, dtype=torch.int64)}, batch_size=[2])
+    prev = env.gb.read_memory(0xC0F0)[:, 0].float()
+    firsts, moved = 0, False  # catch's frame counter (FRAME) runs: the score is not all 0
+    for _ in range(8):
+        nxt = env.step(noop)["next"]
+        now = env.gb.read_memory(0xC0F0)[:, 0].float()
+        first = nxt["is_first"].reshape(2)
+        score, reward = nxt["score"].reshape(2), nxt["reward"].reshape(2)
+        want = torch.where(first, torch.zeros(2), now - prev)
+        assert torch.equal(score, want)
+        assert torch.allclose(reward, torch.where(first, torch.zeros(2), want + 0.5 * now))
+        firsts += int(first.sum())
+        moved = moved or bool((score != 0).any())
+        prev = now
+    assert moved and firsts == 2  # the 6-step limit passed once in each env: a first step was checked
+    assert "score" not in GameBoyEnv(load_task_spec({**obj, "reward": obj["reward"][:1]},
+                                                    rom=rom_path("catch")),
+                                     num_envs=1).observation_spec.keys()
+
+
 def test_episode_limit_in_frames_holds_at_any_frame_skip():
     """``max_episode_frames``: ceil(frames / frame_skip) steps, then the episode is truncated
     (not terminated) and the next step starts a new one."""

@@ -321,6 +321,33 @@ def test_cli_trains_a_shared_game_from_its_spec_file(roms, tmp_path):
     assert evaluation["episodes"] == 2 and len(evaluation["returns"]) == 2
 
 
+def test_shaped_spec_run_logs_and_evaluates_the_game_score(tmp_path):
+    """A spec whose reward holds a ``shaping: true`` term: training logs each episode's score
+    (the unmarked terms) beside its shaped return, and the evaluation reports the mean score."""
+    from torchrl_dreamer.roms import rom_path
+
+    spec = tmp_path / "shaped.yaml"
+    spec.write_text("actions: dpad\nrom: {logo: false}\nstart: {macro: [{wait: 30}]}\n"
+                    "max_episode_steps: 5\nreward:\n"
+                    "  - {kind: event, address: 0xC0F0, op: changed}\n"  # the frame counter
+                    "  - {kind: level, address: 0xC0F0, scale: 0.001, shaping: true}\n")
+    torch.set_num_threads(1)
+    args = list(SMALL_ARGS)
+    args[args.index("--task") : args.index("--task") + 2] = [
+        "--rom", str(rom_path("catch")), "--task-spec", str(spec)]
+    run = tmp_path / "run"
+    assert main([*args, "--total-steps", "96", "--eval-episodes", "2", "--log-dir", str(run)]) == 0
+    logs = run / "logs" / "scalars" / "episode"
+    scores = [float(r.split(",")[1]) for r in (logs / "score.csv").read_text().splitlines()[1:]]
+    returns = [float(r.split(",")[1]) for r in (logs / "return.csv").read_text().splitlines()[1:]]
+    assert len(scores) == len(returns) >= 8
+    assert set(scores) == {5.0}  # one paid step each of an episode's 5 (the counter runs)
+    assert all(r > 5.0 for r in returns)  # plus the shaping
+    evaluation = json.loads((run / "eval.json").read_text())
+    assert evaluation["scores"] == [5.0, 5.0] and evaluation["mean_score"] == 5.0
+    assert evaluation["mean_return"] > 5.0
+
+
 def test_deadline_stops_training_and_saves(tmp_path):
     """A run bounded by the clock alone stops at its deadline, checkpoints and reports."""
     import time

@@ -553,13 +553,15 @@ def test_unknown_setting_in_a_task_or_spec_train_section_lists_the_fields(tmp_pa
         TrainConfig(task_spec=str(spec), rom=str(rom_path("catch")))
 
 
-def _tracker_rows(n, rows, success=None):
+def _tracker_rows(n, rows, success=None, score=None):
     from torchrl_dreamer.data import TimeMajorStorage, dreamer_schema
     from torchrl_dreamer.data.schema import FieldSpec
 
     schema = dreamer_schema()
     if success is not None:
         schema["success"] = FieldSpec((), torch.bool)
+    if score is not None:
+        schema["score"] = FieldSpec((), torch.float32)
     st = TimeMajorStorage(64, n, spec=schema, auto_commit=False)
     for i, (reward, first, term, trunc) in enumerate(rows):
         step = {"pixels": torch.zeros(n, 1, 72, 20, dtype=torch.uint8),
@@ -571,6 +573,8 @@ def _tracker_rows(n, rows, success=None):
                 "continue_": torch.ones(n), "episode_id": torch.zeros(n, dtype=torch.int32)}
         if success is not None:
             step["success"] = torch.tensor(success[i], dtype=torch.bool)
+        if score is not None:
+            step["score"] = torch.tensor(score[i], dtype=torch.float32)
         st.write(step)
     st.commit(len(rows) - 1)
     return st
@@ -591,6 +595,25 @@ def test_episode_tracker_flag_and_none_rules():
     assert [r for r, *_ in eps] == [0.0, 1.0]
     rec = none.recent()
     assert rec["return"] == 0.5 and rec["success"] != rec["success"]  # NaN: no success notion
+
+
+def test_episode_tracker_scores_from_a_score_field():
+    """A replay with a ``score`` field (a shaped reward's task) gives each finished episode its
+    score, the game's measure, beside the shaped return; without one there are none."""
+    rows = [([0, 0], [1, 1], [0, 0], [0, 0]), ([0.3, 1.1], [0, 0], [0, 0], [0, 0]),
+            ([-0.2, 0.1], [0, 0], [1, 0], [0, 0]), ([0.5, 0.9], [1, 0], [0, 0], [0, 1])]
+    score = [[0, 0], [0, 1], [0, 0], [0, 1]]
+    t = EpisodeTracker(2, success_rule="none")
+    eps = t.update(_tracker_rows(2, rows, score=score))
+    assert [round(r, 4) for r, *_ in eps] == [0.1, 2.1]  # env 0 ends at row 2, env 1 at row 3
+    assert t.last_scores == [0.0, 2.0]
+    assert t.recent()["score"] == 1.0
+    clone = EpisodeTracker(2, success_rule="none")
+    clone.load_state_dict(t.state_dict())
+    assert clone.recent()["score"] == 1.0 and torch.equal(clone.scores, t.scores)
+    plain = EpisodeTracker(2, success_rule="none")
+    plain.update(_tracker_rows(2, rows))
+    assert plain.last_scores == [] and "score" not in plain.recent()
 
 
 def test_busy_cores_note_only_when_every_core_was_taken_beside_other_work(monkeypatch, capsys):

@@ -36,7 +36,7 @@ __all__ = ["EnvDriver"]
 
 _FLAG_KEYS = ("is_first", "terminated", "truncated")
 _NON_OBS = {"is_first", "episode_id", "reward", "done", "terminated", "truncated", "action",
-            "success"}
+            "success", "score"}
 
 
 def _squeeze_last(x: torch.Tensor, n: int) -> torch.Tensor:

@@ -411,6 +411,8 @@ class Demonstration:
                         "the replay stores success flags but this demonstration has none (its "
                         "task does not flag success); record it with the run's task")
                 v = self.success
+            elif name == "score":  # bookkeeping (episode scores), not learned from: not recorded
+                v = torch.zeros(len(self))
             elif name in ("reward", "is_first", "terminated", "truncated"):
                 v = getattr(self, name)
             else:

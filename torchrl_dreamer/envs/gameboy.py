@@ -289,6 +289,9 @@ class GameBoyEnv(EnvBase):
         )
         if self.task.has_success:
             self.observation_spec["success"] = flag.clone()
+        if self.task.has_score:  # the game's own measure beside a shaped reward
+            self.observation_spec["score"] = Unbounded(shape=(n, 1), dtype=torch.float32,
+                                                       device=dev)
         for obs in self._ram_obs:
             self.observation_spec[obs.name] = Bounded(0.0, 1.0, shape=(n, obs.size),
                                                       dtype=torch.float32, device=dev)
@@ -500,6 +503,9 @@ class GameBoyEnv(EnvBase):
         out = self._output(packed, reward, terminated, truncated, first)
         if self.task.has_success:
             out["success"] = (self.task.success().to(torch.bool) & ~first).reshape(-1, 1)
+        if self.task.has_score:  # like the reward: nothing at an episode's first step
+            score = self.task.score().to(torch.float32)
+            out["score"] = torch.where(first, torch.zeros_like(score), score).reshape(-1, 1)
         return out
 
     def _truncation(self, terminated: torch.Tensor) -> torch.Tensor:
@@ -552,8 +558,7 @@ class GameBoyEnv(EnvBase):
                 no = torch.zeros(n, dtype=torch.bool, device=self.device)
                 out = self._output(self._last_pixels.clone(), no.float(), no, no, no)
                 del out["reward"]
-                if self.task.has_success:
-                    out["success"] = no.reshape(-1, 1).clone()
+                self._no_flags(out, no)
                 return out
         saved = self.gb.save_state() if partial and self._settle else None
         saved_task = {k: v.clone() for k, v in self.task.buffers.items()} if partial else None
@@ -587,9 +592,15 @@ class GameBoyEnv(EnvBase):
         no = torch.zeros(n, dtype=torch.bool, device=self.device)
         out = self._output(packed, no.float(), no, no, mask)
         del out["reward"]
+        self._no_flags(out, no)
+        return out
+
+    def _no_flags(self, out: TensorDictBase, no: torch.Tensor) -> None:
+        """A reset's ``success`` and ``score`` (where the task has them): nothing yet."""
         if self.task.has_success:
             out["success"] = no.reshape(-1, 1).clone()
-        return out
+        if self.task.has_score:
+            out["score"] = no.to(torch.float32).reshape(-1, 1)
 
     @property
     def success_rule(self) -> str:

@@ -32,6 +32,8 @@ Spec keys (all but ``reward`` optional)::
       - {kind: level, address: 0xC0B0, scale: 0.001}                          # value x scale
       - {kind: delta, address: 0xC19E, clamp: [0, null]}                      # never negative
       - {kind: delta, count: {range: [0xC100, 0xC1FF], op: "!=", value: 0}, scale: 0.1}
+      - {kind: delta, distance: {a: [0xC005, 0xC004], b: [0xC009, 0xC008]}, scale: -0.01,
+         shaping: true}           # trains, but is not the game's score (see below)
     terminate: [{address: 0xC0A2, op: "==", value: 0}]   # any predicate true ends the episode
     truncate: [{address: 0xC0A3, op: changed}]            # ... or truncates it
     success: {all: [{address: 0xC0A4, in: [3, 4]}, {not: {address: 0xC0A2, op: "==", value: 0}}]}
@@ -53,6 +55,12 @@ every 7 or 8 frames, a puzzle that takes one move per input), a step runs until 
 (default 16), so each decision meets exactly one game tick; ``frame_skip`` then only sets the
 press length and the step the discount and replay ratio are computed for, and
 ``max_episode_frames`` counts the frames the steps ran (:mod:`~torchrl_dreamer.emulator.decision`).
+
+**Score** (``score``): a term with ``shaping: true`` is paid to the agent but is not part of
+the game's own measure, and neither is the exploration bonus. A spec with either gets
+:attr:`~torchrl_dreamer.envs.task.Task.has_score`: the env emits ``score``, the sum of the other
+terms at each step, so training logs and evaluation report what the game counts (foods eaten)
+beside the shaped return.
 
 **Watches.** A RAM watch is ``address`` (0x0000-0xFFFF), ``length`` (bytes, 1-8), ``encoding``
 and its options:
@@ -659,13 +667,15 @@ def _predicate_list(obj: Any, where: str) -> list[Condition]:
 @dataclass(frozen=True)
 class RewardTerm:
     """One reward term: ``delta`` (scale x change of a value), ``level`` (scale x value) or
-    ``event`` (scale when a predicate fires); ``clamp`` bounds the scaled contribution."""
+    ``event`` (scale when a predicate fires); ``clamp`` bounds the scaled contribution;
+    ``shaping`` marks a term that trains the agent but is not part of the game's score."""
 
     kind: str
     watch: Watch | None
     scale: float = 1.0
     predicate: Condition | None = None
     clamp: tuple[float | None, float | None] | None = None
+    shaping: bool = False
 
     @classmethod
     def parse(cls, obj: Any, where: str) -> RewardTerm:
@@ -677,11 +687,16 @@ class RewardTerm:
             raise _fail(f"{where}.kind", f"expected one of {list(REWARD_KINDS)}, got {kind!r}")
         scale = _float(obj.get("scale", 1.0), f"{where}.scale")
         clamp = _parse_clamp(obj["clamp"], f"{where}.clamp") if "clamp" in obj else None
+        shaping = obj.get("shaping", False)
+        if not isinstance(shaping, bool):
+            raise _fail(f"{where}.shaping", f"expected true or false, got {shaping!r}")
+        own = {"kind", "scale", "clamp", "shaping"}
         if kind == "event":
-            pred = parse_predicate(obj, where, extra={"kind", "scale", "clamp"})
-            return cls(kind, pred.watch if isinstance(pred, Predicate) else None, scale, pred, clamp)
-        _keys(obj, where, {"kind", "scale", "clamp"} | _WATCH_KEYS)
-        return cls(kind, parse_watch(obj, where), scale, None, clamp)
+            pred = parse_predicate(obj, where, extra=own)
+            return cls(kind, pred.watch if isinstance(pred, Predicate) else None, scale, pred,
+                       clamp, shaping)
+        _keys(obj, where, own | _WATCH_KEYS)
+        return cls(kind, parse_watch(obj, where), scale, None, clamp, shaping)
 
     def watches(self) -> set[Watch]:
         """The watches this term reads."""
@@ -991,7 +1006,8 @@ class SpecTask(Task):
     Varied starts: ``start.states`` gives one start variant per savestate; ``start.jitter``
     makes :meth:`prepare_start` wait a random 0..jitter extra frames before each press of the
     macro (see :meth:`prepare_start` for why there); ``start.noop_max`` becomes
-    :attr:`default_noop_max`. A ``success`` predicate sets :attr:`has_success`.
+    :attr:`default_noop_max`. A ``success`` predicate sets :attr:`has_success`; a ``shaping``
+    term or an exploration bonus sets :attr:`has_score` (:meth:`score`).
     """
 
     name = "spec"
@@ -1008,6 +1024,8 @@ class SpecTask(Task):
         self.default_max_episode_frames = spec.max_episode_frames
         self.default_noop_max = spec.noop_max
         self.has_success = bool(spec.success)
+        self.has_score = (any(t.shaping for t in spec.reward) or spec.explore_ram is not None
+                          or spec.explore_screen is not None)
         self.observations = spec.observations
         self.decision_watch = spec.decision_watch
         self.decision_max_frames = spec.decision_max_frames
@@ -1110,6 +1128,8 @@ class SpecTask(Task):
         self.buffers["episode"] = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
         if self.has_success:
             self.buffers["success"] = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+        if self.has_score:
+            self.buffers["score"] = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
         if self.spec.explore_ram is not None:
             self._alloc_table("ram", self.spec.explore_ram[2])
         if self.spec.explore_screen is not None:
@@ -1162,8 +1182,12 @@ class SpecTask(Task):
             prev[w] = torch.where(is_first, v, p)  # a new episode has no previous step
             p.copy_(v)
         reward = torch.zeros(self.num_envs, dtype=torch.float32, device=self.device)
+        score = self.buffers["score"].zero_() if self.has_score else None
         for t in self.spec.reward:
-            reward += t.compute(now, prev)
+            r = t.compute(now, prev)
+            reward += r
+            if score is not None and not t.shaping:
+                score += r
         self.buffers["episode"] += is_first.to(torch.int32)
         if self.spec.explore_ram is not None:
             addrs, scale, bits = self.spec.explore_ram
@@ -1186,6 +1210,13 @@ class SpecTask(Task):
         if not self.has_success:
             return super().success()
         return self.buffers["success"].clone()
+
+    def score(self) -> torch.Tensor:
+        """``float32[N]``: the step's reward without its ``shaping`` terms and exploration bonus
+        (the game's own measure), for specs with :attr:`has_score`."""
+        if not self.has_score:
+            return super().score()
+        return self.buffers["score"].clone()
 
     def screen_key(self, pixels: torch.Tensor, bits: int) -> torch.Tensor:
         """A coarse hash of the packed2 frame: mean shade of 9x10 blocks (8x8 pixels),

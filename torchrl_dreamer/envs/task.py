@@ -22,6 +22,8 @@ Life cycle, as driven by the env::
     reward, terminated = task.compute(gb, pixels, is_first)
     # tasks with a notion of success (has_success) say which envs reached it at that step:
     task.success()
+    # tasks whose reward is not the game's own measure (has_score) give that measure's step:
+    task.score()
     # the env then reads the task's RAM observations (``task.observations``) into the step's
     # output: one float32 [N, D] vector per RamObservation, each byte / 255
 """
@@ -43,7 +45,7 @@ __all__ = ["RESERVED_OBSERVATION_KEYS", "RamObservation", "Task", "TaskMismatchE
 
 RESERVED_OBSERVATION_KEYS = frozenset({
     "pixels", "reward", "done", "terminated", "truncated", "is_first", "episode_id", "success",
-    "action", "continue_", "prev_action", "next",
+    "score", "action", "continue_", "prev_action", "next",
 })
 """Keys a RAM observation may not be named: the env's own outputs, the replay's and the world
 model's fields, and TorchRL's ``"next"``."""
@@ -204,6 +206,10 @@ class Task:
             ``GameBoyEnv(noop_max=...)``); ``None``: the run's default.
         has_success: whether :meth:`success` says which episodes succeeded (an episode
             succeeds when the flag was set at any of its steps).
+        has_score: whether :meth:`score` gives the game's own measure of play, step by step,
+            where the reward is not it (a reward with shaping terms or an exploration bonus):
+            the env then emits a ``score`` key, training logs each episode's score beside its
+            return and evaluation reports the mean score, so a shaped run is judged by the game.
         success_rule: how episodes count as successes when :attr:`has_success` is False:
             ``"terminal_reward"`` (ends ``terminated`` with a positive last reward, the rule of
             goal-reaching games) or ``"none"`` (returns only, no guessed success rate).
@@ -239,6 +245,7 @@ class Task:
     train_defaults: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     default_noop_max: ClassVar[int | None] = None
     has_success: ClassVar[bool] = False
+    has_score: ClassVar[bool] = False
     success_rule: ClassVar[str] = "terminal_reward"
     observations: ClassVar[tuple[RamObservation, ...]] = ()
     decision_watch: ClassVar[tuple[int, ...]] = ()
@@ -409,6 +416,14 @@ class Task:
         override this (e.g. keep the flags computed in :meth:`compute` in :attr:`buffers`).
         """
         raise NotImplementedError(f"{type(self).__name__} sets has_success but not success()")
+
+    def score(self) -> torch.Tensor:
+        """``float32[N]``: what the step :meth:`compute` just ran added to the game's own
+        measure (e.g. foods eaten), where the reward also holds shaping or a bonus.
+
+        Only called when :attr:`has_score` is True; such tasks override it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} sets has_score but not score()")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, rom={self.rom})"

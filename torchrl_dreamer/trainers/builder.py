@@ -125,9 +125,9 @@ def check_spec_start(cfg: TrainConfig) -> None:
                           f"{cfg.env.rom} shows what happens.") from err
 
 
-_NOT_MODEL_INPUTS = frozenset({"is_first", "episode_id", "success"})
+_NOT_MODEL_INPUTS = frozenset({"is_first", "episode_id", "success", "score"})
 """Observation-spec leaves that are bookkeeping, not world-model inputs: the episode-start flag,
-the episode counter and the task's success flag (the replay stores that one apart)."""
+the episode counter, the task's success flag and its score (the replay stores those two apart)."""
 
 
 def obs_spec_of(env: Any) -> dict[str, Any]:
@@ -235,6 +235,8 @@ class RunFactories:
             schema[key] = FieldSpec(tuple(spec.shape[1:]), spec.dtype)
         if getattr(env, "success_rule", None) == "flag":  # the task says which episodes succeed
             schema["success"] = FieldSpec((), torch.bool)
+        if "score" in env.observation_spec.keys():  # the game's measure beside a shaped reward
+            schema["score"] = FieldSpec((), torch.float32)
         replay, run = cfg.replay, cfg.run
         memmap = Path(run.log_dir) / "replay_ring" if replay.backing == "memmap" else None
         storage = TimeMajorStorage(cfg.capacity_rows, int(env.batch_size[0]), spec=schema,

@@ -74,6 +74,11 @@ class EpisodeTracker:
         self.lengths = torch.zeros(self.num_envs, dtype=torch.int64)
         self.flagged = torch.zeros(self.num_envs, dtype=torch.bool)
         self.recent_eps: deque[tuple[float, int, bool]] = deque(maxlen=self.window)
+        self.scores = torch.zeros(self.num_envs, dtype=torch.float64)
+        #: the score of each episode the last :meth:`update` returned (empty without a
+        #: ``score`` field in the replay)
+        self.last_scores: list[float] = []
+        self.recent_scores: deque[float] = deque(maxlen=self.window)
         self.episodes = 0
         self.successes = 0
         self.rows_lost = 0
@@ -107,10 +112,15 @@ class EpisodeTracker:
         trunc = f["truncated"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
         flag = (f["success"][rows].to("cpu").reshape(len(ts), self.num_envs).bool()
                 if self.success_rule == "flag" else torch.zeros_like(term))
+        score = (f["score"][rows].to("cpu", torch.float64).reshape(len(ts), self.num_envs)
+                 if "score" in f else None)
         finished = []
+        self.last_scores = []
         for i in range(len(ts)):
             fi = first[i]
             self.returns = torch.where(fi, torch.zeros_like(self.returns), self.returns) + reward[i]
+            if score is not None:
+                self.scores = torch.where(fi, torch.zeros_like(self.scores), self.scores) + score[i]
             self.lengths = torch.where(fi, torch.zeros_like(self.lengths), self.lengths + 1)
             self.flagged = (self.flagged & ~fi) | flag[i]
             end = term[i] | trunc[i]
@@ -120,21 +130,28 @@ class EpisodeTracker:
                 ep = (float(self.returns[e]), int(self.lengths[e]), ok)
                 finished.append(ep)
                 self.recent_eps.append(ep)
+                if score is not None:
+                    self.last_scores.append(float(self.scores[e]))
+                    self.recent_scores.append(float(self.scores[e]))
                 self.episodes += 1
                 self.successes += int(ok)
         self.next_t = last + 1
         return finished
 
     def recent(self) -> dict[str, float]:
-        """Mean return / length / success rate of the last ``window`` episodes (NaN if none)."""
+        """Mean return / length / success rate of the last ``window`` episodes (NaN if none),
+        and their mean ``score`` once episodes with a score (a ``score`` field) have ended."""
+        nan = float("nan")
         if not self.recent_eps:
-            nan = float("nan")
             return {"return": nan, "length": nan, "success": nan, "episodes": 0.0}
         r, n, s = zip(*self.recent_eps, strict=True)
         k = len(r)
         success = float("nan") if self.success_rule == "none" else sum(s) / k
-        return {"return": sum(r) / k, "length": sum(n) / k, "success": success,
-                "episodes": float(self.episodes)}
+        out = {"return": sum(r) / k, "length": sum(n) / k, "success": success,
+               "episodes": float(self.episodes)}
+        if self.recent_scores:
+            out["score"] = sum(self.recent_scores) / len(self.recent_scores)
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         """Counters and running sums (tensors and ints only: loads with ``weights_only=True``)."""
@@ -148,6 +165,8 @@ class EpisodeTracker:
             if eps else torch.zeros(0, 3, dtype=torch.float64),
             "episodes": self.episodes,
             "successes": self.successes,
+            "scores": self.scores.clone(),
+            "recent_scores": torch.tensor(list(self.recent_scores), dtype=torch.float64),
         }
 
     def load_state_dict(self, sd: dict[str, Any]) -> None:
@@ -161,3 +180,6 @@ class EpisodeTracker:
             self.recent_eps.append((float(r), int(n), bool(s)))
         self.episodes = int(sd["episodes"])
         self.successes = int(sd["successes"])
+        self.scores = sd.get("scores", torch.zeros_like(self.scores)).clone()
+        self.recent_scores.clear()
+        self.recent_scores.extend(sd.get("recent_scores", torch.zeros(0)).tolist())

@@ -66,6 +66,9 @@ class EvalResult:
         stopped_by: ``"done"`` (every episode ended), ``"max_steps"`` or ``"time_limit"``.
         gif_episode: the env whose episode the GIF shows (None without a GIF). gif_stride: the
             GIF shows every ``gif_stride``-th step of it.
+        mean_score, scores: the game's own measure per finished episode and its mean, for an
+            env with a ``score`` output (a task whose reward holds shaping or a bonus,
+            :attr:`~torchrl_dreamer.envs.task.Task.has_score`); NaN and empty otherwise.
     """
 
     episodes: int
@@ -83,6 +86,8 @@ class EvalResult:
     stopped_by: str = "done"
     gif_episode: int | None = None
     gif_stride: int = 1
+    mean_score: float = float("nan")
+    scores: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (printed as JSON by the CLI)."""
@@ -140,6 +145,8 @@ def evaluate(
     td = env.reset()
     player.init_states()
     returns = torch.zeros(n, dtype=torch.float64)
+    scores = torch.zeros(n, dtype=torch.float64)
+    scored = "score" in td.keys()
     lengths = torch.zeros(n, dtype=torch.int64)
     done = torch.zeros(n, dtype=torch.bool)
     success = torch.zeros(n, dtype=torch.bool)
@@ -188,6 +195,9 @@ def evaluate(
         trunc = td.get("truncated").reshape(n).to("cpu").bool()
         live = ~done
         returns += torch.where(live, reward, torch.zeros_like(reward))
+        if scored:
+            score = td.get("score").reshape(n).to("cpu", torch.float64)
+            scores += torch.where(live, score, torch.zeros_like(score))
         lengths += live.long()
         obs = td.get(keys[0])
         trace = torch.where(live, trace * 1_000_003 + _frame_hash(obs, weights), trace)
@@ -246,6 +256,8 @@ def evaluate(
         stopped_by=stopped_by,
         gif_episode=shown,
         gif_stride=stride,
+        mean_score=float(scores[fin].sum()) / k if scored else float("nan"),
+        scores=[float(x) for x in scores[fin]] if scored else [],
     )
 
 

@@ -220,11 +220,14 @@ class DreamerTrainer:
             readable = getattr(c, "readable_committed_t", None)
             episodes = self.tracker.update(self.parts.storage,
                                            upto=readable() if readable is not None else None)
-        for ret, length, ok in episodes:
+        scores = self.tracker.last_scores
+        for k, (ret, length, ok) in enumerate(episodes):
             if self.logger is not None:
                 m = {"episode/return": ret, "episode/length": length}
                 if self.tracker.success_rule != "none":
                     m["episode/success"] = float(ok)
+                if scores:  # the game's own measure, where the reward is shaped
+                    m["episode/score"] = scores[k]
                 self.logger.log_metrics(m, step=self.policy_steps)
         rec = self.tracker.recent()
         now = time.perf_counter()
@@ -238,6 +241,8 @@ class DreamerTrainer:
             "success": rec["success"],
             "episodes": rec["episodes"],
         }
+        if "score" in rec:  # the game's own measure, where the reward is shaped
+            row["score"] = rec["score"]
         if self.config.loss.entropy_final is not None:
             row["entropy_coef"] = self.entropy_now
         if bar is not None:
@@ -246,7 +251,9 @@ class DreamerTrainer:
                     else f" left={max(0.0, self._deadline - now) / 60:.1f}m")
             bar.set_postfix_str(
                 f"sps={row['steps_per_s']:.0f} rr={row['replay_ratio']:.3f} "
-                f"ret={_fmt(rec['return'])} succ={_fmt(rec['success'])} upd={c.updates}{left}",
+                f"ret={_fmt(rec['return'])}"
+                + ("" if "score" not in rec else f" score={_fmt(rec['score'])}")
+                + f" succ={_fmt(rec['success'])} upd={c.updates}{left}",
                 refresh=False)
             bar.refresh()
         return row
