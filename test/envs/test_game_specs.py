@@ -32,8 +32,9 @@ def _env(roms, game: str, num_envs: int = 2, **kw) -> GameBoyEnv:
     return env
 
 
-def _play(env: GameBoyEnv, actions, steps: int):
-    """Step ``steps`` times with ``actions(t)`` (names); per-step rewards, terminated, truncated."""
+def _play(env: GameBoyEnv, actions, steps: int, key: str = "reward"):
+    """Step ``steps`` times with ``actions(t)`` (names); per-step rewards (or another output,
+    ``key``), terminated, truncated."""
     names = env.action_set.names
     rew, term, trunc = [], [], []
     for t in range(steps):
@@ -41,7 +42,7 @@ def _play(env: GameBoyEnv, actions, steps: int):
         idx = torch.tensor([names.index(x) for x in a] if isinstance(a, list)
                            else [names.index(a)] * env.num_envs)
         nxt = env.step(TensorDict({"action": idx}, batch_size=[env.num_envs]))["next"]
-        rew.append(nxt["reward"].reshape(-1).clone())
+        rew.append(nxt[key].reshape(-1).clone())
         term.append(nxt["terminated"].reshape(-1).clone())
         trunc.append(nxt["truncated"].reshape(-1).clone())
     return torch.stack(rew), torch.stack(term), torch.stack(trunc)
@@ -57,9 +58,12 @@ def test_spec_fits_its_rom_and_not_another(roms, game):
     env = _env(roms, game, num_envs=1)
     # the shipped specs give their limit in game frames: the same game time at any frame skip
     frames = env.task.spec.max_episode_frames
-    assert frames and env.max_episode_steps == -(-frames // env.frame_skip)
     fast = GameBoyEnv(env.task, num_envs=1, frame_skip=8)
-    assert fast.max_episode_steps == -(-frames // 8) and fast.max_episode_steps * 8 >= frames
+    if env.decision_watch:  # a step per game tick: the frames run bound the episode
+        assert frames and env.max_episode_steps == fast.max_episode_steps == frames
+    else:
+        assert frames and env.max_episode_steps == -(-frames // env.frame_skip)
+        assert fast.max_episode_steps == -(-frames // 8) and fast.max_episode_steps * 8 >= frames
     other = next(g for g in GAMES if g != game)
     task = load_task_spec(EXAMPLES / f"{game}.yaml", rom=rom_path(roms, GAMES[other]))
     with pytest.raises(TaskMismatchError, match="sha256"):
@@ -67,32 +71,39 @@ def test_spec_fits_its_rom_and_not_another(roms, game):
 
 
 def test_snake_wall_ends_the_episode(roms):
-    """Going straight on, the snake hits the right wall (x 40 -> 160 at 24 px a step): the death
-    sound ends the episode with -1, every time."""
+    """Going straight on (a step per move), the snake hits the right wall (x 40 -> 160, 8 px a
+    move): the death sound ends the episode with a score of -1, every time; on the way the
+    shaping pays +-0.1 a move (towards, then past the food) but no score."""
     env = _env(roms, "snake")
-    rew, term, _ = _play(env, lambda t: "NOOP", 20)
+    score, term, _ = _play(env, lambda t: "RIGHT", 40, key="score")
     first = int(torch.nonzero(term[:, 0])[0])
-    assert 3 <= first <= 7
-    assert rew[first].tolist() == [-1.0, -1.0] and rew[:first].abs().sum() == 0
-    assert int(term[:, 0].sum()) >= 3  # each new episode runs into the wall again
+    assert first == 15  # 15 moves to x 160, the 16th hits the wall
+    assert score[first].tolist() == [-1.0, -1.0] and score[:first].abs().sum() == 0
+    assert int(term[:, 0].sum()) >= 2  # each new episode runs into the wall again
+    env = _env(roms, "snake")
+    rew, _, _ = _play(env, lambda t: "RIGHT", first)
+    assert set(rew.reshape(-1).tolist()) == {0.10000000149011612, -0.10000000149011612}
 
 
 def test_snake_food_pays(roms):
-    """Steered to the food (right until under it, then up), the snake eats it: +1 once."""
-    env = _env(roms, "snake", num_envs=1, frame_skip=8, press_frames=8)
+    """Steered to the food (right until one move before its column, as a press turns the snake
+    one move later, then up), the snake eats it: a score of +1 once, and every move on the way
+    went towards it (+0.1 of shaping each)."""
+    env = _env(roms, "snake", num_envs=1)
     head, food = env.gb.read_memory(0xC004, 2)[0], env.gb.read_memory(0xC008, 2)[0]  # (y, x)
     assert head[0] > food[0] and head[1] < food[1]  # food up and to the right of the head
-    rew, term = [], []
-    for _ in range(16):  # right (its start direction) until the head is under the food
-        if int(env.gb.read_memory(0xC005)[0, 0]) >= int(food[1]):
+    score, rew, term = [], [], []
+    for _ in range(20):
+        x = int(env.gb.read_memory(0xC005)[0, 0])
+        a = "RIGHT" if x < int(food[1]) - 8 else "UP"
+        nxt = env.step(TensorDict({"action": torch.tensor([env.action_set.names.index(a)])},
+                                  batch_size=[1]))["next"]
+        score.append(float(nxt["score"])), rew.append(float(nxt["reward"]))
+        term.append(bool(nxt["terminated"]))
+        if score[-1] > 0:
             break
-        r, t, _ = _play(env, lambda k: "NOOP", 1)
-        rew.append(r), term.append(t)
-    assert int(env.gb.read_memory(0xC005)[0, 0]) == int(food[1])
-    plan = ["UP"] + ["NOOP"] * 8
-    r, t, _ = _play(env, lambda k: plan[k], len(plan))
-    rew, term = torch.cat([*rew, r]), torch.cat([*term, t])
-    assert rew.reshape(-1).tolist().count(1.0) == 1 and not term.any()
+    assert score.count(1.0) == 1 and not any(term)
+    assert all(abs(r - 0.1) < 1e-6 for r in rew[:-1])
 
 
 def test_2048_merge_pays_and_full_board_ends(roms):
@@ -187,22 +198,24 @@ def test_postbot_start_lands_in_the_level(roms):
 
 
 def test_random_baseline_script(roms):
-    """examples/random_baseline.py: random snake episodes end in a death (-1) long before the
-    400-step limit; the script's JSON line reports them."""
+    """examples/random_baseline.py: random snake episodes end in a death (a score of -1) long
+    before the time limit; the script's JSON line reports them, the score apart from the
+    shaped return."""
     import json
     import runpy
 
     mod = runpy.run_path(str(EXAMPLES.parent / "random_baseline.py"))
     env = _env(roms, "snake", num_envs=4)
     returns, lengths, scores = mod["random_returns"](env, 8, seed=0)
-    assert scores == []  # a reward without shaping is the score itself: no score output
-    assert len(returns) == 8 and all(r <= 1.0 for r in returns) and -1.0 in returns
+    assert len(returns) == len(scores) == 8  # the spec's shaping: the score is reported apart
+    assert all(s <= 1.0 for s in scores) and -1.0 in scores and returns != scores
     assert all(1 <= n < env.max_episode_steps for n in lengths)
     out = []
     mod["main"].__globals__["print"] = out.append
     assert mod["main"](["--task-spec", str(EXAMPLES / "snake.yaml"), "--rom",
                         str(rom_path(roms, GAMES["snake"])), "--episodes", "4", "--envs", "2"]) == 0
     row = json.loads(out[0])
-    assert row["episodes"] == 4 and row["max_episode_steps"] == 9600 // 8 and row["mean_return"] < 0.5
+    assert row["episodes"] == 4 and row["max_episode_steps"] == 9600  # a step per move
+    assert row["mean_score"] < 0.5 and row["mean_score"] != row["mean_return"]
     # the training run's resolution: the Game Boy defaults' frame skip and no-op starts
     assert (row["frame_skip"], row["noop_max"]) == (8, 30)
