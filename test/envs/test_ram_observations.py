@@ -22,7 +22,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 MIN = {"reward": [{"kind": "delta", "address": 0xC000}]}
 # catch (docs/roms.md): LIVES 0xC003, PADDLE_X 0xC007, OBJ_X 0xC008, OBJ_Y 0xC009, FRAME 0xC0F0
 OBSERVE = {"objects": [0xC009, 0xC007, 0xC008], "lives": [0xC003],
-           "score": {"range": [0xC004, 0xC005]}, "far": [0xC0F0, 0xC000]}
+           "points": {"range": [0xC004, 0xC005]}, "far": [0xC0F0, 0xC000]}
 LEFT, RIGHT = 3, 4  # dpad: NOOP, UP, DOWN, LEFT, RIGHT
 
 
@@ -148,7 +148,7 @@ def test_env_emits_ram_observations_in_spec_reset_step_and_fast_step():
     env = _catch_env(3)
     spec = env.observation_spec
     assert set(OBSERVE) <= set(spec.keys())
-    for name, size in (("objects", 3), ("lives", 1), ("score", 2), ("far", 2)):
+    for name, size in (("objects", 3), ("lives", 1), ("points", 2), ("far", 2)):
         leaf = spec[name]
         assert isinstance(leaf, Bounded) and leaf.dtype == torch.float32
         assert tuple(leaf.shape) == (3, size)
