@@ -31,12 +31,12 @@ from torchrl.data import Bounded, Categorical, OneHot
 
 from torchrl_dreamer.collectors.protocols import FastStepEnv
 from torchrl_dreamer.data.one_hot import one_hot
+from torchrl_dreamer.envs.task import BOOKKEEPING_KEYS
 
 __all__ = ["EnvDriver"]
 
 _FLAG_KEYS = ("is_first", "terminated", "truncated")
-_NON_OBS = {"is_first", "episode_id", "reward", "done", "terminated", "truncated", "action",
-            "success", "score"}
+_NON_OBS = BOOKKEEPING_KEYS | {"reward", "done", "terminated", "truncated", "action"}
 
 
 def _squeeze_last(x: torch.Tensor, n: int) -> torch.Tensor:

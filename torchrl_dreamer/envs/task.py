@@ -40,12 +40,18 @@ import torch
 
 from torchrl_dreamer.emulator.ram_reads import RamReader
 
-__all__ = ["RESERVED_OBSERVATION_KEYS", "RamObservation", "Task", "TaskMismatchError",
+__all__ = ["BOOKKEEPING_KEYS", "RESERVED_OBSERVATION_KEYS", "RamObservation", "Task",
+           "TaskMismatchError",
            "check_observations", "load_state_arg", "observation_name_problem"]
 
-RESERVED_OBSERVATION_KEYS = frozenset({
-    "pixels", "reward", "done", "terminated", "truncated", "is_first", "episode_id", "success",
-    "score", "action", "continue_", "prev_action", "next",
+BOOKKEEPING_KEYS = frozenset({"is_first", "episode_id", "success", "score"})
+"""Leaves of the env's observation spec that are bookkeeping, not observations of the game: the
+episode-start flag, the episode counter, the task's success flag and its score. The collector
+does not hand them to the policy as observations and the world model does not encode them."""
+
+RESERVED_OBSERVATION_KEYS = BOOKKEEPING_KEYS | frozenset({
+    "pixels", "reward", "done", "terminated", "truncated", "action", "continue_", "prev_action",
+    "next",
 })
 """Keys a RAM observation may not be named: the env's own outputs, the replay's and the world
 model's fields, and TorchRL's ``"next"``."""

@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from torchrl_dreamer.envs.task import BOOKKEEPING_KEYS
 from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
 __all__ = ["RunFactories", "RunParts", "build_remote_run", "build_run", "check_spec_start",
@@ -125,11 +126,6 @@ def check_spec_start(cfg: TrainConfig) -> None:
                           f"{cfg.env.rom} shows what happens.") from err
 
 
-_NOT_MODEL_INPUTS = frozenset({"is_first", "episode_id", "success", "score"})
-"""Observation-spec leaves that are bookkeeping, not world-model inputs: the episode-start flag,
-the episode counter, the task's success flag and its score (the replay stores those two apart)."""
-
-
 def obs_spec_of(env: Any) -> dict[str, Any]:
     """World-model observation kinds from the env's specs: packed2 / image / vector per key.
 
@@ -140,7 +136,7 @@ def obs_spec_of(env: Any) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for key, spec in env.observation_spec.items(include_nested=False, leaves_only=True):
-        if key in _NOT_MODEL_INPUTS:
+        if key in BOOKKEEPING_KEYS:  # not world-model inputs (success, score: stored apart)
             continue
         shape = tuple(spec.shape[len(env.batch_size):])
         if getattr(env, "pixels_format", None) == "packed2" and key == "pixels":
