@@ -62,7 +62,11 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.layout import (
+    CGBX_BGPAL,
+    CGBX_OBJPAL,
+    CGBX_VRAM1,
     FIFO_WORDS,
+    MODEL_CGB,
     MODEL_CGB_COMPAT,
     S_CGB,
     S_FIFO_BG,
@@ -80,6 +84,7 @@ from torchrl_dreamer.emulator.layout import (
     S_FIFO_SX,
     S_FIFO_TILE,
     S_FIFO_WIN,
+    S_PACK,
 )
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.oam_view import fetch_byte, hidden_entry, scan_hidden, this_line_time
@@ -88,12 +93,14 @@ from torchrl_dreamer.emulator.registers import (
     R_LCDC,
     R_OBP0,
     R_OBP1,
+    R_OPRI,
     R_SCX,
     R_SCY,
     R_WX,
     R_WY,
 )
 from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line
+from torchrl_dreamer.emulator.render_cgb import WHITE, palette_colour, rgb555_shade, tile_byte
 from torchrl_dreamer.emulator.speed import cpu_cycles
 
 __all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "fifo_abandon_object", "window_rows",
@@ -110,6 +117,8 @@ OBJ_LO_LEFT = wp.constant(2)  # stall dots left when an object's low data byte i
 SCREEN_W = wp.constant(160)
 BG_COUNT = wp.constant(20)  # BG FIFO word: pixel count from this bit, 2-bit colours below
 BG_PIXELS = wp.constant(0x3FFFF)
+BG_ATTR = wp.constant(24)  # BG FIFO word (Color mode): the tile's palette | priority << 3 from here
+BG_ATTR_BITS = wp.constant(0xF000000)
 WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still triggers
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
 WIN_AGAIN_SHIFT = wp.constant(4)  # WIN word: times the window started again (2 bits from here)
@@ -146,6 +155,15 @@ def fifo_start(i: int, m: wp.ref[Mem], line: int, dot: int, win_state: int):
     if (lcdc & 4) != 0:
         h = 16
     m.st[i, S_FIFO_OBJH] = h
+    if m.st[i, S_CGB] == MODEL_CGB and m.st[i, S_PACK] != 0:
+        for x in range(SCREEN_W):
+            m.rgb[i, line, x] = wp.int16(0)  # Color mode: no object pixel ahead yet (load_object)
+
+
+@wp.func
+def bg_count(bg: int) -> int:
+    """Pixels in the BG FIFO word ``bg``."""
+    return (bg >> BG_COUNT) & 15
 
 
 @wp.func
@@ -158,34 +176,48 @@ def object_key(i: int, m: wp.ref[Mem], line: int, h: int, s: int) -> int:
 @wp.func
 def fetch_bg_byte(i: int, m: wp.ref[Mem], line: int, fetch: int, tile: int, hi: int, win_count: int) -> int:
     """A tile data byte (low or high) for the fetcher's current tile, addressed with LCDC.4 and
-    SCY (BG) or the window line counter as they are now."""
+    SCY (BG) or the window line counter as they are now. ``tile``: the tile number, and in Color
+    mode its map attribute << 8 (tile data bank, Y flip)."""
     lcdc = int(m.hram[i, R_LCDC])
     row = (line + int(m.hram[i, R_SCY])) & 7
     if ((fetch >> 4) & 1) != 0:
         row = win_count & 7
-    base = tile * 16
+    t = tile & 0xFF
+    base = t * 16
     if (lcdc & 0x10) == 0:
-        base = 0x800 + (tile ^ 0x80) * 16
+        base = 0x800 + (t ^ 0x80) * 16
+    if tile > 0xFF:  # Color mode, an attribute with a bank or a flip
+        attr = tile >> 8
+        if (attr & 0x40) != 0:
+            row = 7 - row
+        return tile_byte(i, m, (attr >> 3) & 1, base + row * 2 + hi)
     return int(m.vram[i, base + row * 2 + hi])
 
 
 @wp.func
 def fetch_tile_no(i: int, m: wp.ref[Mem], line: int, fetch: int, win_count: int) -> int:
     """The tile number for the fetcher's next tile (BG map LCDC.3 with SCX/SCY, or the window map
-    LCDC.6 with the window line counter), read now."""
+    LCDC.6 with the window line counter), read now; in Color mode with the map entry's attribute
+    byte (VRAM bank 1, same offset) << 8."""
     lcdc = int(m.hram[i, R_LCDC])
     fx = fetch >> 8
+    addr = int(0)  # noqa: UP018 (a dynamic Warp variable)
     if ((fetch >> 4) & 1) != 0:
         wmap = 0x1800
         if (lcdc & 0x40) != 0:
             wmap = 0x1C00
-        return int(m.vram[i, wmap + (win_count >> 3) * 32 + (fx & 31)])
-    bmap = 0x1800
-    if (lcdc & 0x08) != 0:
-        bmap = 0x1C00
-    y = (line + int(m.hram[i, R_SCY])) & 255
-    x = ((int(m.hram[i, R_SCX]) >> 3) + fx) & 31
-    return int(m.vram[i, bmap + (y >> 3) * 32 + x])
+        addr = wmap + (win_count >> 3) * 32 + (fx & 31)
+    else:
+        bmap = 0x1800
+        if (lcdc & 0x08) != 0:
+            bmap = 0x1C00
+        y = (line + int(m.hram[i, R_SCY])) & 255
+        x = ((int(m.hram[i, R_SCX]) >> 3) + fx) & 31
+        addr = bmap + (y >> 3) * 32 + x
+    tile = int(m.vram[i, addr])
+    if m.st[i, S_CGB] == MODEL_CGB:
+        tile = tile | (int(m.cgbx[i, CGBX_VRAM1 + addr]) << 8)
+    return tile
 
 
 @wp.func
@@ -205,12 +237,17 @@ def object_row_addr(i: int, m: wp.ref[Mem], line: int, s: int, h: int, tile: int
 
 @wp.func
 def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, h_lo: int,
-                dot: int) -> int:
+                dot: int, draw: bool) -> int:
     """Merge the row of object ``key`` (X * 64 + OAM index), fetched on line dot ``dot``, into
     the OBJ FIFO ``obj`` whose entry 0 is screen x ``sx``; returns the new FIFO. The low byte's
     row uses height ``h_lo`` (LCDC.2 as it was at the low-byte fetch), the high byte's LCDC.2 as
     it is now. The tile number and attributes are those an OAM DMA is writing if one runs then
-    (:func:`~.oam_view.fetch_byte`)."""
+    (:func:`~.oam_view.fetch_byte`).
+
+    Color mode: the FIFO is ``m.rgb[i, line, sx:sx + 8]`` instead (when ``draw``; ``obj`` is
+    returned unchanged), one :func:`color_object_pixel` a pixel: the object's tile data bank and
+    palette come from its attributes, and an opaque pixel replaces one of an object with a higher
+    OAM index (OAM-index priority; with OPRI bit 0 set, the DMG's rule: the first one stays)."""
     s = key & 63
     x0 = (key >> 6) - 8
     h = 8
@@ -219,8 +256,26 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
     t = this_line_time(i, m) + cpu_cycles(i, m, dot)
     tile = fetch_byte(i, m, t, s, 0)
     attr = fetch_byte(i, m, t, s, 1)
-    lo = int(m.vram[i, object_row_addr(i, m, line, s, h_lo, tile, attr)])
-    hi = int(m.vram[i, object_row_addr(i, m, line, s, h, tile, attr) + 1])
+    cgb = m.st[i, S_CGB] == MODEL_CGB
+    bank = 0
+    if cgb:
+        bank = (attr >> 3) & 1
+    lo = tile_byte(i, m, bank, object_row_addr(i, m, line, s, h_lo, tile, attr))
+    hi = tile_byte(i, m, bank, object_row_addr(i, m, line, s, h, tile, attr) + 1)
+    if cgb:
+        if draw:
+            by_index = (int(m.hram[i, R_OPRI]) & 1) == 0
+            for j in range(8):
+                x = x0 + j
+                if x >= sx and x < sx + 8 and x >= 0 and x < SCREEN_W:
+                    bit = 7 - j
+                    if (attr & 0x20) != 0:
+                        bit = j
+                    c = ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
+                    cur = int(m.rgb[i, line, x])
+                    if c != 0 and (cur == 0 or (by_index and s < (cur >> 6))):
+                        m.rgb[i, line, x] = wp.int16(color_object_pixel(c, attr, s))
+        return obj
     flags = ((attr >> 4) & 1) << 2 | ((attr >> 7) & 1) << 3
     out = obj
     for j in range(8):
@@ -233,6 +288,24 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
             if c != 0 and ((out >> (4 * e)) & 3) == 0:
                 out = out | ((c | flags) << (4 * e))  # the entry was transparent (0)
     return out
+
+
+@wp.func
+def color_object_pixel(c: int, attr: int, s: int) -> int:
+    """Color mode's OBJ FIFO entry (kept in ``m.rgb`` ahead of the shifter): colour ``c`` (1-3)
+    | palette << 2 | BG-to-OBJ priority << 5 | OAM index ``s`` << 6; 0 is no object pixel."""
+    return c | ((attr & 7) << 2) | (((attr >> 7) & 1) << 5) | (s << 6)
+
+
+@wp.func
+def color_pixel(i: int, m: wp.ref[Mem], lcdc: int, o: int, c: int, battr: int) -> int:
+    """RGB555 colour of a Color-mode pixel: object entry ``o`` (:func:`color_object_pixel`) over
+    BG colour ``c`` with palette | priority << 3 ``battr``, under LCDC ``lcdc`` (LCDC.0 is the
+    BG's master priority: :mod:`~.render_cgb`)."""
+    if ((o & 3) != 0 and (lcdc & 2) != 0
+            and not ((lcdc & 1) != 0 and c != 0 and ((battr & 8) != 0 or (o & 32) != 0))):
+        return palette_colour(i, m, CGBX_OBJPAL, (o >> 2) & 7, o & 3)
+    return palette_colour(i, m, CGBX_BGPAL, battr & 7, c)
 
 
 @wp.func
@@ -261,14 +334,18 @@ def window_rows(win: int) -> int:
 
 
 @wp.func
-def push_tile(lo: int, hi: int, drop: int) -> int:
-    """BG FIFO word for a fetched tile row, its first ``drop`` pixels left out."""
+def push_tile(lo: int, hi: int, drop: int, attr: int) -> int:
+    """BG FIFO word for a fetched tile row, its first ``drop`` pixels left out; ``attr``: the
+    Color's map attribute (X flip; palette and priority kept in the word), 0 on a DMG."""
     bg = int(0)  # noqa: UP018 (a dynamic Warp variable)
     for j in range(8):
         if j >= drop:
-            c = ((lo >> (7 - j)) & 1) | (((hi >> (7 - j)) & 1) << 1)
+            b = 7 - j
+            if (attr & 0x20) != 0:
+                b = j
+            c = ((lo >> b) & 1) | (((hi >> b) & 1) << 1)
             bg = bg | (c << (2 * (j - drop)))
-    return bg | ((8 - drop) << BG_COUNT)
+    return bg | ((8 - drop) << BG_COUNT) | (((attr & 7) | ((attr >> 4) & 8)) << BG_ATTR)
 
 
 @wp.func(inline=False)
@@ -287,6 +364,10 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     keep = 0  # the Color's compatibility mode: pixels say their palette (render_scanline_row)
     if m.st[i, S_CGB] == MODEL_CGB_COMPAT:
         keep = 1
+    cgb = m.st[i, S_CGB] == MODEL_CGB  # Color mode: attributes, colours, no DMG glitches
+    win_bits = 0x21  # the window needs LCDC.5 and, on a DMG, LCDC.0
+    if cgb:
+        win_bits = 0x20
     # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index,
     # less the entries read while an OAM DMA ran (oam_view)
     keys = ObjectKeys()
@@ -342,8 +423,8 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
             idle = (fetch & FETCH_IDLE) != 0
             if idle:
                 fetch = fetch - FETCH_IDLE  # the WX = 0 window start's extra dot
-            elif fd == FETCH_DOTS and (bg >> BG_COUNT) == 0:
-                bg = push_tile(lo, hi, (win >> 8) & 7)
+            elif fd == FETCH_DOTS and bg_count(bg) == 0:
+                bg = push_tile(lo, hi, (win >> 8) & 7, tile >> 8)
                 win = win & 0xFF
                 fetch = fetch - (fetch & 15)
                 fd = 0
@@ -355,7 +436,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     pos = sx
                     if not disc_done:
                         pos = sx - (fine & 7) + (fine >> 4)
-                    if ((win & WIN_FRESH) == 0 and (bg >> BG_COUNT) == 8
+                    if (not cgb and (win & WIN_FRESH) == 0 and bg_count(bg) == 8
                             and ((win & 1) != 0 or (win_count > 0 and (lcdc & 0x20) == 0))
                             and pos + 7 == int(m.hram[i, R_WX])):
                         # DMG: a WX match that does not start the window (it already started
@@ -364,7 +445,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                         # the tile grid; ``pos`` counts the fine-scroll discards from
                         # -(SCX & 7)): a colour-0 pixel is put before the FIFO (while pixels
                         # are discarded, it is discarded instead of a background pixel)
-                        n = bg >> BG_COUNT
+                        n = bg_count(bg)
                         bg = ((bg & BG_PIXELS) << 2) | ((n + 1) << BG_COUNT)
                 if fd == LO_AT:
                     lo = fetch_bg_byte(i, m, line, fetch, tile, 0, win_count + again(win))
@@ -386,7 +467,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     h_lo = 8
                     if (stall & 0x100) != 0:
                         h_lo = 16
-                    obj = load_object(i, m, line, keys[objn], sx, obj, h_lo, d)
+                    obj = load_object(i, m, line, keys[objn], sx, obj, h_lo, d, draw)
                     objn = objn + 1
                     stall = 0
             else:
@@ -404,9 +485,11 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                         if fd < FETCH_DOTS:
                             rem = FETCH_DOTS - fd
                         stall = OBJ_FETCH_DOTS + rem - 1
-                if stall == 0 and (bg >> BG_COUNT) > 0:
+                if stall == 0 and bg_count(bg) > 0:
                     c = bg & 3
-                    bg = ((bg & BG_PIXELS) >> 2) | (((bg >> BG_COUNT) - 1) << BG_COUNT)
+                    battr = bg >> BG_ATTR
+                    bg = (((bg & BG_PIXELS) >> 2) | ((bg_count(bg) - 1) << BG_COUNT)
+                          | (bg & BG_ATTR_BITS))
                     win = win & ~WIN_FRESH
                     kp = kp + 1
                     if kp > 8 and not disc_done:
@@ -414,7 +497,13 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     else:
                         o = obj & 15
                         obj = (obj >> 4) & 0x0FFFFFFF
-                        if sx >= 0 and draw:
+                        if sx >= 0 and draw and cgb:
+                            col = WHITE
+                            if not blank:
+                                col = color_pixel(i, m, lcdc, int(m.rgb[i, line, sx]), c, battr)
+                            m.rgb[i, line, sx] = wp.int16(col)
+                            m.fb[i, line, sx] = wp.uint8(rgb555_shade(col))
+                        elif sx >= 0 and draw:
                             if (lcdc & 1) == 0:
                                 c = 0
                             shade = (int(m.hram[i, R_BGP]) >> (2 * c)) & 3
@@ -436,7 +525,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
             # window trigger, checked after the shifter (outside object fetches): the next pixel
             # is at x = WX - 7 (WX < 7: among the invisible pixels, the window's first 7 - WX
             # pixels unseen), or at WX - 6 when the match was missed (LCDC.5 was off on it)
-            if stall == 0 and ((fetch >> 4) & 1) == 0 and (lcdc & 0x21) == 0x21 and (win & 2) != 0:
+            if stall == 0 and ((fetch >> 4) & 1) == 0 and (lcdc & win_bits) == win_bits and (win & 2) != 0:
                 wx = int(m.hram[i, R_WX])
                 if ((sx + 7 == wx or (sx + WIN_LATE == wx and sx > WIN_LATE - 7))
                         and (sx < 0 or (fine >> 4) >= (fine & 7))):

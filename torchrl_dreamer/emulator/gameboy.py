@@ -159,9 +159,10 @@ class GameBoy:
         model: ``"dmg"`` or ``"cgb"`` (Game Boy Color), or ``None``: the Color for a Color-only
             cartridge, else the DMG (see :mod:`~torchrl_dreamer.emulator.model`: a DMG-only
             cartridge on the Color runs in its compatibility mode; ``"dmg"`` refuses a
-            Color-only one). In Color mode a Color draws whole lines (the pixel pipeline of
-            ``ppu="fifo"`` draws DMG pictures: a DMG's, and a DMG-only cartridge's on the Color,
-            coloured by :mod:`~.render_compat`); :attr:`rgb555` is the Color's colour frame.
+            Color-only one). ``ppu="fifo"``'s pixel pipeline serves both models (in Color mode
+            with tile attributes, palette memory and OAM-index priority; a DMG-only cartridge's
+            picture on the Color is coloured by :mod:`~.render_compat`); :attr:`rgb555` is the
+            Color's colour frame.
         launch_frames: frames emulated per kernel launch: ``None`` runs a whole
             :meth:`run_frames` / :meth:`step` call in one launch; ``1`` makes a step of
             ``frame_skip`` frames ``frame_skip`` launches, so the consoles of a GPU warp wait for
@@ -275,10 +276,9 @@ class GameBoy:
 
     # ------------------------------------------------------------------------------ internals
     def _fifo_flag(self) -> int:
-        """``PPU_FIFO`` column value: the pixel pipeline on a DMG and in the Color's
-        compatibility mode (Color mode draws whole lines, :mod:`~.render_cgb`, whatever ``ppu``
-        says)."""
-        return int(self.ppu == "fifo" and self._cgb != layout.MODEL_CGB)
+        """``PPU_FIFO`` column value: the pixel pipeline (:mod:`~.fifo`) on lines with a
+        mid-mode-3 LCD register write, on either model."""
+        return int(self.ppu == "fifo")
 
     def _alloc(self, size: int, dtype: torch.dtype) -> torch.Tensor:
         if self.memory_layout == "address_major":

@@ -252,7 +252,8 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot at which mode 3 ends (STAT reads mode 0) on visible ``line`` (hardware timing).
 
     Mode 3 is 172 dots plus the SCX fine scroll (dots spent discarding pixels), 6 dots when the
-    window starts on the line (7 for WX = 0 with SCX & 7 > 0) and the object fetch penalties (:func:`obj_penalty`), from the
+    window starts on the line (7 for WX = 0 with SCX & 7 > 0; the window needs LCDC.5, and on a
+    DMG LCDC.0 too) and the object fetch penalties (:func:`obj_penalty`), from the
     registers when first asked on that line (mode 3 start, or the first STAT read of a line the
     coarse clock skipped); cached in ``PPU_M0``. A pixel-FIFO PPU would return its own count here.
     """
@@ -263,8 +264,10 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     n = MODE3_DOT + MODE3_DOTS + scx
     lcdc = int(m.hram[i, R_LCDC])
     wx = int(m.hram[i, R_WX])
-    if ((lcdc & (LCDC_WIN_ON | LCDC_BG_ON)) == LCDC_WIN_ON | LCDC_BG_ON and int(m.hram[i, R_WY]) <= line
-            and wx < 167):
+    win_on = (lcdc & (LCDC_WIN_ON | LCDC_BG_ON)) == LCDC_WIN_ON | LCDC_BG_ON
+    if (lcdc & LCDC_WIN_ON) != 0 and m.st[i, S_CGB] == MODEL_CGB:
+        win_on = True  # Color mode: LCDC.0 is the BG's priority, the window draws without it
+    if win_on and int(m.hram[i, R_WY]) <= line and wx < 167:
         n = n + 6  # the fetcher restarts for the window
         if wx == 0 and scx != 0:
             n = n + 1  # one dot later for WX = 0 with SCX & 7 > 0 (fifo.py, window)
@@ -1046,7 +1049,10 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     line = m.st[i, S_LINE]
     dot = m.st[i, S_PPU_DOT]
     active = False
-    if lcd_on(i, m) and not pyboy(i, m) and line < VBLANK_LINE and dot >= MODE3_DOT:
+    dmg_palette = r >= R_BGP and r <= R_OBP1
+    if (lcd_on(i, m) and not pyboy(i, m) and line < VBLANK_LINE and dot >= MODE3_DOT
+            and not (dmg_palette and m.st[i, S_CGB] == MODEL_CGB)):
+        # (Color mode draws from palette memory: BGP, OBP0 and OBP1 change no pixel)
         # in mode 3, or after it while the pipeline's last pixels are still to leave
         if m.st[i, S_MODE] == PH_DRAW:
             active = True
@@ -1064,7 +1070,7 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
             fifo_start(i, m, line, pipe_t0(line), wl)
         draw = m.st[i, S_PACK] != 0
         pipe_run(i, m, line, dot + write_lag(r), draw)
-        if r >= R_BGP and r <= R_OBP1 and m.st[i, S_CGB] == MODEL_DMG:
+        if dmg_palette and m.st[i, S_CGB] == MODEL_DMG:
             # DMG: on the dot of a palette write the pixel sees the old and new values ORed (a
             # Color, running a DMG cartridge, shows the new value there: daid ppu_scanline_bgp)
             m.hram[i, r] = wp.uint8(int(m.hram[i, r]) | v)
