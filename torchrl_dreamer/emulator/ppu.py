@@ -264,10 +264,9 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     n = MODE3_DOT + MODE3_DOTS + scx
     lcdc = int(m.hram[i, R_LCDC])
     wx = int(m.hram[i, R_WX])
-    win_on = (lcdc & (LCDC_WIN_ON | LCDC_BG_ON)) == LCDC_WIN_ON | LCDC_BG_ON
-    if (lcdc & LCDC_WIN_ON) != 0 and m.st[i, S_CGB] == MODEL_CGB:
-        win_on = True  # Color mode: LCDC.0 is the BG's priority, the window draws without it
-    if win_on and int(m.hram[i, R_WY]) <= line and wx < 167:
+    # the window needs LCDC.5 and, except in Color mode (CGB & 1: MODEL_CGB), LCDC.0
+    win = (lcdc | (m.st[i, S_CGB] & LCDC_BG_ON)) & (LCDC_WIN_ON | LCDC_BG_ON)
+    if win == LCDC_WIN_ON | LCDC_BG_ON and int(m.hram[i, R_WY]) <= line and wx < 167:
         n = n + 6  # the fetcher restarts for the window
         if wx == 0 and scx != 0:
             n = n + 1  # one dot later for WX = 0 with SCX & 7 > 0 (fifo.py, window)
