@@ -252,8 +252,9 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot at which mode 3 ends (STAT reads mode 0) on visible ``line`` (hardware timing).
 
     Mode 3 is 172 dots plus the SCX fine scroll (dots spent discarding pixels), 6 dots when the
-    window starts on the line (7 for WX = 0 with SCX & 7 > 0; the window needs LCDC.5, and on a
-    DMG LCDC.0 too) and the object fetch penalties (:func:`obj_penalty`), from the
+    window starts on the line (7 for WX = 0 with SCX & 7 > 0; counted when LCDC.5 and LCDC.0 are
+    both set: a Color-mode window with LCDC.0 clear is drawn but not timed here, see
+    docs/emulator.md) and the object fetch penalties (:func:`obj_penalty`), from the
     registers when first asked on that line (mode 3 start, or the first STAT read of a line the
     coarse clock skipped); cached in ``PPU_M0``. A pixel-FIFO PPU would return its own count here.
     """
@@ -264,9 +265,8 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     n = MODE3_DOT + MODE3_DOTS + scx
     lcdc = int(m.hram[i, R_LCDC])
     wx = int(m.hram[i, R_WX])
-    # the window needs LCDC.5 and, except in Color mode (CGB & 1: MODEL_CGB), LCDC.0
-    win = (lcdc | (m.st[i, S_CGB] & LCDC_BG_ON)) & (LCDC_WIN_ON | LCDC_BG_ON)
-    if win == LCDC_WIN_ON | LCDC_BG_ON and int(m.hram[i, R_WY]) <= line and wx < 167:
+    if ((lcdc & (LCDC_WIN_ON | LCDC_BG_ON)) == LCDC_WIN_ON | LCDC_BG_ON and int(m.hram[i, R_WY]) <= line
+            and wx < 167):
         n = n + 6  # the fetcher restarts for the window
         if wx == 0 and scx != 0:
             n = n + 1  # one dot later for WX = 0 with SCX & 7 > 0 (fifo.py, window)
