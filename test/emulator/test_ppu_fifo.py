@@ -15,9 +15,9 @@ import torch
 import warp as wp
 from conftest import missing_roms
 from mealybug import mealybug_names, run_mealybug
+from ppu_scenes import randomize_objects_and_registers, run_pipeline_to_end
 
 from torchrl_dreamer.emulator import GameBoy
-from torchrl_dreamer.emulator.fifo import fifo_run, fifo_start
 from torchrl_dreamer.emulator.layout import FIELDS, S_LINE, S_MODE, S_PACK, S_PPU_DOT, S_WIN_LINE
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import (
@@ -39,10 +39,7 @@ from torchrl_dreamer.roms import rom_path as shipped_rom
 @wp.kernel(enable_backward=False)
 def _pipeline_vs_line(m: Mem, line: int, out: wp.array2d(dtype=wp.int32)):
     i = wp.tid()
-    wl = m.st[i, S_WIN_LINE]
-    fifo_start(i, m, line, MODE3_DOT, wl)
-    out[i, 0] = fifo_run(i, m, line, MODE3_DOT, 1 << 20, True, False, wl & 0xFF)
-    out[i, 1] = mode3_end(i, m, line)
+    wl = run_pipeline_to_end(i, m, line, out)
     for x in range(160):
         out[i, 2 + x] = int(m.fb[i, line, x])
     render_scanline(i, line, m.vram, m.oam, int(m.hram[i, 0x40]), int(m.hram[i, 0x43]),
@@ -59,23 +56,7 @@ def _random_scenes(n: int, line: int, seed: int) -> GameBoy:
     gb = GameBoy(shipped_rom("maze"), num_envs=n, check_header=False)
     t = gb.state_tensors()
     t["vram"][:] = torch.randint(0, 256, (n, 0x2000), generator=g, dtype=torch.uint8)
-    oam = torch.randint(0, 256, (n, 0xA0), generator=g, dtype=torch.uint8)
-    oam[:, 0::4] = (line + 16 - torch.randint(0, 18, (n, 40), generator=g)).to(torch.uint8)
-    few = torch.randint(0, 12, (n, 40), generator=g) < 4  # some X in the left 8 pixels / clusters
-    oam[:, 1::4] = torch.where(few, torch.randint(0, 12, (n, 40), generator=g),
-                               oam[:, 1::4].to(torch.int64)).to(torch.uint8)
-    t["oam"][:] = oam
-    hram = t["hram"]
-    for r in (0x42, 0x43, 0x47, 0x48, 0x49):
-        hram[:, r] = torch.randint(0, 256, (n,), generator=g, dtype=torch.uint8)
-    hram[:, 0x40] = (torch.randint(0, 128, (n,), generator=g) | 0x80).to(torch.uint8)
-    hram[:, 0x4A] = torch.randint(0, line + 20, (n,), generator=g).to(torch.uint8)
-    hram[:, 0x4B] = torch.randint(7, 172, (n,), generator=g).to(torch.uint8)
-    st = t["st"]
-    # window state: line counter, and the WY latch set when WY matched an earlier line
-    latch = (hram[:, 0x4A].to(torch.int64) < line).to(torch.int32) << 8
-    st[:, FIELDS["WIN_LINE"]] = torch.randint(0, 40, (n,), generator=g).to(torch.int32) | latch
-    st[:, FIELDS["PPU_M0"]] = 0
+    randomize_objects_and_registers(gb, line, g, (0x42, 0x43, 0x47, 0x48, 0x49))
     return gb
 
 

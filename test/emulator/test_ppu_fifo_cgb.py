@@ -15,13 +15,12 @@ from __future__ import annotations
 import pytest
 import torch
 import warp as wp
+from ppu_scenes import randomize_objects_and_registers, run_pipeline_to_end
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
-from torchrl_dreamer.emulator.fifo import fifo_run, fifo_start
-from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_VRAM1, FIELDS, S_WIN_LINE
+from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_VRAM1, FIELDS
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.ppu import MODE3_DOT, mode3_end
 from torchrl_dreamer.emulator.render_cgb import render_line_cgb
 
 SPIN = "start: jr start"
@@ -30,10 +29,7 @@ SPIN = "start: jr start"
 @wp.kernel(enable_backward=False)
 def _pipeline_vs_line_cgb(m: Mem, line: int, out: wp.array2d(dtype=wp.int32)):
     i = wp.tid()
-    wl = m.st[i, S_WIN_LINE]
-    fifo_start(i, m, line, MODE3_DOT, wl)
-    out[i, 0] = fifo_run(i, m, line, MODE3_DOT, 1 << 20, True, False, wl & 0xFF)
-    out[i, 1] = mode3_end(i, m, line)
+    wl = run_pipeline_to_end(i, m, line, out)
     for x in range(160):
         out[i, 2 + x] = int(m.rgb[i, line, x])
         out[i, 322 + x] = int(m.fb[i, line, x])
@@ -56,24 +52,9 @@ def _random_color_scenes(n: int, line: int, seed: int) -> GameBoy:
                                                                  dtype=torch.uint8)
     t["cgbx"][:, CGBX_BGPAL:CGBX_BGPAL + 128] = torch.randint(0, 256, (n, 128), generator=g,
                                                               dtype=torch.uint8)
-    oam = torch.randint(0, 256, (n, 0xA0), generator=g, dtype=torch.uint8)
-    oam[:, 0::4] = (line + 16 - torch.randint(0, 18, (n, 40), generator=g)).to(torch.uint8)
-    few = torch.randint(0, 12, (n, 40), generator=g) < 4
-    oam[:, 1::4] = torch.where(few, torch.randint(0, 12, (n, 40), generator=g),
-                               oam[:, 1::4].to(torch.int64)).to(torch.uint8)
-    t["oam"][:] = oam
-    hram = t["hram"]
-    for r in (0x42, 0x43):
-        hram[:, r] = torch.randint(0, 256, (n,), generator=g, dtype=torch.uint8)
-    hram[:, 0x6C] = torch.randint(0, 2, (n,), generator=g, dtype=torch.uint8)  # OPRI
-    hram[:, 0x40] = (torch.randint(0, 128, (n,), generator=g) | 0x80).to(torch.uint8)
-    hram[:, 0x4A] = torch.randint(0, line + 20, (n,), generator=g).to(torch.uint8)
-    hram[:, 0x4B] = torch.randint(7, 172, (n,), generator=g).to(torch.uint8)
-    st = t["st"]
-    latch = (hram[:, 0x4A].to(torch.int64) < line).to(torch.int32) << 8
-    st[:, FIELDS["WIN_LINE"]] = torch.randint(0, 40, (n,), generator=g).to(torch.int32) | latch
-    st[:, FIELDS["PPU_M0"]] = 0
-    st[:, FIELDS["PACK"]] = 1
+    randomize_objects_and_registers(gb, line, g, (0x42, 0x43))
+    t["hram"][:, 0x6C] = torch.randint(0, 2, (n,), generator=g, dtype=torch.uint8)  # OPRI
+    t["st"][:, FIELDS["PACK"]] = 1
     return gb
 
 
