@@ -100,7 +100,14 @@ from torchrl_dreamer.emulator.registers import (
     R_WY,
 )
 from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line
-from torchrl_dreamer.emulator.render_cgb import WHITE, palette_colour, rgb555_shade, tile_byte
+from torchrl_dreamer.emulator.render_cgb import (
+    WHITE,
+    bg_over_object,
+    palette_colour,
+    rgb555_shade,
+    row_pixel,
+    tile_byte,
+)
 from torchrl_dreamer.emulator.speed import cpu_cycles
 
 __all__ = ["fifo_start", "fifo_run", "fifo_dry_end", "fifo_abandon_object", "window_rows",
@@ -268,10 +275,7 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
             for j in range(8):
                 x = x0 + j
                 if x >= sx and x < sx + 8 and x >= 0 and x < SCREEN_W:
-                    bit = 7 - j
-                    if (attr & 0x20) != 0:
-                        bit = j
-                    c = ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
+                    c = row_pixel(lo, hi, j, (attr & 0x20) != 0)
                     cur = int(m.rgb[i, line, x])
                     if c != 0 and (cur == 0 or (by_index and s < (cur >> 6))):
                         m.rgb[i, line, x] = wp.int16(color_object_pixel(c, attr, s))
@@ -281,10 +285,7 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
     for j in range(8):
         e = j + x0 - sx
         if e >= 0 and e < 8:
-            bit = 7 - j
-            if (attr & 0x20) != 0:
-                bit = j
-            c = ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
+            c = row_pixel(lo, hi, j, (attr & 0x20) != 0)
             if c != 0 and ((out >> (4 * e)) & 3) == 0:
                 out = out | ((c | flags) << (4 * e))  # the entry was transparent (0)
     return out
@@ -303,7 +304,7 @@ def color_pixel(i: int, m: wp.ref[Mem], lcdc: int, o: int, c: int, battr: int) -
     BG colour ``c`` with palette | priority << 3 ``battr``, under LCDC ``lcdc`` (LCDC.0 is the
     BG's master priority: :mod:`~.render_cgb`)."""
     if ((o & 3) != 0 and (lcdc & 2) != 0
-            and not ((lcdc & 1) != 0 and c != 0 and ((battr & 8) != 0 or (o & 32) != 0))):
+            and not bg_over_object(lcdc, c, (battr & 8) != 0, (o & 32) != 0)):
         return palette_colour(i, m, CGBX_OBJPAL, (o >> 2) & 7, o & 3)
     return palette_colour(i, m, CGBX_BGPAL, battr & 7, c)
 
@@ -340,10 +341,7 @@ def push_tile(lo: int, hi: int, drop: int, attr: int) -> int:
     bg = int(0)  # noqa: UP018 (a dynamic Warp variable)
     for j in range(8):
         if j >= drop:
-            b = 7 - j
-            if (attr & 0x20) != 0:
-                b = j
-            c = ((lo >> b) & 1) | (((hi >> b) & 1) << 1)
+            c = row_pixel(lo, hi, j, (attr & 0x20) != 0)
             bg = bg | (c << (2 * (j - drop)))
     return bg | ((8 - drop) << BG_COUNT) | (((attr & 7) | ((attr >> 4) & 8)) << BG_ATTR)
 

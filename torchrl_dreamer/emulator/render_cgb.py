@@ -40,6 +40,7 @@ from torchrl_dreamer.emulator.render import (
 )
 
 __all__ = ["WHITE", "STOP_VRAM_LOCKED", "STOP_IN_MODE3", "rgb555_shade", "palette_colour",
+           "row_pixel", "bg_over_object",
            "render_line_cgb", "clear_line_cgb", "stopped_line"]
 
 WHITE = wp.constant(0x7FFF)
@@ -90,14 +91,29 @@ def bg_fetch(i: int, m: wp.ref[Mem], map_addr: int, lcdc: int, row: int) -> int:
 
 
 @wp.func
+def row_pixel(lo: int, hi: int, px: int, xflip: bool) -> int:
+    """Colour index 0-3 of pixel ``px`` (0 = leftmost) of the tile row ``lo`` / ``hi``, read
+    from the right end when ``xflip`` (the attribute's X flip); both models' drawing paths."""
+    bit = 7 - px
+    if xflip:
+        bit = px
+    return ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
+
+
+@wp.func
+def bg_over_object(lcdc: int, c: int, bg_prio: bool, obj_prio: bool) -> bool:
+    """Color mode: a BG / window pixel of colour ``c`` hides an opaque object pixel: LCDC.0 (the
+    BG's master priority) set, ``c`` not 0, and the map attribute's or the object's priority
+    bit set."""
+    return (lcdc & 0x01) != 0 and c != 0 and (bg_prio or obj_prio)
+
+
+@wp.func
 def bg_pixel(t: int, px: int) -> int:
     """Scratch byte of pixel ``px`` (0 = leftmost) of a fetched tile row: colour index | palette
     << 2 | the priority bit (X flip applied)."""
     attr = t >> 16
-    bit = 7 - px
-    if (attr & 0x20) != 0:
-        bit = px
-    c = ((t >> bit) & 1) | (((t >> (8 + bit)) & 1) << 1)
+    c = row_pixel(t & 0xFF, (t >> 8) & 0xFF, px, (attr & 0x20) != 0)
     v = c | ((attr & 7) << 2)
     if (attr & 0x80) != 0:
         v = v | _BG_PRIO
@@ -221,14 +237,9 @@ def render_line_cgb(i: int, m: wp.ref[Mem], ly: int, lcdc: int, scx: int, scy: i
                 if x >= 0 and x < _W:
                     v = int(m.fb[i, ly, x])
                     if (v & _CLAIMED) == 0:
-                        bit = 7 - px
-                        if (attr & 0x20) != 0:
-                            bit = px
-                        c = ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
+                        c = row_pixel(lo, hi, px, (attr & 0x20) != 0)
                         if c != 0:
-                            bg_wins = ((lcdc & 0x01) != 0 and (v & 3) != 0
-                                       and ((v & _BG_PRIO) != 0 or (attr & 0x80) != 0))
-                            if bg_wins:
+                            if bg_over_object(lcdc, v & 3, (v & _BG_PRIO) != 0, (attr & 0x80) != 0):
                                 m.fb[i, ly, x] = wp.uint8(v | _CLAIMED | _BG_WON)
                             else:
                                 m.fb[i, ly, x] = wp.uint8(v | _CLAIMED)
