@@ -773,6 +773,18 @@ def test_sweep_overflow_check_comes_later_and_a_restart_or_nr10_changes_it():
         f0 f0 f0 f0 f0 f0 f0 f0  f1 f1 f1 f1 f1 f0 f0 f0  f0 f0 f0 f0 f0 f0 f0 f0""")
 
 
+def test_restart_just_before_an_unshifted_sweep_step_holds_its_calculation():
+    """channel_1_sweep_restart_2: sweep period 1, shift 0 (a step checks frequency + frequency),
+    channel 1 playing 3FF, restarted at 7FF ``d`` M-cycles (0-7) before the step's neighbourhood;
+    NR52 ``n`` M-cycles later. The earliest restart is seen by the step, whose check stops the
+    channel an M-cycle after it; one M-cycle later the step falls inside the restart's hold and
+    keeps the trigger's calculation (no check), so the channel plays on."""
+    subs = [sweep_restart_sub(n, 0x14, 0x87, 0xFF, 0x10, nr14=0x83, before=0xFFA + d)
+            for d in range(8) for n in range(16)]
+    subs[0] = "ld hl, $FF26\n" + subs[0]
+    assert run_table(subs, frames=600) == [0xF1, 0xF1] + [0xF0] * 14 + [0xF1] * 112
+
+
 
 @pytest.mark.parametrize("ch", [0, 1])
 def test_envelope_speed_change_and_the_enable_bug(ch):

@@ -43,8 +43,10 @@ RAM while the wave channel plays reaches the byte being played at any time, and 
 not corrupt wave RAM (blargg's cgb_sound; Pan Docs "Audio details", obscure behaviour). In
 Color mode, from the SameSuite hardware tables (``test/emulator/test_cgb_pcm.py``): an NRx2
 write to a playing channel changes its volume (:func:`nrx2_glitch`) and switching its envelope
-on ticks it once more (:func:`envelope_bug_ticks`); a sweep step's second overflow check and a
-trigger's check come later (:data:`SWEEP_CHECK_DOTS`, :data:`TRIGGER_CHECK_DOTS`), and the
+on ticks it once more (:func:`envelope_bug_ticks`); a sweep step's second overflow check, a shift-0
+step's check and a trigger's check come later (:data:`SWEEP_CHECK_DOTS`,
+:data:`UNSHIFTED_CHECK_DOTS`, :data:`TRIGGER_CHECK_DOTS`), a step just after a trigger keeps
+the trigger's calculation (:data:`RESTART_HOLD_DOTS`), and the
 sweep's frequency write follows :func:`~.apu_pcm.square_freq_write` as a CPU write does.
 
 State: registers live in ``m.hram[i, 0x10..0x3F]`` as written (NR52: bit 7 only); the internal
@@ -195,6 +197,24 @@ TRIGGER_CHECK_DOTS = wp.constant(36)
 channel on for 9 M-cycles); a DMG checks at once."""
 
 
+UNSHIFTED_CHECK_DOTS = wp.constant(4)
+"""Dots from a sweep step with shift 0 to its overflow check (frequency + frequency) in Color
+mode (SameSuite ``channel_1_sweep_restart_2``: the channel stops in the M-cycle after the step;
+1-4 fit); a DMG checks at once."""
+
+
+RESTART_HOLD_DOTS = wp.constant(10)
+"""Dots after a trigger of channel 1 during which a sweep step does not recalculate in Color
+mode: the step keeps the trigger's calculation (SameSuite ``channel_1_sweep_restart_2``, shift
+0: a restart 12 dots before the step stops the channel there, one 8 dots before leaves it on;
+so 9-12 fit, 10 is taken). On a DMG a step always recalculates."""
+
+SW_UNSHIFTED = wp.constant(4)
+"""``S_APU_SW_FLAGS`` bit 2: the pending check is a shift-0 step's (frequency + frequency).
+The column's other fields: bit 0 the sweep is on, bit 1 a calculation used negate mode, bits
+4-7 the dots left of :data:`RESTART_HOLD_DOTS`, bits 8 and up the dots to the pending check."""
+
+
 @wp.func
 def sweep_calc(i: int, m: wp.ref[Mem]) -> int:
     """New sweep frequency from the shadow frequency; above 2047 disables channel 1."""
@@ -219,7 +239,16 @@ def sweep_clock(i: int, m: wp.ref[Mem]):
         t = per
         if per == 0:
             t = 8
-        if (m.st[i, S_APU_SW_FLAGS] & 1) != 0 and per != 0:
+        flags = m.st[i, S_APU_SW_FLAGS]
+        if (flags & 1) == 0 or per == 0:
+            pass
+        elif m.st[i, S_CGB] == MODEL_CGB and (flags & 0xF0) != 0:
+            pass  # just after a trigger: the step keeps the trigger's calculation
+        elif m.st[i, S_CGB] == MODEL_CGB and (nr10 & 7) == 0:
+            if (nr10 & 8) != 0:
+                flags = flags | 2  # a calculation in negate mode (its result cannot overflow)
+            m.st[i, S_APU_SW_FLAGS] = (flags & 0xFF) | SW_UNSHIFTED | (UNSHIFTED_CHECK_DOTS << 8)
+        else:
             nf = sweep_calc(i, m)
             if nf <= 2047 and (nr10 & 7) != 0:
                 m.st[i, S_APU_SW_FREQ] = nf
@@ -241,14 +270,22 @@ def sweep_check_due(i: int, m: wp.ref[Mem]):
     """The delayed overflow check of a sweep step (Color mode, :data:`SWEEP_CHECK_DOTS`): the
     calculation with NR10 as it is now (none if its shift is 0 by then) disables channel 1 if
     the frequency overflows."""
-    m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] & 0xFF
-    if (m.st[i, S_APU_ACT] & 1) != 0 and (int(m.hram[i, R_NR10]) & 7) != 0:
-        sweep_calc(i, m)
+    flags = m.st[i, S_APU_SW_FLAGS]
+    m.st[i, S_APU_SW_FLAGS] = flags & (0xFF ^ SW_UNSHIFTED)
+    if (m.st[i, S_APU_ACT] & 1) != 0:
+        if (flags & SW_UNSHIFTED) != 0:
+            if (flags & 2) == 0 and m.st[i, S_APU_SW_FREQ] * 2 > 2047:
+                disable(i, m, 0)
+        elif (int(m.hram[i, R_NR10]) & 7) != 0:
+            sweep_calc(i, m)
 
 
 @wp.func(inline=False)
 def pcm_span(i: int, m: wp.ref[Mem], dots: int):
     """:func:`~.apu_pcm.pcm_advance` by ``dots``, stopping at a pending sweep check on the way."""
+    hold = (m.st[i, S_APU_SW_FLAGS] >> 4) & 15
+    if hold > 0:
+        m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] - (wp.min(hold, dots) << 4)
     due = m.st[i, S_APU_SW_FLAGS] >> 8
     if due > 0 and due <= dots:
         pcm_advance(i, m, due)
@@ -564,6 +601,8 @@ def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
             m.st[i, S_APU_SW_FLAGS] = 0
             if (nr10 & 0x77) != 0:
                 m.st[i, S_APU_SW_FLAGS] = 1
+            if m.st[i, S_CGB] == MODEL_CGB:
+                m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] | (RESTART_HOLD_DOTS << 4)
             if (nr10 & 7) != 0:
                 if m.st[i, S_CGB] == MODEL_CGB:  # overflow check on trigger, later in Color mode
                     m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] | (TRIGGER_CHECK_DOTS << 8)

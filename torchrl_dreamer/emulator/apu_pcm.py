@@ -38,7 +38,7 @@ protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's sta
 ``channel_3_shift_delay``) and the noise channel's first shift
 (``channel_4_delay``) and the LFSR's sequence (``channel_4_lfsr``, ``channel_4_lfsr_7_15``).
 The NRx2 write's effect on the volume is :func:`~.apu.nrx2_glitch`. Not modelled: the other
-SameSuite probes (length clocking by revision, the sweep's restart, the NRx2 glitches' timing).
+SameSuite probes (length clocking by revision, a noise frequency change while playing).
 """
 
 from __future__ import annotations
