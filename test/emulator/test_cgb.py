@@ -481,10 +481,10 @@ def test_pcm_registers_show_the_channels_amplitudes():
     assert 40 <= sum(v >> 4 == 15 for v in pcm12) <= 88
 
 
-@pytest.mark.parametrize("version", [5, 6])
+@pytest.mark.parametrize("version", [5, 6, 7])
 def test_older_savestates_load_with_the_later_columns_zero(version):
-    """Version 5 files (before the PCM columns) and 6 (before the APU's phase) load, the
-    columns added since 0."""
+    """Version 5 files (before the PCM columns), 6 (before the APU's phase) and 7 (before the
+    noise counter) load, the columns added since 0."""
     from torchrl_dreamer.emulator import layout
     from torchrl_dreamer.emulator.state import _PADDED_STATE_WORDS
 
@@ -502,6 +502,25 @@ def test_older_savestates_load_with_the_later_columns_zero(version):
     fresh.load_state(old)
     assert wram(fresh, 0xD000) == [0x33]
     assert torch.equal(fresh.state_tensors()["st"][:, :words], gb.state_tensors()["st"][:, :words])
+
+
+def test_version_7_noise_countdown_is_capped_at_one_counter_tick():
+    """A version 7 state counted the dots to the noise LFSR's next shift, which can be far
+    longer than the counter's tick that the column now counts: it loads capped at one tick
+    (NR43 code 7: 56 dots; code 0: 4), shorter values unchanged."""
+    from torchrl_dreamer.emulator import layout
+    from torchrl_dreamer.emulator.state import _PADDED_STATE_WORDS
+
+    words, cnt = _PADDED_STATE_WORDS[7], layout.FIELDS["APU_NOISE_CNT"]
+    gb = GameBoy(color_rom("nop"), num_envs=3, check_header=False)
+    s = gb.save_state()
+    cut = dict(s.arrays)
+    cut["st"] = cut["st"][:, :words].clone()
+    cut["st"][:, cnt] = torch.tensor([100_000, 100_000, 3], dtype=torch.int32)
+    cut["hram"] = cut["hram"].clone()
+    cut["hram"][:, 0x22] = torch.tensor([0x77, 0x00, 0x77], dtype=torch.uint8)
+    old = EmulatorState.from_bytes(EmulatorState(7, s.rom_sha256, words, cut, "cgb").to_bytes())
+    assert old.arrays["st"][:, cnt].tolist() == [56, 4, 3]
 
 
 @pytest.mark.parametrize("lcdc, opri", [(0x92, 0), (0x93, 1)])

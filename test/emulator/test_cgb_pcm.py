@@ -581,6 +581,27 @@ def test_noise_lfsr_kept_from_15_to_7_bits():
         00 00 00 00 00 00 00 f0""")
 
 
+def test_noise_frequency_change_while_playing():
+    """channel_4_freq_change: the noise channel (7-bit mode) triggered with NR43 18 (code 0,
+    shift 1) or 09 (code 1, shift 0), NR43 rewritten to 38 (code 0, shift 3) or 1A (code 2,
+    shift 1) 0x70 or 0x71 M-cycles later, PCM34 ``n`` M-cycles after that: the LFSR goes on
+    from the counter's state (a write that raises the counter bit it watches shifts at once)
+    and with the new divisor from the counter's next reload."""
+    rows = [(0x11, 0x18, 0x38, 0), (0x15, 0x18, 0x1A, 0), (0x11, 0x18, 0x38, 1),
+            (0x11, 0x18, 0x1A, 1), (0x1C, 0x09, 0x38, 0), (0x11, 0x09, 0x1A, 0),
+            (0x1C, 0x09, 0x38, 1), (0x0C, 0x09, 0x1A, 1)]
+
+    def sub(n: int, before: int, after: int, d: int) -> str:
+        return noise_sub(0x70 + d, before).replace(
+            "ld a, [hl]\n", f"ld a, ${after:02X}\nldh [$22], a\n" + nops(n) + "ld a, [hl]\n")
+
+    got = run_table([sub(n0 + k, *r) for n0, *r in rows for k in range(8)], frames=60)
+    assert got == table("""
+        f0 f0 00 00 00 00 00 00  f0 f0 f0 f0 f0 00 00 00  f0 00 00 00 00 00 00 00
+        f0 f0 f0 f0 f0 f0 00 00  f0 00 00 00 00 00 00 00  f0 00 00 00 00 00 00 00
+        f0 00 00 00 00 00 00 00  f0 f0 f0 00 00 00 00 00""")
+
+
 def test_wave_delay_not_shortened_by_the_output_level():
     """channel_3_shift_skip_delay: triggered with NR32 = FF (the level bits 11: 25 %) and set to
     100 % right after, the channel still shows its first sample (E) only after the full start

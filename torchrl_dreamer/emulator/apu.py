@@ -58,7 +58,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.apu_pcm import (
-    noise_flush,
+    noise_nr43_write,
     noise_trigger,
     pcm_advance,
     pcm_div_write,
@@ -74,6 +74,8 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_FS,
     S_APU_LEN1,
     S_APU_LEN_EN,
+    S_APU_NOISE_CTR,
+    S_APU_NOISE_PEND,
     S_APU_PH,
     S_APU_SKIP,
     S_APU_SQ1_POS,
@@ -521,6 +523,7 @@ def power(i: int, m: wp.ref[Mem], v: int):
         m.st[i, S_APU_SW_FREQ] = 0
         m.st[i, S_APU_SW_TIMER] = 0
         m.st[i, S_APU_SW_FLAGS] = 0
+        m.st[i, S_APU_NOISE_CTR] = 0  # the noise counter restarts from 0 (apu_pcm.py)
         for k in range(3):
             m.st[i, S_APU_ENV1 + k] = 0
         # the length counters (S_APU_LEN1..4) keep their values on a DMG; a Color clears them
@@ -684,7 +687,10 @@ def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
         return
     if k == 3:
         if ch == 3 and m.st[i, S_CGB] == MODEL_CGB:
-            noise_flush(i, m)  # the shifts so far ran with the old NR43
+            step = noise_nr43_write(i, m, v)  # the shifts so far ran with the old NR43
+            m.hram[i, r] = wp.uint8(v)
+            m.st[i, S_APU_NOISE_PEND] = step  # a shift at once, in the new width
+            return
         freq_reg_write(i, m, ch, r, v)
         return
     nrx4_write(i, m, ch, v)

@@ -18,16 +18,20 @@ before its DAC: 0 while the channel is off, else
   25 %; a change shows at once). After a trigger the output buffer keeps the sample last
   fetched (0 after power-on) until the first fetch, a sample period plus 6 dots later, which
   reads sample 1 (the fetch of sample 0 is skipped);
-- noise channel 4: the envelope's volume when bit 0 of the LFSR is set. The 15-bit LFSR shifts
-  every ``divisor << shift`` dots (NR43; divisor 8 for code 0, else 16 x code), its new top bit
-  (and bit 6 in 7-bit mode) the XNOR of bits 0 and 1; a trigger clears it, and its first
-  shift comes half a shift period plus 8 dots later (divisor code 0; codes 1-7 start on a
-  512 kHz grid from power-on, :func:`noise_trigger`).
+- noise channel 4: the envelope's volume when bit 0 of the LFSR is set. A 14-bit counter
+  counts every 4 dots (NR43 divisor code 0) or 8 x code dots while the channel plays, and the
+  15-bit LFSR shifts at each rising edge of its bit ``NR43 >> 4`` (every ``divisor << shift``
+  dots, divisor 8 for code 0, else 16 x code), its new top bit (and bit 6 in 7-bit mode) the
+  XNOR of bits 0 and 1; a trigger clears the LFSR and reloads the counter's countdown
+  (:func:`noise_trigger`: from silence after power-on the first shift comes half a shift
+  period plus 8 dots later), power-off clears the counter, and an NR43 write while it plays
+  can shift the LFSR at once (:func:`noise_nr43_write`).
 
 Time, lazily as everywhere (:mod:`.apu`): the duty step and the dots to the next one advance
 at each catch-up (:func:`pcm_advance`, called for a console in Color mode only: a DMG or the
-compatibility mode pays one comparison), and the noise shifts are counted there but applied
-when PCM34 is read or NR43 changes (:func:`noise_flush`): the LFSR's output repeats every 32767
+compatibility mode pays one comparison), and the noise counter's increments and the LFSR shifts they make
+are counted there (:func:`noise_advance`) but applied when PCM34 is read or NR43 changes
+(:func:`noise_flush`): the LFSR's output repeats every 32767
 shifts (127 in 7-bit mode), so the count is kept modulo both periods' product.
 The square channels' timing rules are the hardware results published with the SameSuite APU
 tests (``LIJI32/SameSuite``, ``apu/channel_1`` and ``apu/channel_2``: ``delay``, ``duty``,
@@ -36,9 +40,10 @@ tests (``LIJI32/SameSuite``, ``apu/channel_1`` and ``apu/channel_2``: ``delay``,
 protocols (``test/emulator/test_cgb_pcm.py``), and so are the wave channel's start
 (``channel_3_delay``, ``channel_3_first_sample``, ``channel_3_restart_delay``,
 ``channel_3_shift_delay``) and the noise channel's first shift
-(``channel_4_delay``) and the LFSR's sequence (``channel_4_lfsr``, ``channel_4_lfsr_7_15``).
+(``channel_4_delay``), the LFSR's sequence (``channel_4_lfsr``, ``channel_4_lfsr_7_15``) and
+its counter (``channel_4_lfsr_restart``, ``channel_4_freq_change``).
 The NRx2 write's effect on the volume is :func:`~.apu.nrx2_glitch`. Not modelled: the other
-SameSuite probes (length clocking by revision, a noise frequency change while playing).
+SameSuite probes (length clocking and frequency-change timing of other revisions).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_ENV1,
     S_APU_LFSR,
     S_APU_NOISE_CNT,
+    S_APU_NOISE_CTR,
     S_APU_NOISE_PEND,
     S_APU_PH,
     S_APU_SQ1_CNT,
@@ -68,14 +74,15 @@ from torchrl_dreamer.emulator.registers import (
     R_WAVE,
 )
 
-__all__ = ["pcm_advance", "pcm_div_write", "square_freq_write", "square_period", "square_trigger", "noise_trigger", "noise_flush", "wave_hold",
+__all__ = ["pcm_advance", "pcm_div_write", "square_freq_write", "square_period", "square_trigger", "noise_trigger", "noise_flush", "noise_nr43_write", "wave_hold",
            "apu_pcm"]
 
 LFSR_CYCLE = wp.constant(32767 * 127)  # a multiple of both LFSR periods (15 and 7 bits)
 TRIGGER_DELAY = wp.constant(8)  # dots a silent square channel's first step waits beyond its period
 RETRIGGER_DELAY = wp.constant(4)  # the same for a trigger while it plays
-NOISE_TRIGGER_DELAY = wp.constant(8)  # dots beyond half a shift period to the noise's first shift
-NOISE_RETRIGGER_LATER = wp.constant(8)  # dots more when the noise channel is retriggered playing
+NOISE_COUNTER = wp.constant(0x3FFF)  # APU_NOISE_CTR: the noise channel's 14-bit counter
+NOISE_DELTA = wp.constant(1 << 14)  # its flag: the counter's next reload is 4 dots longer
+NOISE_RELOADED = wp.constant(1 << 15)  # its flag: the counter was reloaded at the last catch-up
 SQ_POS = wp.constant(7)  # duty position bits of APU_SQx_POS
 SQ_OUT = wp.constant(8)  # its latched output bit
 SQ_FRESH = wp.constant(16)  # its flag: no step since the trigger (the countdown is the delay)
@@ -90,13 +97,21 @@ def square_period(i: int, m: wp.ref[Mem], ch: int) -> int:
 
 
 @wp.func
-def noise_period(i: int, m: wp.ref[Mem]) -> int:
-    """Dots per LFSR shift (NR43)."""
-    nr43 = int(m.hram[i, R_NR43])
-    d = (nr43 & 7) * 16
-    if d == 0:
-        d = 8
-    return d << (nr43 >> 4)
+def noise_tick(i: int, m: wp.ref[Mem]) -> int:
+    """Dots per increment of the noise channel's counter (NR43's divisor code: 4 for code 0,
+    else 8 x code); the LFSR shifts at every rising edge of the counter's bit ``NR43 >> 4``, so
+    once every ``tick << (shift + 1)`` dots."""
+    code = int(m.hram[i, R_NR43]) & 7
+    if code == 0:
+        return 4
+    return code * 8
+
+
+@wp.func
+def noise_phase_wait(ph: int) -> int:
+    """Dots the noise counter's (re)load adds with divisor codes 1-7, by the APU's 2 MHz phase
+    (``ph``: dots since power-on modulo 8): 4, 2, 0, 6 at phases 0, 2, 4, 6."""
+    return ((2 - (ph >> 1)) & 3) * 2
 
 
 @wp.func
@@ -123,32 +138,64 @@ def square_trigger(i: int, m: wp.ref[Mem], ch: int):
 
 @wp.func
 def noise_trigger(i: int, m: wp.ref[Mem]):
-    """A noise trigger clears the LFSR and schedules its first shift. With divisor code 0 it
-    comes half a shift period plus 8 dots later on the APU's 1 MHz grid (SameSuite
-    ``channel_4_delay``: 3, 4 and 6 M-cycles at periods of 2, 4 and 8; ``channel_4_align``).
-    With codes 1-7 it comes half a period plus 4 dots after the next point of a 512 kHz grid
-    counted from power-on (8 dots), a full 8 dots on when the trigger falls on a point with
-    code 1 (``channel_4_frequency_alignment``, ``channel_4_equivalent_frequencies``: the same
-    period written two ways starts one M-cycle apart, depending on the trigger's phase). A
-    retrigger while the channel plays starts 8 dots later than that (``channel_4_lfsr_restart``
-    and ``_restart_fast``, both at a period of 8 dots: whether the extra wait is a constant or a
-    period is not measured; a constant is modelled). Called before the trigger sets the
-    channel's NR52 bit."""
+    """A noise trigger clears the LFSR and reloads the counter's countdown; the counter keeps
+    its value (it is cleared only by power-off), so the first shift comes at the next rising
+    edge of its bit ``NR43 >> 4``. The countdown: with divisor code 0, 12 dots rounded up to
+    the 1 MHz grid (from silence after power-on: half a shift period plus 8 dots, SameSuite
+    ``channel_4_delay``, ``channel_4_align``); with codes 1-7 one tick plus 8 dots plus
+    :func:`noise_phase_wait`, 8 dots less at phases 0 and 6 where code 1 instead waits 4 dots
+    less and its next tick 4 dots more (``channel_4_frequency_alignment``,
+    ``channel_4_equivalent_frequencies``: the same period written two ways starts one M-cycle
+    apart, depending on the trigger's phase). A retrigger while the channel plays finds the
+    counter wherever it is (``channel_4_lfsr_restart`` and ``_restart_fast``: the LFSR restarts
+    one shift later than from silence). Called before the trigger sets the channel's NR52 bit."""
     m.st[i, S_APU_LFSR] = 0
     m.st[i, S_APU_NOISE_PEND] = 0
-    later = int(0)  # noqa: UP018 (Warp: a dynamic variable)
-    if (m.st[i, S_APU_ACT] & 8) != 0:
-        later = NOISE_RETRIGGER_LATER  # a retrigger while it plays starts 8 dots later
     ph = m.st[i, S_APU_PH]
     code = int(m.hram[i, R_NR43]) & 7
-    half = noise_period(i, m) // 2
-    if code == 0:
-        m.st[i, S_APU_NOISE_CNT] = on_1mhz_grid(i, m, half + NOISE_TRIGGER_DELAY) + later
-    else:
-        g = (-ph) & 7
-        if g == 0 and code == 1:
-            g = 8
-        m.st[i, S_APU_NOISE_CNT] = half + 4 + g + later
+    ctr = m.st[i, S_APU_NOISE_CTR] & NOISE_COUNTER
+    cnt = 12 + (ph & 2)
+    if code != 0:
+        cnt = noise_tick(i, m) + 8 + noise_phase_wait(ph)
+        if ((ph >> 1) + 1) & 3 < 2:
+            if code == 1:
+                cnt = cnt - 4
+                ctr = ctr | NOISE_DELTA
+            else:
+                cnt = cnt - 8
+    m.st[i, S_APU_NOISE_CNT] = cnt
+    m.st[i, S_APU_NOISE_CTR] = ctr
+
+
+@wp.func
+def noise_nr43_write(i: int, m: wp.ref[Mem], v: int) -> int:
+    """An NR43 write in Color mode, before the register changes (SameSuite
+    ``channel_4_freq_change``): the shifts so far apply with the old NR43; the LFSR shifts once
+    more at once (returns 1) if the counter's bit at the new shift is set and at the old one
+    is not, reading the counter through a CGB-E glitch (its bit 7, bit 6 with the new NR43 in
+    7-bit mode, reads as bits 0-7 all set; bit 12 also sets bit 4); and a countdown reloaded
+    at this very moment reloads with the new divisor (:func:`noise_phase_wait` added with
+    codes 1-7). The glitch's bit pattern is SameBoy's model of the CGB-E (read for facts),
+    which the test's table confirms."""
+    noise_flush(i, m)
+    old = int(m.hram[i, R_NR43])
+    ctr = m.st[i, S_APU_NOISE_CTR]
+    counter = ctr & NOISE_COUNTER
+    eff = counter
+    mask = 0x80
+    if (v & 8) != 0:
+        mask = 0x40
+    if (counter & mask) != 0:
+        eff = eff | 0xFF
+    if (counter & 0x1000) != 0:
+        eff = eff | 0x10
+    if (ctr & NOISE_RELOADED) != 0:
+        cnt = 4
+        if (v & 7) != 0:
+            cnt = (v & 7) * 8 + noise_phase_wait(m.st[i, S_APU_PH])
+        m.st[i, S_APU_NOISE_CNT] = cnt
+        m.st[i, S_APU_NOISE_CTR] = ctr & (NOISE_COUNTER | NOISE_RELOADED)
+    return ((eff >> (v >> 4)) & 1) & (1 - ((eff >> (old >> 4)) & 1))
 
 
 @wp.func(inline=False)
@@ -187,6 +234,44 @@ def square_freq_write(i: int, m: wp.ref[Mem], ch: int, old_period: int):
         m.st[i, S_APU_SQ1_CNT + 2 * ch] = c + square_period(i, m, ch) - old_period
 
 
+@wp.func
+def noise_advance(i: int, m: wp.ref[Mem], dots: int):
+    """Count the noise counter's increments in ``dots`` and the LFSR shifts they make (rising
+    edges of its bit ``NR43 >> 4``; none for shifts 14 and 15), to apply later
+    (:func:`noise_flush`); flag whether the last increment falls exactly now."""
+    c = m.st[i, S_APU_NOISE_CNT] - dots
+    ctr = m.st[i, S_APU_NOISE_CTR]
+    if c <= 0:
+        t = noise_tick(i, m)
+        per = t
+        k = int(1)  # noqa: UP018 (Warp: a dynamic variable)
+        if (ctr & NOISE_DELTA) != 0:
+            per = t + 4
+            c = c + per
+            if c <= 0:
+                n = 1 + (-c) // t
+                c = c + n * t
+                k = k + n
+                per = t
+        else:
+            n = (-c) // t
+            c = c + (n + 1) * t
+            k = k + n
+        old = ctr & NOISE_COUNTER
+        s = int(m.hram[i, R_NR43]) >> 4
+        if s < 14:
+            h = 1 << s
+            shifts = (old + k + h) // (2 * h) - (old + h) // (2 * h)
+            m.st[i, S_APU_NOISE_PEND] = (m.st[i, S_APU_NOISE_PEND] + shifts % LFSR_CYCLE) % LFSR_CYCLE
+        ctr = (old + k) & NOISE_COUNTER
+        if c == per:
+            ctr = ctr | NOISE_RELOADED
+    elif dots > 0:
+        ctr = ctr & (NOISE_COUNTER | NOISE_DELTA)
+    m.st[i, S_APU_NOISE_CNT] = c
+    m.st[i, S_APU_NOISE_CTR] = ctr
+
+
 @wp.func(inline=False)
 def pcm_advance(i: int, m: wp.ref[Mem], dots: int):
     """Advance the APU's 1 MHz phase, the square channels' duty steps (latching each one's
@@ -208,13 +293,7 @@ def pcm_advance(i: int, m: wp.ref[Mem], dots: int):
                 m.st[i, S_APU_SQ1_POS + 2 * ch] = pos
             m.st[i, S_APU_SQ1_CNT + 2 * ch] = c
     if (act & 8) != 0:
-        c = m.st[i, S_APU_NOISE_CNT] - dots
-        if c <= 0:
-            per = noise_period(i, m)
-            k = 1 + (-c) // per
-            c = c + k * per
-            m.st[i, S_APU_NOISE_PEND] = (m.st[i, S_APU_NOISE_PEND] + k) % LFSR_CYCLE
-        m.st[i, S_APU_NOISE_CNT] = c
+        noise_advance(i, m, dots)
 
 
 @wp.func

@@ -47,12 +47,17 @@ _NAMES = [
     # pointers and its state (0 idle, else 1 + blocks left | HDMA_HBLANK for the HBlank kind)
     "CGB", "SPEED", "VBK", "SVBK", "HDMA_SRC", "HDMA_DST", "HDMA",
     # Color mode only (apu_pcm.py, for PCM12/PCM34): the square channels' duty step (bits 0-2)
-    # and latched output (bit 3) and dots to the next step, the noise LFSR, dots to its next
-    # shift and the shifts not applied yet; the APU's dots since power-on modulo 8 (its 1 MHz
+    # and latched output (bit 3) and dots to the next step, the noise LFSR, dots to its
+    # counter's next increment and the shifts not applied yet; the APU's dots since power-on modulo 8 (its 1 MHz
     # and 512 kHz phases); the wave channel's output buffer (the sample it plays until its
     # first fetch after a trigger)
     "APU_SQ1_POS", "APU_SQ1_CNT", "APU_SQ2_POS", "APU_SQ2_CNT", "APU_LFSR", "APU_NOISE_CNT",
     "APU_NOISE_PEND", "APU_PH", "APU_WAVE_OUT",
+    # Color mode (apu_pcm.py): the noise channel's 14-bit counter, whose bit NR43 >> 4 clocks
+    # the LFSR, with two flags (bit 14: its next reload is 4 dots longer; bit 15: it was
+    # reloaded at the time of the last catch-up); APU_NOISE_CNT is then the dots to its next
+    # increment
+    "APU_NOISE_CTR",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -179,6 +184,7 @@ S_APU_NOISE_CNT = wp.constant(FIELDS["APU_NOISE_CNT"])
 S_APU_NOISE_PEND = wp.constant(FIELDS["APU_NOISE_PEND"])
 S_APU_PH = wp.constant(FIELDS["APU_PH"])
 S_APU_WAVE_OUT = wp.constant(FIELDS["APU_WAVE_OUT"])
+S_APU_NOISE_CTR = wp.constant(FIELDS["APU_NOISE_CTR"])
 
 MODEL_DMG = wp.constant(0)
 """``CGB`` column: an original Game Boy."""

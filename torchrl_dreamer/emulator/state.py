@@ -34,20 +34,23 @@ import torch
 
 from torchrl_dreamer.emulator import layout
 from torchrl_dreamer.emulator.dma import DMA_PAST_T
+from torchrl_dreamer.emulator.registers import R_NR43
 
 __all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
 
-STATE_VERSION = 7
+STATE_VERSION = 8
 """Current savestate format version (bump when the layout changes; 3: SER_CNT counts serial
 clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0; 4: PPU mode and pixel
 pipeline columns; 5: the console model (header ``model``), the Color's columns and its extra
 memory array ``cgbx``; 6: the Color's PCM columns ``APU_SQ1_POS`` .. ``APU_NOISE_PEND``;
-7: ``APU_PH`` and ``APU_WAVE_OUT``, the APU's phase and the wave channel's output buffer).
-Version 4 files still load, as DMG states (:func:`_upgrade_v4`), and version 5 and 6 files
-with the later columns 0 (:func:`_upgrade_padded`)."""
+7: ``APU_PH`` and ``APU_WAVE_OUT``, the APU's phase and the wave channel's output buffer;
+8: ``APU_NOISE_CTR``, the noise channel's counter, with ``APU_NOISE_CNT`` now the dots to its
+next increment). Version 4 files still load, as DMG states (:func:`_upgrade_v4`), and version
+5-7 files with the later columns 0 (:func:`_upgrade_padded`)."""
 _V4_STATE_WORDS = layout.FIELDS["CGB"]  # version 4 ended where the Color's columns begin
 _PADDED_STATE_WORDS = {5: layout.FIELDS["APU_SQ1_POS"],  # version 5 ended before the PCM columns
-                       6: layout.FIELDS["APU_PH"]}  # version 6 before the APU's phase
+                       6: layout.FIELDS["APU_PH"],  # version 6 before the APU's phase
+                       7: layout.FIELDS["APU_NOISE_CTR"]}  # version 7 before the noise counter
 STATE_MAGIC = b"TRDGBST\x00"
 """First 8 bytes of a serialised savestate."""
 
@@ -161,7 +164,7 @@ class EmulatorState:
         if len(data) < 16 or data[:8] != STATE_MAGIC:
             raise SavestateError("not a torchrl_dreamer savestate (bad magic bytes)")
         version, hlen = struct.unpack("<II", data[8:16])
-        if version not in (4, 5, 6, STATE_VERSION):
+        if version not in (4, *_PADDED_STATE_WORDS, STATE_VERSION):
             raise SavestateError(f"savestate format version {version} is not supported (expected {STATE_VERSION})")
         if len(data) < 16 + hlen:
             raise SavestateError("savestate is truncated (header incomplete)")
@@ -215,8 +218,11 @@ def _upgrade_v4(state: EmulatorState) -> EmulatorState:
 
 
 def _upgrade_padded(state: EmulatorState) -> EmulatorState:
-    """A version 5 or 6 state in the current format: the columns appended since are 0 (duty
-    steps, LFSR, the APU's phase and the wave output buffer at their reset values)."""
+    """A version 5-7 state in the current format: the columns appended since are 0 (duty
+    steps, LFSR, the APU's phase, the wave output buffer and the noise counter at their reset
+    values). A version 7 noise countdown (the dots to the LFSR's next shift) is capped at one
+    counter tick (8 x NR43's divisor code, 4 for code 0), so a playing noise channel goes on
+    at its period; its phase within the period may move."""
     st = state.arrays["st"]
     words = _PADDED_STATE_WORDS[state.version]
     if state.state_words != words or st.shape[1] != words:
@@ -224,6 +230,11 @@ def _upgrade_padded(state: EmulatorState) -> EmulatorState:
                              f"words, expected {words}")
     arrays = dict(state.arrays)
     arrays["st"] = _pad_columns(st)
+    if state.version == 7:
+        code = (state.arrays["hram"][:, R_NR43].to(torch.int32) & 7)
+        tick = torch.where(code == 0, torch.full_like(code, 4), code * 8)
+        cnt = layout.FIELDS["APU_NOISE_CNT"]
+        arrays["st"][:, cnt] = torch.minimum(arrays["st"][:, cnt], tick)
     return EmulatorState(STATE_VERSION, state.rom_sha256, layout.STATE_WORDS, arrays, state.model)
 
 
