@@ -287,13 +287,15 @@ def _white_runs(row: np.ndarray) -> list[tuple[int, int]]:
 
 
 def test_lcdc0_off_blanks_the_pixels_that_leave_while_it_is_off():
-    """LCDC.0 is read as each pixel leaves, not per tile (mealybug m3_lcdc_bg_en_change, DMG
-    reference as its source describes it: white runs of exactly 12 pixels, x = -1..10, and 8,
-    x = 19..26, neither on a tile boundary; pixel 0 blanked in the bands of objects X = 0-2
-    only, as the object's stall before pixel 0 shortens by a dot per band)."""
+    """LCDC.0 is read as each pixel leaves, not per tile, one dot after the other LCDC bits
+    (mealybug m3_lcdc_bg_en_change's DMG reference: in the band of the object at X = 0 white
+    runs of exactly 12 pixels, x = -1..10, and 8, x = 19..26, neither on a tile boundary, one
+    pixel later in each band up to X = 5; pixel 0 blanked in the bands of objects X = 0-2 only,
+    as the object's stall before pixel 0 shortens by a dot per band)."""
     gb = _run(_bg_en_source(), 12, framebuffer=True)
     frame = gb.framebuffer[0].cpu().numpy()
-    assert _white_runs(frame[8]) == [(0, 10), (19, 26)]  # band 1: the run from x = -1
+    assert _white_runs(frame[4]) == [(0, 10), (19, 26)]  # band 0: the run from x = -1
+    assert _white_runs(frame[12]) == [(0, 11), (20, 27)]
     for band in range(8):
         runs = _white_runs(frame[8 * band + 4])
         assert (runs[0][0] == 0) == (band <= 2), f"band {band}: {runs}"

@@ -54,7 +54,8 @@ colours (next in the low bits) | count << 20 (up to 9 pixels), ``OBJ`` 8 x 4-bit
 ``OBJN`` objects handled, ``WIN`` window drawn on this line (1) | WY latch (2) | no pixel left
 since the window started (4) | starts again << ``WIN_AGAIN_SHIFT`` (2 bits) | pixels to drop << 8,
 ``FINE`` SCX & 7 | discarded << 4, ``OBJH`` object height at the OAM scan | pixel 0's object
-waiting to be mixed << ``HEAD_SHIFT`` (dots left, pixel, BG colour).
+waiting to be mixed again << ``HEAD_SHIFT`` (dots left, object pixel, BG colour, a marker,
+LCDC.0 when it left).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ BG_ATTR_BITS = wp.constant(0xF000000)
 WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still triggers
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
 WIN_AGAIN_SHIFT = wp.constant(4)  # WIN word: times the window started again (2 bits from here)
-HEAD_LINGER = wp.constant(1)  # dots after pixel 0 leaves at which its object pixel is mixed
+HEAD_LINGER = wp.constant(1)  # dots after pixel 0 leaves at which it is mixed again
 HEAD_SHIFT = wp.constant(8)  # OBJH word: pixel 0's pending object mix from this bit
 FETCH_IDLE = wp.constant(32)  # FETCH word: the fetcher waits one dot before its next step
 
@@ -411,9 +412,17 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
             if head != 0:
                 head = head - 1
                 if (head & 3) == 0:
-                    shade0 = object_shade(i, m, lcdc, (head >> 2) & 15, (head >> 6) & 3)
+                    # pixel 0 is mixed again now, with LCDC.0 and LCDC.1 as they are now
+                    c0 = (head >> 6) & 3
+                    if (lcdc & 1) == 0:
+                        c0 = 0
+                    shade0 = object_shade(i, m, lcdc, (head >> 2) & 15, c0)
+                    src0 = keep * (1 + ((head >> 4) & 1))
+                    if shade0 < 0 and ((head >> 9) & 1) != (lcdc & 1):
+                        shade0 = (int(m.hram[i, R_BGP]) >> (2 * c0)) & 3  # LCDC.0 changed
+                        src0 = 0
                     if shade0 >= 0 and not blank:
-                        m.fb[i, line, 0] = wp.uint8(shade0 | ((keep * (1 + ((head >> 4) & 1))) << 2))
+                        m.fb[i, line, 0] = wp.uint8(shade0 | (src0 << 2))
                     head = 0
             disc_done = (fine >> 4) >= (fine & 7)
             # (a) fetcher
@@ -502,13 +511,14 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                             m.rgb[i, line, sx] = wp.int16(col)
                             m.fb[i, line, sx] = wp.uint8(rgb555_shade(col))
                         elif sx >= 0 and draw:
+                            if sx == 0:  # the BG shade now; mixed again HEAD_LINGER dots later
+                                head = (HEAD_LINGER | (o << 2) | (c << 6) | 256
+                                        | ((lcdc & 1) << 9))
                             if (lcdc & 1) == 0:
                                 c = 0
                             shade = (int(m.hram[i, R_BGP]) >> (2 * c)) & 3
                             src = 0
-                            if sx == 0:
-                                head = HEAD_LINGER | (o << 2) | (c << 6) | 256  # (the BG shade now)
-                            else:
+                            if sx != 0:
                                 obj_shade = object_shade(i, m, lcdc, o, c)
                                 if obj_shade >= 0:
                                     shade = obj_shade

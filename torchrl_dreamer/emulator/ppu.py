@@ -1034,6 +1034,12 @@ def redo_with_pipeline(i: int, m: wp.ref[Mem], line: int):
     m.st[i, S_FIFO_LINE] = 0
 
 
+LCDC_LATE_BITS = wp.constant(LCDC_OBJ_ON | LCDC_BG_ON)
+"""LCDC bits that a mode-3 write changes one dot after the others: LCDC.1 (mealybug
+m3_lcdc_obj_en_change_variant's reference) and LCDC.0 (m3_lcdc_bg_en_change's: the background
+blanks and returns one pixel later than a same-dot read, in every band of its objects)."""
+
+
 @wp.func(inline=False)
 def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """ppu="fifo": write LCD register ``r`` (:func:`lcd_register`) so that it takes effect on the
@@ -1074,11 +1080,13 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
             # Color, running a DMG cartridge, shows the new value there: daid ppu_scanline_bgp)
             m.hram[i, r] = wp.uint8(int(m.hram[i, r]) | v)
             pipe_run(i, m, line, dot + WRITE_LAG + 1, draw)
-        if r == R_LCDC and ((int(m.hram[i, r]) ^ v) & LCDC_OBJ_ON) != 0:
-            # the object enable bit reaches the pixel mixer and the object trigger one dot after
-            # the other LCDC bits; a fetch in progress is abandoned on the write's dot
-            m.hram[i, r] = wp.uint8((v & ~LCDC_OBJ_ON) | (int(m.hram[i, r]) & LCDC_OBJ_ON))
-            if (v & LCDC_OBJ_ON) == 0:
+        late = (int(m.hram[i, r]) ^ v) & LCDC_LATE_BITS
+        if r == R_LCDC and late != 0:
+            # the object and background enable bits reach the pixel mixer (and the object
+            # trigger) one dot after the other LCDC bits; an object fetch in progress is
+            # abandoned on the write's dot
+            m.hram[i, r] = wp.uint8((v & ~late) | (int(m.hram[i, r]) & late))
+            if (late & LCDC_OBJ_ON) != 0 and (v & LCDC_OBJ_ON) == 0:
                 fifo_abandon_object(i, m)
             pipe_run(i, m, line, dot + WRITE_LAG + 1, draw)
     if r == R_LCDC:
