@@ -2,14 +2,18 @@
 our own written from the rules SameBoy's ``Core/display.c`` and the "Red from OAM" test notes
 state (docs/accuracy.md, "OAM DMA during a frame"):
 
-* an OAM scan entry read while a transfer runs is not selected;
+* an OAM scan entry read while a transfer runs is not read: a DMG judges it with the pair the
+  PPU read last (the entry before, or the previous line's last read for a scan inside the
+  transfer from its start; DocBoy's PPU notes, Hacktix strikethrough's reference screen); an
+  entry read before the end of a transfer that ends mid-scan is not selected;
 * an object selected before a transfer and fetched while it runs takes its tile number and
   attributes from the OAM byte pair the transfer is writing.
 
 The ROM restores the "old" objects with a DMA in every VBlank and starts a second DMA, of the
 "new" objects, from the LY=LYC interrupt of line 42, so every frame shows: line 41 the old objects,
-line 42 the old objects the scan read before the transfer, with the tiles of the transfer's byte
-pairs, line 43 (its whole scan inside the transfer) no object, lines 44-47 the new objects.
+line 42 the old objects the scan read before the transfer (then copies of the last one, at its
+X), with the tiles of the transfer's byte pairs, line 43 (its whole scan inside the transfer,
+judged with line 42's last fetch: tile 1 as a Y) no object, lines 44-47 the new objects.
 """
 
 from __future__ import annotations
@@ -148,3 +152,58 @@ def test_a_transfer_that_ends_mid_scan_shows_the_new_entries_after_it(ppu):
             assert (frame[ly, :44] == 3).all() and not frame[ly, 44:].any(), ly
     entries = [x // 4 for x in firsts]  # new entry s is drawn from x = 4 s
     assert entries == [_first_unread(B_DOT + 4 * n) for n in range(4)] == [18, 20, 22, 24]
+
+
+def _struck_row_source() -> str:
+    """Hacktix strikethrough's protocol (our ROM, no text): 40 objects at Y = $54 (line 68), X =
+    23 + 8 k (mod 256), tile 0 (a one-row bar); every frame the LY=LYC interrupt of line 67
+    waits for its HBlank, 28 NOPs, then transfers a table of $01 bytes (entry 0's Y $63, entry
+    11's tile byte $00) into OAM, which runs through line 68's whole OAM scan; each VBlank
+    transfers the 40 objects back."""
+    init = []
+    for k in range(40):
+        init += [0x54, (23 + 8 * k) % 256, 0, 0]
+    table = [0x63, 1, 1, 1] + [1] * 40 + [1, 1, 0, 1] + [1] * 112
+    memcpy = ["memcpy:", "    ld a, [de]", "    inc de", "    ld [hli], a", "    dec bc",
+              "    ld a, b", "    or c", "    jr nz, memcpy", "    ret"]
+    return "\n".join([
+        "    org $0048", "    jp stat", "    org $0150",
+        "start:", "    ldh a, [$44]", "    cp 144", "    jr c, start", "    xor a", "    ldh [$40], a",
+        "    ld a, $FC", "    ldh [$47], a", "    ldh [$48], a",
+        "    ld hl, dmar", "    ld b, 8", "    ld c, $80", ".r:", "    ld a, [hli]", "    ld [c], a",
+        "    inc c", "    dec b", "    jr nz, .r",
+        "    ld hl, $9800", "    ld bc, $0400", ".m:", "    ld a, $FF", "    ld [hli], a", "    dec bc",
+        "    ld a, b", "    or c", "    jr nz, .m",
+        *_tile(".z", 0x8FF0, 0x00, 0x00),
+        "    ld hl, $8000", "    ld de, bar", "    ld bc, 16", "    call memcpy",
+        "    ld hl, $C000", "    ld de, init", "    ld bc, 160", "    call memcpy",
+        "    ld a, $C0", "    call $FF80",
+        "    ld a, $02", "    ldh [$FF], a", "    ld a, $40", "    ldh [$41], a", "    ld a, $43",
+        "    ldh [$45], a", "    xor a", "    ldh [$0F], a", "    ei", "    ld a, $93", "    ldh [$40], a",
+        "run:", "    ld hl, $C000", "    ld de, table", "    ld bc, 160", "    call memcpy", "    halt",
+        ".v:", "    ldh a, [$41]", "    and 3", "    dec a", "    jr nz, .v",
+        "    ld hl, $C000", "    ld de, init", "    ld bc, 160", "    call memcpy",
+        "    ld a, $C0", "    call $FF80", "    jr run",
+        "stat:", "    ldh a, [$41]", "    and 3", "    jr nz, stat", *["    nop"] * 28,
+        "    ld a, $C0", "    call $FF80", "    reti",
+        *memcpy,
+        "dmar:", "    ldh [$46], a", "    ld a, 40", ".w:", "    dec a", "    jr nz, .w", "    ret",
+        "init:", *[_hex(init[k:k + 16]) for k in range(0, 160, 16)],
+        "table:", *[_hex(table[k:k + 16]) for k in range(0, 160, 16)],
+        "bar:", _hex([0xFF, 0xFF] + [0] * 14),
+    ])
+
+
+@pytest.mark.parametrize("ppu", ["line", "fifo"])
+def test_a_scan_inside_a_transfer_keeps_the_last_pair_read(ppu):
+    """A transfer running through line 68's whole OAM scan: the scan reads nothing, and judges
+    each entry with the pair the PPU read last (line 67, without objects, read entry 39: Y $54,
+    X 79), so it selects 10 copies of that object at X 79; their fetches read the transfer's
+    byte pairs, and only the one that meets entry 11's tile byte (0: the bar) shows. Hacktix's
+    strikethrough reference screen: the one struck letter at x = 71..78 of line 68."""
+    rom = bytes(build_rom(assemble(_struck_row_source()), title="OAM DMA PPU"))
+    gb = GameBoy(rom, framebuffer=True, check_header=False, ppu=ppu)
+    gb.run_frames(20)
+    frame = gb.framebuffer[0].cpu().numpy()
+    ys, xs = np.nonzero(frame)
+    assert sorted(set(ys.tolist())) == [68] and xs.tolist() == list(range(71, 79))

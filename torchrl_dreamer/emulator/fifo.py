@@ -88,7 +88,14 @@ from torchrl_dreamer.emulator.layout import (
     S_PACK,
 )
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.oam_view import fetch_byte, hidden_entry, scan_hidden, this_line_time
+from torchrl_dreamer.emulator.oam_view import (
+    fetch_byte,
+    hidden_entry,
+    latch_x,
+    latch_y,
+    scan_hidden,
+    this_line_time,
+)
 from torchrl_dreamer.emulator.registers import (
     R_BGP,
     R_LCDC,
@@ -131,6 +138,8 @@ WIN_LATE = wp.constant(6)  # sx + WIN_LATE == WX: a missed window match still tr
 WIN_FRESH = wp.constant(4)  # WIN word: the window started and no pixel has left since
 WIN_AGAIN_SHIFT = wp.constant(4)  # WIN word: times the window started again (2 bits from here)
 HEAD_LINGER = wp.constant(1)  # dots after pixel 0 leaves at which it is mixed again
+KEY_Y_SHIFT = wp.constant(14)  # object key: X * 64 + OAM index | (latched Y + 1) << 14 (0: own Y)
+KEY_ORDER = wp.constant((1 << 14) - 1)  # the key's priority part (X, then index)
 HEAD_SHIFT = wp.constant(8)  # OBJH word: pixel 0's pending object mix from this bit
 FETCH_IDLE = wp.constant(32)  # FETCH word: the fetcher waits one dot before its next step
 
@@ -229,10 +238,10 @@ def fetch_tile_no(i: int, m: wp.ref[Mem], line: int, fetch: int, win_count: int)
 
 
 @wp.func
-def object_row_addr(i: int, m: wp.ref[Mem], line: int, s: int, h: int, tile: int, attr: int) -> int:
-    """VRAM offset of the row of OAM entry ``s`` (tile number ``tile``, attributes ``attr`` as
-    its fetch read them) that ``line`` shows, for object height ``h``."""
-    sy = int(m.oam[i, s * 4]) - 16
+def object_row_addr(line: int, y: int, h: int, tile: int, attr: int) -> int:
+    """VRAM offset of the row of an object at Y byte ``y`` (tile number ``tile``, attributes
+    ``attr`` as its fetch read them) that ``line`` shows, for object height ``h``."""
+    sy = y - 16
     row = line - sy
     if (attr & 0x40) != 0:
         row = h - 1 - row
@@ -257,7 +266,7 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
     palette come from its attributes, and an opaque pixel replaces one of an object with a higher
     OAM index (OAM-index priority; with OPRI bit 0 set, the DMG's rule: the first one stays)."""
     s = key & 63
-    x0 = (key >> 6) - 8
+    x0 = ((key >> 6) & 0xFF) - 8
     h = 8
     if (int(m.hram[i, R_LCDC]) & 4) != 0:
         h = 16
@@ -268,8 +277,11 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
     bank = 0
     if cgb:
         bank = (attr >> 3) & 1
-    lo = tile_byte(i, m, bank, object_row_addr(i, m, line, s, h_lo, tile, attr))
-    hi = tile_byte(i, m, bank, object_row_addr(i, m, line, s, h, tile, attr) + 1)
+    y = int(m.oam[i, s * 4])
+    if (key >> KEY_Y_SHIFT) != 0:
+        y = (key >> KEY_Y_SHIFT) - 1  # the scan's latch (oam_view)
+    lo = tile_byte(i, m, bank, object_row_addr(line, y, h_lo, tile, attr))
+    hi = tile_byte(i, m, bank, object_row_addr(line, y, h, tile, attr) + 1)
     if cgb:
         if draw:
             by_index = (int(m.hram[i, R_OPRI]) & 1) == 0
@@ -367,18 +379,25 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     win_bits = 0x21  # the window needs LCDC.5 and, on a DMG, LCDC.0
     if cgb:
         win_bits = 0x20
-    # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index,
-    # less the entries read while an OAM DMA ran (oam_view)
+    # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index;
+    # the entries read while an OAM DMA ran are judged with the scan's latch (oam_view), the Y of
+    # a selected one kept in its key
     keys = ObjectKeys()
     nobj = int(0)  # noqa: UP018 (a dynamic Warp variable)
-    hidden = scan_hidden(i, m, this_line_time(i, m))
+    hidden = scan_hidden(i, m, this_line_time(i, m), line)
+    h_scan = m.st[i, S_FIFO_OBJH] & 0xFF  # (the height at the scan)
     for s in range(40):
-        if nobj < 10 and not hidden_entry(hidden, s):
-            key = object_key(i, m, line, m.st[i, S_FIFO_OBJH] & 0xFF, s)  # (height)
+        if nobj < 10:
+            key = int(-1)  # noqa: UP018 (a dynamic Warp variable)
+            if hidden != 0 and hidden_entry(hidden, s):
+                if obj_on_line(latch_y(hidden), line, h_scan):
+                    key = latch_x(hidden) * 64 + s + ((latch_y(hidden) + 1) << KEY_Y_SHIFT)
+            else:
+                key = object_key(i, m, line, h_scan, s)
             if key >= 0:
                 k = nobj
                 while k > 0:
-                    if keys[k - 1] > key:
+                    if (keys[k - 1] & KEY_ORDER) > (key & KEY_ORDER):
                         keys[k] = keys[k - 1]
                         k = k - 1
                     else:
@@ -479,7 +498,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
                     stall = 0
             else:
                 while objn < nobj and stall == 0:
-                    ox = keys[objn] >> 6
+                    ox = (keys[objn] >> 6) & 0xFF
                     trig = ox + (fine & 7)
                     if ox == 0:
                         trig = 0

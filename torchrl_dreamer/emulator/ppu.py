@@ -48,7 +48,7 @@ from torchrl_dreamer.emulator.layout import (
     S_WIN_LINE,
 )
 from torchrl_dreamer.emulator.memory import Mem
-from torchrl_dreamer.emulator.oam_view import hidden_entry, scan_hidden
+from torchrl_dreamer.emulator.oam_view import hidden_entry, latch_x, latch_y, scan_hidden
 from torchrl_dreamer.emulator.raw import u8_at
 from torchrl_dreamer.emulator.registers import (
     IRQ_STAT,
@@ -195,7 +195,7 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     This fits every case of mooneye intr_2_mode0_timing_sprites.
     Mask ``m<k>`` holds the tiles having an object at offset <= k, so a tile's extra cost
     ``5 - min offset`` is the number of masks it enters (counted as it enters them). Entries the
-    scan reads while an OAM DMA runs are not selected (:func:`~.oam_view.scan_hidden`).
+    scan reads while an OAM DMA runs are judged with its latch (:func:`~.oam_view.scan_hidden`).
     """
     lcdc = int(m.hram[i, R_LCDC])
     if (lcdc & LCDC_OBJ_ON) == 0:
@@ -215,7 +215,7 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     oam = m.oam
     hidden = int(0)  # noqa: UP018 (a dynamic Warp variable)
     if dma_recent(i, m):
-        hidden = scan_hidden(i, m, line_time(i, m, line))
+        hidden = scan_hidden(i, m, line_time(i, m, line), line)
     for k in range(40):
         if n < OBJ_LIMIT and not hidden_entry(hidden, k):
             # (a STAT read on a new line scans all 40 entries: where such reads spend their time)
@@ -244,6 +244,40 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
                     if off <= 4 and (m4 & bit) == 0:
                         m4 = m4 | bit
                         pen = pen + 1
+    if hidden != 0:
+        # the hidden entries (the scan's tail, when a latch is kept) judged with the latch
+        pen = pen + latched_penalty(hidden, line, h, scx, OBJ_LIMIT - n, m0, m1, m2, m3, m4)
+    return pen
+
+
+@wp.func(inline=False)
+def latched_penalty(hidden: int, line: int, h: int, scx: int, room: int, m0: int, m1: int,
+                    m2: int, m3: int, m4: int) -> int:
+    """:func:`obj_penalty`'s dots for the copies of the scan's latch (:func:`~.oam_view.latch_y`)
+    that fill the hidden entries ``hidden`` (at most ``room``), given the tiles the entries
+    before them put in the masks ``m0``-``m4``."""
+    k = wp.min(room, ((hidden >> 8) & 0xFF) - (hidden & 0xFF))
+    x = latch_x(hidden)
+    if k <= 0 or x >= 168 or not obj_on_line(latch_y(hidden), line, h):
+        return 0
+    pen = 6 * k
+    px = x + (scx & 7)
+    if x == 0:
+        px = 0
+    bit = 1 << (px >> 3)
+    off = px & 7
+    for j in range(5):  # the masks the first copy enters (as in obj_penalty's loop)
+        mask = m0
+        if j == 1:
+            mask = m1
+        if j == 2:
+            mask = m2
+        if j == 3:
+            mask = m3
+        if j == 4:
+            mask = m4
+        if off <= j and (mask & bit) == 0:
+            pen = pen + 1
     return pen
 
 

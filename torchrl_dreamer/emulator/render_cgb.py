@@ -203,7 +203,7 @@ def render_line_cgb(i: int, m: wp.ref[Mem], ly: int, lcdc: int, scx: int, scy: i
         by_x = (int(m.hram[i, R_OPRI]) & 1) != 0
         keys = ObjectKeys()
         n = int(0)  # noqa: UP018
-        hidden = scan_hidden(i, m, this_line_time(i, m))  # entries read while an OAM DMA ran
+        hidden = scan_hidden(i, m, this_line_time(i, m), ly)  # entries read while an OAM DMA ran
         for s in range(40):
             if n < 10 and not hidden_entry(hidden, s) and obj_on_line(int(m.oam[i, s * 4]), ly, height):
                 key = s
