@@ -32,12 +32,11 @@ the CPU cannot change the source (a write to the DMA's bus is lost): the copy en
 byte-per-M-cycle one. The generated CPU kernel sends every access except HRAM's through
 :func:`~.bus.cpu_read` / :func:`~.bus.cpu_write` while ``DMA_END`` is ahead of the clock.
 
-What the PPU sees (SameBoy ``Core/display.c``, ``add_object_from_index`` and ``oam_read``; the
-"Red from OAM" test ROM's notes; gambatte's OAM reader, which reads 0xFF while a transfer owns
-OAM): an OAM scan entry read while a transfer runs is not selected (as if its Y were 255), and
-an object fetched in mode 3 while a transfer runs takes its tile number and attributes from the
-OAM byte pair the transfer is writing (the even byte the tile, the odd byte the attributes).
-These are what ``strikethrough`` (Hacktix) and "Red from OAM" show on screen.
+What the PPU sees (:mod:`.oam_view`): an OAM scan entry read while a transfer runs is not read
+(a DMG judges it with the pair its OAM latch read last), and an object fetched in mode 3 while
+a transfer runs takes its tile number and attributes from the OAM byte pair the transfer is
+writing (the even byte the tile, the odd byte the attributes). These are what
+``strikethrough`` (Hacktix) and "Red from OAM" show on screen.
 """
 
 from __future__ import annotations
