@@ -286,9 +286,8 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot at which mode 3 ends (STAT reads mode 0) on visible ``line`` (hardware timing).
 
     Mode 3 is 172 dots plus the SCX fine scroll (dots spent discarding pixels), 6 dots when the
-    window starts on the line (7 for WX = 0 with SCX & 7 > 0; counted when LCDC.5 and LCDC.0 are
-    both set: a Color-mode window with LCDC.0 clear is drawn but not timed here, see
-    docs/emulator.md) and the object fetch penalties (:func:`obj_penalty`), from the
+    window starts on the line (7 for WX = 0 with SCX & 7 > 0; with LCDC.5 set, and on a DMG or in
+    the compatibility mode LCDC.0 too) and the object fetch penalties (:func:`obj_penalty`), from the
     registers when first asked on that line (mode 3 start, or the first STAT read of a line the
     coarse clock skipped); cached in ``PPU_M0``. A pixel-FIFO PPU would return its own count here.
     """
@@ -298,6 +297,8 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     scx = int(m.hram[i, R_SCX]) & 7
     n = MODE3_DOT + MODE3_DOTS + scx
     lcdc = int(m.hram[i, R_LCDC])
+    if m.st[i, S_CGB] == MODEL_CGB:
+        lcdc = lcdc | LCDC_BG_ON  # Color mode: the window needs LCDC.5 only (LCDC.0 is priority)
     wx = int(m.hram[i, R_WX])
     if ((lcdc & (LCDC_WIN_ON | LCDC_BG_ON)) == LCDC_WIN_ON | LCDC_BG_ON and int(m.hram[i, R_WY]) <= line
             and wx < 167):
