@@ -107,13 +107,12 @@ from torchrl_dreamer.emulator.registers import (
     R_WX,
     R_WY,
 )
-from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line
+from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line, row_pixel
 from torchrl_dreamer.emulator.render_cgb import (
     WHITE,
     bg_over_object,
     palette_colour,
     rgb555_shade,
-    row_pixel,
     tile_byte,
 )
 from torchrl_dreamer.emulator.speed import cpu_cycles

@@ -58,6 +58,7 @@ __all__ = [
     "line_registers",
     "render_frame",
     "obj_on_line",
+    "row_pixel",
     "SOURCE_BG",
     "SOURCE_OBJ0",
     "SOURCE_OBJ1",
@@ -114,6 +115,17 @@ def _tile_row_addr(vram: wp.array2d(dtype=wp.uint8), i: int, map_addr: int, lcdc
 @wp.func
 def _pixel_color(lo: int, hi: int, bit: int):
     return ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
+
+
+@wp.func
+def row_pixel(lo: int, hi: int, px: int, xflip: bool) -> int:
+    """Colour index 0-3 of pixel ``px`` (0 = leftmost) of the tile row ``lo`` / ``hi``, read
+    from the right end when ``xflip`` (an object's or a Color map attribute's X flip); every
+    drawing path of both models."""
+    bit = 7 - px
+    if xflip:
+        bit = px
+    return _pixel_color(lo, hi, bit)
 
 
 @wp.func
@@ -242,10 +254,7 @@ def render_scanline_row(
                 if x >= 0 and x < _SCREEN_W:
                     v = int(fb[i, row, x])
                     if (v & _CLAIMED) == 0:
-                        bit = 7 - px
-                        if (attr & 0x20) != 0:
-                            bit = px
-                        c = _pixel_color(lo, hi, bit)
+                        c = row_pixel(lo, hi, px, (attr & 0x20) != 0)
                         if c != 0:
                             shade = _palette_shade(pal, c)
                             src = obj_source

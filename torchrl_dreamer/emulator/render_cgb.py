@@ -37,10 +37,11 @@ from torchrl_dreamer.emulator.render import (
     WIN_TRIGGERED,
     ObjectKeys,
     obj_on_line,
+    row_pixel,
 )
 
 __all__ = ["WHITE", "STOP_VRAM_LOCKED", "STOP_IN_MODE3", "rgb555_shade", "palette_colour",
-           "row_pixel", "bg_over_object",
+           "bg_over_object",
            "render_line_cgb", "clear_line_cgb", "stopped_line"]
 
 WHITE = wp.constant(0x7FFF)
@@ -88,16 +89,6 @@ def bg_fetch(i: int, m: wp.ref[Mem], map_addr: int, lcdc: int, row: int) -> int:
     lo = tile_byte(i, m, bank, base + r * 2)
     hi = tile_byte(i, m, bank, base + r * 2 + 1)
     return lo | (hi << 8) | (attr << 16)
-
-
-@wp.func
-def row_pixel(lo: int, hi: int, px: int, xflip: bool) -> int:
-    """Colour index 0-3 of pixel ``px`` (0 = leftmost) of the tile row ``lo`` / ``hi``, read
-    from the right end when ``xflip`` (the attribute's X flip); both models' drawing paths."""
-    bit = 7 - px
-    if xflip:
-        bit = px
-    return ((lo >> bit) & 1) | (((hi >> bit) & 1) << 1)
 
 
 @wp.func
