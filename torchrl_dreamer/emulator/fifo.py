@@ -107,7 +107,7 @@ from torchrl_dreamer.emulator.registers import (
     R_WX,
     R_WY,
 )
-from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line, row_pixel
+from torchrl_dreamer.emulator.render import ObjectKeys, obj_on_line, row_pixel, window_enabled
 from torchrl_dreamer.emulator.render_cgb import (
     WHITE,
     bg_over_object,
@@ -375,9 +375,6 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     if m.st[i, S_CGB] == MODEL_CGB_COMPAT:
         keep = 1
     cgb = m.st[i, S_CGB] == MODEL_CGB  # Color mode: attributes, colours, no DMG glitches
-    win_bits = 0x21  # the window needs LCDC.5 and, on a DMG, LCDC.0
-    if cgb:
-        win_bits = 0x20
     # OAM scan (OAM cannot change in mode 3): the first 10 objects on the line, by X then index;
     # the entries read while an OAM DMA ran are judged with the scan's latch (oam_view), the Y of
     # a selected one kept in its key
@@ -551,7 +548,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
             # window trigger, checked after the shifter (outside object fetches): the next pixel
             # is at x = WX - 7 (WX < 7: among the invisible pixels, the window's first 7 - WX
             # pixels unseen), or at WX - 6 when the match was missed (LCDC.5 was off on it)
-            if stall == 0 and ((fetch >> 4) & 1) == 0 and (lcdc & win_bits) == win_bits and (win & 2) != 0:
+            if stall == 0 and ((fetch >> 4) & 1) == 0 and window_enabled(lcdc, cgb) and (win & 2) != 0:
                 wx = int(m.hram[i, R_WX])
                 if ((sx + 7 == wx or (sx + WIN_LATE == wx and sx > WIN_LATE - 7))
                         and (sx < 0 or (fine >> 4) >= (fine & 7))):

@@ -57,7 +57,6 @@ from torchrl_dreamer.emulator.registers import (
     LCDC_OBJ_ON,
     LCDC_OBJ_TALL,
     LCDC_ON,
-    LCDC_WIN_ON,
     R_BGP,
     R_LCDC,
     R_LY,
@@ -81,6 +80,7 @@ from torchrl_dreamer.emulator.render import (
     obj_on_line,
     pack_line_packed2,
     render_scanline,
+    window_enabled,
     window_line,
     window_state,
 )
@@ -296,12 +296,9 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
         return c & 511
     scx = int(m.hram[i, R_SCX]) & 7
     n = MODE3_DOT + MODE3_DOTS + scx
-    lcdc = int(m.hram[i, R_LCDC])
-    if m.st[i, S_CGB] == MODEL_CGB:
-        lcdc = lcdc | LCDC_BG_ON  # Color mode: the window needs LCDC.5 only (LCDC.0 is priority)
     wx = int(m.hram[i, R_WX])
-    if ((lcdc & (LCDC_WIN_ON | LCDC_BG_ON)) == LCDC_WIN_ON | LCDC_BG_ON and int(m.hram[i, R_WY]) <= line
-            and wx < 167):
+    if (window_enabled(int(m.hram[i, R_LCDC]), m.st[i, S_CGB] == MODEL_CGB)
+            and int(m.hram[i, R_WY]) <= line and wx < 167):
         n = n + 6  # the fetcher restarts for the window
         if wx == 0 and scx != 0:
             n = n + 1  # one dot later for WX = 0 with SCX & 7 > 0 (fifo.py, window)

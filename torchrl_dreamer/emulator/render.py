@@ -42,6 +42,8 @@ from __future__ import annotations
 import torch
 import warp as wp
 
+from torchrl_dreamer.emulator.registers import LCDC_BG_ON, LCDC_WIN_ON
+
 __all__ = [
     "VRAM_SIZE",
     "OAM_SIZE",
@@ -59,6 +61,7 @@ __all__ = [
     "render_frame",
     "obj_on_line",
     "row_pixel",
+    "window_enabled",
     "SOURCE_BG",
     "SOURCE_OBJ0",
     "SOURCE_OBJ1",
@@ -118,6 +121,17 @@ def _pixel_color(lo: int, hi: int, bit: int):
 
 
 @wp.func
+def window_enabled(lcdc: int, color_mode: bool) -> bool:
+    """Whether LCDC lets the window show: LCDC.5, and on a DMG (and in the Color's compatibility
+    mode) LCDC.0 too; in Color mode LCDC.0 is the background's master priority instead, so
+    LCDC.5 alone. The line renderers, the pixel pipeline and the mode-3 length all ask this."""
+    need = LCDC_WIN_ON | LCDC_BG_ON
+    if color_mode:
+        need = LCDC_WIN_ON
+    return (lcdc & need) == need
+
+
+@wp.func
 def row_pixel(lo: int, hi: int, px: int, xflip: bool) -> int:
     """Colour index 0-3 of pixel ``px`` (0 = leftmost) of the tile row ``lo`` / ``hi``, read
     from the right end when ``xflip`` (an object's or a Color map attribute's X flip); every
@@ -170,7 +184,7 @@ def render_scanline_row(
 
     triggered = (win_line & WIN_TRIGGERED) != 0 or ly == wy
     win_count = win_line & WIN_COUNT_MASK
-    window_on = (lcdc & 0x21) == 0x21 and triggered and wx < 167
+    window_on = window_enabled(lcdc, False) and triggered and wx < 167
     win_x0 = wx - 7
 
     # Pass 1: background / window colour indices 0..3 into fb.

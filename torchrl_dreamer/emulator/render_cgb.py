@@ -38,6 +38,7 @@ from torchrl_dreamer.emulator.render import (
     ObjectKeys,
     obj_on_line,
     row_pixel,
+    window_enabled,
 )
 
 __all__ = ["WHITE", "STOP_VRAM_LOCKED", "STOP_IN_MODE3", "rgb555_shade", "palette_colour",
@@ -156,7 +157,7 @@ def render_line_cgb(i: int, m: wp.ref[Mem], ly: int, lcdc: int, scx: int, scy: i
         return win_line
     triggered = (win_line & WIN_TRIGGERED) != 0 or ly == wy
     win_count = win_line & WIN_COUNT_MASK
-    window_on = (lcdc & 0x20) != 0 and triggered and wx < 167
+    window_on = window_enabled(lcdc, True) and triggered and wx < 167
     win_x0 = wx - 7
     # pass 1: BG and window scratch bytes
     bg_end = int(_W)
