@@ -98,10 +98,17 @@ def square_period(i: int, m: wp.ref[Mem], ch: int) -> int:
 
 @wp.func
 def noise_tick(i: int, m: wp.ref[Mem]) -> int:
-    """Dots per increment of the noise channel's counter (NR43's divisor code: 4 for code 0,
-    else 8 x code); the LFSR shifts at every rising edge of the counter's bit ``NR43 >> 4``, so
-    once every ``tick << (shift + 1)`` dots."""
-    code = int(m.hram[i, R_NR43]) & 7
+    """Dots per increment of the noise channel's counter with NR43 as it is
+    (:func:`divisor_dots`); the LFSR shifts at every rising edge of the counter's bit
+    ``NR43 >> 4``, so once every ``tick << (shift + 1)`` dots."""
+    return divisor_dots(int(m.hram[i, R_NR43]))
+
+
+@wp.func
+def divisor_dots(nr43: int) -> int:
+    """Dots per increment of the noise counter for NR43 value ``nr43``: its divisor code
+    (bits 0-2) x 8, 4 for code 0."""
+    code = nr43 & 7
     if code == 0:
         return 4
     return code * 8
@@ -190,9 +197,9 @@ def noise_nr43_write(i: int, m: wp.ref[Mem], v: int) -> int:
     if (counter & 0x1000) != 0:
         eff = eff | 0x10
     if (ctr & NOISE_RELOADED) != 0:
-        cnt = 4
+        cnt = divisor_dots(v)
         if (v & 7) != 0:
-            cnt = (v & 7) * 8 + noise_phase_wait(m.st[i, S_APU_PH])
+            cnt = cnt + noise_phase_wait(m.st[i, S_APU_PH])
         m.st[i, S_APU_NOISE_CNT] = cnt
         m.st[i, S_APU_NOISE_CTR] = ctr & (NOISE_COUNTER | NOISE_RELOADED)
     return ((eff >> (v >> 4)) & 1) & (1 - ((eff >> (old >> 4)) & 1))
