@@ -147,10 +147,10 @@ def square_trigger(i: int, m: wp.ref[Mem], ch: int):
 def noise_trigger(i: int, m: wp.ref[Mem]):
     """A noise trigger clears the LFSR and reloads the counter's countdown; the counter keeps
     its value (it is cleared only by power-off), so the first shift comes at the next rising
-    edge of its bit ``NR43 >> 4``. The countdown: with divisor code 0, 12 dots rounded up to
-    the 1 MHz grid (from silence after power-on: half a shift period plus 8 dots, SameSuite
-    ``channel_4_delay``, ``channel_4_align``); with codes 1-7 one tick plus 8 dots plus
-    :func:`noise_phase_wait`, 8 dots less at phases 0 and 6 where code 1 instead waits 4 dots
+    edge of its bit ``NR43 >> 4``. The countdown is one tick plus 8 dots: with divisor code 0
+    (a tick of 4 dots) rounded up to the 1 MHz grid, :func:`on_1mhz_grid` (from silence after
+    power-on: half a shift period plus 8 dots, SameSuite ``channel_4_delay``,
+    ``channel_4_align``); with codes 1-7 plus :func:`noise_phase_wait`, 8 dots less at phases 0 and 6 where code 1 instead waits 4 dots
     less and its next tick 4 dots more (``channel_4_frequency_alignment``,
     ``channel_4_equivalent_frequencies``: the same period written two ways starts one M-cycle
     apart, depending on the trigger's phase). A retrigger while the channel plays finds the
@@ -161,9 +161,10 @@ def noise_trigger(i: int, m: wp.ref[Mem]):
     ph = m.st[i, S_APU_PH]
     code = int(m.hram[i, R_NR43]) & 7
     ctr = m.st[i, S_APU_NOISE_CTR] & NOISE_COUNTER
-    cnt = 12 + (ph & 2)
+    first = noise_tick(i, m) + 8  # one tick plus 8 dots, then aligned by the phase
+    cnt = on_1mhz_grid(i, m, first)
     if code != 0:
-        cnt = noise_tick(i, m) + 8 + noise_phase_wait(ph)
+        cnt = first + noise_phase_wait(ph)
         if ((ph >> 1) + 1) & 3 < 2:
             if code == 1:
                 cnt = cnt - 4
