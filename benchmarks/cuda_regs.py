@@ -24,7 +24,9 @@ Prints one JSON line per figure in the benchmarks' format (``bench``, ``case``, 
 revision (``git archive``) the same way and reports them as the peer; without it ``peer`` is
 null and ``note`` says so (the figures recorded last are in
 ``docs/concepts/running_on_gpu.md``). For counts, ``speedup`` is ``peer / ours`` (above 1:
-fewer registers or bytes than the peer).
+fewer registers or bytes than the peer). With a baseline and ``ptxas``, one more line per
+out-of-line function of ``gb_run`` whose spills changed (``gb_run_sm90_fn:<name>_...``, largest
+change first), which says where a change of the kernel's spills came from.
 
 Usage: ``python benchmarks/cuda_regs.py [--arch 90] [--cache-dir .warp_aot] [--ptxas PATH]
 [--baseline REV]``. A cold compile takes 1-5 minutes on 2 cores; a cached one is read at once.
@@ -155,14 +157,27 @@ _PROPS = re.compile(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack fra
 _USED = re.compile(r"Used (\d+) registers")
 
 
-def parse_ptxas_verbose(log: str) -> dict[str, dict[str, int]]:
+_WP_FUNC = re.compile(r"_cu_[0-9a-f]{8}(\d+)")  # Warp's mangling: ..._cu_<hash8><len><name>
+
+
+def wp_func_name(mangled: str) -> str:
+    """The ``wp.func`` name inside a device function's mangled name (``idle_loop_0`` for
+    ``_ZN88_INTERNAL_..._cu_f23cfb9511idle_loop_0EiP12Mem_...``); the mangled name itself when
+    it is not Warp's."""
+    m = _WP_FUNC.search(mangled)
+    return mangled[m.end():m.end() + int(m.group(1))] if m else mangled
+
+
+def parse_ptxas_verbose(log: str) -> dict[str, dict[str, Any]]:
     """Per entry function of a ``ptxas -v`` log: ``registers``, ``frame_bytes``,
-    ``spill_store_bytes``, ``spill_load_bytes``; and ``callee_spill_*`` summed over the
-    device functions compiled with that entry (Warp's out-of-line ``wp.func``)."""
-    out: dict[str, dict[str, int]] = {}
+    ``spill_store_bytes``, ``spill_load_bytes``; ``callee_spill_*`` summed over the device
+    functions compiled with that entry (Warp's out-of-line ``wp.func``), and ``functions``:
+    each of those by its ``wp.func`` name, ``(spill store bytes, spill load bytes)``."""
+    out: dict[str, dict[str, Any]] = {}
     blocks = _ENTRY.split(log)
     for name, body in zip(blocks[1::2], blocks[2::2]):
-        entry = {"callee_spill_store_bytes": 0, "callee_spill_load_bytes": 0}
+        entry: dict[str, Any] = {"callee_spill_store_bytes": 0, "callee_spill_load_bytes": 0,
+                                 "functions": {}}
         used = _USED.search(body)
         if used:
             entry["registers"] = int(used.group(1))
@@ -173,8 +188,22 @@ def parse_ptxas_verbose(log: str) -> dict[str, dict[str, int]]:
             else:
                 entry["callee_spill_store_bytes"] += int(stores)
                 entry["callee_spill_load_bytes"] += int(loads)
+                entry["functions"][wp_func_name(fn)] = (int(stores), int(loads))
         out[name] = entry
     return out
+
+
+def function_changes(ours: dict[str, Any], peer: dict[str, Any], kernel: str = "gb_run",
+                     ) -> list[tuple[str, tuple[int, int] | None, tuple[int, int] | None]]:
+    """The out-of-line functions of ``kernel`` whose spill bytes differ between two
+    measurements, largest change of stored bytes first: ``(name, ours, peer)``, ``None`` where
+    a side does not have the function (new, inlined or gone)."""
+    a = ours["kernels"].get(kernel, {}).get("functions", {})
+    b = peer["kernels"].get(kernel, {}).get("functions", {})
+    rows = [(f, tuple(a[f]) if f in a else None, tuple(b[f]) if f in b else None)
+            for f in sorted(set(a) | set(b))]
+    rows = [r for r in rows if r[1] != r[2]]
+    return sorted(rows, key=lambda r: -abs((r[1] or (0, 0))[0] - (r[2] or (0, 0))[0]))
 
 
 def find_ptxas(explicit: str | None = None) -> str | None:
@@ -332,6 +361,17 @@ def main(argv: list[str] | None = None) -> int:
             peer = _measure_tree(Path(tmp), args.arch, ptxas)
     for line in result_lines(ours, peer, args.arch, f"baseline:{args.baseline}" if peer else None):
         print(json.dumps(line), flush=True)
+    if peer is not None:  # where the spills moved: gb_run's out-of-line functions that changed
+        for fn, mine, theirs in function_changes(ours, peer):
+            print(json.dumps({
+                "bench": "cuda_regs", "case": f"gb_run_sm{args.arch}_fn:{fn}_spill_store_bytes"
+                f"_vs_baseline:{args.baseline}", "ours": mine[0] if mine else None,
+                "peer": theirs[0] if theirs else None,
+                "unit": "bytes of spill stores in this out-of-line function (ptxas -v; null: "
+                        "not an out-of-line function on that side)",
+                "speedup": round(theirs[0] / mine[0], 3) if mine and theirs and mine[0] else None,
+                "spill_load_bytes": [mine[1] if mine else None, theirs[1] if theirs else None]}),
+                flush=True)
     for kernel, info in ours["kernels"].items():
         if "ptxas_mismatch" in info:
             print(f"# {kernel}: ptxas on the PTX gave {info['ptxas_mismatch']}, the cubin "

@@ -475,9 +475,16 @@ def _env_case_fits(ctx: Context, case: str, est: float, reserve: float) -> bool:
     if ctx.budget.fits(est, reserve):
         return True
     ctx.out.emit(part="env", case=case, status="skipped",
-                 reason=f"estimated {est:.0f} s, {ctx.budget.left() - reserve:.0f} s left "
-                        "before the reserve of the learner and tests")
+                 reason=f"estimated {est:.0f} s, {_left_phrase(ctx, reserve)}")
     return False
+
+
+def _left_phrase(ctx: Context, reserve: float) -> str:
+    """What is left of the budget for a case, naming the reserve only when there is one."""
+    left = ctx.budget.left() - reserve
+    if reserve > 0:
+        return f"{left:.0f} s left before the {reserve:.0f} s kept for the later parts"
+    return f"{left:.0f} s left of the budget"
 
 
 def part_env(ctx: Context) -> None:
@@ -633,8 +640,7 @@ def part_cpu(ctx: Context) -> None:
             case = f"{game}_N{n}_cpu_all_cores"
             if not ctx.budget.fits(est, reserve):
                 ctx.out.emit(part="cpu", case=case, status="skipped",
-                             reason=f"estimated {est:.0f} s, {ctx.budget.left() - reserve:.0f} s "
-                                    "left before the reserve of the learner and tests")
+                             reason=f"estimated {est:.0f} s, {_left_phrase(ctx, reserve)}")
                 continue
             try:
                 if procs:

@@ -273,7 +273,8 @@ ptxas info    : Used 255 registers, used 0 barriers, 856 bytes cumulative stack 
     rep = regs.parse_ptxas_verbose(log)
     assert rep["gb_run_x"] == {"registers": 255, "frame_bytes": 5664, "spill_store_bytes": 11404,
                                "spill_load_bytes": 17624, "callee_spill_store_bytes": 240,
-                               "callee_spill_load_bytes": 256}
+                               "callee_spill_load_bytes": 256,
+                               "functions": {"helper_a": (236, 236), "helper_b": (4, 20)}}
     assert rep["gb_peek_y"]["spill_store_bytes"] == 108
     assert rep["gb_peek_y"]["callee_spill_store_bytes"] == 0
 
@@ -302,3 +303,34 @@ def test_missing_warp_is_installed_from_its_parts(tmp_path, capsys):
     assert not suite.install_missing(args, ["warp"], out)
     assert out.lines[-1]["status"] == "error" and "2/w.001" in out.lines[-1]["reason"]
     capsys.readouterr()
+
+
+def test_a_skipped_case_names_the_reserve_only_when_later_parts_keep_one():
+    suite = _load("gpu_suite")
+    ctx = SimpleNamespace(budget=suite.Budget(100.0, __import__("time").time()))
+    alone = suite._left_phrase(ctx, 0.0)
+    assert "of the budget" in alone and "kept" not in alone
+    kept = suite._left_phrase(ctx, 40.0)
+    assert "kept for the later parts" in kept and kept.startswith(("59 s", "60 s"))
+
+
+def test_out_of_line_functions_are_named_and_their_spill_changes_listed():
+    regs = _load("cuda_regs")
+    mangled = "_ZN88_INTERNAL_00000000_57_wp_x_cu_f23cfb9511idle_loop_0EiP12Mem_be861c04"
+    assert regs.wp_func_name(mangled) == "idle_loop_0"
+    assert regs.wp_func_name("helper_a") == "helper_a"
+    log = """ptxas info    : Compiling entry function 'gb_run_x' for 'sm_90'
+ptxas info    : Function properties for gb_run_x
+    64 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers, 64 bytes cumulative stack size
+ptxas info    : Function properties for _ZN88_INTERNAL_0_wp_x_cu_0123abcd9io_read_0EiP3Mem
+    0 bytes stack frame, 408 bytes spill stores, 564 bytes spill loads
+ptxas info    : Function properties for _ZN88_INTERNAL_0_wp_x_cu_0123abcd6sync_0EiP3Mem
+    0 bytes stack frame, 20 bytes spill stores, 128 bytes spill loads
+"""
+    ours = {"kernels": {"gb_run": regs.parse_ptxas_verbose(log)["gb_run_x"]}}
+    assert ours["kernels"]["gb_run"]["functions"] == {"io_read_0": (408, 564), "sync_0": (20, 128)}
+    peer = {"kernels": {"gb_run": {"functions": {"io_read_0": [216, 252], "sync_0": [20, 128],
+                                                 "gone_0": [4, 4]}}}}
+    assert regs.function_changes(ours, peer) == [("io_read_0", (408, 564), (216, 252)),
+                                                 ("gone_0", None, (4, 4))]
