@@ -77,17 +77,19 @@ from typing import IO, Any
 _HERE = Path(__file__).resolve().parent
 REPO = _HERE.parent
 # benchmarks/ holds scripts named like packages (ray.py); the tree measured is this checkout,
-# importable without an install (the GPU machine has none)
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+# importable without an install (the GPU machine has none), or the checkout GPU_SUITE_TREE names
+# (the ``ab`` part's baseline, measured by a child run of this script)
+TREE = Path(os.environ.get("GPU_SUITE_TREE") or REPO).resolve()
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() not in (_HERE, TREE)]
+sys.path.insert(0, str(TREE))
 
 DEFAULT_ROMS = REPO / ".gpu_roms"
 DEFAULT_AOT = REPO / ".warp_aot"
 DEFAULT_WHEELS = REPO / ".whl"
 DEFAULT_WARP_PARTS = REPO / ".gpu_warp"
+DEFAULT_BASELINE = REPO / ".gpu_baseline"
 DEFAULT_SITE = Path(tempfile.gettempdir()) / "gpu_suite_site"
-PARTS = ("system", "env", "cpu", "learner", "collector", "tests", "e2e")
+PARTS = ("system", "env", "ab", "cpu", "learner", "collector", "tests", "e2e")
 AOT_ARCH = 90
 
 # import name -> distribution, for what the suite needs on the GPU machine
@@ -200,13 +202,13 @@ class Plan:
     def make(cls, args: argparse.Namespace) -> Plan:
         if args.dry_run:
             plan = cls("cpu", [8], 0.3, 4, 0.3, ["tiny"], 2, 8, 1, 16,
-                       {"env": 5, "cpu": 5, "learner": 10, "collector": 20, "tests": 10,
-                        "e2e": 0})
+                       {"env": 5, "ab": 5, "cpu": 5, "learner": 10, "collector": 20,
+                        "tests": 10, "e2e": 0})
         else:
             plan = cls("cuda", [1024, 4096, 16384, 65536], 2.0, 64, 3.0, ["tiny", "S", "M"],
                        16, 64, 5, 256,
-                       {"env": 20, "cpu": 40, "learner": 40, "collector": 60, "tests": 90,
-                        "e2e": 150})
+                       {"env": 20, "ab": 30, "cpu": 40, "learner": 40, "collector": 60,
+                        "tests": 90, "e2e": 150})
         if args.sizes:
             plan.sizes = sorted(args.sizes)
         if args.presets:
@@ -224,6 +226,7 @@ class Context:
     out: Output
     roms: Path | None
     gpu_rates: dict[str, float] = field(default_factory=dict)  # best env steps/s per game
+    env_rates: dict[str, float] = field(default_factory=dict)  # env steps/s per env case
     states: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -493,6 +496,8 @@ def part_env(ctx: Context) -> None:
     for game, why in missing.items():
         ctx.out.emit(part="env", case=game, status="skipped", reason=why)
     reserve = _reserve(ctx, "learner", "collector", "tests")
+    if _ab_planned(ctx):  # the baseline measures the same cases after this part: half is its
+        reserve += max(0.0, ctx.budget.left() - reserve) / 2
     step_s: dict[str, tuple[int, float]] = {}  # last measured (N, seconds a step) per game
     unit = "env steps/s (24 frames, packed2 rendered, task reward, random actions)"
     for n in ctx.plan.sizes:
@@ -512,6 +517,7 @@ def part_env(ctx: Context) -> None:
                 ctx.out.emit(part="env", case=case, status="failed", reason=_why(err))
                 continue
             step_s[game] = (n, r["step_s"])
+            ctx.env_rates[case] = r["rate"]
             ctx.gpu_rates[game] = max(ctx.gpu_rates.get(game, 0.0), r["rate"])
             ctx.out.result("env", case, r["rate"], None, unit, frames_per_s=round(r["rate"] * 24),
                            step_s=round(r["step_s"], 4), first_step_s=round(r["first_step_s"], 3),
@@ -528,9 +534,80 @@ def part_env(ctx: Context) -> None:
         except Exception as err:  # noqa: BLE001 - one case failing must not end the part
             ctx.out.emit(part="env", case=case, status="failed", reason=_why(err))
             continue
+        ctx.env_rates[case] = r["rate"]
         ctx.gpu_rates[game] = max(ctx.gpu_rates.get(game, 0.0), r["rate"])
         ctx.out.result("env", case, r["rate"], n / s0, unit + "; peer: one launch a step",
                        step_s=round(r["step_s"], 4), timed_steps=r["steps"])
+
+
+# ------------------------------------------------------------------------------ ab
+def _ab_planned(ctx: Context) -> bool:
+    return "ab" in ctx.args.parts and bool(ctx.args.baseline_tree)
+
+
+def baseline_label(tree: Path) -> str:
+    """What ``tree`` is: the revision ``--prepare baseline`` wrote into its ``REV`` file."""
+    rev = tree / "REV"
+    return rev.read_text().strip() if rev.is_file() else str(tree)
+
+
+def part_ab(ctx: Context) -> str | None:
+    """The env part's cases again on another checkout's emulator (``--baseline-tree``, built by
+    ``--prepare baseline --baseline-rev REV``), in a child run of this script on the same
+    machine, and each case's rate against it: the one comparison of two kernels that rates
+    measured on different leases cannot give (the same code has moved by a third between
+    leases)."""
+    if not ctx.args.baseline_tree:
+        return ("no --baseline-tree: --prepare baseline --baseline-rev REV builds "
+                f"{DEFAULT_BASELINE.name}/ to carry")
+    base = Path(ctx.args.baseline_tree).resolve()
+    if not (base / "torchrl_dreamer").is_dir():
+        raise ValueError(f"--baseline-tree {base} holds no torchrl_dreamer/ package; build it "
+                         "with --prepare baseline --baseline-rev REV")
+    if "env" not in ctx.args.parts or not ctx.env_rates:
+        return "the env part measured no case to compare (run it with --parts env,ab)"
+    limit = ctx.budget.left() - _reserve(ctx, "cpu", "learner", "collector", "tests") - 5
+    if limit < ctx.plan.min_cost["ab"]:
+        return f"{limit:.0f} s left for the baseline, it needs about {ctx.plan.min_cost['ab']} s"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--parts", "system,env", "--no-install",
+           "--budget", f"{limit:.0f}"]
+    if ctx.args.dry_run:
+        cmd.append("--dry-run")
+    if ctx.args.games:
+        cmd += ["--games", *ctx.args.games]
+    if ctx.args.sizes:
+        cmd += ["--sizes", *map(str, ctx.args.sizes)]
+    if ctx.roms:
+        cmd += ["--roms", str(ctx.roms)]
+    if ctx.args.aot:
+        cmd += ["--aot", ctx.args.aot]
+    env = {k: v for k, v in os.environ.items() if k != "GPU_SUITE_T0"}  # its own budget clock
+    env["GPU_SUITE_TREE"] = str(base)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO,
+                         timeout=limit + 30, check=False)
+    theirs: dict[str, float] = {}
+    label = baseline_label(base)
+    for text in res.stdout.splitlines():
+        if not text.startswith("{"):
+            continue
+        line = json.loads(text)
+        if line.get("part") == "system" and "aot" in line:
+            ctx.out.emit(part="ab", case="baseline_aot", status="ok", baseline=label,
+                         aot=line["aot"])
+        if line.get("part") == "env" and line.get("ours") is not None:
+            theirs[line["case"]] = float(line["ours"])
+        elif line.get("part") == "env" and line.get("status") in ("skipped", "failed") \
+                and "case" in line:
+            ctx.out.emit(part="ab", case=f"{line['case']}_baseline", status=line["status"],
+                         reason=line.get("reason"))
+    if res.returncode not in (0, 1) or not theirs:
+        raise RuntimeError(f"the baseline run ({label}) measured nothing (exit "
+                           f"{res.returncode}): {(res.stderr or res.stdout)[-1500:]}")
+    unit = "env steps/s, this tree against the baseline's on the same machine"
+    for case, rate in ctx.env_rates.items():
+        if case in theirs:
+            ctx.out.result("ab", f"{case}_vs_baseline", rate, theirs[case], unit, baseline=label)
+    return None
 
 
 # ------------------------------------------------------------------------------ cpu
@@ -967,7 +1044,8 @@ def _why(err: BaseException) -> str:
     return f"{type(err).__name__}: {err} | {''.join(tb[-3:])[-1200:]}"
 
 
-PART_FUNCS = {"system": part_system, "env": part_env, "cpu": part_cpu, "learner": part_learner,
+PART_FUNCS = {"system": part_system, "env": part_env, "ab": part_ab, "cpu": part_cpu,
+              "learner": part_learner,
               "collector": part_collector, "tests": part_tests, "e2e": part_e2e}
 
 
@@ -1010,9 +1088,11 @@ def prepare_states(roms: Path) -> list[str]:
     return names
 
 
-def prepare_aot(aot: Path, arch: int) -> dict[str, Any]:
-    """Compile the CUDA modules for ``sm_<arch>`` into the Warp kernel cache ``aot`` (in a
-    subprocess pointed at it) and drop the cache's stale module folders."""
+def prepare_aot(aot: Path, arch: int, tree: Path = REPO) -> dict[str, Any]:
+    """Compile the CUDA modules of ``tree``'s emulator for ``sm_<arch>`` into the Warp kernel
+    cache ``aot`` (in a subprocess pointed at it). For this checkout, drop the cache's stale
+    module folders (those of a baseline the manifest names are kept) and write the manifest;
+    for a baseline tree, add its modules to the manifest."""
     script = (
         "import importlib.util, json, sys, warp as wp\n"
         "wp.config.log_level = wp.LOG_WARNING\nwp.init()\n"
@@ -1027,20 +1107,31 @@ def prepare_aot(aot: Path, arch: int) -> dict[str, Any]:
         "out['status'] = gs.aot_status(None, " + str(arch) + ")\n"
         "out['cache'] = wp.config.kernel_cache_dir\n"
         "print(json.dumps(out))\n")
-    env = dict(os.environ, WARP_CACHE_PATH=str(aot.resolve()))
+    env = dict(os.environ, WARP_CACHE_PATH=str(aot.resolve()), GPU_SUITE_TREE=str(tree))
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, cwd=REPO, check=False)
     if res.returncode != 0:
         raise RuntimeError(f"AOT compile failed: {res.stderr[-3000:]}")
     info = json.loads(res.stdout.strip().splitlines()[-1])
-    keep = {v["module"] for k, v in info.items() if isinstance(v, dict) and "module" in v}
+    mods = {v["module"] for k, v in info.items() if isinstance(v, dict) and "module" in v}
+    path = aot / "prepared.json"
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    if Path(tree).resolve() != REPO.resolve():
+        manifest = {**old, "baseline": {"rev": baseline_label(Path(tree)),
+                                        "modules": sorted(mods)}}
+        path.write_text(json.dumps(manifest, indent=1))
+        return manifest["baseline"]
+    base = old.get("baseline") if DEFAULT_BASELINE.is_dir() else None
+    keep = mods | set(base["modules"] if base else [])
     cache = Path(info["cache"])
     for d in cache.glob("wp_*"):
         if d.is_dir() and d.name not in keep:
             shutil.rmtree(d, ignore_errors=True)  # an older tree's modules
     manifest = {"commit": _commit(), "date": time.strftime("%Y-%m-%d"), "arch": arch,
-                "warp": _version("warp-lang"), "modules": sorted(keep)}
-    (aot / "prepared.json").write_text(json.dumps(manifest, indent=1))
+                "warp": _version("warp-lang"), "modules": sorted(mods)}
+    if base:
+        manifest["baseline"] = base
+    path.write_text(json.dumps(manifest, indent=1))
     return manifest
 
 
@@ -1154,13 +1245,35 @@ def _size_mib(paths: list[Path]) -> float:
     return total / 2**20
 
 
+def prepare_baseline(rev: str | None, dest: Path) -> Path:
+    """Extract ``rev``'s ``torchrl_dreamer`` package into ``dest`` (replacing what was there),
+    with a ``REV`` file naming it: the tree the ``ab`` part measures as the baseline."""
+    if not rev:
+        raise ValueError("--prepare baseline needs --baseline-rev REV (a git revision)")
+    short = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", f"{rev}^{{commit}}"],
+                           capture_output=True, text=True, check=False)
+    if short.returncode != 0:
+        raise ValueError(f"--baseline-rev {rev!r} is not a revision of this repository: "
+                         f"{short.stderr.strip()}")
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "torchrl_dreamer"],
+                             capture_output=True, check=True).stdout
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    (dest / "REV").write_text(short.stdout.strip() + "\n")
+    return dest
+
+
 def prepare(args: argparse.Namespace) -> int:
     """``--prepare``: build the carried folders here (see the module docstring)."""
     steps = set(PREPARE_STEPS if args.prepare == "all" else args.prepare.split(","))
-    unknown = steps - set(PREPARE_STEPS)
+    unknown = steps - set(PREPARE_STEPS) - {"baseline"}
     if unknown:
-        print(f"unknown --prepare steps {sorted(unknown)}; choose from {', '.join(PREPARE_STEPS)}",
-              file=sys.stderr)
+        print(f"unknown --prepare steps {sorted(unknown)}; choose from "
+              f"{', '.join(PREPARE_STEPS)}, baseline", file=sys.stderr)
+        return 2
+    if "baseline" in steps and not args.baseline_rev:
+        print("--prepare baseline needs --baseline-rev REV", file=sys.stderr)
         return 2
     roms_dest = Path(args.roms or DEFAULT_ROMS)
     import warp as wp
@@ -1179,10 +1292,19 @@ def prepare(args: argparse.Namespace) -> int:
         man = prepare_aot(Path(args.aot or DEFAULT_AOT), args.arch)
         print(f"aot: sm_{args.arch} {man['modules']} at {man['commit']} in "
               f"{time.time() - t:.0f} s")
+    if "baseline" in steps:
+        t = time.time()
+        tree = prepare_baseline(args.baseline_rev, DEFAULT_BASELINE)
+        man = prepare_aot(Path(args.aot or DEFAULT_AOT), args.arch, tree)
+        print(f"baseline: {man['rev']} into {tree}, sm_{args.arch} {man['modules']} in "
+              f"{time.time() - t:.0f} s (measure it with --parts env,ab --baseline-tree "
+              f"{tree.name})")
     if "wheels" in steps:
         print(f"wheels: {', '.join(prepare_wheels(Path(args.wheels)))}")
     carried = [Path(args.wheels).resolve(), roms_dest.resolve(),
                Path(args.aot or DEFAULT_AOT).resolve()]
+    if DEFAULT_BASELINE.is_dir():
+        carried.append(DEFAULT_BASELINE.resolve())
     tree = travelling_mib()
     if "warp" in steps:
         t = time.time()
@@ -1200,8 +1322,9 @@ def prepare(args: argparse.Namespace) -> int:
     for r in rel[:-1]:
         print(f"  run(carry=[{r!r}], command='ls -l {r}', timeout_s=120)   "
               f"# {tree + _size_mib([REPO / r]):.1f} MiB with the tree")
+    ab = f" --baseline-tree {DEFAULT_BASELINE.name}" if DEFAULT_BASELINE.is_dir() else ""
     print(f"  run(carry={last!r}, timeout_s=560,\n"
-          "      command='PYTHONUNBUFFERED=1 python3 benchmarks/gpu_suite.py --budget 480 "
+          f"      command='PYTHONUNBUFFERED=1 python3 benchmarks/gpu_suite.py --budget 480{ab} "
           "--json-out $OUT/gpu_suite.jsonl 2>&1 | tee $OUT/gpu_suite.log')   "
           f"# {tree + _size_mib([REPO / p for p in last]):.1f} MiB with the tree")
     return 0
@@ -1231,13 +1354,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="Warp kernel cache with the precompiled CUDA modules (default: .warp_aot "
                         "when present on a GPU run; the dry run keeps Warp's default cache)")
     p.add_argument("--json-out", default=None, help="also append the JSON lines to this file")
+    p.add_argument("--baseline-tree", default=None,
+                   help="the ab part: a checkout whose emulator the env cases are measured on "
+                        "again, on the same machine (--prepare baseline builds .gpu_baseline/)")
+    p.add_argument("--baseline-rev", default=None,
+                   help="--prepare baseline: the git revision to extract into .gpu_baseline/ "
+                        "and compile ahead of time beside this tree's modules")
     p.add_argument("--wheels", default=str(DEFAULT_WHEELS), help="carried wheels folder")
     p.add_argument("--warp-parts", default=str(DEFAULT_WARP_PARTS), help="carried Warp parts")
     p.add_argument("--site", default=str(DEFAULT_SITE), help="where missing packages go")
     p.add_argument("--no-install", action="store_true", help="report missing packages only")
     p.add_argument("--prepare", nargs="?", const="all", default=None,
                    help=f"build the carried folders here: all or a comma list of "
-                        f"{', '.join(PREPARE_STEPS)}")
+                        f"{', '.join(PREPARE_STEPS)}, baseline (with --baseline-rev)")
     p.add_argument("--roms-from", default=None,
                    help="--prepare: the shared ROM folder (default: $TORCHRL_DREAMER_ROMS or "
                         "../shared/roms)")

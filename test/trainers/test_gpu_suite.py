@@ -334,3 +334,29 @@ ptxas info    : Function properties for _ZN88_INTERNAL_0_wp_x_cu_0123abcd6sync_0
                                                  "gone_0": [4, 4]}}}}
     assert regs.function_changes(ours, peer) == [("io_read_0", (408, 564), (216, 252)),
                                                  ("gone_0", None, (4, 4))]
+
+
+def test_ab_part_measures_the_env_cases_again_on_a_baseline_tree(tmp_path):
+    suite = _load("gpu_suite")
+    base = suite.prepare_baseline("HEAD", tmp_path / "base")
+    assert (base / "torchrl_dreamer" / "emulator").is_dir()
+    assert suite.baseline_label(base) == subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+        text=True).stdout.strip()
+    with pytest.raises(ValueError, match="not a revision"):
+        suite.prepare_baseline("no-such-rev", tmp_path / "bad")
+    code, lines, out, err = _run("--dry-run", "--parts", "env,ab", "--games", "maze",
+                                 "--baseline-tree", str(base), "--budget", "200")
+    assert code == 0, err[-2000:]
+    ab = {ln["case"]: ln for ln in lines if ln.get("part") == "ab" and "case" in ln}
+    assert "maze_N8_cpu_vs_baseline" in ab, out[-2000:]
+    line = ab["maze_N8_cpu_vs_baseline"]
+    assert line["ours"] > 0 and line["peer"] > 0 and line["baseline"] == suite.baseline_label(base)
+    parts = {ln["part"]: ln for ln in lines if "status" in ln and "case" not in ln}
+    assert parts["ab"]["status"] == "ok"
+
+
+def test_ab_part_without_a_baseline_says_how_to_make_one():
+    code, lines, _, _ = _run("--dry-run", "--parts", "env,ab", "--games", "maze", "--budget", "60")
+    part = next(ln for ln in lines if ln.get("part") == "ab" and "case" not in ln)
+    assert part["status"] == "skipped" and "--prepare baseline" in part["reason"]
