@@ -12,6 +12,10 @@ one JSON line per result and per part, then a markdown table of them all:
    shared game found under ``--roms``, at N = 1,024 / 4,096 / 16,384 / 65,536 consoles, with
    one launch a step (``launch_frames=None``); then each game at the last size with a launch
    per frame (``launch_frames=1``, the CUDA default), that rate against the one-launch one.
+   ``ab`` (with ``--baseline-tree DIR``): the same cases on another checkout's emulator (built
+   by ``--prepare baseline --baseline-rev REV`` into ``.gpu_baseline/``, its CUDA modules
+   compiled beside this tree's), run as a child of this script on the same machine, and each
+   case's rate against it; the env part then leaves half of its time for it.
 3. ``cpu``: the same games on our CPU kernel over all the machine's cores: one env with
    ``workers=K`` when ``GameBoyEnv`` takes that keyword, else one worker process per core
    (each with its share of the consoles, all timed over the same window, rates summed); then,
