@@ -511,12 +511,13 @@ def part_env(ctx: Context) -> None:
                 est = 2 * s0 * n / n0 + ctx.plan.env_seconds + 2  # linear in N: an upper bound
             else:
                 est = ctx.plan.min_cost["env"]
-            case = f"{game}_N{n}_{ctx.plan.device}"
+            per_frame = ctx.args.per_frame_only
+            case = f"{game}_N{n}_{ctx.plan.device}" + ("_launch_per_frame" if per_frame else "")
             if not _env_case_fits(ctx, case, est, reserve):
                 continue
             try:  # one launch a step: the peer of the launch per frame below
                 r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds,
-                             launch_frames=None)
+                             launch_frames=1 if per_frame else None)
             except Exception as err:  # noqa: BLE001 - one case failing must not end the part
                 ctx.out.emit(part="env", case=case, status="failed", reason=_why(err))
                 continue
@@ -528,8 +529,8 @@ def part_env(ctx: Context) -> None:
                            setup_s=round(r["setup_s"], 2), timed_steps=r["steps"])
     # the same games with a launch per frame (GameBoyEnv(launch_frames=1), the default on CUDA
     # since 2026-11-28): the consoles of a warp meet at every frame end (benchmarks/simt.py's
-    # what-if), against the one-launch rate above
-    for game, (n, s0) in step_s.items():
+    # what-if), against the one-launch rate above (--per-frame-only: measured above instead)
+    for game, (n, s0) in ({} if ctx.args.per_frame_only else step_s).items():
         case = f"{game}_N{n}_{ctx.plan.device}_launch_per_frame"
         if not _env_case_fits(ctx, case, 2 * s0 + ctx.plan.env_seconds + 2, reserve):
             continue
@@ -581,6 +582,8 @@ def part_ab(ctx: Context) -> str | None:
         cmd += ["--games", *ctx.args.games]
     if ctx.args.sizes:
         cmd += ["--sizes", *map(str, ctx.args.sizes)]
+    if ctx.args.per_frame_only:
+        cmd.append("--per-frame-only")
     if ctx.roms:
         cmd += ["--roms", str(ctx.roms)]
     if ctx.args.aot:
@@ -1358,6 +1361,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="Warp kernel cache with the precompiled CUDA modules (default: .warp_aot "
                         "when present on a GPU run; the dry run keeps Warp's default cache)")
     p.add_argument("--json-out", default=None, help="also append the JSON lines to this file")
+    p.add_argument("--per-frame-only", action="store_true",
+                   help="the env part measures every case with a launch per frame (the CUDA "
+                        "default) and skips the one-launch peer: half the env part's time")
     p.add_argument("--baseline-tree", default=None,
                    help="the ab part: a checkout whose emulator the env cases are measured on "
                         "again, on the same machine (--prepare baseline builds .gpu_baseline/)")

@@ -346,11 +346,14 @@ def test_ab_part_measures_the_env_cases_again_on_a_baseline_tree(tmp_path):
     with pytest.raises(ValueError, match="not a revision"):
         suite.prepare_baseline("no-such-rev", tmp_path / "bad")
     code, lines, out, err = _run("--dry-run", "--parts", "env,ab", "--games", "maze",
-                                 "--baseline-tree", str(base), "--budget", "200")
+                                 "--per-frame-only", "--baseline-tree", str(base),
+                                 "--budget", "200")
     assert code == 0, err[-2000:]
+    env = [ln["case"] for ln in lines if ln.get("part") == "env" and "ours" in ln]
+    assert env == ["maze_N8_cpu_launch_per_frame"]  # no one-launch peer with --per-frame-only
     ab = {ln["case"]: ln for ln in lines if ln.get("part") == "ab" and "case" in ln}
-    assert "maze_N8_cpu_vs_baseline" in ab, out[-2000:]
-    line = ab["maze_N8_cpu_vs_baseline"]
+    assert "maze_N8_cpu_launch_per_frame_vs_baseline" in ab, out[-2000:]
+    line = ab["maze_N8_cpu_launch_per_frame_vs_baseline"]
     assert line["ours"] > 0 and line["peer"] > 0 and line["baseline"] == suite.baseline_label(base)
     parts = {ln["part"]: ln for ln in lines if "status" in ln and "case" not in ln}
     assert parts["ab"]["status"] == "ok"
