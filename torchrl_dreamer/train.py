@@ -230,6 +230,13 @@ def _train(argv: list[str]) -> int:
                            gif=trainer.run_dir / f"{name}.gif", max_steps=cfg.eval.max_steps,
                            time_limit=cfg.eval_time_limit_s, progress=cfg.run.progress)
             (trainer.run_dir / f"{name}.json").write_text(json.dumps(res.to_dict(), indent=1))
+            if res.episodes == 0 and res.unfinished:
+                part = sum(res.unfinished_returns) / res.unfinished
+                print(f"{name}: no episode finished within the evaluation's bound "
+                      f"({res.stopped_by}, {res.steps} steps); its means are NaN, the "
+                      f"{res.unfinished} unfinished ones' partial returns average {part:.3f} "
+                      f"({name}.json); raise --eval-time-limit / --eval-max-steps to finish "
+                      "them", file=sys.stderr)
             summary.update({f"{name}_{k}": v for k, v in res.to_dict().items()
                             if k not in ("returns", "lengths", "unfinished_returns", "scores")})
     summary["total_wall_s"] = time.perf_counter() - start

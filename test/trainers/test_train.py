@@ -5,6 +5,7 @@ checkpoint from another configuration."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -384,6 +385,9 @@ def test_evaluation_within_budget_reports_what_it_covered():
     cut = evaluate(env, wm, actor, max_steps=2)
     assert cut.stopped_by == "max_steps" and cut.episodes == 0 and cut.unfinished == 3
     assert len(cut.unfinished_returns) == 3 and cut.steps == 2
+    # nothing finished: the means are unknown, not a measured 0 (maze has a success rule)
+    assert math.isnan(cut.success_rate) and math.isnan(cut.mean_return)
+    assert math.isnan(cut.mean_length) and full.success_rate == full.success_rate
     none = evaluate(env, wm, actor, time_limit=0.0)
     assert none.stopped_by == "time_limit" and none.steps == 0 and none.unfinished == 3
 

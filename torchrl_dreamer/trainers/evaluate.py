@@ -55,7 +55,10 @@ class EvalResult:
     Attributes:
         episodes: episodes finished. success_rate: fraction of them ending in success (NaN for
             tasks without a notion of success: ``success_rule == "none"``).
-        mean_return, mean_length: over the finished episodes. gif: the GIF written (or None).
+        mean_return, mean_length: over the finished episodes. These means, ``success_rate``
+            and ``mean_score`` are NaN when no episode finished within the budget (see
+            ``unfinished_returns``), never a 0 that reads as a measured failure.
+        gif: the GIF written (or None).
         returns, lengths: per finished episode (env order; ``lengths`` counts env steps after
             reset).
         unfinished: episodes still running when the step or time budget ran out, with their
@@ -237,14 +240,15 @@ def evaluate(
             written = str(write_video(gif, shades.to(torch.uint8), fps=gif_fps, scale=2))
         else:
             written = str(write_gif(gif, shades, fps=gif_fps, scale=2))
-    k = max(1, int(done.sum()))
     fin = done
-    rate = float("nan") if rule == "none" else float(success[fin].float().sum()) / k
+    k = int(done.sum())
+    nan = float("nan")  # the means of no finished episode: unknown, not 0
+    rate = nan if rule == "none" or k == 0 else float(success[fin].float().sum()) / k
     return EvalResult(
-        episodes=int(done.sum()),
+        episodes=k,
         success_rate=rate,
-        mean_return=float(returns[fin].sum()) / k,
-        mean_length=float(lengths[fin].float().sum()) / k,
+        mean_return=float(returns[fin].sum()) / k if k else nan,
+        mean_length=float(lengths[fin].float().sum()) / k if k else nan,
         returns=[float(r) for r in returns[fin]],
         lengths=[int(x) for x in lengths[fin]],
         gif=written,
@@ -256,7 +260,7 @@ def evaluate(
         stopped_by=stopped_by,
         gif_episode=shown,
         gif_stride=stride,
-        mean_score=float(scores[fin].sum()) / k if scored else float("nan"),
+        mean_score=float(scores[fin].sum()) / k if scored and k else nan,
         scores=[float(x) for x in scores[fin]] if scored else [],
     )
 
