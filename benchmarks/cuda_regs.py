@@ -276,6 +276,15 @@ def measure(arch: int, ptxas: str | None) -> dict[str, Any]:
     return out
 
 
+def extract_package(rev: str, dest: Path) -> Path:
+    """``git archive rev torchrl_dreamer`` of this repository unpacked into ``dest`` (which
+    must exist): a tree whose emulator another process can import. Returns ``dest``."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "torchrl_dreamer"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
 def _worker(tree: str, arch: int, ptxas: str | None) -> None:
     sys.path.insert(0, tree)
     print(json.dumps(measure(arch, ptxas)))
@@ -355,10 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     peer = None
     if args.baseline:
         with tempfile.TemporaryDirectory() as tmp:
-            archive = subprocess.run(["git", "-C", str(REPO), "archive", args.baseline,
-                                      "torchrl_dreamer"], check=True, capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-            peer = _measure_tree(Path(tmp), args.arch, ptxas)
+            peer = _measure_tree(extract_package(args.baseline, Path(tmp)), args.arch, ptxas)
     for line in result_lines(ours, peer, args.arch, f"baseline:{args.baseline}" if peer else None):
         print(json.dumps(line), flush=True)
     if peer is not None:  # where the spills moved: gb_run's out-of-line functions that changed

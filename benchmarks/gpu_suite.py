@@ -504,6 +504,8 @@ def part_env(ctx: Context) -> None:
         reserve += max(0.0, ctx.budget.left() - reserve) / 2
     step_s: dict[str, tuple[int, float]] = {}  # last measured (N, seconds a step) per game
     unit = "env steps/s (24 frames, packed2 rendered, task reward, random actions)"
+    per_frame = ctx.args.per_frame_only  # every case with the CUDA default, no one-launch peer
+    suffix = "_launch_per_frame" if per_frame else ""
     for n in ctx.plan.sizes:
         for game in games:
             if game in step_s:
@@ -511,11 +513,10 @@ def part_env(ctx: Context) -> None:
                 est = 2 * s0 * n / n0 + ctx.plan.env_seconds + 2  # linear in N: an upper bound
             else:
                 est = ctx.plan.min_cost["env"]
-            per_frame = ctx.args.per_frame_only
-            case = f"{game}_N{n}_{ctx.plan.device}" + ("_launch_per_frame" if per_frame else "")
+            case = f"{game}_N{n}_{ctx.plan.device}{suffix}"
             if not _env_case_fits(ctx, case, est, reserve):
                 continue
-            try:  # one launch a step: the peer of the launch per frame below
+            try:  # one launch a step (the peer of the launch per frame below), or per frame
                 r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds,
                              launch_frames=1 if per_frame else None)
             except Exception as err:  # noqa: BLE001 - one case failing must not end the part
@@ -530,7 +531,7 @@ def part_env(ctx: Context) -> None:
     # the same games with a launch per frame (GameBoyEnv(launch_frames=1), the default on CUDA
     # since 2026-11-28): the consoles of a warp meet at every frame end (benchmarks/simt.py's
     # what-if), against the one-launch rate above (--per-frame-only: measured above instead)
-    for game, (n, s0) in ({} if ctx.args.per_frame_only else step_s).items():
+    for game, (n, s0) in ({} if per_frame else step_s).items():
         case = f"{game}_N{n}_{ctx.plan.device}_launch_per_frame"
         if not _env_case_fits(ctx, case, 2 * s0 + ctx.plan.env_seconds + 2, reserve):
             continue
@@ -1262,11 +1263,9 @@ def prepare_baseline(rev: str | None, dest: Path) -> Path:
     if short.returncode != 0:
         raise ValueError(f"--baseline-rev {rev!r} is not a revision of this repository: "
                          f"{short.stderr.strip()}")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "torchrl_dreamer"],
-                             capture_output=True, check=True).stdout
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    _load_sibling("cuda_regs").extract_package(rev, dest)
     (dest / "REV").write_text(short.stdout.strip() + "\n")
     return dest
 
