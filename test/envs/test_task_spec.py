@@ -525,6 +525,42 @@ def test_score_is_the_reward_without_its_shaping_terms():
                                      num_envs=1).observation_spec.keys()
 
 
+def test_bonus_is_the_exploration_part_of_the_reward():
+    """The env's ``bonus`` output: the exploration bonus each step paid (nothing at an
+    episode's first step, like the reward), so that reward - bonus is what the spec's terms
+    paid; tasks without a bonus have no ``bonus`` key."""
+    obj = {"actions": "dpad", "rom": {"logo": False}, "start": {"macro": [{"wait": 30}]},
+           "max_episode_steps": 5,
+           "reward": [{"kind": "delta", "address": 0xC0F0}],
+           "exploration": {"ram": {"addresses": [0xC0F0], "scale": 0.5, "table_bits": 8},
+                           "screen": {"scale": 0.25}}}
+    task = load_task_spec(obj, rom=rom_path("catch"))
+    assert task.has_bonus and task.has_score
+    env = GameBoyEnv(task, num_envs=2, frame_skip=8, noop_max=0, seed=0)
+    assert "bonus" in env.observation_spec.keys()
+    assert env.reset()["bonus"].tolist() == [[0.0], [0.0]]
+    noop = TensorDict({"action": torch.zeros(2, dtype=torch.int64)}, batch_size=[2])
+    prev = env.gb.read_memory(0xC0F0)[:, 0].float()
+    firsts, paid = 0, 0.0
+    for _ in range(8):
+        nxt = env.step(noop)["next"]
+        now = env.gb.read_memory(0xC0F0)[:, 0].float()
+        first = nxt["is_first"].reshape(2)
+        bonus, reward = nxt["bonus"].reshape(2), nxt["reward"].reshape(2)
+        assert torch.equal(bonus[first], torch.zeros(int(first.sum())))
+        # catch's frame counter moves every step: a new RAM value pays 0.5 (screens repeat)
+        assert bool((bonus[~first] >= 0.5).all()) and bool((bonus <= 0.75).all())
+        assert torch.allclose(reward - bonus, torch.where(first, torch.zeros(2), now - prev))
+        firsts += int(first.sum())
+        paid += float(bonus.sum())
+        prev = now
+    assert firsts == 2 and paid > 0
+    plain = load_task_spec({k: v for k, v in obj.items() if k != "exploration"},
+                           rom=rom_path("catch"))
+    assert not plain.has_bonus
+    assert "bonus" not in GameBoyEnv(plain, num_envs=1).observation_spec.keys()
+
+
 def test_episode_limit_in_frames_holds_at_any_frame_skip():
     """``max_episode_frames``: ceil(frames / frame_skip) steps, then the episode is truncated
     (not terminated) and the next step starts a new one."""

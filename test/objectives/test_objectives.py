@@ -400,6 +400,42 @@ def test_set_entropy_coef_changes_the_actor_loss_by_the_entropy_term():
         loss.set_entropy_coef(-1.0)
 
 
+def test_bonus_weight_takes_its_share_of_the_bonus_out_of_the_reward_target():
+    """With a ``bonus`` key, the reward the head learns (and the critic's replay targets get)
+    is reward - (1 - w) * bonus: w = 1 is the batch's reward exactly, w = 0 the loss of a
+    batch whose reward never held the bonus; a batch without the key ignores w."""
+    wm, _, _ = _agent()
+    loss = DreamerV3WorldModelLoss(wm)
+    assert float(loss.bonus_weight) == 1.0 and "bonus_weight" not in loss.state_dict()
+    with torch.no_grad():  # a reward head that is not all zeros, so the target shows
+        for p in wm.reward.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
+    batch = _batch()
+    bonus = torch.rand(6, 3, generator=torch.Generator().manual_seed(2))
+    with_bonus = batch.clone().set("bonus", bonus)
+    without = batch.clone().set("reward", batch["reward"] - bonus)
+
+    def run(b):
+        torch.manual_seed(7)
+        return loss(b)
+
+    plain = run(batch)
+    full = run(with_bonus)
+    assert torch.equal(full["loss_reward"], plain["loss_reward"])
+    assert torch.equal(full["posterior"]["reward"], batch["reward"])
+    loss.set_bonus_weight(0.0)
+    none = run(with_bonus)
+    torch.testing.assert_close(none["loss_reward"], run(without)["loss_reward"])
+    torch.testing.assert_close(none["posterior"]["reward"], batch["reward"] - bonus)
+    assert not torch.equal(none["loss_reward"], full["loss_reward"])
+    assert torch.equal(run(batch)["loss_reward"], plain["loss_reward"])  # no key: w unused
+    loss.set_bonus_weight(0.5)
+    torch.testing.assert_close(run(with_bonus)["posterior"]["reward"],
+                               batch["reward"] - 0.5 * bonus)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        loss.set_bonus_weight(1.5)
+
+
 def test_actor_first_continue_from_data_and_weights():
     wm, actor, critic = _agent()
     loss = DreamerV3ActorLoss(wm, actor, critic, DreamerV3LossConfig().with_(horizon=3))

@@ -258,6 +258,37 @@ def test_entropy_final_anneals_the_learner_entropy_weight_over_the_run(tmp_path)
         TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "b"), "entropy_final": -1.0})
 
 
+def test_bonus_final_weighs_the_replayed_exploration_bonus_down_over_the_run(tmp_path):
+    """--bonus-final: a spec with an exploration bonus gets a ``bonus`` field in its replay,
+    and the world-model loss's bonus weight falls from 1 to bonus_final by the end of the run,
+    logged in each progress row; a task without a bonus refuses the setting by name."""
+    from torchrl_dreamer.roms import rom_path
+    from torchrl_dreamer.trainers.builder import build_run
+
+    spec = tmp_path / "explore.yaml"
+    spec.write_text("reward: [{kind: delta, address: 0xC0F0}]\n"
+                    "exploration: {screen: {scale: 0.05}}\n")
+    base = {**SMALL, "task": None, "task_spec": str(spec), "rom": str(rom_path("catch")),
+            "total_steps": 256}
+    cfg = TrainConfig(**{**base, "log_dir": str(tmp_path / "a"), "bonus_final": 0.0})
+    trainer = DreamerTrainer(cfg, quiet=True)
+    loss = trainer.parts.learner.world_model_loss
+    assert float(loss.bonus_weight) == 1.0
+    assert "bonus" in trainer.parts.storage.fields
+    trainer.train()
+    weights = [row["bonus_weight"] for row in trainer.history]
+    assert weights[-1] == pytest.approx(0.0) and float(loss.bonus_weight) == pytest.approx(0.0)
+    assert all(a >= b for a, b in zip(weights, weights[1:]))  # it only falls
+    stored = trainer.parts.storage.fields["bonus"][: trainer.parts.storage.total_steps]
+    assert float(stored.sum()) > 0  # the bonus the env paid is in the replay
+    trainer.close()
+    with pytest.raises(ConfigError, match="bonus_final"):
+        TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "b"), "bonus_final": 2.0})
+    with pytest.raises(ConfigError, match="bonus_final=0.5 weighs an exploration bonus, but "
+                                          "task 'maze' pays none"):
+        build_run(TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "c"), "bonus_final": 0.5}))
+
+
 def test_capture_and_compile_reach_the_learner_with_one_warning_or_strict_error(tmp_path):
     """--capture / --compile / --strict-acceleration reach the run's learner through the trainer:
     on the CPU capture=True warns once and trains on the static-buffer path; strict fails

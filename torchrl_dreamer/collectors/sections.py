@@ -204,6 +204,14 @@ class LossSection:
     (policy steps of ``total_steps`` or the wall clock of ``time_limit``, whichever is further:
     :func:`~torchrl_dreamer.trainers.schedule.anneal`): broad exploration first, a policy whose
     greedy actions are its best ones at the end."""
+    bonus_final: float | None = setting(None, check=optional(number(0, high=1)))
+    """The exploration bonus's weight in the reward the world model learns, at the end of
+    training (tasks with one: a spec's ``exploration``); unset: 1 throughout. Set, the weight
+    moves from 1 to it over the run's progress, as ``entropy_final`` moves (linearly to 0), and
+    the reward head learns ``reward - (1 - weight) * bonus`` on every replayed step, old ones
+    too (the replay keeps the bonus apart: the env's ``bonus`` key). A count bonus pays an agent
+    for showing new screens, which a greedy policy can keep doing for ever (PostBot's editor);
+    weighed down at the end, the run ends optimising the game's own reward."""
     decode_stride: int | None = setting(None, check=optional(integer(1)))
     """Reconstruct every n-th step of each sampled sequence (1: all; see
     :class:`~torchrl_dreamer.objectives.DreamerV3LossConfig`); unset: the loss preset's. 2 makes

@@ -29,7 +29,9 @@ greys of the shades, ``pixels="color"`` ``uint8[N,3,72,80]`` the colours of a Ga
 ``reward`` ``float32[N,1]``, ``done``/``terminated``/``truncated`` ``bool[N,1]``, ``is_first``
 ``bool[N,1]`` and ``episode_id`` ``int32[N,1]``, plus one ``float32[N,D]`` key per RAM observation
 the task declares (:attr:`Task.observations`: each byte / 255, read after the step like the
-picture). Each step returns fresh tensors: nothing returned aliases a buffer a later step
+picture); tasks that have them add ``success`` ``bool[N,1]``, ``score`` and ``bonus``
+``float32[N,1]`` (the game's own measure, and the exploration bonus's part of the reward:
+:attr:`Task.has_success`, :attr:`Task.has_score`, :attr:`Task.has_bonus`). Each step returns fresh tensors: nothing returned aliases a buffer a later step
 overwrites (unless you ask for it with ``obs_out``).
 
 Example:
@@ -292,6 +294,9 @@ class GameBoyEnv(EnvBase):
         if self.task.has_score:  # the game's own measure beside a shaped reward
             self.observation_spec["score"] = Unbounded(shape=(n, 1), dtype=torch.float32,
                                                        device=dev)
+        if self.task.has_bonus:  # the exploration bonus's share of the reward
+            self.observation_spec["bonus"] = Unbounded(shape=(n, 1), dtype=torch.float32,
+                                                       device=dev)
         for obs in self._ram_obs:
             self.observation_spec[obs.name] = Bounded(0.0, 1.0, shape=(n, obs.size),
                                                       dtype=torch.float32, device=dev)
@@ -506,6 +511,9 @@ class GameBoyEnv(EnvBase):
         if self.task.has_score:  # like the reward: nothing at an episode's first step
             score = self.task.score().to(torch.float32)
             out["score"] = torch.where(first, torch.zeros_like(score), score).reshape(-1, 1)
+        if self.task.has_bonus:  # part of the reward, so nothing at a first step either
+            bonus = self.task.bonus().to(torch.float32)
+            out["bonus"] = torch.where(first, torch.zeros_like(bonus), bonus).reshape(-1, 1)
         return out
 
     def _truncation(self, terminated: torch.Tensor) -> torch.Tensor:
@@ -596,11 +604,13 @@ class GameBoyEnv(EnvBase):
         return out
 
     def _no_flags(self, out: TensorDictBase, no: torch.Tensor) -> None:
-        """A reset's ``success`` and ``score`` (where the task has them): nothing yet."""
+        """A reset's ``success``, ``score`` and ``bonus`` (where the task has them): nothing yet."""
         if self.task.has_success:
             out["success"] = no.reshape(-1, 1).clone()
         if self.task.has_score:
             out["score"] = no.to(torch.float32).reshape(-1, 1)
+        if self.task.has_bonus:
+            out["bonus"] = no.to(torch.float32).reshape(-1, 1)
 
     @property
     def success_rule(self) -> str:

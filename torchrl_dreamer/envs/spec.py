@@ -1007,7 +1007,8 @@ class SpecTask(Task):
     makes :meth:`prepare_start` wait a random 0..jitter extra frames before each press of the
     macro (see :meth:`prepare_start` for why there); ``start.noop_max`` becomes
     :attr:`default_noop_max`. A ``success`` predicate sets :attr:`has_success`; a ``shaping``
-    term or an exploration bonus sets :attr:`has_score` (:meth:`score`).
+    term or an exploration bonus sets :attr:`has_score` (:meth:`score`); an exploration bonus
+    also sets :attr:`has_bonus` (:meth:`bonus`: its share of the reward).
     """
 
     name = "spec"
@@ -1024,8 +1025,8 @@ class SpecTask(Task):
         self.default_max_episode_frames = spec.max_episode_frames
         self.default_noop_max = spec.noop_max
         self.has_success = bool(spec.success)
-        self.has_score = (any(t.shaping for t in spec.reward) or spec.explore_ram is not None
-                          or spec.explore_screen is not None)
+        self.has_bonus = spec.explore_ram is not None or spec.explore_screen is not None
+        self.has_score = any(t.shaping for t in spec.reward) or self.has_bonus
         self.observations = spec.observations
         self.decision_watch = spec.decision_watch
         self.decision_max_frames = spec.decision_max_frames
@@ -1130,6 +1131,8 @@ class SpecTask(Task):
             self.buffers["success"] = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         if self.has_score:
             self.buffers["score"] = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
+        if self.has_bonus:
+            self.buffers["bonus"] = torch.zeros(num_envs, dtype=torch.float32, device=self.device)
         if self.spec.explore_ram is not None:
             self._alloc_table("ram", self.spec.explore_ram[2])
         if self.spec.explore_screen is not None:
@@ -1189,15 +1192,20 @@ class SpecTask(Task):
             if score is not None and not t.shaping:
                 score += r
         self.buffers["episode"] += is_first.to(torch.int32)
+        bonus = self.buffers["bonus"].zero_() if self.has_bonus else None
         if self.spec.explore_ram is not None:
             addrs, scale, bits = self.spec.explore_ram
             h = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
             for a in addrs:
                 h = (h * _HASH_MUL + gb.read_memory(a)[:, 0].to(torch.int64) + 1) & 0xFFFFFFFF
-            reward += scale * self._visit("ram", h & ((1 << bits) - 1)).to(torch.float32).rsqrt()
+            r = scale * self._visit("ram", h & ((1 << bits) - 1)).to(torch.float32).rsqrt()
+            reward += r
+            bonus += r
         if self.spec.explore_screen is not None:
             scale, bits = self.spec.explore_screen
-            reward += scale * self._visit("screen", self.screen_key(pixels, bits)).float().rsqrt()
+            r = scale * self._visit("screen", self.screen_key(pixels, bits)).float().rsqrt()
+            reward += r  # in the order the terms were always added: rewards stay bit-identical
+            bonus += r
         terminated = self._any(self.spec.terminate, now, prev)
         truncated = self._any(self.spec.truncate, now, prev)
         if self.has_success:
@@ -1217,6 +1225,13 @@ class SpecTask(Task):
         if not self.has_score:
             return super().score()
         return self.buffers["score"].clone()
+
+    def bonus(self) -> torch.Tensor:
+        """``float32[N]``: the step's exploration bonus (RAM and screen counts), for specs with
+        :attr:`has_bonus`; the reward holds it too."""
+        if not self.has_bonus:
+            return super().bonus()
+        return self.buffers["bonus"].clone()
 
     def screen_key(self, pixels: torch.Tensor, bits: int) -> torch.Tensor:
         """A coarse hash of the packed2 frame: mean shade of 9x10 blocks (8x8 pixels),

@@ -44,9 +44,10 @@ __all__ = ["BOOKKEEPING_KEYS", "RESERVED_OBSERVATION_KEYS", "RamObservation", "T
            "TaskMismatchError",
            "check_observations", "load_state_arg", "observation_name_problem"]
 
-BOOKKEEPING_KEYS = frozenset({"is_first", "episode_id", "success", "score"})
+BOOKKEEPING_KEYS = frozenset({"is_first", "episode_id", "success", "score", "bonus"})
 """Leaves of the env's observation spec that are bookkeeping, not observations of the game: the
-episode-start flag, the episode counter, the task's success flag and its score. The collector
+episode-start flag, the episode counter, the task's success flag, its score and the exploration
+bonus's share of the reward. The collector
 does not hand them to the policy as observations and the world model does not encode them."""
 
 RESERVED_OBSERVATION_KEYS = BOOKKEEPING_KEYS | frozenset({
@@ -216,6 +217,10 @@ class Task:
             where the reward is not it (a reward with shaping terms or an exploration bonus):
             the env then emits a ``score`` key, training logs each episode's score beside its
             return and evaluation reports the mean score, so a shaped run is judged by the game.
+        has_bonus: whether :meth:`bonus` gives the exploration bonus's share of each step's
+            reward: the env then emits a ``bonus`` key, which the replay keeps, so that the
+            learner can weigh the bonus apart from the rest of the reward
+            (:attr:`~torchrl_dreamer.trainers.TrainConfig.bonus_final`).
         success_rule: how episodes count as successes when :attr:`has_success` is False:
             ``"terminal_reward"`` (ends ``terminated`` with a positive last reward, the rule of
             goal-reaching games) or ``"none"`` (returns only, no guessed success rate).
@@ -252,6 +257,7 @@ class Task:
     default_noop_max: ClassVar[int | None] = None
     has_success: ClassVar[bool] = False
     has_score: ClassVar[bool] = False
+    has_bonus: ClassVar[bool] = False
     success_rule: ClassVar[str] = "terminal_reward"
     observations: ClassVar[tuple[RamObservation, ...]] = ()
     decision_watch: ClassVar[tuple[int, ...]] = ()
@@ -430,6 +436,14 @@ class Task:
         Only called when :attr:`has_score` is True; such tasks override it.
         """
         raise NotImplementedError(f"{type(self).__name__} sets has_score but not score()")
+
+    def bonus(self) -> torch.Tensor:
+        """``float32[N]``: the exploration bonus's part of the reward of the step :meth:`compute`
+        just ran (a count bonus, which the learner may weigh down over a run).
+
+        Only called when :attr:`has_bonus` is True; such tasks override it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} sets has_bonus but not bonus()")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, rom={self.rom})"

@@ -67,6 +67,8 @@ class DreamerV3WorldModelLoss(LossModule):
             action: actions ``a_t`` (int index or float vector). reward: ``r_t``.
             is_first: episode-start flags. continue_: ``1 - terminated`` target.
             terminated: used when ``continue_`` is absent.
+            bonus: the exploration bonus's part of ``reward`` (optional: where the batch has
+            it, :meth:`set_bonus_weight` weighs it).
         """
 
         action: str = "action"
@@ -74,6 +76,7 @@ class DreamerV3WorldModelLoss(LossModule):
         is_first: str = "is_first"
         continue_: str = "continue_"
         terminated: str = "terminated"
+        bonus: str = "bonus"
 
     default_keys = _AcceptedKeys
     tensor_keys: _AcceptedKeys
@@ -116,9 +119,46 @@ class DreamerV3WorldModelLoss(LossModule):
                 f"{type(self).__name__}: loss terms {unscaled} name scales that "
                 f"{type(self.config).__name__} lacks; add the field or fix loss_scales."
             )
+        # the exploration bonus's weight in the reward target, as a tensor so that a schedule
+        # (set_bonus_weight) reaches a captured update graph too; not persistent, like the
+        # actor loss's entropy weight
+        self.register_buffer("bonus_weight", torch.ones((), device=world_model.rssm.h0.device),
+                             persistent=False)
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
         pass
+
+    def set_bonus_weight(self, value: float) -> None:
+        """Weigh the exploration bonus in the reward target by ``value`` for the next updates:
+        the target is ``reward - (1 - value) * bonus`` for batches that carry the ``bonus`` key
+        (1, the start: the reward as the env paid it; 0: the reward without the bonus). In
+        place, so a captured update graph sees it. A schedule such as
+        :attr:`~torchrl_dreamer.trainers.TrainConfig.bonus_final` calls this between updates,
+        so that a run explores with the bonus and ends optimising the game's reward.
+
+        Example:
+            >>> from torchrl_dreamer.modules import make_dreamer
+            >>> wm, _, _ = make_dreamer("tiny", {"obs": ("vector", 4)}, action_dim=2)
+            >>> loss = DreamerV3WorldModelLoss(wm)
+            >>> loss.set_bonus_weight(0.25)
+            >>> float(loss.bonus_weight)
+            0.25
+        """
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"the exploration bonus's weight must be in [0, 1], got {value}")
+        self.bonus_weight.fill_(float(value))
+
+    def reward_target(self, tensordict: TensorDictBase) -> torch.Tensor:
+        """``[T, B]`` reward the reward head learns and the critic's replay targets use: the
+        batch's ``reward``, less ``(1 - bonus_weight)`` of its ``bonus`` where it has one."""
+        keys = self.tensor_keys
+        reward = self._get(tensordict, keys.reward).float()
+        if reward.dim() == 3:
+            reward = reward.squeeze(-1)
+        if keys.bonus in tensordict.keys():
+            bonus = self._get(tensordict, keys.bonus).float().reshape(reward.shape)
+            reward = reward - (1.0 - self.bonus_weight) * bonus
+        return reward
 
     @property
     def in_keys(self):
@@ -172,9 +212,7 @@ class DreamerV3WorldModelLoss(LossModule):
             )
         obs = {k: self._get(tensordict, k) for k in wm.obs_keys}
         targets = wm.preprocess(obs)
-        reward = self._get(tensordict, keys.reward).float()
-        if reward.dim() == 3:
-            reward = reward.squeeze(-1)
+        reward = self.reward_target(tensordict)
         prev_action, is_first = rssm_inputs(
             self._get(tensordict, keys.action),
             self._get(tensordict, keys.is_first).reshape(reward.shape),

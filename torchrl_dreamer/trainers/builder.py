@@ -233,6 +233,13 @@ class RunFactories:
             schema["success"] = FieldSpec((), torch.bool)
         if "score" in env.observation_spec.keys():  # the game's measure beside a shaped reward
             schema["score"] = FieldSpec((), torch.float32)
+        if "bonus" in env.observation_spec.keys():  # the exploration bonus, weighed apart
+            schema["bonus"] = FieldSpec((), torch.float32)
+        elif cfg.loss.bonus_final is not None:
+            raise ConfigError(
+                f"bonus_final={cfg.loss.bonus_final} weighs an exploration bonus, but task "
+                f"{cfg.env.task!r} pays none (a task spec's exploration: section adds one); "
+                "unset bonus_final or add the bonus.")
         replay, run = cfg.replay, cfg.run
         memmap = Path(run.log_dir) / "replay_ring" if replay.backing == "memmap" else None
         storage = TimeMajorStorage(cfg.capacity_rows, int(env.batch_size[0]), spec=schema,

@@ -131,6 +131,8 @@ class DreamerTrainer:
         self._deadline: float | None = None
         self.entropy_now: float | None = config.loss.entropy_coef
         """The entropy bonus's weight the learner uses now (``entropy_final``'s schedule)."""
+        self.bonus_now: float = 1.0
+        """The exploration bonus's weight in the learned reward now (``bonus_final``'s schedule)."""
         self.resumed_from: Path | None = None
         if saved is not None:
             self._restore(saved, ckpt)
@@ -202,15 +204,23 @@ class DreamerTrainer:
                             time.perf_counter(), self.created, self._deadline)
 
     def _apply_schedules(self) -> None:
-        """Set the scheduled settings (``entropy_final``) for the run's progress now."""
+        """Set the scheduled settings (``entropy_final``, ``bonus_final``) for the run's
+        progress now."""
         cfg = self.config
-        if cfg.loss.entropy_final is None:
+        if cfg.loss.entropy_final is None and cfg.loss.bonus_final is None:
             return
+        progress = self.progress()
         loss = getattr(self.parts.learner, "actor_loss", None)
-        if loss is not None and hasattr(loss, "set_entropy_coef"):
+        if (cfg.loss.entropy_final is not None and loss is not None
+                and hasattr(loss, "set_entropy_coef")):
             self.entropy_now = anneal(float(cfg.loss.entropy_coef), float(cfg.loss.entropy_final),
-                                      self.progress())
+                                      progress)
             loss.set_entropy_coef(self.entropy_now)
+        loss = getattr(self.parts.learner, "world_model_loss", None)
+        if (cfg.loss.bonus_final is not None and loss is not None
+                and hasattr(loss, "set_bonus_weight")):
+            self.bonus_now = anneal(1.0, float(cfg.loss.bonus_final), progress)
+            loss.set_bonus_weight(self.bonus_now)
 
     def _record(self, bar: Any, t_start: float, steps0: int, t_chunk: float) -> dict[str, float]:
         c = self.collector
@@ -245,6 +255,8 @@ class DreamerTrainer:
             row["score"] = rec["score"]
         if self.config.loss.entropy_final is not None:
             row["entropy_coef"] = self.entropy_now
+        if self.config.loss.bonus_final is not None:
+            row["bonus_weight"] = self.bonus_now
         if bar is not None:
             bar.n = min(self.policy_steps, self.config.run.total_steps)
             left = ("" if self._deadline is None
