@@ -60,7 +60,10 @@ press length and the step the discount and replay ratio are computed for, and
 the game's own measure, and neither is the exploration bonus. A spec with either gets
 :attr:`~torchrl_dreamer.envs.task.Task.has_score`: the env emits ``score``, the sum of the other
 terms at each step, so training logs and evaluation report what the game counts (foods eaten)
-beside the shaped return.
+beside the shaped return. A spec with an exploration bonus also gets
+:attr:`~torchrl_dreamer.envs.task.Task.has_bonus`: the env emits ``bonus``, the bonus's part of
+each step's reward, which the replay keeps so that a run can weigh it down
+(:attr:`~torchrl_dreamer.trainers.TrainConfig.bonus_final`).
 
 **Watches.** A RAM watch is ``address`` (0x0000-0xFFFF), ``length`` (bytes, 1-8), ``encoding``
 and its options:
