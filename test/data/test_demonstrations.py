@@ -178,6 +178,38 @@ def test_validation_against_a_real_env(tmp_path):
     assert err.value.field == "task"
 
 
+def test_a_task_with_an_exploration_bonus_records_and_replays_it(tmp_path):
+    """A spec with an exploration bonus: the recording keeps the env's ``bonus`` beside the
+    reward, the file round-trips it, the replay check compares it and a replay with a ``bonus``
+    field gets it (zeros from a recording without one)."""
+    from torchrl_dreamer.data.demonstrations import replay_demonstration
+    from torchrl_dreamer.envs import load_task_spec
+
+    obj = {"actions": "dpad", "rom": {"logo": False}, "start": {"macro": [{"wait": 30}]},
+           "reward": [{"kind": "delta", "address": 0xC0F0}],
+           "exploration": {"ram": {"addresses": [0xC0F0], "scale": 0.5}}}
+
+    def env():
+        return GameBoyEnv(load_task_spec(obj, rom=rom_path("catch")), 1, seed=0, noop_max=0)
+
+    rec_env = env()
+    rec = DemonstrationRecorder(rec_env)
+    rec.begin(rec_env.reset())
+    for a in (1, 2, 0, 3):
+        rec.step(a, rec_env.fast_step(torch.tensor([a])))
+    demo = Demonstration.load(rec.save(tmp_path / "bonus.pt"))
+    assert demo.bonus is not None and demo.bonus.dtype == torch.float32
+    assert demo.bonus[0] == 0 and bool((demo.bonus[1:] > 0).all())  # catch's counter moves
+    replay_demonstration(demo, env())  # the bonus is compared with the replay's
+    schema = dict(dreamer_schema(), bonus=FieldSpec((), torch.float32))
+    st = demonstration_storage([demo], schema)
+    assert torch.equal(st.fields["bonus"][:, 0], demo.bonus)
+    old = replace(demo, bonus=None)
+    assert demonstration_storage([old], schema).fields["bonus"].abs().sum() == 0
+    with pytest.raises(DemonstrationError, match="bonus must be float32"):
+        replace(demo, bonus=demo.bonus[:-1]).check()
+
+
 # ------------------------------------------------------------------------------ the mixing
 @pytest.mark.parametrize("share,batch", [(0.25, 8), (0.3, 10), (0.5, 5), (0.0, 4), (1.0, 4)])
 def test_demonstrations_are_sampled_at_the_configured_share(share, batch):

@@ -16,6 +16,7 @@ A file is ``torch.save`` of a plain dict (loadable with ``weights_only=True``)::
     pixels uint8[T, 1, 72, 20], action int64[T], reward float32[T],
     terminated / truncated / is_first bool[T], episode_id int32[T]
     success bool[T] (only for tasks that flag success, see Task.has_success)
+    bonus float32[T] (only for tasks with an exploration bonus, see Task.has_bonus)
 
 Training with demonstrations keeps them in their own replay (like the distributed design's
 human-in-the-loop service, ``docs/ray.md``: a human's data must never be evicted by agent
@@ -146,6 +147,8 @@ class Demonstration:
         action: ``int64[T]`` index (into ``action_names``) chosen after seeing ``o_t``.
         reward, terminated, truncated, is_first, episode_id: ``[T]`` as the env returned them.
         success: ``bool[T]``, the env's ``success`` output (tasks that flag success), or None.
+        bonus: ``float32[T]``, the env's ``bonus`` output (the exploration bonus's part of
+            ``reward``, tasks with one), or None.
         rom_title: the cartridge title (for messages).
         meta: free-form plain values (seed, max_episode_steps, recorder, spec path, ...).
 
@@ -173,6 +176,7 @@ class Demonstration:
     is_first: torch.Tensor
     episode_id: torch.Tensor
     success: torch.Tensor | None = None
+    bonus: torch.Tensor | None = None
     rom_title: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -230,6 +234,10 @@ class Demonstration:
                 not isinstance(self.success, torch.Tensor) or self.success.dtype != torch.bool
                 or tuple(self.success.shape) != (t,)):
             raise DemonstrationError(f"{where}: success must be bool[{t}] or absent")
+        if self.bonus is not None and (
+                not isinstance(self.bonus, torch.Tensor) or self.bonus.dtype != torch.float32
+                or tuple(self.bonus.shape) != (t,)):
+            raise DemonstrationError(f"{where}: bonus must be float32[{t}] or absent")
         if not self.action_names:
             raise DemonstrationError(f"{where}: action_names is empty")
         if int(self.action.min()) < 0 or int(self.action.max()) >= len(self.action_names):
@@ -274,8 +282,9 @@ class Demonstration:
         }
         for name in _FIELDS:
             d[name] = getattr(self, name).detach().to("cpu").contiguous()
-        if self.success is not None:
-            d["success"] = self.success.detach().to("cpu").contiguous()
+        for name in ("success", "bonus"):
+            if getattr(self, name) is not None:
+                d[name] = getattr(self, name).detach().to("cpu").contiguous()
         return d
 
     @classmethod
@@ -304,6 +313,7 @@ class Demonstration:
         for name in _FIELDS:
             setattr(demo, name, d[name])
         demo.success = d.get("success")
+        demo.bonus = d.get("bonus")
         demo.check(where)
         return demo
 
@@ -376,9 +386,10 @@ class Demonstration:
 
         Fills ``pixels``, ``action`` (an index, or one-hot for a ``(n,)`` action field),
         ``reward``, ``is_first``, ``continue_`` (``1 - terminated``), ``terminated``,
-        ``truncated``, ``episode_id`` (plus ``episode_offset``), ``success`` (when recorded)
-        and ``control_mode`` (:data:`HUMAN`); a schema key outside these raises
-        :class:`DemonstrationError`.
+        ``truncated``, ``episode_id`` (plus ``episode_offset``), ``success`` (when recorded),
+        ``bonus`` (as recorded; zeros for a recording without one, whose reward then counts
+        whole as the game's), ``score`` (zeros) and ``control_mode`` (:data:`HUMAN`); a schema
+        key outside these raises :class:`DemonstrationError`.
         """
         n = len(self.action_names)
         out: dict[Key, torch.Tensor] = {}
@@ -413,6 +424,8 @@ class Demonstration:
                 v = self.success
             elif name == "score":  # bookkeeping (episode scores), not learned from: not recorded
                 v = torch.zeros(len(self))
+            elif name == "bonus":
+                v = self.bonus if self.bonus is not None else torch.zeros(len(self))
             elif name in ("reward", "is_first", "terminated", "truncated"):
                 v = getattr(self, name)
             else:
@@ -462,10 +475,14 @@ class DemonstrationRecorder:
                      "noop_max": int(getattr(env, "noop_max", 0)),
                      "start_pool": int(getattr(env, "start_pool", 1)),
                      **dict(meta or {})}
-        self._success = bool(getattr(getattr(env, "task", None), "has_success", False))
+        task = getattr(env, "task", None)
+        self._success = bool(getattr(task, "has_success", False))
+        self._bonus = bool(getattr(task, "has_bonus", False))
         self._rows: dict[str, list[torch.Tensor]] = {k: [] for k in _FIELDS}
         if self._success:
             self._rows["success"] = []
+        if self._bonus:
+            self._rows["bonus"] = []
 
     def __len__(self) -> int:
         return len(self._rows["pixels"])
@@ -473,8 +490,8 @@ class DemonstrationRecorder:
     def row(self, t: int) -> dict[str, torch.Tensor]:
         """Recorded row ``t`` (negative counts from the end) by field: ``pixels``, ``reward``,
         ``terminated``, ``truncated``, ``is_first``, ``episode_id``, ``action`` (the action
-        taken from it, a no-op on the last row until :meth:`step`) and ``success`` where the
-        task reports it."""
+        taken from it, a no-op on the last row until :meth:`step`), ``success`` and ``bonus``
+        where the task reports them."""
         return {k: v[t] for k, v in self._rows.items()}
 
     def _append(self, td: TensorDictBase | Mapping[str, torch.Tensor]) -> None:
@@ -492,6 +509,8 @@ class DemonstrationRecorder:
         rows["episode_id"].append(get("episode_id", 0).to(torch.int32))
         if self._success:
             rows["success"].append(get("success", False).to(torch.bool))
+        if self._bonus:
+            rows["bonus"].append(get("bonus", 0.0).to(torch.float32))
         rows["action"].append(torch.tensor(self._noop, dtype=torch.int64))
 
     def begin(self, td: TensorDictBase | Mapping[str, torch.Tensor]) -> None:
@@ -572,8 +591,7 @@ def replay_demonstration(demo: Demonstration, env: Any, *, check: bool = True) -
 def _compare_row(demo: Demonstration, rec: DemonstrationRecorder, t: int) -> None:
     row = rec.row(t)
     names = ["pixels", "reward", "terminated", "truncated", "is_first", "episode_id"]
-    if demo.success is not None and "success" in row:
-        names.append("success")
+    names += [k for k in ("success", "bonus") if getattr(demo, k) is not None and k in row]
     for name in names:
         got, want = row[name], getattr(demo, name)[t]
         if name == "truncated" and bool(want) and not bool(got):
