@@ -34,17 +34,19 @@ class DreamerV3WorldModelLoss(LossModule):
     + ``continue_scale`` * Bernoulli NLL; each term is averaged over ``T x B``.
 
     Input keys (``set_keys``): observation keys of the world model, ``action``, ``reward``,
-    ``is_first``, ``continue_`` (falls back to ``1 - terminated``), ``terminated``. Batch
-    ``[T, B]`` (``batch_major=True`` for ``[B, T]``).
+    ``is_first``, ``continue_`` (falls back to ``1 - terminated``), ``terminated``, and
+    optionally ``bonus`` (the exploration bonus's part of ``reward``, weighed by
+    :meth:`set_bonus_weight`). Batch ``[T, B]`` (``batch_major=True`` for ``[B, T]``).
 
     Output keys: ``loss_reconstruction``, ``loss_reward``, ``loss_continue``, ``loss_kl_dyn``,
     ``loss_kl_rep`` (their sum is the objective), metrics ``kl``, ``posterior_entropy``,
     ``prior_entropy``, ``reward_pred_mean``, and ``posterior``: a detached ``[T, B]`` TensorDict
     with ``h``, ``z`` and ``continue_`` (start states for the actor loss), and the rows'
-    ``reward`` and ``is_first`` (the critic's replay targets, ``replay_value_scale``).
+    ``reward`` (:meth:`reward_target`) and ``is_first`` (the critic's replay targets,
+    ``replay_value_scale``).
 
     Research hooks (override in a subclass): :meth:`reconstruction_loss`, :meth:`kl_loss`,
-    :meth:`reward_loss`, :meth:`continue_loss`.
+    :meth:`reward_loss`, :meth:`continue_loss`, :meth:`reward_target`.
 
     Example:
         >>> from torchrl_dreamer.modules import make_dreamer
