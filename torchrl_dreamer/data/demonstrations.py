@@ -90,6 +90,13 @@ _FIELDS: dict[str, tuple[torch.dtype, tuple[int, ...]]] = {
     "episode_id": (torch.int32, ()),
 }
 
+_OPTIONAL_FIELDS: dict[str, tuple[torch.dtype, str, Any]] = {
+    "success": (torch.bool, "has_success", False),
+    "bonus": (torch.float32, "has_bonus", 0.0),
+}
+"""Fields recorded only for tasks that report them: ``name -> (dtype, the Task flag that says
+so, the value of a row whose env output lacks it)``; ``[T]`` each, or absent."""
+
 
 class DemonstrationError(ValueError):
     """A demonstration file that cannot be read or is inconsistent in itself."""
@@ -230,14 +237,12 @@ class Demonstration:
                     f"{where}: {name} has {v.shape[0]} rows but pixels has {t}")
         if t == 0:
             raise DemonstrationError(f"{where}: holds no rows")
-        if self.success is not None and (
-                not isinstance(self.success, torch.Tensor) or self.success.dtype != torch.bool
-                or tuple(self.success.shape) != (t,)):
-            raise DemonstrationError(f"{where}: success must be bool[{t}] or absent")
-        if self.bonus is not None and (
-                not isinstance(self.bonus, torch.Tensor) or self.bonus.dtype != torch.float32
-                or tuple(self.bonus.shape) != (t,)):
-            raise DemonstrationError(f"{where}: bonus must be float32[{t}] or absent")
+        for name, (dtype, _, _) in _OPTIONAL_FIELDS.items():
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, torch.Tensor) or v.dtype != dtype
+                                  or tuple(v.shape) != (t,)):
+                raise DemonstrationError(f"{where}: {name} must be "
+                                         f"{str(dtype).removeprefix('torch.')}[{t}] or absent")
         if not self.action_names:
             raise DemonstrationError(f"{where}: action_names is empty")
         if int(self.action.min()) < 0 or int(self.action.max()) >= len(self.action_names):
@@ -282,7 +287,7 @@ class Demonstration:
         }
         for name in _FIELDS:
             d[name] = getattr(self, name).detach().to("cpu").contiguous()
-        for name in ("success", "bonus"):
+        for name in _OPTIONAL_FIELDS:
             if getattr(self, name) is not None:
                 d[name] = getattr(self, name).detach().to("cpu").contiguous()
         return d
@@ -312,8 +317,8 @@ class Demonstration:
         demo.meta = dict(d.get("meta", {}))
         for name in _FIELDS:
             setattr(demo, name, d[name])
-        demo.success = d.get("success")
-        demo.bonus = d.get("bonus")
+        for name in _OPTIONAL_FIELDS:
+            setattr(demo, name, d.get(name))
         demo.check(where)
         return demo
 
@@ -476,13 +481,9 @@ class DemonstrationRecorder:
                      "start_pool": int(getattr(env, "start_pool", 1)),
                      **dict(meta or {})}
         task = getattr(env, "task", None)
-        self._success = bool(getattr(task, "has_success", False))
-        self._bonus = bool(getattr(task, "has_bonus", False))
-        self._rows: dict[str, list[torch.Tensor]] = {k: [] for k in _FIELDS}
-        if self._success:
-            self._rows["success"] = []
-        if self._bonus:
-            self._rows["bonus"] = []
+        self._optional = [name for name, (_, flag, _) in _OPTIONAL_FIELDS.items()
+                          if getattr(task, flag, False)]  # the fields this task reports
+        self._rows: dict[str, list[torch.Tensor]] = {k: [] for k in (*_FIELDS, *self._optional)}
 
     def __len__(self) -> int:
         return len(self._rows["pixels"])
@@ -507,10 +508,9 @@ class DemonstrationRecorder:
         rows["truncated"].append(get("truncated", False).to(torch.bool))
         rows["is_first"].append(get("is_first", False).to(torch.bool))
         rows["episode_id"].append(get("episode_id", 0).to(torch.int32))
-        if self._success:
-            rows["success"].append(get("success", False).to(torch.bool))
-        if self._bonus:
-            rows["bonus"].append(get("bonus", 0.0).to(torch.float32))
+        for name in self._optional:
+            dtype, _, missing = _OPTIONAL_FIELDS[name]
+            rows[name].append(get(name, missing).to(dtype))
         rows["action"].append(torch.tensor(self._noop, dtype=torch.int64))
 
     def begin(self, td: TensorDictBase | Mapping[str, torch.Tensor]) -> None:
@@ -591,7 +591,7 @@ def replay_demonstration(demo: Demonstration, env: Any, *, check: bool = True) -
 def _compare_row(demo: Demonstration, rec: DemonstrationRecorder, t: int) -> None:
     row = rec.row(t)
     names = ["pixels", "reward", "terminated", "truncated", "is_first", "episode_id"]
-    names += [k for k in ("success", "bonus") if getattr(demo, k) is not None and k in row]
+    names += [k for k in _OPTIONAL_FIELDS if getattr(demo, k) is not None and k in row]
     for name in names:
         got, want = row[name], getattr(demo, name)[t]
         if name == "truncated" and bool(want) and not bool(got):

@@ -31,8 +31,8 @@ greys of the shades, ``pixels="color"`` ``uint8[N,3,72,80]`` the colours of a Ga
 the task declares (:attr:`Task.observations`: each byte / 255, read after the step like the
 picture); tasks that have them add ``success`` ``bool[N,1]``, ``score`` and ``bonus``
 ``float32[N,1]`` (the game's own measure, and the exploration bonus's part of the reward:
-:attr:`Task.has_success`, :attr:`Task.has_score`, :attr:`Task.has_bonus`). Each step returns fresh tensors: nothing returned aliases a buffer a later step
-overwrites (unless you ask for it with ``obs_out``).
+:attr:`Task.has_success`, :attr:`Task.has_score`, :attr:`Task.has_bonus`). Each step returns
+fresh tensors: nothing returned aliases a buffer a later step overwrites (unless you ask for it with ``obs_out``).
 
 Example:
     >>> from torchrl_dreamer.envs import GameBoyEnv
@@ -291,12 +291,8 @@ class GameBoyEnv(EnvBase):
         )
         if self.task.has_success:
             self.observation_spec["success"] = flag.clone()
-        if self.task.has_score:  # the game's own measure beside a shaped reward
-            self.observation_spec["score"] = Unbounded(shape=(n, 1), dtype=torch.float32,
-                                                       device=dev)
-        if self.task.has_bonus:  # the exploration bonus's share of the reward
-            self.observation_spec["bonus"] = Unbounded(shape=(n, 1), dtype=torch.float32,
-                                                       device=dev)
+        for key, _ in self._reward_parts():
+            self.observation_spec[key] = Unbounded(shape=(n, 1), dtype=torch.float32, device=dev)
         for obs in self._ram_obs:
             self.observation_spec[obs.name] = Bounded(0.0, 1.0, shape=(n, obs.size),
                                                       dtype=torch.float32, device=dev)
@@ -508,13 +504,18 @@ class GameBoyEnv(EnvBase):
         out = self._output(packed, reward, terminated, truncated, first)
         if self.task.has_success:
             out["success"] = (self.task.success().to(torch.bool) & ~first).reshape(-1, 1)
-        if self.task.has_score:  # like the reward: nothing at an episode's first step
-            score = self.task.score().to(torch.float32)
-            out["score"] = torch.where(first, torch.zeros_like(score), score).reshape(-1, 1)
-        if self.task.has_bonus:  # part of the reward, so nothing at a first step either
-            bonus = self.task.bonus().to(torch.float32)
-            out["bonus"] = torch.where(first, torch.zeros_like(bonus), bonus).reshape(-1, 1)
+        for key, part in self._reward_parts():  # like the reward: nothing at a first step
+            v = part().to(torch.float32)
+            out[key] = torch.where(first, torch.zeros_like(v), v).reshape(-1, 1)
         return out
+
+    def _reward_parts(self) -> list[tuple[str, Any]]:
+        """The per-step float leaves the task reports beside the reward, ``(key, method)``:
+        ``score`` (the game's own measure beside a shaped reward, :attr:`Task.has_score`) and
+        ``bonus`` (the exploration bonus's share of the reward, :attr:`Task.has_bonus`)."""
+        t = self.task
+        return ([("score", t.score)] if t.has_score else []) + (
+            [("bonus", t.bonus)] if t.has_bonus else [])
 
     def _truncation(self, terminated: torch.Tensor) -> torch.Tensor:
         truncated = torch.zeros_like(terminated)
@@ -607,10 +608,8 @@ class GameBoyEnv(EnvBase):
         """A reset's ``success``, ``score`` and ``bonus`` (where the task has them): nothing yet."""
         if self.task.has_success:
             out["success"] = no.reshape(-1, 1).clone()
-        if self.task.has_score:
-            out["score"] = no.to(torch.float32).reshape(-1, 1)
-        if self.task.has_bonus:
-            out["bonus"] = no.to(torch.float32).reshape(-1, 1)
+        for key, _ in self._reward_parts():
+            out[key] = no.to(torch.float32).reshape(-1, 1)
 
     @property
     def success_rule(self) -> str:
