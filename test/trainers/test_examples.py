@@ -120,3 +120,37 @@ def test_scripted_demos_play_catch_and_load_into_its_run(tmp_path):
     assert len(loaded) == 1 and len(loaded[0]) == 21
     with pytest.raises(ValueError, match="no scripted player"):
         mod["record"]("maze", 1, 0.0, 0)
+
+
+def test_reward_probe_reads_each_rewarded_step_of_a_checkpoint(tmp_path):
+    from torchrl_dreamer.trainers import DreamerTrainer
+
+    torch.set_num_threads(1)
+    run = tmp_path / "run"
+    cfg = TrainConfig(task="catch", preset="tiny", num_envs=2, batch_size=4, seq_len=8,
+                      steps_per_rollout=8, commit_stride=4, replay_capacity=256,
+                      learning_starts=16, replay_ratio=0.1, frame_skip=6, total_steps=32,
+                      eval_episodes=0, progress=False, backend="reference", seed=3, threads=1,
+                      log_dir=str(run))
+    trainer = DreamerTrainer(cfg, quiet=True)
+    try:
+        trainer.train()
+    finally:
+        trainer.close()
+    probe = runpy.run_path(str(EXAMPLES / "reward_probe.py"))["probe"]
+    every, summary = probe(str(run), steps=60, envs=2, min_reward=-1e9, ahead=(1, 3),
+                           samples=2)
+    # with no threshold every console step is a row, the reward read on the frame it came with
+    assert summary["rewarded_steps"] == summary["console_steps"] == 120
+    assert sorted((r["step"], r["env"]) for r in every) == [
+        (t, i) for t in range(1, 61) for i in range(2)]
+    assert any(r["reward"] != 0 for r in every)  # catch pays +1 a block, -1 a life
+    # imagination starts k steps back, never before the history or the episode holds them
+    assert all(set(r["prior"]) == {1} for r in every if r["step"] < 3)
+    assert all(set(r["prior"]) == {1, 3} for r in every if 3 <= r["step"] < 20)
+    # the same seed plays the same episodes: a threshold keeps exactly the rows above it
+    caught, _ = probe(str(run), steps=60, envs=2, min_reward=0.5, ahead=(1, 3), samples=2)
+    drop = ("prior",)  # prior draws come from the global generator, which the rows consume
+    assert [{k: v for k, v in r.items() if k not in drop} for r in caught] == [
+        {k: v for k, v in r.items() if k not in drop} for r in every if r["reward"] >= 0.5]
+    assert summary["value_all_std"] >= 0.0 and summary["posterior"] is not None

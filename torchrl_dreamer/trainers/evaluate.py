@@ -283,17 +283,21 @@ def _best_episode(returns: torch.Tensor, success: torch.Tensor, done: torch.Tens
     return int(torch.nonzero(key == key.max())[0])
 
 
-def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch.device = "cpu"):
-    """Rebuild ``(world_model, actor)`` of a checkpoint's config for ``env`` and load weights."""
+def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch.device = "cpu",
+                            *, critic: bool = False):
+    """Rebuild ``(world_model, actor)`` of a checkpoint's config for ``env`` and load weights;
+    with ``critic=True``, ``(world_model, actor, critic)`` (for probes of what the agent
+    values, e.g. ``examples/reward_probe.py``)."""
     from torchrl_dreamer.modules import make_dreamer
     from torchrl_dreamer.trainers.builder import obs_spec_of
 
     cfg = state["config"]
-    wm, actor, _ = make_dreamer(cfg["preset"], obs_spec_of(env), int(env.action_spec.space.n))
+    mods = make_dreamer(cfg["preset"], obs_spec_of(env), int(env.action_spec.space.n))
+    mods = mods if critic else mods[:2]
     sd = state["learner"]
-    for prefix, mod in (("world_model.", wm), ("actor.", actor)):
+    for prefix, mod in zip(("world_model.", "actor.", "critic."), mods):
         mod.load_state_dict({k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)})
-    return wm.to(device).eval(), actor.to(device).eval()
+    return tuple(mod.to(device).eval() for mod in mods)
 
 
 def evaluate_checkpoint(
