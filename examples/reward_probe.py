@@ -36,8 +36,7 @@ import torch
 from torchrl_dreamer.modules import DreamerPlayer, latent_of
 from torchrl_dreamer.trainers.builder import make_env
 from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
-from torchrl_dreamer.trainers.config import TrainConfig
-from torchrl_dreamer.trainers.evaluate import modules_from_checkpoint
+from torchrl_dreamer.trainers.evaluate import modules_from_checkpoint, replay_config
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -76,7 +75,7 @@ def probe(checkpoint: str, *, steps: int = 1200, envs: int = 16, min_reward: flo
           seed: int = 1234) -> tuple[list[dict], dict]:
     """Play the checkpoint and probe every rewarded step; returns ``(rows, summary)``."""
     state = load_checkpoint(resolve_checkpoint(checkpoint))
-    cfg = TrainConfig.from_dict({**state["config"], "seed": seed, "progress": False})
+    cfg = replay_config(state, seed)
     torch.manual_seed(seed)
     env = make_env(cfg, num_envs=envs)
     wm, actor, critic = modules_from_checkpoint(state, env, "cpu", critic=True)
@@ -91,17 +90,19 @@ def probe(checkpoint: str, *, steps: int = 1200, envs: int = 16, min_reward: flo
         player(td)
         start[td["is_first"].reshape(envs)] = t
         h, z = player.h.clone(), player.z.clone()
-        value = critic.mean(critic(latent_of(z, h)))
+        latent = latent_of(z, h)
+        value = critic.mean(critic(latent))
         values.extend(value.tolist())
         # the rewards of the last step come with this frame: its posterior is the one to read
         if pending:
-            posterior = wm.reward.mean(wm.reward(latent_of(z, h)))
+            posterior = wm.reward.mean(wm.reward(latent))
+            rows_back = list(history)
             for i, real, before, began in pending:
                 row = {"step": t, "env": i, "reward": real, "posterior": float(posterior[i]),
                        "value_before": before, "prior": {}}
                 for k in ahead:  # from a state of the same episode only
                     if k <= len(history) and t - k >= began:
-                        past = list(history)[-k:]
+                        past = rows_back[-k:]
                         row["prior"][k] = imagined_reward(
                             wm, past[0][0][i], past[0][1][i], [p[2][i] for p in past], samples)
                 rows.append(row)

@@ -37,7 +37,7 @@ import torch
 from torchrl_dreamer.collectors.protocols import FastStepEnv
 
 __all__ = ["EvalResult", "GIF_EPISODES", "GIF_MAX_FRAMES", "evaluate", "evaluate_checkpoint",
-           "modules_from_checkpoint", "world_model_video_checkpoint"]
+           "modules_from_checkpoint", "replay_config", "world_model_video_checkpoint"]
 
 GIF_EPISODES = ("best", "first")
 """Which episode :func:`evaluate` draws: the best finished one (a success first, then the highest
@@ -300,6 +300,19 @@ def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch
     return tuple(mod.to(device).eval() for mod in mods)
 
 
+def replay_config(state: dict[str, Any], seed: int, device: str | None = None):
+    """A checkpoint's run config for playing its agent again: ``seed`` in place of the run's,
+    no progress bar, and ``device`` in place of the run's where given (the
+    :class:`~torchrl_dreamer.trainers.TrainConfig` that evaluations and probes build their env
+    and modules from)."""
+    from torchrl_dreamer.trainers.config import TrainConfig
+
+    overrides = {"seed": seed, "progress": False}
+    if device is not None:
+        overrides["device"] = device
+    return TrainConfig.from_dict({**state["config"], **overrides})
+
+
 def evaluate_checkpoint(
     checkpoint: str | Path,
     episodes: int = 16,
@@ -317,15 +330,12 @@ def evaluate_checkpoint(
     run's ``eval_max_steps`` and ``eval_time_limit``); ``gif_episode`` as :func:`evaluate`'s."""
     from torchrl_dreamer.trainers.builder import make_env
     from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
-    from torchrl_dreamer.trainers.config import TrainConfig, parse_duration
+    from torchrl_dreamer.trainers.config import parse_duration
 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     state = load_checkpoint(resolve_checkpoint(checkpoint))
-    overrides = {"seed": seed, "progress": False}
-    if device is not None:
-        overrides["device"] = device
-    cfg = TrainConfig.from_dict({**state["config"], **overrides})
+    cfg = replay_config(state, seed, device)
     torch.manual_seed(seed)
     env = make_env(cfg, num_envs=episodes)
     wm, actor = modules_from_checkpoint(state, env, cfg.run.device)
@@ -361,7 +371,6 @@ def world_model_video_checkpoint(
         load_checkpoint,
         resolve_checkpoint,
     )
-    from torchrl_dreamer.trainers.config import TrainConfig
     from torchrl_dreamer.trainers.video import open_loop_frames, write_video
 
     if length < 2 or not 1 <= context <= length or sequences < 1:
@@ -372,10 +381,7 @@ def world_model_video_checkpoint(
     if not any(k.startswith("world_model.") for k in state.get("learner", {})):
         raise CheckpointError(f"{ckpt} holds no world model weights: a world-model video needs a "
                               "Dreamer checkpoint written by the trainer")
-    overrides = {"seed": seed, "progress": False}
-    if device is not None:
-        overrides["device"] = device
-    cfg = TrainConfig.from_dict({**state["config"], **overrides})
+    cfg = replay_config(state, seed, device)
     env = make_env(cfg, num_envs=sequences)
     if getattr(env, "pixels_format", None) != "packed2":
         raise CheckpointError(f"task {cfg.env.task!r} has no packed2 pixels: nothing to draw")
