@@ -16,7 +16,14 @@ only from imagination, so each link must hold. This script plays ``--steps`` ste
 
 It prints one JSON line per rewarded step and a summary line with their means and the critic's
 mean and spread over all states (a critic that is flat there has learned nothing of the
-reward). Measured on PostBot (``docs/learning_results.md``, "Why PostBot's greedy agent stays in
+reward).
+
+With ``--replay`` it reads the same links on the rewarded steps held in the checkpoint's own
+replay (the run's latest checkpoint keeps it) instead of playing: the data the world model was
+trained on, so a reward that the agent has stopped reaching is still probed. Each rewarded row
+is observed with the ``--context`` rows before it (the run's sequence length by default, cut at
+its episode's start), as a training sequence would hold it; ``value_all`` is then the critic
+over those windows' states. Measured on PostBot (``docs/learning_results.md``, "Why PostBot's greedy agent stays in
 the editor"): the reward head read ~5-10 for the 11 of a delivery, the prior 0 even one step
 ahead, and the critic 0.04 everywhere::
 
@@ -30,9 +37,11 @@ import collections
 import json
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 
+from torchrl_dreamer.data import TimeMajorStorage, dreamer_inputs
 from torchrl_dreamer.modules import DreamerPlayer, latent_of
 from torchrl_dreamer.trainers.builder import make_env
 from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
@@ -52,9 +61,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=32, help="prior draws per imagination")
     p.add_argument("--greedy", action="store_true", help="the actor's mode instead of samples")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--replay", action="store_true",
+                   help="probe the rewarded rows of the checkpoint's replay instead of playing")
+    p.add_argument("--context", type=int, default=None,
+                   help="with --replay: rows observed up to a rewarded row, itself included "
+                        "(default: the run's sequence length)")
     args = p.parse_args(argv)
     if args.steps < 1 or args.envs < 1 or args.samples < 1 or min(args.ahead) < 1:
         p.error("--steps, --envs, --samples and every --ahead must be >= 1")
+    if args.context is not None and args.context < 2:
+        p.error("--context must be >= 2 (a row before the rewarded one)")
     return args
 
 
@@ -117,27 +133,102 @@ def probe(checkpoint: str, *, steps: int = 1200, envs: int = 16, min_reward: flo
                    for i in torch.nonzero(reward >= min_reward).flatten().tolist()]
         td = td.get("next")
 
+    return rows, _summary(rows, values, ahead, console_steps=steps * envs)
+
+
+def _summary(rows: list[dict], values: list[float], ahead: tuple[int, ...], **extra) -> dict:
+    """Means of the probed rows and the critic's mean and spread over ``values``."""
+
     def mean(xs):
         return statistics.fmean(xs) if xs else None
 
-    summary = {
-        "rewarded_steps": len(rows), "console_steps": steps * envs,
+    return {
+        "rewarded_steps": len(rows), **extra,
         "reward": mean([r["reward"] for r in rows]),
         "posterior": mean([r["posterior"] for r in rows]),
         "prior": {k: mean([r["prior"][k] for r in rows if k in r["prior"]]) for k in ahead},
         "value_before": mean([r["value_before"] for r in rows]),
-        "value_all": statistics.fmean(values), "value_all_std": statistics.pstdev(values),
+        "value_all": mean(values), "value_all_std": statistics.pstdev(values) if values else None,
     }
-    return rows, summary
+
+
+def load_replay(checkpoint: Path) -> TimeMajorStorage:
+    """The replay a checkpoint holds (``replay/``: a run keeps it in its latest checkpoint)."""
+    folder = checkpoint / "replay"
+    if not (folder / "meta.json").is_file():
+        raise SystemExit(f"{checkpoint} holds no replay: --replay reads a run's latest checkpoint "
+                         "(the older ones drop theirs), saved with checkpoint_replay on")
+    meta = json.loads((folder / "meta.json").read_text())
+    storage = TimeMajorStorage(meta["capacity"], meta["num_envs"])
+    storage.loads(folder)
+    return storage
+
+
+@torch.no_grad()
+def probe_replay(checkpoint: str, *, min_reward: float = 1.0, ahead: tuple[int, ...] = (1, 2, 4, 8),
+                 samples: int = 32, context: int | None = None,
+                 seed: int = 1234) -> tuple[list[dict], dict]:
+    """Probe every rewarded row of the checkpoint's replay; returns ``(rows, summary)``.
+
+    Each row ``t`` of env ``i`` with ``reward >= min_reward`` is observed with the rows before
+    it (``context`` in all, from its episode's start at most) and probed as in :func:`probe`:
+    ``step`` is the row's absolute step in the replay.
+    """
+    path = resolve_checkpoint(checkpoint)
+    state = load_checkpoint(path)
+    cfg = replay_config(state, seed)
+    context = context or cfg.replay.seq_len
+    torch.manual_seed(seed)
+    env = make_env(cfg, num_envs=1)
+    wm, _, critic = modules_from_checkpoint(state, env, "cpu", critic=True)
+    n_act = int(env.action_spec.space.n)
+    env.close()
+    storage = load_replay(path)
+    held = storage.chronological_rows()
+    first_step = storage.total_steps - len(held)
+    field = {k: storage.fields[k][held] for k in ("pixels", "action", "reward", "is_first")}
+    rows, values = [], []
+    for s, i in torch.nonzero(field["reward"] >= min_reward).tolist():
+        if s == 0:
+            continue  # the oldest held row: nothing before it
+        begin = max(0, s - context + 1)
+        firsts = torch.nonzero(field["is_first"][begin:s + 1, i]).flatten()
+        if len(firsts):
+            begin += int(firsts[-1])
+        if begin == s:
+            continue  # an episode's first row pays nothing; a window needs a row before it
+        win = {k: v[begin:s + 1, i:i + 1] for k, v in field.items()}
+        inputs = dreamer_inputs(win, num_actions=n_act)
+        post = wm.rssm.observe(wm.embed(wm.preprocess({"pixels": win["pixels"]})),
+                               inputs["prev_action"], inputs["is_first"])
+        h, z = post["h"][:, 0], post["z"][:, 0]
+        value = critic.mean(critic(latent_of(z, h))).flatten()
+        values.extend(value.tolist())
+        last = len(h) - 1
+        onehot = torch.nn.functional.one_hot(win["action"][:, 0], n_act).float()
+        row = {"step": first_step + s, "env": i, "reward": float(win["reward"][-1, 0]),
+               "posterior": float(wm.reward.mean(wm.reward(latent_of(z[last], h[last])))),
+               "value_before": float(value[last - 1]), "prior": {}}
+        for k in ahead:
+            if k <= last:
+                row["prior"][k] = imagined_reward(wm, h[last - k], z[last - k],
+                                                  list(onehot[last - k:last]), samples)
+        rows.append(row)
+    return rows, _summary(rows, values, ahead, held_steps=len(held) * storage.num_envs)
 
 
 def main(argv: list[str] | None = None) -> dict:
     """Run the probe and print its JSON lines; returns the summary."""
     args = parse_args(argv)
     torch.set_num_threads(1)
-    rows, summary = probe(args.checkpoint, steps=args.steps, envs=args.envs,
-                          min_reward=args.min_reward, ahead=tuple(args.ahead),
-                          samples=args.samples, greedy=args.greedy, seed=args.seed)
+    if args.replay:
+        rows, summary = probe_replay(args.checkpoint, min_reward=args.min_reward,
+                                     ahead=tuple(args.ahead), samples=args.samples,
+                                     context=args.context, seed=args.seed)
+    else:
+        rows, summary = probe(args.checkpoint, steps=args.steps, envs=args.envs,
+                              min_reward=args.min_reward, ahead=tuple(args.ahead),
+                              samples=args.samples, greedy=args.greedy, seed=args.seed)
     for row in rows:
         print(json.dumps(row))
     print(json.dumps({"summary": summary}))

@@ -122,14 +122,16 @@ def test_scripted_demos_play_catch_and_load_into_its_run(tmp_path):
         mod["record"]("maze", 1, 0.0, 0)
 
 
-def test_reward_probe_reads_each_rewarded_step_of_a_checkpoint(tmp_path):
+@pytest.fixture(scope="module")
+def catch_run(tmp_path_factory):
+    """A short catch run whose latest checkpoint keeps its replay (the reward probe's input)."""
     from torchrl_dreamer.trainers import DreamerTrainer
 
     torch.set_num_threads(1)
-    run = tmp_path / "run"
+    run = tmp_path_factory.mktemp("probe") / "run"
     cfg = TrainConfig(task="catch", preset="tiny", num_envs=2, batch_size=4, seq_len=8,
                       steps_per_rollout=8, commit_stride=4, replay_capacity=256,
-                      learning_starts=16, replay_ratio=0.1, frame_skip=6, total_steps=32,
+                      learning_starts=16, replay_ratio=0.1, frame_skip=6, total_steps=128,
                       eval_episodes=0, progress=False, backend="reference", seed=3, threads=1,
                       log_dir=str(run))
     trainer = DreamerTrainer(cfg, quiet=True)
@@ -137,6 +139,11 @@ def test_reward_probe_reads_each_rewarded_step_of_a_checkpoint(tmp_path):
         trainer.train()
     finally:
         trainer.close()
+    return run
+
+
+def test_reward_probe_reads_each_rewarded_step_of_a_checkpoint(catch_run):
+    run = catch_run
     probe = runpy.run_path(str(EXAMPLES / "reward_probe.py"))["probe"]
     every, summary = probe(str(run), steps=60, envs=2, min_reward=-1e9, ahead=(1, 3),
                            samples=2)
@@ -154,3 +161,37 @@ def test_reward_probe_reads_each_rewarded_step_of_a_checkpoint(tmp_path):
     assert [{k: v for k, v in r.items() if k not in drop} for r in caught] == [
         {k: v for k, v in r.items() if k not in drop} for r in every if r["reward"] >= 0.5]
     assert summary["value_all_std"] >= 0.0 and summary["posterior"] is not None
+
+
+def test_reward_probe_reads_the_rewarded_rows_of_the_replay(catch_run):
+    script = runpy.run_path(str(EXAMPLES / "reward_probe.py"))
+    storage = script["load_replay"](script["resolve_checkpoint"](catch_run))
+    held = storage.chronological_rows()
+    reward, first = storage.fields["reward"][held], storage.fields["is_first"][held]
+    base = storage.total_steps - len(held)
+    # with no threshold every row is probed but the oldest and each episode's first (no row
+    # before it in its episode); each reads its own stored reward
+    every, summary = script["probe_replay"](str(catch_run), min_reward=-1e9, ahead=(1, 3),
+                                            samples=2, context=4)
+    expect = [(base + s, i) for s in range(1, len(held)) for i in range(storage.num_envs)
+              if not first[s, i]]
+    assert sorted((r["step"], r["env"]) for r in every) == expect
+    assert all(r["reward"] == float(reward[r["step"] - base, r["env"]]) for r in every)
+    assert any(r["reward"] != 0 for r in every)
+    # imagination starts k rows back, within the context and the row's episode only
+    for r in every:
+        s, i = r["step"] - base, r["env"]
+        begin = max(0, s - 3)
+        starts = [b for b in range(begin, s + 1) if first[b, i]]
+        back = s - (starts[-1] if starts else begin)
+        assert set(r["prior"]) == {k for k in (1, 3) if k <= back}
+    assert {3} <= {k for r in every for k in r["prior"]}
+    # a context of 2 keeps one row before the rewarded one: one step of imagination at most
+    short, _ = script["probe_replay"](str(catch_run), min_reward=-1e9, ahead=(1, 3),
+                                      samples=2, context=2)
+    assert all(set(r["prior"]) == {1} for r in short) and len(short) == len(every)
+    # a threshold keeps the paid rows only
+    paid, _ = script["probe_replay"](str(catch_run), min_reward=0.5, ahead=(1,), samples=2)
+    assert [(r["step"], r["env"]) for r in paid] == sorted(
+        (r["step"], r["env"]) for r in every if r["reward"] >= 0.5)
+    assert summary["value_all"] is not None and summary["held_steps"] == reward.numel()
