@@ -16,18 +16,20 @@ only from imagination, so each link must hold. This script plays ``--steps`` ste
 
 It prints one JSON line per rewarded step and a summary line with their means and the critic's
 mean and spread over all states (a critic that is flat there has learned nothing of the
-reward).
+reward). Measured on PostBot (``docs/learning_results.md``, "Why PostBot's greedy agent stays
+in the editor"): the reward head read ~5-10 for the 11 of a delivery, the prior 0 even one step
+ahead, and the critic 0.04 everywhere::
+
+    python examples/reward_probe.py runs/postbot --min-reward 5 --steps 1200
 
 With ``--replay`` it reads the same links on the rewarded steps held in the checkpoint's own
 replay (the run's latest checkpoint keeps it) instead of playing: the data the world model was
 trained on, so a reward that the agent has stopped reaching is still probed. Each rewarded row
 is observed with the ``--context`` rows before it (the run's sequence length by default, cut at
 its episode's start), as a training sequence would hold it; ``value_all`` is then the critic
-over those windows' states. Measured on PostBot (``docs/learning_results.md``, "Why PostBot's greedy agent stays in
-the editor"): the reward head read ~5-10 for the 11 of a delivery, the prior 0 even one step
-ahead, and the critic 0.04 everywhere::
+over those windows' states::
 
-    python examples/reward_probe.py runs/postbot --min-reward 5 --steps 1200
+    python examples/reward_probe.py runs/postbot --replay --min-reward 5
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from torchrl_dreamer.data import TimeMajorStorage, dreamer_inputs
 from torchrl_dreamer.modules import DreamerPlayer, latent_of
 from torchrl_dreamer.trainers.builder import make_env
 from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
-from torchrl_dreamer.trainers.evaluate import modules_from_checkpoint, replay_config
+from torchrl_dreamer.trainers.evaluate import modules_from_checkpoint, playback_config
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -85,16 +87,22 @@ def imagined_reward(wm, h: torch.Tensor, z: torch.Tensor, actions: list[torch.Te
     return float(wm.reward.mean(wm.reward(latent_of(z, h))).mean())
 
 
+def load_agent(checkpoint: str, seed: int, envs: int):
+    """``(run config, env of envs consoles, (world model, actor, critic))`` of a checkpoint,
+    its config replayed with ``seed`` (the global generator seeded with it too)."""
+    state = load_checkpoint(resolve_checkpoint(checkpoint))
+    cfg = playback_config(state, seed)
+    torch.manual_seed(seed)
+    env = make_env(cfg, num_envs=envs)
+    return cfg, env, modules_from_checkpoint(state, env, "cpu", critic=True)
+
+
 @torch.no_grad()
 def probe(checkpoint: str, *, steps: int = 1200, envs: int = 16, min_reward: float = 1.0,
           ahead: tuple[int, ...] = (1, 2, 4, 8), samples: int = 32, greedy: bool = False,
           seed: int = 1234) -> tuple[list[dict], dict]:
     """Play the checkpoint and probe every rewarded step; returns ``(rows, summary)``."""
-    state = load_checkpoint(resolve_checkpoint(checkpoint))
-    cfg = replay_config(state, seed)
-    torch.manual_seed(seed)
-    env = make_env(cfg, num_envs=envs)
-    wm, actor, critic = modules_from_checkpoint(state, env, "cpu", critic=True)
+    _, env, (wm, actor, critic) = load_agent(checkpoint, seed, envs)
     player = DreamerPlayer(wm, actor, num_envs=envs, greedy=greedy, share=True)
     # the last max(ahead) + 1 rows of (posterior h, z, the action taken there): row t's state
     # is the posterior of obs_t, the action the one chosen on it
@@ -174,45 +182,42 @@ def probe_replay(checkpoint: str, *, min_reward: float = 1.0, ahead: tuple[int, 
     it (``context`` in all, from its episode's start at most) and probed as in :func:`probe`:
     ``step`` is the row's absolute step in the replay.
     """
-    path = resolve_checkpoint(checkpoint)
-    state = load_checkpoint(path)
-    cfg = replay_config(state, seed)
+    cfg, env, (wm, _, critic) = load_agent(checkpoint, seed, 1)
     context = context or cfg.replay.seq_len
-    torch.manual_seed(seed)
-    env = make_env(cfg, num_envs=1)
-    wm, _, critic = modules_from_checkpoint(state, env, "cpu", critic=True)
     n_act = int(env.action_spec.space.n)
     env.close()
-    storage = load_replay(path)
+    storage = load_replay(resolve_checkpoint(checkpoint))
     held = storage.chronological_rows()
     first_step = storage.total_steps - len(held)
-    field = {k: storage.fields[k][held] for k in ("pixels", "action", "reward", "is_first")}
+    reward, is_first = storage.fields["reward"][held], storage.fields["is_first"][held]
     rows, values = [], []
-    for s, i in torch.nonzero(field["reward"] >= min_reward).tolist():
+    for s, i in torch.nonzero(reward >= min_reward).tolist():
         if s == 0:
             continue  # the oldest held row: nothing before it
         begin = max(0, s - context + 1)
-        firsts = torch.nonzero(field["is_first"][begin:s + 1, i]).flatten()
+        firsts = torch.nonzero(is_first[begin:s + 1, i]).flatten()
         if len(firsts):
             begin += int(firsts[-1])
         if begin == s:
             continue  # an episode's first row pays nothing; a window needs a row before it
-        win = {k: v[begin:s + 1, i:i + 1] for k, v in field.items()}
-        inputs = dreamer_inputs(win, num_actions=n_act)
+        span = held[begin:s + 1].unsqueeze(1)  # [T, 1]: the window's rows of console i
+        win = dreamer_inputs(storage.gather(span, torch.full_like(span, i)), num_actions=n_act)
         post = wm.rssm.observe(wm.embed(wm.preprocess({"pixels": win["pixels"]})),
-                               inputs["prev_action"], inputs["is_first"])
+                               win["prev_action"], win["is_first"])
         h, z = post["h"][:, 0], post["z"][:, 0]
         value = critic.mean(critic(latent_of(z, h))).flatten()
         values.extend(value.tolist())
         last = len(h) - 1
-        onehot = torch.nn.functional.one_hot(win["action"][:, 0], n_act).float()
-        row = {"step": first_step + s, "env": i, "reward": float(win["reward"][-1, 0]),
+        # the actions taken from row last - k on: prev_action of the rows after it (no episode
+        # start among them, so none is zeroed)
+        taken = win["prev_action"][:, 0]
+        row = {"step": first_step + s, "env": i, "reward": float(reward[s, i]),
                "posterior": float(wm.reward.mean(wm.reward(latent_of(z[last], h[last])))),
                "value_before": float(value[last - 1]), "prior": {}}
         for k in ahead:
             if k <= last:
                 row["prior"][k] = imagined_reward(wm, h[last - k], z[last - k],
-                                                  list(onehot[last - k:last]), samples)
+                                                  list(taken[last - k + 1:]), samples)
         rows.append(row)
     return rows, _summary(rows, values, ahead, held_steps=len(held) * storage.num_envs)
 

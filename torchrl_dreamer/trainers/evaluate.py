@@ -37,7 +37,7 @@ import torch
 from torchrl_dreamer.collectors.protocols import FastStepEnv
 
 __all__ = ["EvalResult", "GIF_EPISODES", "GIF_MAX_FRAMES", "evaluate", "evaluate_checkpoint",
-           "modules_from_checkpoint", "replay_config", "world_model_video_checkpoint"]
+           "modules_from_checkpoint", "playback_config", "world_model_video_checkpoint"]
 
 GIF_EPISODES = ("best", "first")
 """Which episode :func:`evaluate` draws: the best finished one (a success first, then the highest
@@ -300,7 +300,7 @@ def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch
     return tuple(mod.to(device).eval() for mod in mods)
 
 
-def replay_config(state: dict[str, Any], seed: int, device: str | None = None):
+def playback_config(state: dict[str, Any], seed: int, device: str | None = None):
     """A checkpoint's run config for playing its agent again: ``seed`` in place of the run's,
     no progress bar, and ``device`` in place of the run's where given (the
     :class:`~torchrl_dreamer.trainers.TrainConfig` that evaluations and probes build their env
@@ -335,7 +335,7 @@ def evaluate_checkpoint(
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     state = load_checkpoint(resolve_checkpoint(checkpoint))
-    cfg = replay_config(state, seed, device)
+    cfg = playback_config(state, seed, device)
     torch.manual_seed(seed)
     env = make_env(cfg, num_envs=episodes)
     wm, actor = modules_from_checkpoint(state, env, cfg.run.device)
@@ -381,7 +381,7 @@ def world_model_video_checkpoint(
     if not any(k.startswith("world_model.") for k in state.get("learner", {})):
         raise CheckpointError(f"{ckpt} holds no world model weights: a world-model video needs a "
                               "Dreamer checkpoint written by the trainer")
-    cfg = replay_config(state, seed, device)
+    cfg = playback_config(state, seed, device)
     env = make_env(cfg, num_envs=sequences)
     if getattr(env, "pixels_format", None) != "packed2":
         raise CheckpointError(f"task {cfg.env.task!r} has no packed2 pixels: nothing to draw")
