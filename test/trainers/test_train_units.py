@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import struct
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -69,6 +70,25 @@ def test_env_device_is_where_the_consoles_run():
             TrainConfig(task="maze", env_device="cuda")
     with pytest.raises(ConfigError, match="invalid device"):
         TrainConfig(task="maze", env_device="tpu")
+
+
+def test_spec_start_is_probed_where_the_consoles_run():
+    """A hybrid run (--device cuda --env-device cpu) probes its spec's start on the CPU: on
+    the run's device it compiled the emulator's CUDA module (148 s of NVRTC on an H200,
+    2026-11-30) for consoles that never run there. Here a stand-in config names a run device
+    this machine cannot use, so a probe there fails."""
+    from types import SimpleNamespace
+
+    from torchrl_dreamer.roms import rom_path
+    from torchrl_dreamer.trainers.builder import check_spec_start
+
+    spec = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "catch.yaml"
+    env = SimpleNamespace(task_spec=str(spec), rom=str(rom_path("catch")), frame_skip=4)
+    check_spec_start(SimpleNamespace(env=env, run=SimpleNamespace(device="meta"),
+                                     consoles_device="cpu"))
+    with pytest.raises(Exception, match="meta"):
+        check_spec_start(SimpleNamespace(env=env, run=SimpleNamespace(device="cpu"),
+                                         consoles_device="meta"))
 
 
 def test_config_file_and_unknown_keys(tmp_path):

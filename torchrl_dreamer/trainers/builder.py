@@ -109,7 +109,9 @@ def demo_config_errors() -> Iterator[None]:
 def check_spec_start(cfg: TrainConfig) -> None:
     """Refuse a task spec whose start state already ends an episode (every episode would last
     one step), before the run is built: the cheap part of ``spec_check``'s probe, one console
-    per start variant (:func:`~torchrl_dreamer.envs.spec_check.check_start`)."""
+    per start variant (:func:`~torchrl_dreamer.envs.spec_check.check_start`), on the consoles'
+    device (a hybrid run's CPU: probing on ``--device cuda`` would compile the emulator's CUDA
+    module, minutes of NVRTC, for a run that never launches it)."""
     if cfg.env.task_spec is None:
         return
     from torchrl_dreamer.envs import load_task_spec
@@ -119,7 +121,7 @@ def check_spec_start(cfg: TrainConfig) -> None:
     task = load_task_spec(cfg.env.task_spec, rom=cfg.env.rom)
     try:
         check_start(task, frame_skip=cfg.env.frame_skip,
-                    press_frames=default_press_frames(cfg.env.frame_skip), device=cfg.run.device)
+                    press_frames=default_press_frames(cfg.env.frame_skip), device=cfg.consoles_device)
     except StartStateError as err:
         raise ConfigError(f"{err} Fix the spec's start or its terminate/truncate entries; "
                           f"python -m torchrl_dreamer.envs.spec_check {cfg.env.task_spec} --rom "
