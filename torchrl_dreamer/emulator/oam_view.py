@@ -57,7 +57,7 @@ def this_line_time(i: int, m: wp.ref[Mem]) -> int:
     return cpu_cycles(i, m, -m.st[i, S_PPU_DOT])
 
 
-@wp.func(inline=False)
+@wp.func
 def scan_hidden(i: int, m: wp.ref[Mem], t_line: int, line: int) -> int:
     """The OAM entries that the scan of ``line`` (starting at lazy time ``t_line``) reads while a
     transfer runs, as ``lo | hi << 8 | Y << 16 | X << 24`` (entries ``lo`` to ``hi - 1``, judged
