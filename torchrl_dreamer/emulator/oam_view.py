@@ -57,6 +57,8 @@ def this_line_time(i: int, m: wp.ref[Mem]) -> int:
     return cpu_cycles(i, m, -m.st[i, S_PPU_DOT])
 
 
+# Inlined on purpose: as a call, the state live across it was spilled on the STAT read's path,
+# and the GPU ran real games at 0.5-0.7x (docs/concepts/running_on_gpu.md, "The sixth GPU run").
 @wp.func
 def scan_hidden(i: int, m: wp.ref[Mem], t_line: int, line: int) -> int:
     """The OAM entries that the scan of ``line`` (starting at lazy time ``t_line``) reads while a
