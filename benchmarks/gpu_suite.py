@@ -12,10 +12,11 @@ one JSON line per result and per part, then a markdown table of them all:
    shared game found under ``--roms``, at N = 1,024 / 4,096 / 16,384 / 65,536 consoles, with
    one launch a step (``launch_frames=None``); then each game at the last size with a launch
    per frame (``launch_frames=1``, the CUDA default), that rate against the one-launch one.
-   ``ab`` (with ``--baseline-tree DIR``): the same cases on another checkout's emulator (built
-   by ``--prepare baseline --baseline-rev REV`` into ``.gpu_baseline/``, its CUDA modules
-   compiled beside this tree's), run as a child of this script on the same machine, and each
-   case's rate against it; the env part then leaves half of its time for it.
+   ``ab`` (with ``--baseline-tree DIR [DIR ...]``): the same cases on other checkouts'
+   emulators (built by ``--prepare baseline --baseline-rev REV [REV ...]`` into
+   ``.gpu_baseline/``, ``.gpu_baseline_2/``, ..., their CUDA modules compiled beside this
+   tree's), each run as a child of this script on the same machine, and each case's rate
+   against each; the env part then leaves k/(k+1) of its time for k baselines.
 3. ``cpu``: the same games on our CPU kernel over all the machine's cores: one env with
    ``workers=K`` when ``GameBoyEnv`` takes that keyword, else one worker process per core
    (each with its share of the consoles, all timed over the same window, rates summed); then,
@@ -500,8 +501,9 @@ def part_env(ctx: Context) -> None:
     for game, why in missing.items():
         ctx.out.emit(part="env", case=game, status="skipped", reason=why)
     reserve = _reserve(ctx, "learner", "collector", "tests")
-    if _ab_planned(ctx):  # the baseline measures the same cases after this part: half is its
-        reserve += max(0.0, ctx.budget.left() - reserve) / 2
+    k = len(ctx.args.baseline_tree or []) if _ab_planned(ctx) else 0
+    if k:  # each baseline measures the same cases after this part: k / (k + 1) is theirs
+        reserve += max(0.0, ctx.budget.left() - reserve) * k / (k + 1)
     step_s: dict[str, tuple[int, float]] = {}  # last measured (N, seconds a step) per game
     unit = "env steps/s (24 frames, packed2 rendered, task reward, random actions)"
     per_frame = ctx.args.per_frame_only  # every case with the CUDA default, no one-launch peer
@@ -557,24 +559,65 @@ def baseline_label(tree: Path) -> str:
     return rev.read_text().strip() if rev.is_file() else str(tree)
 
 
+def baseline_dir(index: int) -> Path:
+    """Where ``--prepare baseline`` puts its ``index``-th revision (0: ``.gpu_baseline/``,
+    then ``.gpu_baseline_2/``, ``.gpu_baseline_3/``, ...)."""
+    return DEFAULT_BASELINE if index == 0 else REPO / f"{DEFAULT_BASELINE.name}_{index + 1}"
+
+
+def baseline_dirs() -> list[Path]:
+    """The baseline trees ``--prepare baseline`` built in this checkout, in its order."""
+    found = [d for d in REPO.glob(f"{DEFAULT_BASELINE.name}*") if d.is_dir()
+             and (d == DEFAULT_BASELINE or d.name[len(DEFAULT_BASELINE.name) + 1:].isdigit())]
+    return sorted(found, key=lambda d: 1 if d == DEFAULT_BASELINE
+                  else int(d.name.rsplit("_", 1)[1]))
+
+
 def part_ab(ctx: Context) -> str | None:
-    """The env part's cases again on another checkout's emulator (``--baseline-tree``, built by
-    ``--prepare baseline --baseline-rev REV``), in a child run of this script on the same
-    machine, and each case's rate against it: the one comparison of two kernels that rates
-    measured on different leases cannot give (the same code has moved by a third between
-    leases)."""
+    """The env part's cases again on other checkouts' emulators (``--baseline-tree``, built by
+    ``--prepare baseline --baseline-rev REV [REV ...]``), each in a child run of this script on
+    the same machine, and each case's rate against each: the one comparison of two kernels that
+    rates measured on different leases cannot give (the same code has moved by a third between
+    leases). With several baselines, one lease measures several candidates."""
     if not ctx.args.baseline_tree:
         return ("no --baseline-tree: --prepare baseline --baseline-rev REV builds "
                 f"{DEFAULT_BASELINE.name}/ to carry")
-    base = Path(ctx.args.baseline_tree).resolve()
-    if not (base / "torchrl_dreamer").is_dir():
-        raise ValueError(f"--baseline-tree {base} holds no torchrl_dreamer/ package; build it "
-                         "with --prepare baseline --baseline-rev REV")
+    trees = [Path(t).resolve() for t in ctx.args.baseline_tree]
+    for base in trees:
+        if not (base / "torchrl_dreamer").is_dir():
+            raise ValueError(f"--baseline-tree {base} holds no torchrl_dreamer/ package; build "
+                             "it with --prepare baseline --baseline-rev REV")
     if "env" not in ctx.args.parts or not ctx.env_rates:
         return "the env part measured no case to compare (run it with --parts env,ab)"
-    limit = ctx.budget.left() - _reserve(ctx, "cpu", "learner", "collector", "tests") - 5
-    if limit < ctx.plan.min_cost["ab"]:
-        return f"{limit:.0f} s left for the baseline, it needs about {ctx.plan.min_cost['ab']} s"
+    measured = 0
+    for k, base in enumerate(trees):
+        limit = (ctx.budget.left() - _reserve(ctx, "cpu", "learner", "collector", "tests")
+                 - 5) / (len(trees) - k)
+        label = baseline_label(base)
+        if limit < ctx.plan.min_cost["ab"]:
+            ctx.out.emit(part="ab", case=f"baseline_{label}", status="skipped",
+                         reason=f"{limit:.0f} s left for this baseline, it needs about "
+                                f"{ctx.plan.min_cost['ab']} s")
+            continue
+        try:
+            theirs = _baseline_rates(ctx, base, label, limit)
+        except RuntimeError as err:
+            ctx.out.emit(part="ab", case=f"baseline_{label}", status="failed", reason=_why(err))
+            continue
+        measured += 1
+        unit = "env steps/s, this tree against the baseline's on the same machine"
+        suffix = "_vs_baseline" if len(trees) == 1 else f"_vs_baseline_{label}"
+        for case, rate in ctx.env_rates.items():
+            if case in theirs:
+                ctx.out.result("ab", f"{case}{suffix}", rate, theirs[case], unit, baseline=label)
+    if not measured:
+        raise RuntimeError(f"no baseline of {len(trees)} measured anything (lines above)")
+    return None
+
+
+def _baseline_rates(ctx: Context, base: Path, label: str, limit: float) -> dict[str, float]:
+    """The env part's rates of the emulator in ``base``: a child run of this script with
+    ``GPU_SUITE_TREE`` pointing at it, within ``limit`` seconds."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--parts", "system,env", "--no-install",
            "--budget", f"{limit:.0f}"]
     if ctx.args.dry_run:
@@ -594,7 +637,6 @@ def part_ab(ctx: Context) -> str | None:
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO,
                          timeout=limit + 30, check=False)
     theirs: dict[str, float] = {}
-    label = baseline_label(base)
     for text in res.stdout.splitlines():
         if not text.startswith("{"):
             continue
@@ -607,15 +649,11 @@ def part_ab(ctx: Context) -> str | None:
         elif line.get("part") == "env" and line.get("status") in ("skipped", "failed") \
                 and "case" in line:
             ctx.out.emit(part="ab", case=f"{line['case']}_baseline", status=line["status"],
-                         reason=line.get("reason"))
+                         reason=line.get("reason"), baseline=label)
     if res.returncode not in (0, 1) or not theirs:
         raise RuntimeError(f"the baseline run ({label}) measured nothing (exit "
                            f"{res.returncode}): {(res.stderr or res.stdout)[-1500:]}")
-    unit = "env steps/s, this tree against the baseline's on the same machine"
-    for case, rate in ctx.env_rates.items():
-        if case in theirs:
-            ctx.out.result("ab", f"{case}_vs_baseline", rate, theirs[case], unit, baseline=label)
-    return None
+    return theirs
 
 
 # ------------------------------------------------------------------------------ cpu
@@ -1098,9 +1136,10 @@ def prepare_states(roms: Path) -> list[str]:
 
 def prepare_aot(aot: Path, arch: int, tree: Path = REPO) -> dict[str, Any]:
     """Compile the CUDA modules of ``tree``'s emulator for ``sm_<arch>`` into the Warp kernel
-    cache ``aot`` (in a subprocess pointed at it). For this checkout, drop the cache's stale
-    module folders (those of a baseline the manifest names are kept) and write the manifest;
-    for a baseline tree, add its modules to the manifest."""
+    cache ``aot`` (in a subprocess pointed at it). For this checkout, write the manifest; for a
+    baseline tree, add its modules to the manifest's ``baselines`` (keyed by the tree's folder
+    name). Either way, drop the cache's module folders that neither this checkout nor a
+    baseline folder still present names."""
     script = (
         "import importlib.util, json, sys, warp as wp\n"
         "wp.config.log_level = wp.LOG_WARNING\nwp.init()\n"
@@ -1124,23 +1163,30 @@ def prepare_aot(aot: Path, arch: int, tree: Path = REPO) -> dict[str, Any]:
     mods = {v["module"] for k, v in info.items() if isinstance(v, dict) and "module" in v}
     path = aot / "prepared.json"
     old = json.loads(path.read_text()) if path.is_file() else {}
+    baselines = dict(old.get("baselines") or {})
+    if "baseline" in old:  # a manifest of one baseline (before 2026-11-30)
+        baselines.setdefault(DEFAULT_BASELINE.name, old["baseline"])
     if Path(tree).resolve() != REPO.resolve():
-        manifest = {**old, "baseline": {"rev": baseline_label(Path(tree)),
-                                        "modules": sorted(mods)}}
-        path.write_text(json.dumps(manifest, indent=1))
-        return manifest["baseline"]
-    base = old.get("baseline") if DEFAULT_BASELINE.is_dir() else None
-    keep = mods | set(base["modules"] if base else [])
-    cache = Path(info["cache"])
-    for d in cache.glob("wp_*"):
+        entry = {"rev": baseline_label(Path(tree)), "modules": sorted(mods)}
+        baselines[Path(tree).name] = entry
+        ours = set(old.get("modules", []))
+        manifest = {k: v for k, v in old.items() if k != "baseline"}
+    else:
+        entry = None
+        ours = mods
+        manifest = {"commit": _commit(), "date": time.strftime("%Y-%m-%d"), "arch": arch,
+                    "warp": _version("warp-lang"), "modules": sorted(mods)}
+    baselines = {k: v for k, v in baselines.items() if (REPO / k).is_dir()}
+    keep = ours | {m for b in baselines.values() for m in b["modules"]}
+    for d in Path(info["cache"]).glob("wp_*"):
         if d.is_dir() and d.name not in keep:
             shutil.rmtree(d, ignore_errors=True)  # an older tree's modules
-    manifest = {"commit": _commit(), "date": time.strftime("%Y-%m-%d"), "arch": arch,
-                "warp": _version("warp-lang"), "modules": sorted(mods)}
-    if base:
-        manifest["baseline"] = base
+    if baselines:
+        manifest["baselines"] = baselines
+    else:
+        manifest.pop("baselines", None)
     path.write_text(json.dumps(manifest, indent=1))
-    return manifest
+    return entry if entry is not None else manifest
 
 
 def prepare_wheels(dest: Path) -> list[str]:
@@ -1281,6 +1327,11 @@ def prepare(args: argparse.Namespace) -> int:
     if "baseline" in steps and not args.baseline_rev:
         print("--prepare baseline needs --baseline-rev REV", file=sys.stderr)
         return 2
+    if "baseline" in steps and len(args.baseline_rev) > MAX_BASELINES:
+        print(f"--baseline-rev names {len(args.baseline_rev)} revisions; a device call carries "
+              f"at most {MAX_BASELINES} baselines beside the other folders (8 paths)",
+              file=sys.stderr)
+        return 2
     roms_dest = Path(args.roms or DEFAULT_ROMS)
     import warp as wp
 
@@ -1299,18 +1350,19 @@ def prepare(args: argparse.Namespace) -> int:
         print(f"aot: sm_{args.arch} {man['modules']} at {man['commit']} in "
               f"{time.time() - t:.0f} s")
     if "baseline" in steps:
-        t = time.time()
-        tree = prepare_baseline(args.baseline_rev, DEFAULT_BASELINE)
-        man = prepare_aot(Path(args.aot or DEFAULT_AOT), args.arch, tree)
-        print(f"baseline: {man['rev']} into {tree}, sm_{args.arch} {man['modules']} in "
-              f"{time.time() - t:.0f} s (measure it with --parts env,ab --baseline-tree "
-              f"{tree.name})")
+        for old in baseline_dirs():  # the new set replaces the old one
+            shutil.rmtree(old, ignore_errors=True)
+        for k, rev in enumerate(args.baseline_rev):
+            t = time.time()
+            tree = prepare_baseline(rev, baseline_dir(k))
+            man = prepare_aot(Path(args.aot or DEFAULT_AOT), args.arch, tree)
+            print(f"baseline: {man['rev']} into {tree}, sm_{args.arch} {man['modules']} in "
+                  f"{time.time() - t:.0f} s")
     if "wheels" in steps:
         print(f"wheels: {', '.join(prepare_wheels(Path(args.wheels)))}")
     carried = [Path(args.wheels).resolve(), roms_dest.resolve(),
                Path(args.aot or DEFAULT_AOT).resolve()]
-    if DEFAULT_BASELINE.is_dir():
-        carried.append(DEFAULT_BASELINE.resolve())
+    carried += [d.resolve() for d in baseline_dirs()]
     tree = travelling_mib()
     if "warp" in steps:
         t = time.time()
@@ -1328,7 +1380,8 @@ def prepare(args: argparse.Namespace) -> int:
     for r in rel[:-1]:
         print(f"  run(carry=[{r!r}], command='ls -l {r}', timeout_s=120)   "
               f"# {tree + _size_mib([REPO / r]):.1f} MiB with the tree")
-    ab = f" --baseline-tree {DEFAULT_BASELINE.name}" if DEFAULT_BASELINE.is_dir() else ""
+    bases = baseline_dirs()
+    ab = (" --baseline-tree " + " ".join(d.name for d in bases)) if bases else ""
     print(f"  run(carry={last!r}, timeout_s=560,\n"
           f"      command='PYTHONUNBUFFERED=1 python3 benchmarks/gpu_suite.py --budget 480{ab} "
           "--json-out $OUT/gpu_suite.jsonl 2>&1 | tee $OUT/gpu_suite.log')   "
@@ -1337,6 +1390,7 @@ def prepare(args: argparse.Namespace) -> int:
 
 
 PREPARE_STEPS = ("roms", "states", "aot", "wheels", "warp")
+MAX_BASELINES = 4  # a call carries 8 paths: a Warp part, wheels, ROMs, the kernel cache, these
 CALL_MIB = 64.0  # what one device call may carry, the working tree included
 
 
@@ -1363,12 +1417,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--per-frame-only", action="store_true",
                    help="the env part measures every case with a launch per frame (the CUDA "
                         "default) and skips the one-launch peer: half the env part's time")
-    p.add_argument("--baseline-tree", default=None,
-                   help="the ab part: a checkout whose emulator the env cases are measured on "
-                        "again, on the same machine (--prepare baseline builds .gpu_baseline/)")
-    p.add_argument("--baseline-rev", default=None,
-                   help="--prepare baseline: the git revision to extract into .gpu_baseline/ "
-                        "and compile ahead of time beside this tree's modules")
+    p.add_argument("--baseline-tree", nargs="+", default=None,
+                   help="the ab part: checkouts whose emulators the env cases are measured on "
+                        "again, each in turn on the same machine (--prepare baseline builds "
+                        ".gpu_baseline/, .gpu_baseline_2/, ...)")
+    p.add_argument("--baseline-rev", nargs="+", default=None,
+                   help="--prepare baseline: git revisions (at most "
+                        f"{MAX_BASELINES}) to extract into .gpu_baseline/, .gpu_baseline_2/, "
+                        "... and compile ahead of time beside this tree's modules")
     p.add_argument("--wheels", default=str(DEFAULT_WHEELS), help="carried wheels folder")
     p.add_argument("--warp-parts", default=str(DEFAULT_WARP_PARTS), help="carried Warp parts")
     p.add_argument("--site", default=str(DEFAULT_SITE), help="where missing packages go")

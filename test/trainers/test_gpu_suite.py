@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import lzma
+import shutil
 import struct
 import subprocess
 import sys
@@ -357,6 +358,28 @@ def test_ab_part_measures_the_env_cases_again_on_a_baseline_tree(tmp_path):
     assert line["ours"] > 0 and line["peer"] > 0 and line["baseline"] == suite.baseline_label(base)
     parts = {ln["part"]: ln for ln in lines if "status" in ln and "case" not in ln}
     assert parts["ab"]["status"] == "ok"
+    # several baselines (candidates) in one lease: each measured in turn, named by its REV
+    other = tmp_path / "other"
+    shutil.copytree(base, other)
+    (other / "REV").write_text("cand\n")
+    code, lines, out, err = _run("--dry-run", "--parts", "env,ab", "--games", "maze",
+                                 "--per-frame-only", "--baseline-tree", str(base), str(other),
+                                 "--budget", "200")
+    assert code == 0, err[-2000:]
+    ab = {ln["case"]: ln for ln in lines if ln.get("part") == "ab" and "ours" in ln}
+    label = suite.baseline_label(base)
+    assert set(ab) == {f"maze_N8_cpu_launch_per_frame_vs_baseline_{label}",
+                       "maze_N8_cpu_launch_per_frame_vs_baseline_cand"}, out[-2000:]
+    assert all(ln["peer"] > 0 for ln in ab.values())
+
+
+def test_prepare_places_baselines_and_refuses_more_than_a_call_carries():
+    suite = _load("gpu_suite")
+    assert suite.baseline_dir(0) == suite.DEFAULT_BASELINE
+    assert suite.baseline_dir(2).name == ".gpu_baseline_3"
+    revs = ["HEAD"] * (suite.MAX_BASELINES + 1)
+    code, _, _, err = _run("--prepare", "baseline", "--baseline-rev", *revs)
+    assert code == 2 and f"at most {suite.MAX_BASELINES} baselines" in err
 
 
 def test_ab_part_without_a_baseline_says_how_to_make_one():
