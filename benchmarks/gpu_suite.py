@@ -573,6 +573,10 @@ def baseline_dirs() -> list[Path]:
                   else int(d.name.rsplit("_", 1)[1]))
 
 
+NO_BASELINE = (f"no --baseline-tree: --prepare baseline --baseline-rev REV builds "
+               f"{DEFAULT_BASELINE.name}/ to carry")
+
+
 def part_ab(ctx: Context) -> str | None:
     """The env part's cases again on other checkouts' emulators (``--baseline-tree``, built by
     ``--prepare baseline --baseline-rev REV [REV ...]``), each in a child run of this script on
@@ -580,8 +584,7 @@ def part_ab(ctx: Context) -> str | None:
     rates measured on different leases cannot give (the same code has moved by a third between
     leases). With several baselines, one lease measures several candidates."""
     if not ctx.args.baseline_tree:
-        return ("no --baseline-tree: --prepare baseline --baseline-rev REV builds "
-                f"{DEFAULT_BASELINE.name}/ to carry")
+        return NO_BASELINE
     trees = [Path(t).resolve() for t in ctx.args.baseline_tree]
     for base in trees:
         if not (base / "torchrl_dreamer").is_dir():
@@ -1522,6 +1525,9 @@ def main(argv: list[str] | None = None) -> int:
         if part not in args.parts:
             continue
         t = time.time()
+        if part == "ab" and not args.baseline_tree:  # what it lacks first, whatever the budget
+            out.emit(part=part, status="skipped", wall_s=0.0, reason=NO_BASELINE)
+            continue
         if part != "system" and budget.left() < plan.min_cost.get(part, 0):
             out.emit(part=part, status="skipped", wall_s=0.0,
                      reason=f"needs about {plan.min_cost[part]:g} s, {budget.left():.0f} s left")
