@@ -604,7 +604,7 @@ def part_ab(ctx: Context) -> str | None:
             continue
         try:
             theirs = _baseline_rates(ctx, base, label, limit)
-        except RuntimeError as err:
+        except (RuntimeError, subprocess.TimeoutExpired) as err:  # the next baseline may run
             ctx.out.emit(part="ab", case=f"baseline_{label}", status="failed", reason=_why(err))
             continue
         measured += 1
