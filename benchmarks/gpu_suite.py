@@ -501,7 +501,7 @@ def part_env(ctx: Context) -> None:
     for game, why in missing.items():
         ctx.out.emit(part="env", case=game, status="skipped", reason=why)
     reserve = _reserve(ctx, "learner", "collector", "tests")
-    k = len(ctx.args.baseline_tree or []) if _ab_planned(ctx) else 0
+    k = len(ctx.args.baseline_tree) if _ab_planned(ctx) else 0
     if k:  # each baseline measures the same cases after this part: k / (k + 1) is theirs
         reserve += max(0.0, ctx.budget.left() - reserve) * k / (k + 1)
     step_s: dict[str, tuple[int, float]] = {}  # last measured (N, seconds a step) per game

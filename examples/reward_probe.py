@@ -162,14 +162,11 @@ def _summary(rows: list[dict], values: list[float], ahead: tuple[int, ...], **ex
 
 def load_replay(checkpoint: Path) -> TimeMajorStorage:
     """The replay a checkpoint holds (``replay/``: a run keeps it in its latest checkpoint)."""
-    folder = checkpoint / "replay"
-    if not (folder / "meta.json").is_file():
+    try:
+        return TimeMajorStorage.from_dump(checkpoint / "replay")
+    except FileNotFoundError:
         raise SystemExit(f"{checkpoint} holds no replay: --replay reads a run's latest checkpoint "
-                         "(the older ones drop theirs), saved with checkpoint_replay on")
-    meta = json.loads((folder / "meta.json").read_text())
-    storage = TimeMajorStorage(meta["capacity"], meta["num_envs"])
-    storage.loads(folder)
-    return storage
+                         "(the older ones drop theirs), saved with checkpoint_replay on") from None
 
 
 @torch.no_grad()

@@ -135,6 +135,13 @@ def test_dumps_loads_round_trip(tmp_path):
         TimeMajorStorage(10, N).loads(tmp_path / "ckpt")
     with pytest.raises(FileNotFoundError, match="not a TimeMajorStorage checkpoint"):
         r.loads(tmp_path)
+    # a storage sized from the dump holds the same rows, head and commits
+    f = TimeMajorStorage.from_dump(tmp_path / "ckpt")
+    assert (f.capacity, f.num_envs, f.total_steps, f.head, f.committed_t) == (9, N, 20, 2, 19)
+    assert all(torch.equal(s.fields[k], f.fields[k]) for k in s.fields)
+    assert (_sample(s)[0] == _sample(f)[0]).all()
+    with pytest.raises(FileNotFoundError, match="not a TimeMajorStorage checkpoint"):
+        TimeMajorStorage.from_dump(tmp_path)
 
 
 def test_replay_buffer_dumps_loads(tmp_path):

@@ -5,7 +5,8 @@ the same ring rows, head and commits (so the same samples afterwards):
 
 - :meth:`~RingPersistence.state_dict` / :meth:`~RingPersistence.load_state_dict`: counters,
   schema and views of the held rows, for ``torch.save`` next to a model;
-- :meth:`~RingPersistence.dumps` / :meth:`~RingPersistence.loads`: a directory with
+- :meth:`~RingPersistence.dumps` / :meth:`~RingPersistence.loads` (or
+  :meth:`~RingPersistence.from_dump`, which sizes a new storage from it): a directory with
   ``meta.json`` and one ``<key>.memmap`` file per field, copied in bounded chunks so a
   memmap-backed ring larger than RAM is saved without loading it;
 - pickling (``__getstate__`` / ``__setstate__``): the leaf tensors only, for Ray and
@@ -34,6 +35,14 @@ from torchrl_dreamer.data.schema import FieldSpec, Key
 _META_FILE = "meta.json"
 _FORMAT_VERSION = 1
 _COPY_CHUNK_BYTES = 64 << 20
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    """The ``meta.json`` of a :meth:`~RingPersistence.dumps` directory."""
+    meta_file = path / _META_FILE
+    if not meta_file.is_file():
+        raise FileNotFoundError(f"{meta_file} not found: not a TimeMajorStorage checkpoint.")
+    return json.loads(meta_file.read_text())
 
 
 def key_name(key: Key) -> str:
@@ -179,10 +188,7 @@ class RingPersistence:
     def loads(self, path: str | os.PathLike) -> None:
         """Restores a :meth:`dumps` directory into this storage (same capacity and num_envs)."""
         path = Path(path)
-        meta_file = path / _META_FILE
-        if not meta_file.is_file():
-            raise FileNotFoundError(f"{meta_file} not found: not a TimeMajorStorage checkpoint.")
-        meta = json.loads(meta_file.read_text())
+        meta = _read_meta(path)
         self._load_meta(meta)
         size = min(int(meta["total_steps"]), self.capacity)
         for k, v in self._leaves.items():
@@ -192,6 +198,31 @@ class RingPersistence:
             chunked_copy(v, src, size)
             del src
         self._set_counters(meta)
+
+    @classmethod
+    def from_dump(cls, path: str | os.PathLike, **kwargs: Any):
+        """A new storage of a :meth:`dumps` directory's capacity and ``num_envs``, holding its
+        rows (``kwargs`` go to the constructor: ``device``, ``memmap_dir``, ...): for reading a
+        run's saved replay without knowing its size.
+
+        Example:
+            >>> import tempfile, torch
+            >>> from torchrl_dreamer.data import TimeMajorStorage
+            >>> s = TimeMajorStorage(4, 2)
+            >>> for t in range(5):
+            ...     _ = s.write({"reward": torch.full((2,), float(t))})
+            >>> d = tempfile.mkdtemp()
+            >>> s.dumps(d)
+            >>> r = TimeMajorStorage.from_dump(d)
+            >>> r.capacity, r.num_envs, r.total_steps
+            (4, 2, 5)
+            >>> torch.equal(r.fields["reward"], s.fields["reward"])
+            True
+        """
+        meta = _read_meta(Path(path))  # (read again by loads: a few hundred bytes)
+        storage = cls(meta["capacity"], meta["num_envs"], **kwargs)
+        storage.loads(path)
+        return storage
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickle the leaves only; the flat views and the TensorDict are rebuilt on load so they

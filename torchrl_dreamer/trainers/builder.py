@@ -121,7 +121,8 @@ def check_spec_start(cfg: TrainConfig) -> None:
     task = load_task_spec(cfg.env.task_spec, rom=cfg.env.rom)
     try:
         check_start(task, frame_skip=cfg.env.frame_skip,
-                    press_frames=default_press_frames(cfg.env.frame_skip), device=cfg.consoles_device)
+                    press_frames=default_press_frames(cfg.env.frame_skip),
+                    device=cfg.consoles_device)
     except StartStateError as err:
         raise ConfigError(f"{err} Fix the spec's start or its terminate/truncate entries; "
                           f"python -m torchrl_dreamer.envs.spec_check {cfg.env.task_spec} --rom "
