@@ -29,7 +29,8 @@ out-of-line function of ``gb_run`` whose spills changed (``gb_run_sm90_fn:<name>
 change first), which says where a change of the kernel's spills came from.
 
 Usage: ``python benchmarks/cuda_regs.py [--arch 90] [--cache-dir .warp_aot] [--ptxas PATH]
-[--baseline REV]``. A cold compile takes 1-5 minutes on 2 cores; a cached one is read at once.
+[--baseline REV] [--quick]`` (``--quick``: the cubin only, as ``--no-ptxas``). A cold compile
+takes 1-5 minutes on 2 cores; a cached one is read at once.
 """
 
 from __future__ import annotations
@@ -349,9 +350,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="Warp kernel cache holding the compiled modules")
     parser.add_argument("--ptxas", default=None, help="ptxas executable (default: searched)")
     parser.add_argument("--no-ptxas", action="store_true", help="read the cubin only")
+    parser.add_argument("--quick", action="store_true", help="the same as --no-ptxas")
     parser.add_argument("--baseline", default=None, help="git revision to compare with")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.no_ptxas = args.no_ptxas or args.quick
     set_cache_dir(args.cache_dir)
     ptxas = None if args.no_ptxas else find_ptxas(args.ptxas)
     if args.worker:

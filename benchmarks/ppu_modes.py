@@ -10,7 +10,8 @@ fifo, peer = line, in frames/s of process CPU time (one thread):
 - ``ppu_norender/<game>``: the same with ``render=False`` (the gameplay case of
   ``benchmarks/emulator.py``).
 
-Run: ``python benchmarks/ppu_modes.py [--frames 2000] [--games maze snake]``.
+Run: ``python benchmarks/ppu_modes.py [--frames 2000] [--games maze snake] [--quick]`` (``--quick``:
+300 frames a case).
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=2000)
     ap.add_argument("--games", nargs="*", default=None)
+    ap.add_argument("--quick", action="store_true", help="300 frames a case")
     a = ap.parse_args()
+    if a.quick:
+        a.frames = min(a.frames, 300)
     found = games()
     for name in a.games or list(found):
         path = found[name]

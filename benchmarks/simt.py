@@ -354,7 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=8, help="random env steps before tracing")
     parser.add_argument("--steps", type=int, default=2, help="env steps traced")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true",
+                        help="our two games only (maze, catch), one env step traced")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.games, args.steps = args.games or ["maze", "catch"], 1
     roms = args.roms or roms_dir()
     games, missing = games_mod.available_games(roms if roms.is_dir() else None, args.games)
     for game, why in missing.items():

@@ -270,10 +270,17 @@ def benchmarks_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "benchmarks"
 
 
+def benchmark_names(root: Path) -> list[str]:
+    """The runnable benchmarks of ``root`` (scripts with a ``__main__`` block; the helpers they
+    share, such as ``game_envs.py``, are not listed). Each takes ``--quick``."""
+    return sorted(p.stem for p in root.glob("*.py")
+                  if 'if __name__ == "__main__":' in p.read_text(errors="replace"))
+
+
 def _bench(argv: list[str]) -> int:
     args = build_parser("bench").parse_args(argv)
     root = benchmarks_dir()
-    available = sorted(p.stem for p in root.glob("*.py")) if root.is_dir() else []
+    available = benchmark_names(root) if root.is_dir() else []
     if not available:
         print(f"error: no benchmarks found in {root} (they ship with the source checkout)",
               file=sys.stderr)

@@ -386,3 +386,52 @@ def test_ab_part_without_a_baseline_says_how_to_make_one():
     code, lines, _, _ = _run("--dry-run", "--parts", "env,ab", "--games", "maze", "--budget", "60")
     part = next(ln for ln in lines if ln.get("part") == "ab" and "case" not in ln)
     assert part["status"] == "skipped" and "--prepare baseline" in part["reason"]
+
+
+def test_spill_map_credits_local_memory_instructions_to_their_lines(tmp_path):
+    spills = _load("cuda_spills")
+    src = tmp_path / "bus.py"
+    src.write_text("def tick(x):\n    y = x + 1\n    return y\n\n\ndef wr(v):\n    return v\n")
+    kern = tmp_path / "kern.py"
+    kern.write_text("def gb_run(m):\n    pass\n")
+    hdr = "/warp/native/array.h"
+    sass = f"""//--------------------- .text.gb_run_ab12_cuda_kernel_forward ----
+.text.gb_run_ab12_cuda_kernel_forward:
+\t//## File "{kern}", line 1
+        /*0000*/                   STL.64 [R1], R2 ;
+\t//## File "{hdr}", line 1225 inlined at "{src}", line 2
+\t//## File "{src}", line 2 inlined at "{kern}", line 2
+\t//## File "{kern}", line 2
+        /*0010*/                   LDL R4, [R1+0xed4] ;
+        /*0020*/                   ISETP.GE.AND P0, PT, R4, R5, PT ;
+        /*0030*/                   LDL.LU R6, [R1+0x8] ;
+\t//## File "{src}", line 7 inlined at "{kern}", line 2
+\t//## File "{kern}", line 2
+        /*0040*/                   STL [R1+0x10], R6 ;
+//--------------------- .text.gb_peek_cd34_cuda_kernel_forward ----
+.text.gb_peek_cd34_cuda_kernel_forward:
+\t//## File "{src}", line 2
+        /*0000*/                   LDL R1, [R1] ;
+"""
+    sites = spills.local_memory_sites(sass.splitlines())
+    assert [(s["kernel"][:6], s["op"]) for s in sites] == [
+        ("gb_run", "STL"), ("gb_run", "LDL"), ("gb_run", "LDL"), ("gb_run", "STL"),
+        ("gb_pee", "LDL")]
+    # the header frame is skipped: the two loads belong to bus.py line 2, inside tick
+    assert spills.tally(sites, "gb_run") == [
+        ("bus.py:2 tick", 0, 2), ("bus.py:7 wr", 1, 0), ("kern.py:1 gb_run", 1, 0)]
+    assert spills.tally(sites, "gb_run", "kernel_line") == [
+        ("kern.py:2 gb_run", 1, 2), ("kern.py:1 gb_run", 1, 0)]
+    assert spills.source_text("bus.py:2 tick") == "y = x + 1"
+    lines = spills.result_lines(sites, "gb_run", 90, top=1)
+    assert [(x["case"], x["ours"]) for x in lines] == [
+        ("gb_run_sm90_STL_instructions", 2), ("gb_run_sm90_LDL_instructions", 2),
+        ("gb_run_sm90_line:bus.py:2 tick", 2), ("gb_run_sm90_kernel_line:kern.py:2 gb_run", 3)]
+    assert all(x["peer"] is None and x["speedup"] is None for x in lines)
+
+
+def test_spill_map_without_its_tools_says_what_to_install(monkeypatch, capsys):
+    spills = _load("cuda_spills")
+    monkeypatch.setattr(spills, "find_nvdisasm", lambda explicit=None: None)
+    assert spills.main([]) == 2
+    assert "nvidia-cuda-nvdisasm" in capsys.readouterr().err

@@ -122,7 +122,19 @@ def test_cli_bench_lists_benchmarks(capsys):
     assert main(["bench", "--list"]) == 0
     names = capsys.readouterr().out.split()
     assert "learner" in names and "replay" in names
+    assert "game_envs" not in names  # a helper the GPU benchmarks load, not a benchmark
     assert main(["bench", "--name", "nope"]) == 2
+
+
+def test_every_listed_benchmark_takes_quick():
+    """``bench`` runs each benchmark with ``--quick``: every script's parser must accept it."""
+    from torchrl_dreamer.train import benchmark_names, benchmarks_dir
+
+    root = benchmarks_dir()
+    names = benchmark_names(root)
+    assert len(names) >= 10
+    lacking = [n for n in names if '"--quick"' not in (root / f"{n}.py").read_text()]
+    assert lacking == [], f"benchmarks without --quick: {lacking}"
 
 
 # ---------------------------------------------------------------- GIF
