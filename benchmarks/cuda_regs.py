@@ -207,10 +207,10 @@ def function_changes(ours: dict[str, Any], peer: dict[str, Any], kernel: str = "
     return sorted(rows, key=lambda r: -abs((r[1] or (0, 0))[0] - (r[2] or (0, 0))[0]))
 
 
-def find_ptxas(explicit: str | None = None) -> str | None:
-    """A ``ptxas`` executable: ``explicit``, ``$PTXAS``, ``PATH``, or the ``nvidia-cuda-nvcc``
-    wheel's (``nvidia/cu*/bin/ptxas``). ``None`` when there is none."""
-    for cand in (explicit, os.environ.get("PTXAS"), shutil.which("ptxas")):
+def find_cuda_tool(name: str, explicit: str | None = None) -> str | None:
+    """A CUDA command-line tool (``ptxas``, ``nvdisasm``): ``explicit``, ``$<NAME>``, ``PATH``,
+    or an NVIDIA CUDA wheel's (``nvidia/cu*/bin/<name>``). ``None`` when there is none."""
+    for cand in (explicit, os.environ.get(name.upper()), shutil.which(name)):
         if cand and Path(cand).is_file():
             return cand
     try:
@@ -218,10 +218,15 @@ def find_ptxas(explicit: str | None = None) -> str | None:
     except ImportError:
         return None
     for root in getattr(nvidia, "__path__", []):
-        for p in sorted(Path(root).glob("cu*/bin/ptxas")):
+        for p in sorted(Path(root).glob(f"cu*/bin/{name}")):
             if os.access(p, os.X_OK):
                 return str(p)
     return None
+
+
+def find_ptxas(explicit: str | None = None) -> str | None:
+    """A ``ptxas`` (:func:`find_cuda_tool`; the ``nvidia-cuda-nvcc`` wheel holds one)."""
+    return find_cuda_tool("ptxas", explicit)
 
 
 def ptxas_report(ptx: Path, arch: int, ptxas: str) -> dict[str, dict[str, int]]:

@@ -41,9 +41,7 @@ import collections
 import functools
 import importlib.util
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -160,20 +158,9 @@ def tally(sites: list[dict[str, Any]], kernel: str, view: str = "line",
 
 # ------------------------------------------------------------------------------ building
 def find_nvdisasm(explicit: str | None = None) -> str | None:
-    """An ``nvdisasm``: ``explicit``, ``$NVDISASM``, ``PATH`` or the ``nvidia-cuda-nvdisasm``
-    wheel's; ``None`` when there is none."""
-    for cand in (explicit, os.environ.get("NVDISASM"), shutil.which("nvdisasm")):
-        if cand and Path(cand).is_file():
-            return cand
-    try:
-        import nvidia
-    except ImportError:
-        return None
-    for root in getattr(nvidia, "__path__", []):
-        for p in sorted(Path(root).glob("cu*/bin/nvdisasm")):
-            if os.access(p, os.X_OK):
-                return str(p)
-    return None
+    """An ``nvdisasm`` (``cuda_regs.find_cuda_tool``; the ``nvidia-cuda-nvdisasm`` wheel holds
+    one)."""
+    return _cuda_regs().find_cuda_tool("nvdisasm", explicit)
 
 
 def build_listing(arch: int, ptxas: str, nvdisasm: str, workdir: Path) -> tuple[Path, dict]:
