@@ -58,8 +58,9 @@ _SECTION = re.compile(r"^\.text\.(\S+):")
 _LOCAL = re.compile(r"\b(STL|LDL)(?:\.[\w.]+)?\s")
 
 
+@functools.cache
 def _cuda_regs():
-    """``benchmarks/cuda_regs.py`` as a module (its compiler and ptxas finders)."""
+    """``benchmarks/cuda_regs.py`` as a module (its compiler and tool finders), loaded once."""
     spec = importlib.util.spec_from_file_location("_cuda_regs", _HERE / "cuda_regs.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -90,6 +91,12 @@ def local_memory_sites(sass: Iterable[str]) -> list[dict[str, Any]]:
         if op and kernel is not None:
             out.append({"kernel": kernel, "op": op.group(1), "chain": list(chain)})
     return out
+
+
+def read_listing(path: str | Path) -> list[dict[str, Any]]:
+    """:func:`local_memory_sites` of an ``nvdisasm -gi`` listing file."""
+    with open(path, errors="replace") as fh:
+        return local_memory_sites(fh)
 
 
 def _is_header(path: str) -> bool:
@@ -226,8 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         args.top = min(args.top, 10)
     report: dict[str, Any] = {}
     if args.listing:
-        listing = Path(args.listing)
-        sites = local_memory_sites(listing.open(errors="replace"))
+        sites = read_listing(args.listing)
     else:
         regs = _cuda_regs()
         ptxas, nvdisasm = regs.find_ptxas(args.ptxas), find_nvdisasm(args.nvdisasm)
@@ -244,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         regs.set_cache_dir(args.cache_dir)
         with tempfile.TemporaryDirectory() as tmp:
             listing, report = build_listing(args.arch, ptxas, nvdisasm, Path(tmp))
-            sites = local_memory_sites(listing.open(errors="replace"))
+            sites = read_listing(listing)
     lines = result_lines(sites, args.kernel, args.arch, args.top)
     entry = next((v for k, v in report.items() if k.startswith(args.kernel)), None)
     if entry:  # the same kernel as the plain build: cuda_regs.py's figures
@@ -253,9 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     for line in lines:
         print(json.dumps(line), flush=True)
     print(f"\n| where ({args.kernel}, sm_{args.arch}) | STL | LDL | source |\n|---|---|---|---|")
+    prefix = len(f"{args.kernel}_sm{args.arch}_")  # the cases' common start (result_lines)
     for line in lines[2:]:
         src = line["source"].replace("|", "\\|")
-        print(f"| {line['case'].split('_', 3)[-1]} | {line['stl']} | {line['ldl']} | `{src}` |")
+        print(f"| {line['case'][prefix:]} | {line['stl']} | {line['ldl']} | `{src}` |")
     return 0
 
 
