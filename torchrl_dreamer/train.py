@@ -223,6 +223,7 @@ def _train(argv: list[str]) -> int:
     summary: dict[str, Any] = {"run_dir": str(trainer.run_dir), **row}
     if cfg.eval.episodes > 0:
         p = trainer.parts
+        summary.update(trainer.choose_eval_policy())
         env = make_env(cfg, num_envs=cfg.eval.episodes)
         modes = [("eval", True)] + ([("eval_sampled", False)] if cfg.eval.sampled else [])
         for name, greedy in modes:

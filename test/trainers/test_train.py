@@ -511,3 +511,48 @@ def test_spec_whose_start_already_terminates_is_refused_before_the_run(tmp_path)
                          "rom": str(rom_path("catch")), "log_dir": str(tmp_path / "run")})
     with pytest.raises(ConfigError, match="terminate.*already holds at the start"):
         build_run(cfg)
+
+
+def test_eval_policy_best_plays_the_kept_weights_only_when_clearly_better(tmp_path):
+    """eval_policy="best": the trainer keeps the acting weights of the best full window of
+    training episodes, checkpoints them, and the final evaluation plays them only when that
+    window beats the last one clearly (no shared episode, a gap over two standard errors)."""
+    torch.set_num_threads(1)
+    cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "total_steps": 64,
+                         "eval_policy": "best"})
+    trainer = DreamerTrainer(cfg, quiet=True)
+    trainer.train()
+    window = trainer.tracker.window
+    mods = trainer.acting_modules()
+    kept = {n: {k: v.clone() for k, v in m.state_dict().items()} for n, m in mods.items()}
+    high = [1.0, 0.9] * (window // 2)
+    assert trainer.best.observe(high, episodes=window, step=40, modules=mods)
+    with torch.no_grad():  # training moves on
+        for p in trainer.parts.actor.parameters():
+            p.add_(1.0)
+    trainer.tracker.recent_eps.clear()
+    trainer.tracker.recent_eps.extend((0.9 + 0.1 * (k % 2), 10, False) for k in range(window))
+    trainer.tracker.episodes = 2 * window  # no clear gap: the last weights are played
+    assert trainer.choose_eval_policy()["eval_policy_step"] == trainer.policy_steps
+    assert not torch.equal(next(iter(trainer.parts.actor.parameters())),
+                           next(iter(kept["actor"].values())))
+    ckpt = trainer.save()
+    trainer.tracker.recent_eps.clear()
+    trainer.tracker.recent_eps.extend((0.0, 10, False) for _ in range(window))
+    out = trainer.choose_eval_policy()
+    assert out["eval_policy_step"] == 40 and out["best_window_return"] == pytest.approx(0.95)
+    for n, m in mods.items():
+        for k, v in m.state_dict().items():
+            assert torch.equal(v, kept[n][k]), (n, k)
+    trainer.close()
+    saved = load_checkpoint(ckpt)
+    assert saved["best_policy"]["step"] == 40
+    resumed = DreamerTrainer(cfg.with_(total_steps=128), resume=ckpt, quiet=True)
+    assert resumed.best.step == 40 and resumed.best.mean == pytest.approx(0.95)
+    resumed.close()
+    plain = DreamerTrainer(cfg.with_(eval_policy="last", log_dir=str(tmp_path / "b")), quiet=True)
+    assert plain.best is None
+    assert plain.choose_eval_policy() == {"eval_policy_step": 0.0}
+    plain.close()
+    with pytest.raises(ConfigError, match="eval_policy"):
+        TrainConfig(**{**SMALL, "eval_policy": "middle"})

@@ -663,3 +663,32 @@ def test_busy_cores_note_only_when_every_core_was_taken_beside_other_work(monkey
     monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
     train._warn_if_cores_busy(TrainConfig())  # an idle machine: no note
     assert capsys.readouterr().err == ""
+
+
+def test_best_policy_keeps_new_highs_of_full_windows_and_calls_a_gap_clear_only_past_noise():
+    """BestPolicy: copies on a full window's new high mean only; a later window is clearly worse
+    only with no shared episode and a gap over two standard errors; the state survives a
+    weights-only save."""
+    import io
+
+    from torchrl_dreamer.trainers import BestPolicy
+
+    net = torch.nn.Linear(3, 2)
+    best = BestPolicy(window=4)
+    assert not best.observe([5.0, 5.0, 5.0], episodes=3, step=10, modules={"net": net})  # not full
+    assert best.observe([1.0, 2.0, 1.0, 2.0], episodes=4, step=20, modules={"net": net})
+    assert not best.observe([1.0, 2.0, 1.0, 2.0], episodes=5, step=30, modules={"net": net})
+    assert not best.observe([9.0] * 4, episodes=4, step=30, modules={"net": net})  # no new episode
+    assert best.observe([3.0, 3.5, 3.0, 3.5], episodes=8, step=40, modules={"net": net})
+    assert best.step == 40 and best.mean == pytest.approx(3.25)
+    assert not best.clearly_better([0.0] * 4, episodes=10)  # shares episodes with the kept window
+    assert not best.clearly_better([3.0, 3.6, 2.9, 3.4], episodes=12)  # within the noise
+    assert best.clearly_better([0.0, 0.5, 0.0, 0.5], episodes=12)
+    buf = io.BytesIO()
+    torch.save(best.state_dict(), buf)
+    buf.seek(0)
+    again = BestPolicy()
+    again.load_state_dict(torch.load(buf, weights_only=True))
+    assert again.step == 40 and again.window == 4 and again.clearly_better([0.0, 0.5] * 2, 12)
+    with pytest.raises(KeyError, match="no kept weights"):
+        again.restore({"other": net})

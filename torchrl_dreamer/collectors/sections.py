@@ -19,6 +19,8 @@ from torchrl_dreamer.objectives.learner import CompileMode
 __all__ = [
     "BACKENDS",
     "LOGGERS",
+    "EVAL_POLICIES",
+    "EvalPolicy",
     "PRECISIONS",
     "REPLAY_BACKINGS",
     "REPLAY_EVENTS",
@@ -45,6 +47,7 @@ ReplayBacking = Literal["memory", "memmap"]
 ReplayEvent = Literal["terminated", "reward"]
 LoggerKind = Literal["csv", "tensorboard", "both", "none"]
 Precision = Literal["fp32", "bf16", "fp16"]
+EvalPolicy = Literal["last", "best"]
 ConsoleModel = Literal[MODELS]  # type: ignore[valid-type]
 """A Game Boy model the consoles can be (``torchrl_dreamer.emulator.MODELS``: one list)."""
 
@@ -59,6 +62,9 @@ LOGGERS: tuple[str, ...] = get_args(LoggerKind)
 """Metric loggers of a run."""
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 """The learner's autocast choices."""
+EVAL_POLICIES: tuple[str, ...] = get_args(EvalPolicy)
+"""Which weights the final evaluation plays: the last ones, or the best stretch of training's
+when it was clearly better (:mod:`torchrl_dreamer.trainers.best_policy`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,6 +395,13 @@ class EvalSection:
     policy as it trains): a puzzle's key sequence can come out of the samples but not out of
     each step's mode (``docs/decisions/training_defaults.md``, "The sampled final evaluation").
     Reported as ``eval_sampled_*``, bounded by ``eval_time_limit`` as well."""
+    policy: EvalPolicy = setting("last", flat="eval_policy")
+    """Which weights the final evaluations play: ``last`` (the weights training ended with) or
+    ``best``: the world model's and actor's weights when the mean return of the last 32
+    training episodes peaked, if that window beats the last 32 episodes by more than two
+    standard errors with no episode in common, else the last weights
+    (:class:`~torchrl_dreamer.trainers.BestPolicy`; the run's summary says which, as
+    ``eval_policy_step``). Checkpoints then carry the kept weights too."""
 
 
 SECTIONS: dict[str, type] = {

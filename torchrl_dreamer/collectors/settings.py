@@ -61,6 +61,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from torchrl_dreamer.collectors.sections import (
     BACKENDS,
+    EVAL_POLICIES,
     LOGGERS,
     PRECISIONS,
     REPLAY_BACKINGS,
@@ -69,6 +70,7 @@ from torchrl_dreamer.collectors.sections import (
     Backend,
     CollectorSection,
     EnvSection,
+    EvalPolicy,
     EvalSection,
     LearnerSection,
     LoggerKind,
@@ -86,6 +88,8 @@ __all__ = [
     "BACKENDS",
     "Backend",
     "Check",
+    "EVAL_POLICIES",
+    "EvalPolicy",
     "LoggerKind",
     "Precision",
     "ReplayBacking",
@@ -159,7 +163,7 @@ def section_settings(section: str) -> tuple[str, ...]:
 
     Example:
         >>> section_settings("eval")
-        ('eval_episodes', 'eval_time_limit', 'eval_max_steps', 'eval_sampled')
+        ('eval_episodes', 'eval_time_limit', 'eval_max_steps', 'eval_sampled', 'eval_policy')
     """
     return tuple(_flat_name(f) for f in dataclasses.fields(SECTIONS[section]))
 

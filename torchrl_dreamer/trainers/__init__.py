@@ -13,10 +13,13 @@
 - :func:`evaluate` -- greedy/sampled episodes, success rate and a GIF of the agent playing.
 - :func:`save_checkpoint`, :func:`load_checkpoint` (``weights_only=True``), :class:`CheckpointError`.
 - :func:`write_gif` -- dependency-free animated GIF writer; :class:`EpisodeTracker`.
+- :class:`BestPolicy` -- the weights of the best window of training episodes
+  (``eval_policy="best"``).
 - :func:`open_loop_frames`, :func:`write_video`, :func:`world_model_video_checkpoint` -- the
   world model's open-loop report (real | reconstruction | imagination) as MP4.
 """
 
+from torchrl_dreamer.trainers.best_policy import BestPolicy
 from torchrl_dreamer.trainers.builder import (
     RunFactories,
     RunParts,
@@ -48,6 +51,7 @@ __all__ = [
     "CheckpointError",
     "ConfigError",
     "DreamerTrainer",
+    "BestPolicy",
     "EpisodeTracker",
     "EvalResult",
     "GameBoyDreamer",

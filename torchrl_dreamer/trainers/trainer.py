@@ -36,6 +36,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+import torch
+
+from torchrl_dreamer.trainers.best_policy import BestPolicy
 from torchrl_dreamer.trainers.builder import RunParts, build_run
 from torchrl_dreamer.trainers.checkpoint import (
     CheckpointError,
@@ -125,6 +128,9 @@ class DreamerTrainer:
         self.parts = parts
         self.collector: RunCollector = parts.collector
         self.tracker = EpisodeTracker(config.env.num_envs, success_rule=parts.success_rule)
+        self.best: BestPolicy | None = (BestPolicy(self.tracker.window)
+                                        if config.eval.policy == "best" else None)
+        """The weights of the best window of training episodes (``eval_policy="best"``)."""
         self.history: list[dict[str, float]] = []
         self.wall_s = 0.0
         self.created = time.perf_counter()
@@ -158,6 +164,7 @@ class DreamerTrainer:
             "env": self.collector.env_state(),
             "history": [dict(h) for h in self.history],
             "wall_s": float(self.wall_s),
+            **({} if self.best is None else {"best_policy": self.best.state_dict()}),
         }
 
     def save(self) -> Path:
@@ -193,6 +200,8 @@ class DreamerTrainer:
         set_rng_state(saved["rng"])
         self.history = [dict(h) for h in saved.get("history", [])]
         self.wall_s = float(saved.get("wall_s", 0.0))
+        if self.best is not None and "best_policy" in saved:
+            self.best.load_state_dict(saved["best_policy"])
         self.resumed_from = ckpt
 
     # ------------------------------------------------------------------ loop
@@ -230,6 +239,9 @@ class DreamerTrainer:
             readable = getattr(c, "readable_committed_t", None)
             episodes = self.tracker.update(self.parts.storage,
                                            upto=readable() if readable is not None else None)
+        if episodes and self.best is not None:
+            self.best.observe([e[0] for e in self.tracker.recent_eps], self.tracker.episodes,
+                              self.policy_steps, self.acting_modules())
         scores = self.tracker.last_scores
         for k, (ret, length, ok) in enumerate(episodes):
             if self.logger is not None:
@@ -334,6 +346,26 @@ class DreamerTrainer:
             c.shutdown(close_env=False)
         (self.run_dir / "progress.json").write_text(json.dumps(self.history, indent=1))
         return row
+
+    def acting_modules(self) -> dict[str, torch.nn.Module]:
+        """The modules a policy acts with (what :class:`BestPolicy` keeps)."""
+        return {"world_model": self.parts.world_model, "actor": self.parts.actor}
+
+    def choose_eval_policy(self) -> dict[str, float]:
+        """Load the weights the final evaluation should play (``eval_policy``) and say which:
+        ``eval_policy_step`` is the policy step of the weights played (this run's last one, or
+        the kept window's with ``eval_policy="best"`` when it is clearly better: see
+        :mod:`~torchrl_dreamer.trainers.best_policy`). Call after :meth:`train`: the modules'
+        weights are replaced (the last checkpoint keeps the last ones)."""
+        out = {"eval_policy_step": float(self.policy_steps)}
+        if self.best is None:
+            return out
+        out.update(self.best.summary())
+        last = [e[0] for e in self.tracker.recent_eps]
+        if self.best.clearly_better(last, self.tracker.episodes):
+            self.best.restore(self.acting_modules())
+            out["eval_policy_step"] = float(self.best.step)
+        return out
 
     def write_video(self) -> Path | None:
         """Write the world model's open-loop report on replay windows now (see

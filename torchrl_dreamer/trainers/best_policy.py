@@ -1,0 +1,130 @@
+"""``BestPolicy``: keep the acting weights of the best stretch of training, and evaluate them
+instead of the last ones when training clearly got worse since.
+
+Why: a policy can learn a trick mid-run and lose it later (PostBot, 2026-11-30: 21-33 % of the
+training episodes delivered a transmission half-way through, none in the last quarter, as the
+entropy bonus fell). The final evaluation then measures the forgotten policy. With
+``eval_policy="best"`` the trainer watches the mean return of the last ``window`` finished
+training episodes (:class:`~torchrl_dreamer.trainers.EpisodeTracker`'s window), copies the world
+model's and the actor's weights whenever that mean reaches a new high, and at the end
+evaluates the copy instead of the last weights only when the copy's window is *clearly* better:
+the two windows share no episode and the gap exceeds two standard errors. Otherwise (a run that
+kept improving, or noise) the last weights are evaluated, as with ``eval_policy="last"``.
+
+The choice reads only training episodes, never the evaluation, so the evaluation that follows
+is not biased by the choice. The training episodes are played with sampled actions by the
+policies of the window's span, so the copy is that span's last policy, not exactly the one
+that played each episode.
+
+Example:
+    >>> import torch
+    >>> net = torch.nn.Linear(2, 1)
+    >>> best = BestPolicy(window=4)
+    >>> best.observe([1.0, 1.0, 1.0, 1.0], episodes=4, step=100, modules={"net": net})
+    True
+    >>> with torch.no_grad():
+    ...     _ = net.weight.fill_(0.0)
+    >>> best.observe([0.0, 0.1, 0.0, 0.1], episodes=8, step=200, modules={"net": net})
+    False
+    >>> best.clearly_better([0.0, 0.1, 0.0, 0.1], episodes=8)
+    True
+    >>> best.restore({"net": net}); float(net.weight.abs().sum()) > 0
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["BestPolicy", "window_stats"]
+
+CLEAR_GAP_SE = 2.0
+"""How many standard errors of the difference the best window's mean return must lead the last
+window's by before the best weights are evaluated instead of the last ones."""
+
+
+def window_stats(returns: Sequence[float]) -> tuple[float, float]:
+    """Mean and squared standard error of the mean of a window of episode returns.
+
+    Example:
+        >>> window_stats([1.0, 3.0])
+        (2.0, 1.0)
+    """
+    n = len(returns)
+    if n == 0:
+        return float("nan"), float("nan")
+    mean = sum(returns) / n
+    var = sum((r - mean) ** 2 for r in returns) / max(1, n - 1)
+    return mean, var / n
+
+
+class BestPolicy:
+    """The weights of the best window of training episodes seen so far (see the module doc).
+
+    Args:
+        window: episodes a window holds; a window counts only once it is full.
+    """
+
+    def __init__(self, window: int = 32) -> None:
+        self.window = int(window)
+        self.mean = -math.inf
+        """Mean return of the best full window so far (``-inf``: none yet)."""
+        self.se2 = float("nan")
+        self.episodes = 0
+        """Episodes finished when the best window ended."""
+        self.step = 0
+        """Policy steps when the best window ended."""
+        self.state: dict[str, dict[str, torch.Tensor]] = {}
+
+    def observe(self, returns: Sequence[float], episodes: int, step: int,
+                modules: Mapping[str, torch.nn.Module]) -> bool:
+        """Look at the window ``returns`` (the last finished episodes, ``episodes`` finished in
+        all, at ``step`` policy steps); copy ``modules``' weights (to the CPU) if it is full and
+        its mean return is a new high. Returns whether it copied."""
+        if len(returns) < self.window or episodes <= self.episodes:
+            return False
+        mean, se2 = window_stats(returns)
+        if not mean > self.mean:
+            return False
+        self.mean, self.se2, self.episodes, self.step = mean, se2, int(episodes), int(step)
+        self.state = {name: {k: v.detach().to("cpu", copy=True) for k, v in m.state_dict().items()}
+                      for name, m in modules.items()}
+        return True
+
+    def clearly_better(self, returns: Sequence[float], episodes: int) -> bool:
+        """Whether the best window beats the last one (``returns``, ending at ``episodes``
+        finished episodes) clearly: no shared episode and a gap over ``CLEAR_GAP_SE`` standard
+        errors."""
+        if not self.state or len(returns) == 0 or episodes - self.episodes < len(returns):
+            return False
+        mean, se2 = window_stats(returns)
+        return self.mean - mean > CLEAR_GAP_SE * math.sqrt(self.se2 + se2)
+
+    def restore(self, modules: Mapping[str, torch.nn.Module]) -> None:
+        """Load the kept weights into ``modules`` (the same names as :meth:`observe`)."""
+        missing = sorted(set(modules) - set(self.state))
+        if missing:
+            raise KeyError(f"no kept weights for {missing}; kept: {sorted(self.state)}")
+        for name, m in modules.items():
+            m.load_state_dict(self.state[name])
+
+    def summary(self) -> dict[str, float]:
+        """What was kept: window mean return, its episodes and policy steps (for the log)."""
+        return {"best_window_return": self.mean, "best_window_episodes": float(self.episodes),
+                "best_window_step": float(self.step)}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The kept weights and their window (for checkpoints: tensors and numbers only)."""
+        return {"window": self.window, "mean": self.mean, "se2": self.se2,
+                "episodes": self.episodes, "step": self.step, "state": self.state}
+
+    def load_state_dict(self, sd: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output."""
+        self.window = int(sd["window"])
+        self.mean, self.se2 = float(sd["mean"]), float(sd["se2"])
+        self.episodes, self.step = int(sd["episodes"]), int(sd["step"])
+        self.state = {n: dict(s) for n, s in sd["state"].items()}
