@@ -397,8 +397,8 @@ class EvalSection:
     Reported as ``eval_sampled_*``, bounded by ``eval_time_limit`` as well."""
     policy: EvalPolicy = setting("last", flat="eval_policy")
     """Which weights the final evaluations play: ``last`` (the weights training ended with) or
-    ``best``: the world model's and actor's weights when the mean return of the last 32
-    training episodes peaked, if that window beats the last 32 episodes by more than two
+    ``best``: the world model's and actor's weights when the mean return (or game score) of
+    the last 32 training episodes peaked, if that window beats the last 32 episodes by more than two
     standard errors with no episode in common, else the last weights
     (:class:`~torchrl_dreamer.trainers.BestPolicy`; the run's summary says which, as
     ``eval_policy_step``). Checkpoints then carry the kept weights too."""

@@ -240,8 +240,8 @@ class DreamerTrainer:
             episodes = self.tracker.update(self.parts.storage,
                                            upto=readable() if readable is not None else None)
         if episodes and self.best is not None:
-            self.best.observe([e[0] for e in self.tracker.recent_eps], self.tracker.episodes,
-                              self.policy_steps, self.acting_modules())
+            self.best.observe(self._window(), self.tracker.episodes, self.policy_steps,
+                              self.acting_modules())
         scores = self.tracker.last_scores
         for k, (ret, length, ok) in enumerate(episodes):
             if self.logger is not None:
@@ -351,6 +351,12 @@ class DreamerTrainer:
         """The modules a policy acts with (what :class:`BestPolicy` keeps)."""
         return {"world_model": self.parts.world_model, "actor": self.parts.actor}
 
+    def _window(self) -> list[float]:
+        """What :class:`BestPolicy` ranks: the last finished episodes' game score where the
+        task has one (a shaped reward's return is not the game's measure), else their return."""
+        t = self.tracker
+        return list(t.recent_scores) if t.recent_scores else [e[0] for e in t.recent_eps]
+
     def choose_eval_policy(self) -> dict[str, float]:
         """Load the weights the final evaluation should play (``eval_policy``) and say which:
         ``eval_policy_step`` is the policy step of the weights played (this run's last one, or
@@ -361,8 +367,7 @@ class DreamerTrainer:
         if self.best is None:
             return out
         out.update(self.best.summary())
-        last = [e[0] for e in self.tracker.recent_eps]
-        if self.best.clearly_better(last, self.tracker.episodes):
+        if self.best.clearly_better(self._window(), self.tracker.episodes):
             self.best.restore(self.acting_modules())
             out["eval_policy_step"] = float(self.best.step)
         return out
