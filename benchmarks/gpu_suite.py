@@ -10,8 +10,9 @@ one JSON line per result and per part, then a markdown table of them all:
 2. ``env``: env steps/s of ``GameBoyEnv`` (24 frames a step, packed2 rendered, the task's
    reward, random actions, one device sync a step) for ours (``maze``, ``catch``) and every
    shared game found under ``--roms``, at N = 1,024 / 4,096 / 16,384 / 65,536 consoles, with
-   one launch a step (``launch_frames=None``); then each game at the last size with a launch
-   per frame (``launch_frames=1``, the CUDA default), that rate against the one-launch one.
+   a launch per frame (``launch_frames=1``, the CUDA default); then each game at the last size
+   it reached with one launch a step (``launch_frames=None``), the per-frame rate against it
+   (skipped with ``--per-frame-only``). The part leaves the ``cpu`` part its time.
    ``ab`` (with ``--baseline-tree DIR [DIR ...]``): the same cases on other checkouts'
    emulators (built by ``--prepare baseline --baseline-rev REV [REV ...]`` into
    ``.gpu_baseline/``, ``.gpu_baseline_2/``, ..., their CUDA modules compiled beside this
@@ -94,6 +95,9 @@ DEFAULT_WHEELS = REPO / ".whl"
 DEFAULT_WARP_PARTS = REPO / ".gpu_warp"
 DEFAULT_BASELINE = REPO / ".gpu_baseline"
 DEFAULT_SITE = Path(tempfile.gettempdir()) / "gpu_suite_site"
+CPU_CASE_SETUP_S = 3.0
+"""Seconds a ``cpu`` case spends besides its timing (building the 16-worker env from a start
+state: 0.7 s a game on the H200 machine, 2026-11-30)."""
 PARTS = ("system", "env", "ab", "cpu", "learner", "collector", "tests", "e2e")
 AOT_ARCH = 90
 
@@ -500,14 +504,16 @@ def part_env(ctx: Context) -> None:
     games, missing = games_mod.available_games(ctx.roms, ctx.args.games)
     for game, why in missing.items():
         ctx.out.emit(part="env", case=game, status="skipped", reason=why)
-    reserve = _reserve(ctx, "learner", "collector", "tests")
+    reserve = _reserve(ctx, "learner", "collector", "tests") + _cpu_part_cost(ctx, len(games))
     k = len(ctx.args.baseline_tree) if _ab_planned(ctx) else 0
     if k:  # each baseline measures the same cases after this part: k / (k + 1) is theirs
         reserve += max(0.0, ctx.budget.left() - reserve) * k / (k + 1)
     step_s: dict[str, tuple[int, float]] = {}  # last measured (N, seconds a step) per game
     unit = "env steps/s (24 frames, packed2 rendered, task reward, random actions)"
-    per_frame = ctx.args.per_frame_only  # every case with the CUDA default, no one-launch peer
-    suffix = "_launch_per_frame" if per_frame else ""
+    # every case with a launch per frame (GameBoyEnv(launch_frames=1), the default on CUDA since
+    # 2026-11-28: the consoles of a warp meet at every frame end); the one-launch-a-step peer
+    # follows at each game's largest size, unless --per-frame-only
+    suffix = "_launch_per_frame"
     for n in ctx.plan.sizes:
         for game in games:
             if game in step_s:
@@ -518,9 +524,8 @@ def part_env(ctx: Context) -> None:
             case = f"{game}_N{n}_{ctx.plan.device}{suffix}"
             if not _env_case_fits(ctx, case, est, reserve):
                 continue
-            try:  # one launch a step (the peer of the launch per frame below), or per frame
-                r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds,
-                             launch_frames=1 if per_frame else None)
+            try:
+                r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds, launch_frames=1)
             except Exception as err:  # noqa: BLE001 - one case failing must not end the part
                 ctx.out.emit(part="env", case=case, status="failed", reason=_why(err))
                 continue
@@ -530,22 +535,29 @@ def part_env(ctx: Context) -> None:
             ctx.out.result("env", case, r["rate"], None, unit, frames_per_s=round(r["rate"] * 24),
                            step_s=round(r["step_s"], 4), first_step_s=round(r["first_step_s"], 3),
                            setup_s=round(r["setup_s"], 2), timed_steps=r["steps"])
-    # the same games with a launch per frame (GameBoyEnv(launch_frames=1), the default on CUDA
-    # since 2026-11-28): the consoles of a warp meet at every frame end (benchmarks/simt.py's
-    # what-if), against the one-launch rate above (--per-frame-only: measured above instead)
-    for game, (n, s0) in ({} if per_frame else step_s).items():
-        case = f"{game}_N{n}_{ctx.plan.device}_launch_per_frame"
-        if not _env_case_fits(ctx, case, 2 * s0 + ctx.plan.env_seconds + 2, reserve):
+    # the peer: each game at its largest size measured with one launch a step (the CPU
+    # default), a launch per frame's rate above against it
+    for game, (n, s0) in ({} if ctx.args.per_frame_only else step_s).items():
+        case = f"{game}_N{n}_{ctx.plan.device}{suffix}_vs_one_launch"
+        # one launch a step has run up to 5x slower than a launch per frame
+        if not _env_case_fits(ctx, case, 6 * s0 + ctx.plan.env_seconds + 2, reserve):
             continue
         try:
-            r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds, launch_frames=1)
+            r = env_rate(ctx, game, n, ctx.plan.device, ctx.plan.env_seconds, launch_frames=None)
         except Exception as err:  # noqa: BLE001 - one case failing must not end the part
             ctx.out.emit(part="env", case=case, status="failed", reason=_why(err))
             continue
-        ctx.env_rates[case] = r["rate"]
         ctx.gpu_rates[game] = max(ctx.gpu_rates.get(game, 0.0), r["rate"])
-        ctx.out.result("env", case, r["rate"], n / s0, unit + "; peer: one launch a step",
+        ctx.out.result("env", case, n / s0, r["rate"], unit + "; peer: one launch a step",
                        step_s=round(r["step_s"], 4), timed_steps=r["steps"])
+
+
+def _cpu_part_cost(ctx: Context, games: int) -> float:
+    """Seconds the ``cpu`` part needs for ``games`` games (0 when it does not run): the earlier
+    parts keep it, as it answers whether the GPU beats the machine's cores."""
+    if "cpu" not in ctx.args.parts:
+        return 0.0
+    return max(ctx.plan.min_cost["cpu"], games * (ctx.plan.cpu_seconds + CPU_CASE_SETUP_S))
 
 
 # ------------------------------------------------------------------------------ ab
@@ -764,7 +776,7 @@ def part_cpu(ctx: Context) -> None:
         if procs:
             workers = [_CpuWorker(ctx.roms) for _ in range(procs)]
         for game in games:
-            est = ctx.plan.cpu_seconds + 10
+            est = ctx.plan.cpu_seconds + CPU_CASE_SETUP_S
             case = f"{game}_N{n}_cpu_all_cores"
             if not ctx.budget.fits(est, reserve):
                 ctx.out.emit(part="cpu", case=case, status="skipped",

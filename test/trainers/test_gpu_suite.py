@@ -53,10 +53,11 @@ def test_dry_run_reports_every_part():
     for ln in results:
         assert set(ln) >= {"case", "ours", "peer", "unit", "speedup"}
     by_case = {ln["case"]: ln for ln in results}
-    env = by_case["maze_N8_cpu"]
+    env = by_case["maze_N8_cpu_launch_per_frame"]  # every case: a launch per frame
     assert env["part"] == "env" and env["ours"] > 0 and "env steps/s" in env["unit"]
-    per_frame = by_case["maze_N8_cpu_launch_per_frame"]  # the same env, a launch per frame
-    assert per_frame["ours"] > 0 and per_frame["peer"] == pytest.approx(env["ours"], rel=1e-2)
+    one = by_case["maze_N8_cpu_launch_per_frame_vs_one_launch"]  # the peer: one launch a step
+    assert one["ours"] == pytest.approx(env["ours"], rel=1e-2) and one["peer"] > 0
+    assert one["speedup"] == pytest.approx(one["ours"] / one["peer"], rel=1e-2)
     cpu = next(ln for ln in results if ln["part"] == "cpu" and ln["case"].startswith("maze_N"))
     assert cpu["ours"] > 0 and cpu["mode"]
     ratio = by_case["maze_cpu_vs_cpu_all_cores"]
@@ -435,3 +436,18 @@ def test_spill_map_without_its_tools_says_what_to_install(monkeypatch, capsys):
     monkeypatch.setattr(spills, "find_nvdisasm", lambda explicit=None: None)
     assert spills.main([]) == 2
     assert "nvidia-cuda-nvdisasm" in capsys.readouterr().err
+
+
+def test_env_part_leaves_the_cpu_part_its_time():
+    """The env part keeps the cpu part's seconds (a GPU run of 2026-11-30 spent them all on env
+    cases and never compared the GPU with the cores): a case a game, at least the part's
+    minimum, nothing when the part does not run."""
+    suite = _load("gpu_suite")
+    plan = suite.Plan.make(SimpleNamespace(dry_run=False, sizes=None, presets=None, e2e_envs=None))
+    ctx = SimpleNamespace(plan=plan, args=SimpleNamespace(parts=list(suite.PARTS)))
+    per_game = plan.cpu_seconds + suite.CPU_CASE_SETUP_S
+    assert suite._cpu_part_cost(ctx, 7) == pytest.approx(max(plan.min_cost["cpu"], 7 * per_game))
+    assert suite._cpu_part_cost(ctx, 30) == pytest.approx(30 * per_game)
+    assert suite._cpu_part_cost(ctx, 1) == plan.min_cost["cpu"]
+    ctx.args.parts = ["system", "env"]
+    assert suite._cpu_part_cost(ctx, 7) == 0.0
