@@ -120,6 +120,9 @@ def build_parser(command: str, task: str | None = None) -> argparse.ArgumentPars
         p.add_argument("--video-context", type=int, default=8,
                        help="observed steps before the world model imagines (default 8)")
         p.add_argument("--device", default=None)
+        p.add_argument("--policy", choices=("last", "best"), default="last", help=(
+            "the weights played: last (the checkpoint's) or best (those a run trained with "
+            "--eval-policy best kept for its best window of training episodes)"))
         p.add_argument("--sample", action="store_true", help="sample actions (default greedy)")
         p.add_argument("--seed", type=int, default=1234)
         p.add_argument("--max-steps", type=int, default=None,
@@ -255,8 +258,9 @@ def _eval(argv: list[str]) -> int:
     gif = args.gif or str(ckpt / "eval.gif")
     res = evaluate_checkpoint(ckpt, args.episodes, gif=gif, device=args.device,
                               greedy=not args.sample, seed=args.seed, max_steps=args.max_steps,
-                              time_limit=args.time_limit, gif_episode=args.gif_episode)
-    out = {"checkpoint": str(ckpt), **res.to_dict()}
+                              time_limit=args.time_limit, gif_episode=args.gif_episode,
+                              weights=args.policy)
+    out = {"checkpoint": str(ckpt), "policy": args.policy, **res.to_dict()}
     if args.video:
         from torchrl_dreamer.trainers.evaluate import world_model_video_checkpoint
 

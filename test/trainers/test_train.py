@@ -13,7 +13,7 @@ from test_train_units import read_gif
 
 from torchrl_dreamer.train import main
 from torchrl_dreamer.trainers import ConfigError, DreamerTrainer, TrainConfig
-from torchrl_dreamer.trainers.checkpoint import load_checkpoint
+from torchrl_dreamer.trainers.checkpoint import CheckpointError, load_checkpoint
 
 # Small but complete: 4 consoles, 6-frame steps, B4 x T8 batches, a few dozen gradient steps.
 SMALL = dict(task="maze", preset="tiny", num_envs=4, batch_size=4, seq_len=8,
@@ -547,6 +547,18 @@ def test_eval_policy_best_plays_the_kept_weights_only_when_clearly_better(tmp_pa
     trainer.close()
     saved = load_checkpoint(ckpt)
     assert saved["best_policy"]["step"] == 40
+    from torchrl_dreamer.trainers import make_env
+    from torchrl_dreamer.trainers.evaluate import modules_from_checkpoint
+
+    env = make_env(cfg, num_envs=1)
+    for weights, same in (("best", True), ("last", False)):  # train eval --policy best / last
+        _, actor = modules_from_checkpoint(saved, env, weights=weights)
+        params = dict(actor.named_parameters())  # the +1 above moved every parameter
+        assert params and all(torch.equal(v, kept["actor"][k]) == same
+                              for k, v in params.items()), weights
+    saved.pop("best_policy")
+    with pytest.raises(CheckpointError, match="kept no best weights"):
+        modules_from_checkpoint(saved, env, weights="best")
     resumed = DreamerTrainer(cfg.with_(total_steps=128), resume=ckpt, quiet=True)
     assert resumed.best.step == 40 and resumed.best.mean == pytest.approx(0.95)
     resumed.close()

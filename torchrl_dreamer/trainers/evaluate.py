@@ -284,19 +284,38 @@ def _best_episode(returns: torch.Tensor, success: torch.Tensor, done: torch.Tens
 
 
 def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch.device = "cpu",
-                            *, critic: bool = False):
+                            *, critic: bool = False, weights: str = "last"):
     """Rebuild ``(world_model, actor)`` of a checkpoint's config for ``env`` and load weights;
     with ``critic=True``, ``(world_model, actor, critic)`` (for probes of what the agent
-    values, e.g. ``examples/reward_probe.py``)."""
+    values, e.g. ``examples/reward_probe.py``). ``weights="best"`` loads the world model's and
+    actor's weights the run kept for its best window of training episodes
+    (``eval_policy="best"``, :class:`~torchrl_dreamer.trainers.BestPolicy`) instead of the
+    checkpoint's last ones.
+
+    Raises:
+        CheckpointError: ``weights="best"`` on a checkpoint that kept none.
+    """
     from torchrl_dreamer.modules import make_dreamer
     from torchrl_dreamer.trainers.builder import obs_spec_of
+    from torchrl_dreamer.trainers.checkpoint import CheckpointError
 
+    if weights not in ("last", "best"):
+        raise ValueError(f"weights must be 'last' or 'best', got {weights!r}")
     cfg = state["config"]
     mods = make_dreamer(cfg["preset"], obs_spec_of(env), int(env.action_spec.space.n))
     mods = mods if critic else mods[:2]
     sd = state["learner"]
     for prefix, mod in zip(("world_model.", "actor.", "critic."), mods):
         mod.load_state_dict({k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)})
+    if weights == "best":
+        kept = (state.get("best_policy") or {}).get("state") or {}
+        if not kept:
+            raise CheckpointError(
+                "this checkpoint kept no best weights: they are kept by runs trained with "
+                "--eval-policy best once a window of training episodes is full; evaluate its "
+                "last weights (--policy last) instead.")
+        for name, mod in zip(("world_model", "actor"), mods):
+            mod.load_state_dict(kept[name])
     return tuple(mod.to(device).eval() for mod in mods)
 
 
@@ -324,10 +343,12 @@ def evaluate_checkpoint(
     max_steps: int | None = None,
     time_limit: str | float | None = None,
     gif_episode: str = "best",
+    weights: str = "last",
 ) -> EvalResult:
     """Load a checkpoint (or a run directory's latest) and :func:`evaluate` it on its task, its
     episodes bounded by ``max_steps`` and ``time_limit`` (seconds or ``90s``/``5m``; default: the
-    run's ``eval_max_steps`` and ``eval_time_limit``); ``gif_episode`` as :func:`evaluate`'s."""
+    run's ``eval_max_steps`` and ``eval_time_limit``); ``gif_episode`` as :func:`evaluate`'s;
+    ``weights`` as :func:`modules_from_checkpoint`'s (``"best"``: the kept best window's)."""
     from torchrl_dreamer.trainers.builder import make_env
     from torchrl_dreamer.trainers.checkpoint import load_checkpoint, resolve_checkpoint
     from torchrl_dreamer.trainers.config import parse_duration
@@ -338,7 +359,7 @@ def evaluate_checkpoint(
     cfg = playback_config(state, seed, device)
     torch.manual_seed(seed)
     env = make_env(cfg, num_envs=episodes)
-    wm, actor = modules_from_checkpoint(state, env, cfg.run.device)
+    wm, actor = modules_from_checkpoint(state, env, cfg.run.device, weights=weights)
     limit = parse_duration(time_limit, "time_limit") if time_limit is not None \
         else cfg.eval_time_limit_s
     return evaluate(env, wm, actor, greedy=greedy, gif=gif, time_limit=limit,
