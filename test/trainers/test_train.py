@@ -527,6 +527,7 @@ def test_eval_policy_best_plays_the_kept_weights_only_when_clearly_better(tmp_pa
     kept = {n: {k: v.clone() for k, v in m.state_dict().items()} for n, m in mods.items()}
     high = [1.0, 0.9] * (window // 2)
     assert trainer.best.observe(high, episodes=window, step=40, modules=mods)
+    assert trainer._record(None, 0.0, 0, 0.0)["best_window_return"] == pytest.approx(0.95)
     with torch.no_grad():  # training moves on
         for p in trainer.parts.actor.parameters():
             p.add_(1.0)

@@ -269,6 +269,8 @@ class DreamerTrainer:
             row["entropy_coef"] = self.entropy_now
         if self.config.loss.bonus_final is not None:
             row["bonus_weight"] = self.bonus_now
+        if self.best is not None and math.isfinite(self.best.mean):
+            row["best_window_return"] = self.best.mean  # what eval_policy="best" would play
         if bar is not None:
             bar.n = min(self.policy_steps, self.config.run.total_steps)
             left = ("" if self._deadline is None
