@@ -1,9 +1,9 @@
 """``BestPolicy``: keep the acting weights of the best stretch of training, and evaluate them
 instead of the last ones when training clearly got worse since.
 
-Why: a policy can learn a trick mid-run and lose it later (PostBot, 2026-11-30: 21-33 % of the
-training episodes delivered a transmission half-way through, none in the last quarter, as the
-entropy bonus fell). The final evaluation then measures the forgotten policy. With
+Why: a policy can learn a trick mid-run and lose it later, and the final evaluation then
+measures the forgotten policy (measurements: ``docs/learning_results.md``, "PostBot:
+evaluating the best stretch of training instead of the last"). With
 ``eval_policy="best"`` the trainer watches the mean return of the last ``window`` finished
 training episodes (:class:`~torchrl_dreamer.trainers.EpisodeTracker`'s window), copies the world
 model's and the actor's weights whenever that mean reaches a new high, and at the end
