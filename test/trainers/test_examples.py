@@ -195,3 +195,42 @@ def test_reward_probe_reads_the_rewarded_rows_of_the_replay(catch_run):
     assert [(r["step"], r["env"]) for r in paid] == sorted(
         (r["step"], r["env"]) for r in every if r["reward"] >= 0.5)
     assert summary["value_all"] is not None and summary["held_steps"] == reward.numel()
+
+
+def test_checkpoint_scan_plays_the_chosen_checkpoints_and_names_the_best(tmp_path, capsys):
+    """examples/checkpoint_scan.py: every n-th checkpoint and the last, or the named steps; one
+    row each with what the evaluation measured, then the best by success, score, return."""
+    from torchrl_dreamer.trainers import DreamerTrainer
+
+    torch.set_num_threads(1)
+    run = tmp_path / "run"
+    cfg = TrainConfig(task="catch", preset="tiny", num_envs=2, batch_size=4, seq_len=8,
+                      steps_per_rollout=8, commit_stride=4, replay_capacity=256,
+                      learning_starts=16, replay_ratio=0.1, frame_skip=6, total_steps=96,
+                      checkpoint_every=32, eval_episodes=0, progress=False,
+                      backend="reference", seed=3, threads=1, log_dir=str(run))
+    trainer = DreamerTrainer(cfg, quiet=True)
+    try:
+        trainer.train()
+    finally:
+        trainer.close()
+    mod = runpy.run_path(str(EXAMPLES / "checkpoint_scan.py"))
+    steps = [int(d.name[5:]) for d in mod["checkpoints"](run)]
+    assert steps == [32, 64, 96]
+    assert [int(d.name[5:]) for d in mod["checkpoints"](run, every=2)] == [32, 96]
+    with pytest.raises(FileNotFoundError, match="no checkpoint at steps"):
+        mod["checkpoints"](run, steps=[40])
+    with pytest.raises(FileNotFoundError, match="no checkpoint under"):
+        mod["checkpoints"](tmp_path)
+    assert mod["main"]([str(run), "--steps", "32", "96", "--episodes", "2",
+                        "--max-steps", "20"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    rows, last = lines[:-1], lines[-1]
+    assert [r["step"] for r in rows] == [32, 96]
+    assert all(r["episodes"] + r["unfinished"] == 2 for r in rows)
+    assert last["played"] == 2 and last["best_step"] == max(rows, key=mod["rank_key"])["step"]
+    key = mod["rank_key"]
+    assert key({"success_rate": 0.5, "mean_return": 1.0}) > key({"success_rate": 0.25,
+                                                                  "mean_return": 9.0})
+    assert key({"success_rate": float("nan"), "mean_return": 2.0}) > key(
+        {"success_rate": float("nan"), "mean_return": 1.0})
