@@ -105,6 +105,7 @@ def build_parser(command: str, task: str | None = None) -> argparse.ArgumentPars
                    f"(run the benchmarks); see {prog} eval --help / {prog} bench --help.")
         _add_train_args(p, task)
     elif command == "eval":
+        from torchrl_dreamer.collectors.settings import EVAL_POLICIES
         from torchrl_dreamer.trainers.evaluate import GIF_EPISODES
 
         p = argparse.ArgumentParser(prog=f"{prog} eval",
@@ -120,7 +121,7 @@ def build_parser(command: str, task: str | None = None) -> argparse.ArgumentPars
         p.add_argument("--video-context", type=int, default=8,
                        help="observed steps before the world model imagines (default 8)")
         p.add_argument("--device", default=None)
-        p.add_argument("--policy", choices=("last", "best"), default="last", help=(
+        p.add_argument("--policy", choices=EVAL_POLICIES, default="last", help=(
             "the weights played: last (the checkpoint's) or best (those a run trained with "
             "--eval-policy best kept for its best window of training episodes)"))
         p.add_argument("--sample", action="store_true", help="sample actions (default greedy)")

@@ -48,10 +48,10 @@ from torchrl_dreamer.trainers.trainer import DreamerTrainer, RunCollector
 from torchrl_dreamer.trainers.video import open_loop_frames, write_video
 
 __all__ = [
+    "BestPolicy",
     "CheckpointError",
     "ConfigError",
     "DreamerTrainer",
-    "BestPolicy",
     "EpisodeTracker",
     "EvalResult",
     "GameBoyDreamer",

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from torchrl_dreamer.collectors.protocols import FastStepEnv
+from torchrl_dreamer.collectors.settings import EVAL_POLICIES
 
 __all__ = ["EvalResult", "GIF_EPISODES", "GIF_MAX_FRAMES", "evaluate", "evaluate_checkpoint",
            "modules_from_checkpoint", "playback_config", "world_model_video_checkpoint"]
@@ -299,14 +300,9 @@ def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch
     from torchrl_dreamer.trainers.builder import obs_spec_of
     from torchrl_dreamer.trainers.checkpoint import CheckpointError
 
-    if weights not in ("last", "best"):
-        raise ValueError(f"weights must be 'last' or 'best', got {weights!r}")
-    cfg = state["config"]
-    mods = make_dreamer(cfg["preset"], obs_spec_of(env), int(env.action_spec.space.n))
-    mods = mods if critic else mods[:2]
-    sd = state["learner"]
-    for prefix, mod in zip(("world_model.", "actor.", "critic."), mods):
-        mod.load_state_dict({k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)})
+    if weights not in EVAL_POLICIES:
+        raise ValueError(f"weights must be one of {EVAL_POLICIES}, got {weights!r}")
+    kept: dict[str, Any] = {}
     if weights == "best":
         kept = (state.get("best_policy") or {}).get("state") or {}
         if not kept:
@@ -314,8 +310,14 @@ def modules_from_checkpoint(state: dict[str, Any], env: Any, device: str | torch
                 "this checkpoint kept no best weights: they are kept by runs trained with "
                 "--eval-policy best once a window of training episodes is full; evaluate its "
                 "last weights (--policy last) instead.")
-        for name, mod in zip(("world_model", "actor"), mods):
-            mod.load_state_dict(kept[name])
+    cfg = state["config"]
+    mods = make_dreamer(cfg["preset"], obs_spec_of(env), int(env.action_spec.space.n))
+    mods = mods if critic else mods[:2]
+    sd = state["learner"]
+    for name, mod in zip(("world_model", "actor", "critic"), mods):
+        prefix = f"{name}."
+        mod.load_state_dict(kept[name] if name in kept else
+                            {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)})
     return tuple(mod.to(device).eval() for mod in mods)
 
 
