@@ -22,32 +22,32 @@ from pathlib import Path
 from typing import Any
 
 from torchrl_dreamer.trainers import evaluate_checkpoint
+from torchrl_dreamer.trainers.checkpoint import run_checkpoints
 
 
-def checkpoints(run: str | Path, every: int = 1, steps: list[int] | None = None) -> list[Path]:
-    """The checkpoint directories of ``run`` (``RUN/checkpoints/step_N``) by step: those whose
-    step ``steps`` names, else every ``every``-th one and always the last.
+def checkpoints(run: str | Path, every: int = 1, steps: list[int] | None = None
+                ) -> list[tuple[int, Path]]:
+    """``(step, directory)`` of the checkpoints of ``run`` (``RUN/checkpoints/step_N``) by
+    step: those whose step ``steps`` names, else every ``every``-th one and always the last.
 
     Raises:
         FileNotFoundError: the run has no checkpoint, or a step in ``steps`` has none.
     """
-    found = sorted(Path(run, "checkpoints").glob("step_*/state.pt"),
-                   key=lambda p: int(p.parent.name[len("step_"):]))
-    dirs = [p.parent for p in found]
-    if not dirs:
+    found = run_checkpoints(run)
+    if not found:
         raise FileNotFoundError(f"no checkpoint under {Path(run, 'checkpoints')} "
                                 "(train with --checkpoint-every to keep some)")
     if steps:
-        by_step = {int(d.name[len("step_"):]): d for d in dirs}
+        by_step = dict(found)
         missing = [s for s in steps if s not in by_step]
         if missing:
             raise FileNotFoundError(f"no checkpoint at steps {missing}; the run has "
                                     f"{sorted(by_step)}")
-        return [by_step[s] for s in steps]
+        return [(s, by_step[s]) for s in steps]
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
-    keep = dirs[::every]
-    return keep if keep[-1] == dirs[-1] else [*keep, dirs[-1]]
+    keep = found[::every]
+    return keep if keep[-1] == found[-1] else [*keep, found[-1]]
 
 
 def rank_key(row: dict[str, Any]) -> tuple[float, float, float]:
@@ -63,10 +63,10 @@ def scan(run: str | Path, every: int = 1, steps: list[int] | None = None, episod
          greedy: bool = True, seed: int = 1234, **eval_kwargs: Any) -> list[dict[str, Any]]:
     """One row per checkpoint: its step and what :func:`evaluate_checkpoint` measured."""
     rows = []
-    for ckpt in checkpoints(run, every, steps):
+    for step, ckpt in checkpoints(run, every, steps):
         res = evaluate_checkpoint(ckpt, episodes, greedy=greedy, seed=seed, **eval_kwargs)
         d = res.to_dict()
-        rows.append({"step": int(ckpt.name[len("step_"):]), "checkpoint": str(ckpt),
+        rows.append({"step": step, "checkpoint": str(ckpt),
                      **{k: d[k] for k in ("episodes", "success_rate", "mean_return",
                                           "mean_score", "distinct", "unfinished") if k in d}})
     return rows

@@ -215,9 +215,10 @@ def test_checkpoint_scan_plays_the_chosen_checkpoints_and_names_the_best(tmp_pat
     finally:
         trainer.close()
     mod = runpy.run_path(str(EXAMPLES / "checkpoint_scan.py"))
-    steps = [int(d.name[5:]) for d in mod["checkpoints"](run)]
-    assert steps == [32, 64, 96]
-    assert [int(d.name[5:]) for d in mod["checkpoints"](run, every=2)] == [32, 96]
+    found = mod["checkpoints"](run)
+    assert [n for n, _ in found] == [32, 64, 96]
+    assert all(d == run / "checkpoints" / f"step_{n}" for n, d in found)
+    assert [n for n, _ in mod["checkpoints"](run, every=2)] == [32, 96]
     with pytest.raises(FileNotFoundError, match="no checkpoint at steps"):
         mod["checkpoints"](run, steps=[40])
     with pytest.raises(FileNotFoundError, match="no checkpoint under"):

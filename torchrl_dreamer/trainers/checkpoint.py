@@ -43,6 +43,7 @@ __all__ = [
     "FORMAT_VERSION",
     "check_compatible",
     "latest_checkpoint",
+    "run_checkpoints",
     "learner_state",
     "load_checkpoint",
     "load_learner_state",
@@ -101,11 +102,23 @@ def _checkpoint_file(path: str | Path) -> Path:
     return path
 
 
-def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The newest ``step_N`` directory under ``<run_dir>/checkpoints`` (None if there is none)."""
+def run_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """``(policy steps, directory)`` of every ``step_N`` checkpoint under
+    ``<run_dir>/checkpoints`` that holds a state, by step (empty if there is none).
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> for n in (20, 100, 3):
+        ...     (root / "checkpoints" / f"step_{n}").mkdir(parents=True)
+        ...     (root / "checkpoints" / f"step_{n}" / _STATE_FILE).touch()
+        >>> (root / "checkpoints" / "step_x").mkdir()
+        >>> [n for n, _ in run_checkpoints(root)]
+        [3, 20, 100]
+    """
     root = Path(run_dir) / "checkpoints"
     if not root.is_dir():
-        return None
+        return []
     steps = []
     for d in root.iterdir():
         if d.name.startswith("step_") and (d / _STATE_FILE).is_file():
@@ -113,7 +126,13 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
                 steps.append((int(d.name[5:]), d))
             except ValueError:
                 continue
-    return max(steps)[1] if steps else None
+    return sorted(steps)
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The newest ``step_N`` directory under ``<run_dir>/checkpoints`` (None if there is none)."""
+    steps = run_checkpoints(run_dir)
+    return steps[-1][1] if steps else None
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
