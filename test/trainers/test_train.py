@@ -513,13 +513,15 @@ def test_spec_whose_start_already_terminates_is_refused_before_the_run(tmp_path)
         build_run(cfg)
 
 
-def test_eval_policy_best_plays_the_kept_weights_only_when_clearly_better(tmp_path):
+def test_eval_policy_best_plays_the_kept_weights_only_when_they_win_the_duel(tmp_path):
     """eval_policy="best": the trainer keeps the acting weights of the best full window of
-    training episodes, checkpoints them, and the final evaluation plays them only when that
-    window beats the last one clearly (no shared episode, a gap over two standard errors)."""
+    training episodes and checkpoints them. At the end a kept window that shares no episode with
+    the last one and is higher nominates them for a greedy duel against the last weights (the
+    same starts for both), and the final evaluation plays them only when they are clearly ahead
+    there; otherwise the last weights are back in place."""
     torch.set_num_threads(1)
     cfg = TrainConfig(**{**SMALL, "log_dir": str(tmp_path / "a"), "total_steps": 64,
-                         "eval_policy": "best"})
+                         "eval_policy": "best", "eval_duel_episodes": 3, "eval_max_steps": 200})
     trainer = DreamerTrainer(cfg, quiet=True)
     trainer.train()
     window = trainer.tracker.window
@@ -531,20 +533,38 @@ def test_eval_policy_best_plays_the_kept_weights_only_when_clearly_better(tmp_pa
     with torch.no_grad():  # training moves on
         for p in trainer.parts.actor.parameters():
             p.add_(1.0)
+    last = {n: {k: v.clone() for k, v in m.state_dict().items()} for n, m in mods.items()}
+
+    def holds(state):  # whether the acting modules hold `state`
+        return all(torch.equal(v, state[n][k]) for n, m in mods.items()
+                   for k, v in m.state_dict().items())
+
+    played = []
+
+    def play(values_if_kept, values_if_last):
+        def side():
+            played.append("kept" if holds(kept) else "last" if holds(last) else "other")
+            return values_if_kept if played[-1] == "kept" else values_if_last
+        return side
+
     trainer.tracker.recent_eps.clear()
     trainer.tracker.recent_eps.extend((0.9 + 0.1 * (k % 2), 10, False) for k in range(window))
-    trainer.tracker.episodes = 2 * window  # no clear gap: the last weights are played
-    assert trainer.choose_eval_policy()["eval_policy_step"] == trainer.policy_steps
-    assert not torch.equal(next(iter(trainer.parts.actor.parameters())),
-                           next(iter(kept["actor"].values())))
-    ckpt = trainer.save()
+    trainer.tracker.episodes = 2 * window  # the same mean: no candidate, no duel
+    out = trainer.choose_eval_policy(play([9.0], [0.0]))
+    assert out["eval_policy_step"] == trainer.policy_steps and not played and "duel_best" not in out
     trainer.tracker.recent_eps.clear()
     trainer.tracker.recent_eps.extend((0.0, 10, False) for _ in range(window))
-    out = trainer.choose_eval_policy()
+    out = trainer.choose_eval_policy(play([2.0, 1.0, 2.0], [1.0, 2.0, 1.0]))  # within the noise
+    assert played == ["last", "kept"] and holds(last)
+    assert out["eval_policy_step"] == trainer.policy_steps
+    assert out["duel_best"] == pytest.approx(5 / 3) and out["duel_last"] == pytest.approx(4 / 3)
+    real = trainer.duel_play()  # the default side: greedy episodes of the modules as they are
+    assert len(real) == 3 and real == trainer.duel_play() and holds(last)  # the same starts
+    ckpt = trainer.save()
+    played.clear()
+    out = trainer.choose_eval_policy(play([3.0, 3.0, 3.0], [1.0, 1.0, 1.0]))  # clearly ahead
+    assert played == ["last", "kept"] and holds(kept)
     assert out["eval_policy_step"] == 40 and out["best_window_return"] == pytest.approx(0.95)
-    for n, m in mods.items():
-        for k, v in m.state_dict().items():
-            assert torch.equal(v, kept[n][k]), (n, k)
     trainer.close()
     saved = load_checkpoint(ckpt)
     assert saved["best_policy"]["step"] == 40

@@ -556,6 +556,8 @@ def test_time_limit_alone_bounds_the_run_and_reserves_the_evaluation():
     assert cfg.training_deadline(100.0) == pytest.approx(100 + 3600 - 120 - FINISH_RESERVE_S)
     greedy_only = cfg.with_(eval_sampled=False)
     assert greedy_only.training_deadline(100.0) == pytest.approx(100 + 3600 - 60 - FINISH_RESERVE_S)
+    duel = cfg.with_(eval_policy="best")  # eval_policy="best"'s duel: two halves of a bound
+    assert duel.training_deadline(100.0) == pytest.approx(100 + 3600 - 180 - FINISH_RESERVE_S)
     both = TrainConfig(task="maze", time_limit="1h", total_steps=5000, eval_episodes=0)
     assert both.steps_bounded and both.training_deadline(0.0) == 3600 - FINISH_RESERVE_S
     assert TrainConfig(task="maze").training_deadline(0.0) is None
@@ -665,30 +667,38 @@ def test_busy_cores_note_only_when_every_core_was_taken_beside_other_work(monkey
     assert capsys.readouterr().err == ""
 
 
-def test_best_policy_keeps_new_highs_of_full_windows_and_calls_a_gap_clear_only_past_noise():
-    """BestPolicy: copies on a full window's new high mean only; a later window is clearly worse
-    only with no shared episode and a gap over two standard errors; the state survives a
-    weights-only save."""
+def test_best_policy_keeps_new_highs_of_full_windows_and_nominates_only_a_separate_higher_one():
+    """BestPolicy: copies on a full window's new high mean only; the copy is a candidate for the
+    duel only with no episode shared with the last window and a higher mean; the state survives
+    a weights-only save. clearly_ahead: a gap over two standard errors of the difference, any
+    gap between noiseless (identical) episodes, never with an empty side."""
     import io
 
     from torchrl_dreamer.trainers import BestPolicy
+    from torchrl_dreamer.trainers.best_policy import clearly_ahead
 
     net = torch.nn.Linear(3, 2)
     best = BestPolicy(window=4)
+    assert not best.candidate([0.0] * 4, episodes=10)  # nothing kept yet
     assert not best.observe([5.0, 5.0, 5.0], episodes=3, step=10, modules={"net": net})  # not full
     assert best.observe([1.0, 2.0, 1.0, 2.0], episodes=4, step=20, modules={"net": net})
     assert not best.observe([1.0, 2.0, 1.0, 2.0], episodes=5, step=30, modules={"net": net})
     assert not best.observe([9.0] * 4, episodes=4, step=30, modules={"net": net})  # no new episode
     assert best.observe([3.0, 3.5, 3.0, 3.5], episodes=8, step=40, modules={"net": net})
     assert best.step == 40 and best.mean == pytest.approx(3.25)
-    assert not best.clearly_better([0.0] * 4, episodes=10)  # shares episodes with the kept window
-    assert not best.clearly_better([3.0, 3.6, 2.9, 3.4], episodes=12)  # within the noise
-    assert best.clearly_better([0.0, 0.5, 0.0, 0.5], episodes=12)
+    assert not best.candidate([0.0] * 4, episodes=10)  # shares episodes with the kept window
+    assert not best.candidate([3.0, 3.6, 2.9, 3.5], episodes=12)  # no lower than the kept one
+    assert best.candidate([3.0, 3.6, 2.9, 3.4], episodes=12)  # lower, however little: duel
+    assert clearly_ahead([3.0, 3.5, 3.0, 3.5], [0.0, 0.5, 0.0, 0.5])
+    assert not clearly_ahead([3.0, 3.5, 3.0, 3.5], [3.0, 3.6, 2.9, 3.4])  # within the noise
+    assert not clearly_ahead([0.0, 0.5] * 2, [3.0, 3.5] * 2)  # behind, not ahead
+    assert clearly_ahead([1.0] * 3, [0.0] * 3) and not clearly_ahead([1.0] * 3, [1.0] * 3)
+    assert not clearly_ahead([], [0.0]) and not clearly_ahead([1.0], [])
     buf = io.BytesIO()
     torch.save(best.state_dict(), buf)
     buf.seek(0)
     again = BestPolicy()
     again.load_state_dict(torch.load(buf, weights_only=True))
-    assert again.step == 40 and again.window == 4 and again.clearly_better([0.0, 0.5] * 2, 12)
+    assert again.step == 40 and again.window == 4 and again.candidate([0.0, 0.5] * 2, 12)
     with pytest.raises(KeyError, match="no kept weights"):
         again.restore({"other": net})

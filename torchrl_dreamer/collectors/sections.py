@@ -397,11 +397,15 @@ class EvalSection:
     Reported as ``eval_sampled_*``, bounded by ``eval_time_limit`` as well."""
     policy: EvalPolicy = setting("last", flat="eval_policy")
     """Which weights the final evaluations play: ``last`` (the weights training ended with) or
-    ``best``: the world model's and actor's weights when the mean return (or game score) of
-    the last 32 training episodes peaked, if that window beats the last 32 episodes by more than two
-    standard errors with no episode in common, else the last weights
-    (:class:`~torchrl_dreamer.trainers.BestPolicy`; the run's summary says which, as
-    ``eval_policy_step``). Checkpoints then carry the kept weights too."""
+    ``best``: the world model's and actor's weights when the mean return (or game score) of the
+    last 32 training episodes peaked, if they win a greedy duel against the last weights
+    (``duel_episodes`` episodes each, the same starts, a gap over two standard errors), else the
+    last weights (:class:`~torchrl_dreamer.trainers.BestPolicy`; the run's summary says which,
+    as ``eval_policy_step``, with the duel's means). Checkpoints then carry the kept weights
+    too, and the duel's two plays take one more ``time_limit`` of the run's time."""
+    duel_episodes: int = setting(16, flat="eval_duel_episodes", check=integer(1))
+    """Greedy episodes each side of ``policy="best"``'s duel plays (in as many envs, each side
+    bounded by half of ``time_limit``)."""
 
 
 SECTIONS: dict[str, type] = {

@@ -163,7 +163,7 @@ def section_settings(section: str) -> tuple[str, ...]:
 
     Example:
         >>> section_settings("eval")
-        ('eval_episodes', 'eval_time_limit', 'eval_max_steps', 'eval_sampled', 'eval_policy')
+        ('eval_episodes', 'eval_time_limit', 'eval_max_steps', 'eval_sampled', 'eval_policy', 'eval_duel_episodes')
     """
     return tuple(_flat_name(f) for f in dataclasses.fields(SECTIONS[section]))
 

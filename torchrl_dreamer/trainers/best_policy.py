@@ -1,20 +1,22 @@
 """``BestPolicy``: keep the acting weights of the best stretch of training, and evaluate them
-instead of the last ones when training clearly got worse since.
+instead of the last ones when they play clearly better.
 
 Why: a policy can learn a trick mid-run and lose it later, and the final evaluation then
 measures the forgotten policy (measurements: ``docs/learning_results.md``, "PostBot:
 evaluating the best stretch of training instead of the last"). With
 ``eval_policy="best"`` the trainer watches the mean return of the last ``window`` finished
-training episodes (:class:`~torchrl_dreamer.trainers.EpisodeTracker`'s window), copies the world
-model's and the actor's weights whenever that mean reaches a new high, and at the end
-evaluates the copy instead of the last weights only when the copy's window is *clearly* better:
-the two windows share no episode and the gap exceeds two standard errors. Otherwise (a run that
-kept improving, or noise) the last weights are evaluated, as with ``eval_policy="last"``.
+training episodes (:class:`~torchrl_dreamer.trainers.EpisodeTracker`'s window) and copies the
+world model's and the actor's weights whenever that mean reaches a new high.
 
-The choice reads only training episodes, never the evaluation, so the evaluation that follows
-is not biased by the choice. The training episodes are played with sampled actions by the
-policies of the window's span, so the copy is that span's last policy, not exactly the one
-that played each episode.
+At the end the copy is a *candidate* when its window shares no episode with the last window
+and its mean is higher (:meth:`BestPolicy.candidate`). A candidate then plays a short greedy
+*duel* against the last weights (:meth:`~torchrl_dreamer.trainers.DreamerTrainer.choose_eval_policy`:
+the same starts for both, seeded apart from the final evaluation's), and the final evaluation
+plays it only when it is clearly ahead there (:func:`clearly_ahead`: a gap over two standard
+errors). The training window only nominates: its episodes were played with sampled actions by
+older policies (a 3,000-step episode on 16 consoles spans 48k policy steps), so it lags the
+policy and says little about greedy play. The duel measures what the final evaluation measures,
+on episodes of its own, so the evaluation that follows is not the one that chose.
 
 Example:
     >>> import torch
@@ -26,7 +28,9 @@ Example:
     ...     _ = net.weight.fill_(0.0)
     >>> best.observe([0.0, 0.1, 0.0, 0.1], episodes=8, step=200, modules={"net": net})
     False
-    >>> best.clearly_better([0.0, 0.1, 0.0, 0.1], episodes=8)
+    >>> best.candidate([0.0, 0.1, 0.0, 0.1], episodes=8)
+    True
+    >>> clearly_ahead([3.0, 3.0, 3.0], [1.0, 1.5, 1.0])
     True
     >>> best.restore({"net": net}); float(net.weight.abs().sum()) > 0
     True
@@ -40,11 +44,11 @@ from typing import Any
 
 import torch
 
-__all__ = ["BestPolicy", "window_stats"]
+__all__ = ["BestPolicy", "clearly_ahead", "window_stats"]
 
 CLEAR_GAP_SE = 2.0
-"""How many standard errors of the difference the best window's mean return must lead the last
-window's by before the best weights are evaluated instead of the last ones."""
+"""How many standard errors of the difference one set of episodes' mean must lead another's by
+to count as clearly ahead (:func:`clearly_ahead`)."""
 
 
 def window_stats(returns: Sequence[float]) -> tuple[float, float]:
@@ -60,6 +64,23 @@ def window_stats(returns: Sequence[float]) -> tuple[float, float]:
     mean = sum(returns) / n
     var = sum((r - mean) ** 2 for r in returns) / max(1, n - 1)
     return mean, var / n
+
+
+def clearly_ahead(ahead: Sequence[float], behind: Sequence[float]) -> bool:
+    """Whether the episodes ``ahead`` beat the episodes ``behind`` clearly: a higher mean by
+    more than :data:`CLEAR_GAP_SE` standard errors of the difference (two sets of identical
+    episodes, as a deterministic game's greedy play gives, have no noise: any gap counts).
+    Empty sets are never ahead or behind.
+
+    Example:
+        >>> clearly_ahead([2.0, 2.0], [1.0, 1.0]), clearly_ahead([2.0, 0.0], [1.0, 1.0])
+        (True, False)
+    """
+    if not ahead or not behind:
+        return False
+    (m_a, se2_a), (m_b, se2_b) = window_stats(ahead), window_stats(behind)
+    gap = m_a - m_b
+    return gap > 0 and gap > CLEAR_GAP_SE * math.sqrt(se2_a + se2_b)
 
 
 class BestPolicy:
@@ -95,14 +116,13 @@ class BestPolicy:
                       for name, m in modules.items()}
         return True
 
-    def clearly_better(self, returns: Sequence[float], episodes: int) -> bool:
-        """Whether the best window beats the last one (``returns``, ending at ``episodes``
-        finished episodes) clearly: no shared episode and a gap over ``CLEAR_GAP_SE`` standard
-        errors."""
+    def candidate(self, returns: Sequence[float], episodes: int) -> bool:
+        """Whether the kept weights are worth a duel against the last ones: kept, their window
+        shares no episode with the last window (``returns``, ending at ``episodes`` finished
+        episodes), and its mean is higher."""
         if not self.state or len(returns) == 0 or episodes - self.episodes < len(returns):
             return False
-        mean, se2 = window_stats(returns)
-        return self.mean - mean > CLEAR_GAP_SE * math.sqrt(self.se2 + se2)
+        return self.mean > window_stats(returns)[0]
 
     def restore(self, modules: Mapping[str, torch.nn.Module]) -> None:
         """Load the kept weights into ``modules`` (the same names as :meth:`observe`)."""

@@ -397,8 +397,8 @@ class TrainConfig:
     def training_deadline(self, start: float) -> float | None:
         """The ``time.perf_counter()`` value at which training must stop for a run whose clock
         started at ``start``: ``time_limit`` less the final evaluations' bounds (greedy, and
-        sampled with ``eval_sampled``) and :data:`FINISH_RESERVE_S` for the last checkpoint
-        (``None``: no time limit)."""
+        sampled with ``eval_sampled``; ``eval_policy="best"``'s duel) and
+        :data:`FINISH_RESERVE_S` for the last checkpoint (``None``: no time limit)."""
         limit = self.time_limit_s
         if limit is None:
             return None
@@ -406,9 +406,12 @@ class TrainConfig:
 
     @property
     def final_evaluations(self) -> int:
-        """How many final evaluations the run plays: greedy, then sampled with ``eval_sampled``
-        (none with ``eval_episodes`` 0)."""
-        return (1 + int(self.eval.sampled)) if self.eval.episodes > 0 else 0
+        """How many ``eval_time_limit`` bounds the run's end may take: the greedy evaluation,
+        the sampled one with ``eval_sampled`` and the duel of ``eval_policy="best"`` (its two
+        sides half a bound each); none with ``eval_episodes`` 0."""
+        if self.eval.episodes <= 0:
+            return 0
+        return 1 + int(self.eval.sampled) + int(self.eval.policy == "best")
 
     @property
     def time_reserve_s(self) -> float:

@@ -32,13 +32,13 @@ import json
 import math
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 
-from torchrl_dreamer.trainers.best_policy import BestPolicy
+from torchrl_dreamer.trainers.best_policy import BestPolicy, clearly_ahead
 from torchrl_dreamer.trainers.builder import RunParts, build_run
 from torchrl_dreamer.trainers.checkpoint import (
     CheckpointError,
@@ -57,7 +57,11 @@ from torchrl_dreamer.trainers.episodes import EpisodeTracker
 from torchrl_dreamer.trainers.loggers import make_logger
 from torchrl_dreamer.trainers.schedule import anneal, run_progress
 
-__all__ = ["DreamerTrainer", "RunCollector"]
+__all__ = ["DUEL_SEED_OFFSET", "DreamerTrainer", "RunCollector"]
+
+DUEL_SEED_OFFSET = 7919
+"""Added to the run's seed for the env of ``eval_policy="best"``'s duel, so that its starts are
+not the final evaluation's (which uses the run's seed)."""
 
 
 class RunCollector(Protocol):
@@ -359,20 +363,62 @@ class DreamerTrainer:
         t = self.tracker
         return list(t.recent_scores) if t.recent_scores else [e[0] for e in t.recent_eps]
 
-    def choose_eval_policy(self) -> dict[str, float]:
-        """Load the weights the final evaluation should play (``eval_policy``) and say which:
-        ``eval_policy_step`` is the policy step of the weights played (this run's last one, or
-        the kept window's with ``eval_policy="best"`` when it is clearly better: see
-        :mod:`~torchrl_dreamer.trainers.best_policy`). Call after :meth:`train`: the modules'
-        weights are replaced (the last checkpoint keeps the last ones)."""
+    def choose_eval_policy(self, play: Callable[[], list[float]] | None = None
+                           ) -> dict[str, float]:
+        """Load the weights the final evaluation should play (``eval_policy``) and say which.
+
+        ``eval_policy_step`` is the policy step of the weights played: this run's last one,
+        or with ``eval_policy="best"`` the kept window's when they are a candidate
+        (:meth:`BestPolicy.candidate`) and win the duel: ``play`` (default
+        :meth:`duel_play`: ``eval_duel_episodes`` greedy episodes) gives the per-episode values
+        of the last weights, then of the kept ones, and the kept ones must be clearly ahead
+        (:func:`~torchrl_dreamer.trainers.best_policy.clearly_ahead`). The duel's means are
+        reported as ``duel_last`` and ``duel_best``. Call after :meth:`train`: the modules'
+        weights may be replaced (the last checkpoint keeps the last ones)."""
         out = {"eval_policy_step": float(self.policy_steps)}
         if self.best is None:
             return out
         out.update(self.best.summary())
-        if self.best.clearly_better(self._window(), self.tracker.episodes):
-            self.best.restore(self.acting_modules())
+        if not self.best.candidate(self._window(), self.tracker.episodes):
+            return out
+        play = play or self.duel_play
+        modules = self.acting_modules()
+        last = {n: {k: v.detach().clone() for k, v in m.state_dict().items()}
+                for n, m in modules.items()}
+        last_values = play()
+        self.best.restore(modules)
+        best_values = play()
+        nan = float("nan")
+        out["duel_last"] = sum(last_values) / len(last_values) if last_values else nan
+        out["duel_best"] = sum(best_values) / len(best_values) if best_values else nan
+        if clearly_ahead(best_values, last_values):
             out["eval_policy_step"] = float(self.best.step)
+        else:
+            for n, m in modules.items():
+                m.load_state_dict(last[n])
         return out
+
+    def duel_play(self) -> list[float]:
+        """One side of ``eval_policy="best"``'s duel: ``eval_duel_episodes`` greedy episodes of
+        the acting modules as they are, in a fresh env whose seed differs from the final
+        evaluation's, and with the same seed for the latent's samples: each call gets the same
+        starts and draws, so the two sides differ by their weights only. Bounded by half of
+        ``eval_time_limit``; returns each finished episode's game score where the task has
+        one, else its return."""
+        from torchrl_dreamer.trainers.builder import make_env
+        from torchrl_dreamer.trainers.evaluate import evaluate
+
+        cfg, p = self.config, self.parts
+        seed = cfg.run.seed + DUEL_SEED_OFFSET
+        env = make_env(cfg, num_envs=cfg.eval.duel_episodes, seed=seed)
+        try:  # the latent's samples drawn the same way on each side too, the run's RNG untouched
+            with torch.random.fork_rng():
+                torch.manual_seed(seed)
+                res = evaluate(env, p.world_model, p.actor, greedy=True,
+                               max_steps=cfg.eval.max_steps, time_limit=cfg.eval_time_limit_s / 2)
+        finally:
+            env.close()
+        return list(res.scores) if res.scores else list(res.returns)
 
     def write_video(self) -> Path | None:
         """Write the world model's open-loop report on replay windows now (see
