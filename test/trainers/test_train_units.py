@@ -669,8 +669,8 @@ def test_busy_cores_note_only_when_every_core_was_taken_beside_other_work(monkey
 
 def test_best_policy_keeps_new_highs_of_full_windows_and_nominates_only_a_separate_higher_one():
     """BestPolicy: copies on a full window's new high mean only; the copy is a candidate for the
-    duel only with no episode shared with the last window and a higher mean; the state survives
-    a weights-only save. clearly_ahead: a gap over two standard errors of the difference, any
+    duel only with no episode shared with the last window and a higher mean, and clearly better
+    only with a gap over two standard errors; the state survives a weights-only save. clearly_ahead: a gap over two standard errors of the difference, any
     gap between noiseless (identical) episodes, never with an empty side."""
     import io
 
@@ -689,6 +689,9 @@ def test_best_policy_keeps_new_highs_of_full_windows_and_nominates_only_a_separa
     assert not best.candidate([0.0] * 4, episodes=10)  # shares episodes with the kept window
     assert not best.candidate([3.0, 3.6, 2.9, 3.5], episodes=12)  # no lower than the kept one
     assert best.candidate([3.0, 3.6, 2.9, 3.4], episodes=12)  # lower, however little: duel
+    assert not best.clearly_better([3.0, 3.6, 2.9, 3.4], episodes=12)  # ... but not clearly
+    assert not best.clearly_better([0.0] * 4, episodes=10)  # shares episodes with the kept window
+    assert best.clearly_better([0.0, 0.5, 0.0, 0.5], episodes=12)
     assert clearly_ahead([3.0, 3.5, 3.0, 3.5], [0.0, 0.5, 0.0, 0.5])
     assert not clearly_ahead([3.0, 3.5, 3.0, 3.5], [3.0, 3.6, 2.9, 3.4])  # within the noise
     assert not clearly_ahead([0.0, 0.5] * 2, [3.0, 3.5] * 2)  # behind, not ahead
@@ -699,6 +702,6 @@ def test_best_policy_keeps_new_highs_of_full_windows_and_nominates_only_a_separa
     buf.seek(0)
     again = BestPolicy()
     again.load_state_dict(torch.load(buf, weights_only=True))
-    assert again.step == 40 and again.window == 4 and again.candidate([0.0, 0.5] * 2, 12)
+    assert again.step == 40 and again.window == 4 and again.clearly_better([0.0, 0.5] * 2, 12)
     with pytest.raises(KeyError, match="no kept weights"):
         again.restore({"other": net})

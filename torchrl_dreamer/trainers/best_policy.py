@@ -11,12 +11,14 @@ world model's and the actor's weights whenever that mean reaches a new high.
 At the end the copy is a *candidate* when its window shares no episode with the last window
 and its mean is higher (:meth:`BestPolicy.candidate`). A candidate then plays a short greedy
 *duel* against the last weights (:meth:`~torchrl_dreamer.trainers.DreamerTrainer.choose_eval_policy`:
-the same starts for both, seeded apart from the final evaluation's), and the final evaluation
-plays it only when it is clearly ahead there (:func:`clearly_ahead`: a gap over two standard
-errors). The training window only nominates: its episodes were played with sampled actions by
-older policies (a 3,000-step episode on 16 consoles spans 48k policy steps), so it lags the
-policy and says little about greedy play. The duel measures what the final evaluation measures,
-on episodes of its own, so the evaluation that follows is not the one that chose.
+the same starts for both, seeded apart from the final evaluation's). The side clearly ahead
+there (:func:`clearly_ahead`: a gap over two standard errors) is played; a duel within the noise
+(e.g. no delivery on either side of a puzzle) leaves the choice to the windows, and the copy is
+played only when its window is clearly better (:meth:`BestPolicy.clearly_better`). The duel
+comes first because the window lags: its episodes were played with sampled actions by older
+policies (a 3,000-step episode on 16 consoles spans 48k policy steps), so it says little about
+greedy play. The duel measures what the final evaluation measures, on episodes of its own, so
+the evaluation that follows is not the one that chose.
 
 Example:
     >>> import torch
@@ -29,6 +31,8 @@ Example:
     >>> best.observe([0.0, 0.1, 0.0, 0.1], episodes=8, step=200, modules={"net": net})
     False
     >>> best.candidate([0.0, 0.1, 0.0, 0.1], episodes=8)
+    True
+    >>> best.clearly_better([0.0, 0.1, 0.0, 0.1], episodes=8)
     True
     >>> clearly_ahead([3.0, 3.0, 3.0], [1.0, 1.5, 1.0])
     True
@@ -123,6 +127,15 @@ class BestPolicy:
         if not self.state or len(returns) == 0 or episodes - self.episodes < len(returns):
             return False
         return self.mean > window_stats(returns)[0]
+
+    def clearly_better(self, returns: Sequence[float], episodes: int) -> bool:
+        """Whether the kept window beats the last one (``returns``, ending at ``episodes``
+        finished episodes) clearly: no shared episode and a gap over :data:`CLEAR_GAP_SE`
+        standard errors (what decides when the duel does not)."""
+        if not self.candidate(returns, episodes):
+            return False
+        mean, se2 = window_stats(returns)
+        return self.mean - mean > CLEAR_GAP_SE * math.sqrt(self.se2 + se2)
 
     def restore(self, modules: Mapping[str, torch.nn.Module]) -> None:
         """Load the kept weights into ``modules`` (the same names as :meth:`observe`)."""

@@ -371,9 +371,10 @@ class DreamerTrainer:
         or with ``eval_policy="best"`` the kept window's when they are a candidate
         (:meth:`BestPolicy.candidate`) and win the duel: ``play`` (default
         :meth:`duel_play`: ``eval_duel_episodes`` greedy episodes) gives the per-episode values
-        of the last weights, then of the kept ones, and the kept ones must be clearly ahead
-        (:func:`~torchrl_dreamer.trainers.best_policy.clearly_ahead`). The duel's means are
-        reported as ``duel_last`` and ``duel_best``. Call after :meth:`train`: the modules'
+        of the last weights, then of the kept ones, and the side clearly ahead
+        (:func:`~torchrl_dreamer.trainers.best_policy.clearly_ahead`) is played; a duel within
+        the noise leaves it to the windows (:meth:`BestPolicy.clearly_better`). The duel's means
+        are reported as ``duel_last`` and ``duel_best``. Call after :meth:`train`: the modules'
         weights may be replaced (the last checkpoint keeps the last ones)."""
         out = {"eval_policy_step": float(self.policy_steps)}
         if self.best is None:
@@ -391,7 +392,9 @@ class DreamerTrainer:
         nan = float("nan")
         out["duel_last"] = sum(last_values) / len(last_values) if last_values else nan
         out["duel_best"] = sum(best_values) / len(best_values) if best_values else nan
-        if clearly_ahead(best_values, last_values):
+        if clearly_ahead(best_values, last_values) or (
+                not clearly_ahead(last_values, best_values)
+                and self.best.clearly_better(self._window(), self.tracker.episodes)):
             out["eval_policy_step"] = float(self.best.step)
         else:
             for n, m in modules.items():
