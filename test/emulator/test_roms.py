@@ -305,6 +305,13 @@ def test_start_frames_show_the_new_game(game):
             if game == "maze":
                 walls = (maze_grid(c) == 1).sum()
                 assert (obs == 3).sum() == 64 * walls + 32 + 32  # walls, exit, player ring
+            elif game == "runner":
+                assert (obs[:48] == 0).all()  # the title letters are gone, no block yet
+                assert (obs[48:56, 12:16] == 3).sum() == 27  # the runner stands (eye, legs)
+                assert (obs[56] == 3).all()  # the ground line
+                for k in range(4):  # score 0000 in the window at the bottom
+                    digit = obs[65:70, 32 + 4 * k: 35 + 4 * k].flatten()
+                    assert "".join("1" if v == 3 else "0" for v in digit) == FONT[0]
             else:
                 assert read_lives(obs) == 3 and read_score(obs) == 0
                 assert (obs[64:68] == 3).sum() == 48  # the paddle

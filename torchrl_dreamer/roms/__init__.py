@@ -9,6 +9,7 @@ Games (RAM maps, controls and rewards: ``docs/roms.md`` and the top of each ``.a
 
 - ``maze``: reach the exit of one of 16 9x9 block mazes (layout = ``LAYOUT & 15``).
 - ``catch``: move a paddle to catch falling blocks; 3 lives, score on screen.
+- ``runner``: jump over blocks scrolling towards the runner; one hit ends the game.
 
 Example::
 
@@ -55,6 +56,7 @@ class GameSpec:
 GAMES: dict[str, GameSpec] = {
     "maze": GameSpec("maze", title="TRLD MAZE", start_frames=4),
     "catch": GameSpec("catch", title="TRLD CATCH", start_frames=3),
+    "runner": GameSpec("runner", title="TRLD RUNNER", start_frames=3),
 }
 
 
