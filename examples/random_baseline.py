@@ -25,18 +25,24 @@ from torchrl_dreamer.trainers import TrainConfig, make_env
 
 def random_returns(env: GameBoyEnv, episodes: int, seed: int = 0
                    ) -> tuple[list[float], list[int], list[float]]:
-    """Returns, lengths and scores of the first ``episodes`` episodes that end (terminated or
-    truncated) under uniformly random actions; every env runs until enough have ended. The
-    scores (the game's own measure where the spec's reward holds shaping or a bonus, the env's
-    ``score`` output) are empty for an env without one."""
+    """Returns, lengths and scores of ``episodes`` episodes (terminated or truncated) under
+    uniformly random actions: the first ``ceil(episodes / num_envs)`` episodes of *every* env,
+    each env playing until it has finished that many, then the first ``episodes`` of those in
+    (round, env) order. Why not the first ``episodes`` episodes to end: short episodes end
+    first, so that sample over-weights them and, in games whose return grows with the episode's
+    length, reads low (the runner: 1.38 blocks against 1.5-1.6 for each env's first episode,
+    2026-11-30). The scores (the game's own measure where the spec's reward holds shaping or a
+    bonus, the env's ``score`` output) are empty for an env without one."""
     g = torch.Generator().manual_seed(seed)
     n, n_act = env.num_envs, len(env.action_set.names)
+    rounds = -(-episodes // n)  # episodes each env plays to the end
     scored = "score" in env.observation_spec.keys()
     env.reset()
     ret, score = torch.zeros(n), torch.zeros(n)
     length = torch.zeros(n, dtype=torch.int64)
-    returns, lengths, scores = [], [], []
-    while len(returns) < episodes:
+    ended = torch.zeros(n, dtype=torch.int64)  # episodes each env has finished
+    kept: list[list[tuple[int, float, int, float]]] = [[] for _ in range(rounds)]
+    while int(ended.min()) < rounds:
         a = torch.randint(0, n_act, (n,), generator=g)
         nxt = env.step(TensorDict({"action": a.to(env.device)}, batch_size=[n]))["next"]
         ret += nxt["reward"].reshape(n).cpu()
@@ -45,12 +51,13 @@ def random_returns(env: GameBoyEnv, episodes: int, seed: int = 0
         length += 1
         done = (nxt["terminated"] | nxt["truncated"]).reshape(n).cpu()
         for i in torch.nonzero(done).flatten().tolist():
-            returns.append(float(ret[i]))
-            lengths.append(int(length[i]))
-            if scored:
-                scores.append(float(score[i]))
+            if ended[i] < rounds:
+                kept[int(ended[i])].append((i, float(ret[i]), int(length[i]), float(score[i])))
+            ended[i] += 1
         ret[done], score[done], length[done] = 0.0, 0.0, 0
-    return returns[:episodes], lengths[:episodes], scores[:episodes]
+    rows = [r for rnd in kept for r in sorted(rnd)][:episodes]
+    return ([r[1] for r in rows], [r[2] for r in rows],
+            [r[3] for r in rows] if scored else [])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -301,6 +301,7 @@ CORE_VS_PYBOY_GAPS: dict[str, tuple[int | None, str]] = {
     "postbot": (None, ""),
     "catch": (None, ""),
     "maze": (None, ""),
+    "runner": (None, ""),
     "snake": (None, ""),
     "pandora": (None, ""),
     "2048": (366, "the game seeds its RNG (C0E3-C0E6) from DIV around frame 70; PyBoy samples IO "

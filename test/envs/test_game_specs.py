@@ -49,7 +49,7 @@ def _play(env: GameBoyEnv, actions, steps: int, key: str = "reward"):
 
 
 def test_every_game_has_a_spec():
-    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {"catch"}
+    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")} - {"catch", "runner"}  # our own ROMs
     assert shipped == set(GAMES)
 
 
@@ -195,6 +195,38 @@ def test_postbot_start_lands_in_the_level(roms):
     rew, term, _ = _play(env, lambda t: "A", 3)
     assert env.gb.read_memory(0xC0B9)[:, 0].tolist() == [2, 2]
     assert not term.any() and (rew > 0).all() and (rew < 0.05).all()
+
+
+def test_random_baseline_keeps_each_envs_first_episodes_not_the_first_to_end():
+    """random_returns takes the first ceil(episodes / envs) episodes of every env: env 0's
+    one-step episodes (return 0) end long before env 1's ten-step ones (return 10), and the
+    first four episodes to end would all be env 0's (mean 0) where the game's mean is 5."""
+    import runpy
+    from types import SimpleNamespace
+
+    class TwoSpeeds:  # env 0: episodes of 1 step and return 0; env 1: 10 steps, 1 a step
+        num_envs = 2
+        action_set = SimpleNamespace(names=["NOOP", "A"])
+        observation_spec = {"pixels": None}
+        device = torch.device("cpu")
+
+        def reset(self):
+            self.t = torch.zeros(2, dtype=torch.int64)
+
+        def step(self, td):
+            self.t += 1
+            done = torch.stack([self.t[0] >= 1, self.t[1] >= 10])
+            reward = torch.tensor([0.0, 1.0])
+            self.t[done] = 0
+            nxt = TensorDict({"reward": reward.reshape(2, 1), "terminated": done.reshape(2, 1),
+                              "truncated": torch.zeros(2, 1, dtype=torch.bool)}, batch_size=[2])
+            return TensorDict({"next": nxt}, batch_size=[2])
+
+    mod = runpy.run_path(str(EXAMPLES.parent / "random_baseline.py"))
+    returns, lengths, scores = mod["random_returns"](TwoSpeeds(), 4)
+    assert returns == [0.0, 10.0, 0.0, 10.0] and lengths == [1, 10, 1, 10] and scores == []
+    returns, _, _ = mod["random_returns"](TwoSpeeds(), 3)  # a partial last round: env order
+    assert returns == [0.0, 10.0, 0.0]
 
 
 def test_random_baseline_script(roms):
