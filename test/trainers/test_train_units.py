@@ -552,12 +552,14 @@ def test_time_limit_alone_bounds_the_run_and_reserves_the_evaluation():
     assert [parse_duration(v) for v in ("90", "90s", "2m", "1.5h")] == [90, 90, 120, 5400]
     cfg = TrainConfig(task="maze", time_limit="60m")
     assert not cfg.steps_bounded  # no total_steps given: the clock alone ends it
-    # two final evaluations (greedy and sampled) of at most a minute each
-    assert cfg.training_deadline(100.0) == pytest.approx(100 + 3600 - 120 - FINISH_RESERVE_S)
-    greedy_only = cfg.with_(eval_sampled=False)
+    # a Game Boy task: the greedy and sampled final evaluations and eval_policy="best"'s duel
+    # (its two sides half a bound each), at most a minute each
+    assert cfg.eval.policy == "best"
+    assert cfg.training_deadline(100.0) == pytest.approx(100 + 3600 - 180 - FINISH_RESERVE_S)
+    last = cfg.with_(eval_policy="last")  # no duel
+    assert last.training_deadline(100.0) == pytest.approx(100 + 3600 - 120 - FINISH_RESERVE_S)
+    greedy_only = last.with_(eval_sampled=False)
     assert greedy_only.training_deadline(100.0) == pytest.approx(100 + 3600 - 60 - FINISH_RESERVE_S)
-    duel = cfg.with_(eval_policy="best")  # eval_policy="best"'s duel: two halves of a bound
-    assert duel.training_deadline(100.0) == pytest.approx(100 + 3600 - 180 - FINISH_RESERVE_S)
     both = TrainConfig(task="maze", time_limit="1h", total_steps=5000, eval_episodes=0)
     assert both.steps_bounded and both.training_deadline(0.0) == 3600 - FINISH_RESERVE_S
     assert TrainConfig(task="maze").training_deadline(0.0) is None
@@ -567,11 +569,14 @@ def test_time_limit_alone_bounds_the_run_and_reserves_the_evaluation():
 def test_time_limit_the_evaluations_eat_is_refused_or_warned():
     """A time limit no longer than its reserve (final evaluations and the last checkpoint) is
     refused, naming what takes the time; one the reserve takes more than half of warns."""
+    with pytest.raises(ConfigError, match=r"leaves no time to train: 3 final evaluation\(s\) "
+                                          r"of up to 60 s and 30 s .* take 210 s"):
+        TrainConfig(task="maze", time_limit="210s")  # greedy, sampled, eval_policy's duel
     with pytest.raises(ConfigError, match=r"leaves no time to train: 2 final evaluation\(s\) "
                                           r"of up to 60 s and 30 s .* take 150 s"):
-        TrainConfig(task="maze", time_limit="150s")
+        TrainConfig(task="maze", time_limit="150s", eval_policy="last")
     with pytest.warns(UserWarning, match=r"trains for 50 s at most: .* 150 s of the 200 s"):
-        TrainConfig(task="maze", time_limit="200s")
+        TrainConfig(task="maze", time_limit="200s", eval_policy="last")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         TrainConfig(task="maze", time_limit="200s", eval_episodes=0)  # 170 s of training
