@@ -449,29 +449,7 @@ add_point:
     ld [SPEED], a
     ret
 
-; Advance the 16-bit Galois LFSR (taps $B400) by 8 steps; a = new low byte.
-rng_byte:
-    ld a, [RNG]
-    ld l, a
-    ld a, [RNG + 1]
-    ld h, a
-    ld b, 8
-.step:
-    srl h
-    rr l
-    jr nc, .no_tap
-    ld a, h
-    xor $B4
-    ld h, a
-.no_tap:
-    dec b
-    jr nz, .step
-    ld a, l
-    ld [RNG], a
-    ld a, h
-    ld [RNG + 1], a
-    ld a, l
-    ret
+include "../common/rng.asm"
 
 ; Shadow OAM from the game state: sprites 0-1 the runner, then 4 per obstacle slot (columns
 ; 0-1 of the bottom row, then of the top row; the ones an obstacle does not cover are hidden).
@@ -770,37 +748,7 @@ quad_tiles:
     quad_tile 15
 quad_tiles_end:
 
-; One 2-pixel-high row of 3 blocks of a digit: \1 is a 3-bit pattern, bit 2 = left block.
-macro digit_row
-    db ((\1 >> 2) & 1) * $C0 | ((\1 >> 1) & 1) * $30 | (\1 & 1) * $0C
-    db ((\1 >> 2) & 1) * $C0 | ((\1 >> 1) & 1) * $30 | (\1 & 1) * $0C
-    db ((\1 >> 2) & 1) * $C0 | ((\1 >> 1) & 1) * $30 | (\1 & 1) * $0C
-    db ((\1 >> 2) & 1) * $C0 | ((\1 >> 1) & 1) * $30 | (\1 & 1) * $0C
-endm
-
-; A 3x5-block digit as two tiles: top tile rows 2-7 hold block rows 1-3, bottom rows 0-3 rows 4-5.
-macro digit
-    ds 4, 0
-    digit_row \1
-    digit_row \2
-    digit_row \3
-    digit_row \4
-    digit_row \5
-    ds 8, 0
-endm
-
-digit_tiles:
-    digit %111, %101, %101, %101, %111  ; 0
-    digit %010, %110, %010, %010, %111  ; 1
-    digit %111, %001, %111, %100, %111  ; 2
-    digit %111, %001, %111, %001, %111  ; 3
-    digit %101, %101, %111, %001, %001  ; 4
-    digit %111, %100, %111, %001, %111  ; 5
-    digit %111, %100, %111, %101, %111  ; 6
-    digit %111, %001, %001, %001, %001  ; 7
-    digit %111, %101, %111, %101, %111  ; 8
-    digit %111, %101, %111, %001, %111  ; 9
-digit_tiles_end:
+include "../common/digits.asm"
 
 assert tiles_end - tiles <= TILE_QUAD * 16, "tiles overlap the quadrant tiles"
 assert quad_tiles_end - quad_tiles == 16 * 16, "16 quadrant tiles"
