@@ -40,6 +40,7 @@
 ; ---------------------------------------------------------------------------------------------
 
 include "../common/gb.asm"
+include "../common/score.asm"
 
 START_LIVES   equ 3
 NUM_COLUMNS   equ 10
@@ -190,20 +191,7 @@ update_block:
     ld a, [OBJ_X]                   ; block left must be < paddle right end
     cp b
     jr nc, .miss
-    ld hl, SCORE                    ; caught
-    inc [hl]
-    jr nz, .bcd
-    inc hl
-    inc [hl]
-.bcd:
-    ld a, [SCORE_BCD]
-    add a, 1
-    daa
-    ld [SCORE_BCD], a
-    ld a, [SCORE_BCD + 1]
-    adc a, 0
-    daa
-    ld [SCORE_BCD + 1], a
+    score_plus_one                  ; caught
     ld a, [SCORE + 1]
     and a
     jr nz, .fast

@@ -65,6 +65,7 @@
 ; ---------------------------------------------------------------------------------------------
 
 include "../common/gb.asm"
+include "../common/score.asm"
 
 rDMA          equ $FF46
 LCDC_RUNNER   equ LCDC_ON | %01100000   ; LCDC_ON plus the window, its map at $9C00
@@ -424,20 +425,7 @@ spawn_obstacle:
 
 ; SCORE + 1 (binary and BCD), the game a little faster.
 add_point:
-    ld hl, SCORE
-    inc [hl]
-    jr nz, .bcd
-    inc hl
-    inc [hl]
-.bcd:
-    ld a, [SCORE_BCD]
-    add a, 1
-    daa
-    ld [SCORE_BCD], a
-    ld a, [SCORE_BCD + 1]
-    adc a, 0
-    daa
-    ld [SCORE_BCD + 1], a
+    score_plus_one
     ld a, [SPEED]
     cp SPEED_MAX - SPEED_INC + 1
     jr nc, .max
