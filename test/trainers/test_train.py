@@ -525,6 +525,8 @@ def test_eval_policy_best_plays_the_kept_weights_only_when_they_win_the_duel(tmp
                          "eval_policy": "best", "eval_duel_episodes": 3, "eval_max_steps": 200})
     trainer = DreamerTrainer(cfg, quiet=True)
     trainer.train()
+    assert not trainer.best.state  # no full window yet: the last weights, no best_window_* keys
+    assert trainer.choose_eval_policy() == {"eval_policy_step": float(trainer.policy_steps)}
     window = trainer.tracker.window
     mods = trainer.acting_modules()
     kept = {n: {k: v.clone() for k, v in m.state_dict().items()} for n, m in mods.items()}

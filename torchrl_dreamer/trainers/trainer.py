@@ -377,7 +377,7 @@ class DreamerTrainer:
         are reported as ``duel_last`` and ``duel_best``. Call after :meth:`train`: the modules'
         weights may be replaced (the last checkpoint keeps the last ones)."""
         out = {"eval_policy_step": float(self.policy_steps)}
-        if self.best is None:
+        if self.best is None or not self.best.state:  # nothing kept (no full window yet)
             return out
         out.update(self.best.summary())
         if not self.best.candidate(self._window(), self.tracker.episodes):
