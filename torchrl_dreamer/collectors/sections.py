@@ -397,8 +397,9 @@ class EvalSection:
     Reported as ``eval_sampled_*``, bounded by ``eval_time_limit`` as well."""
     policy: EvalPolicy = setting("last", flat="eval_policy")
     """Which weights the final evaluations play: ``last`` (the weights training ended with) or
-    ``best`` (the Game Boy tasks' default, ``GAME_TRAIN_DEFAULTS``): the world model's and actor's weights when the mean return (or game score) of the
-    last 32 training episodes peaked, if they win a greedy duel against the last weights
+    ``best`` (the Game Boy tasks' default, ``GAME_TRAIN_DEFAULTS``): the world model's and
+    actor's weights when the mean return (or game score) of the last 32 training episodes
+    peaked, if they win a greedy duel against the last weights
     (``duel_episodes`` episodes each, the same starts, a gap over two standard errors), else the
     last weights (:class:`~torchrl_dreamer.trainers.BestPolicy`; the run's summary says which,
     as ``eval_policy_step``, with the duel's means). Checkpoints then carry the kept weights

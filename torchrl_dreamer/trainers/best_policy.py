@@ -48,7 +48,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["BestPolicy", "clearly_ahead", "window_stats"]
+__all__ = ["BestPolicy", "clearly_ahead", "load_snapshot", "snapshot", "window_stats"]
 
 CLEAR_GAP_SE = 2.0
 """How many standard errors of the difference one set of episodes' mean must lead another's by
@@ -82,9 +82,43 @@ def clearly_ahead(ahead: Sequence[float], behind: Sequence[float]) -> bool:
     """
     if not ahead or not behind:
         return False
-    (m_a, se2_a), (m_b, se2_b) = window_stats(ahead), window_stats(behind)
-    gap = m_a - m_b
+    return _clear_gap(*window_stats(ahead), *window_stats(behind))
+
+
+def _clear_gap(mean_a: float, se2_a: float, mean_b: float, se2_b: float) -> bool:
+    """Whether mean ``a`` leads mean ``b`` (squared standard errors ``se2_*``) by more than
+    :data:`CLEAR_GAP_SE` standard errors of the difference, and at all."""
+    gap = mean_a - mean_b
     return gap > 0 and gap > CLEAR_GAP_SE * math.sqrt(se2_a + se2_b)
+
+
+def snapshot(modules: Mapping[str, torch.nn.Module]) -> dict[str, dict[str, torch.Tensor]]:
+    """A CPU copy of each module's ``state_dict``, by name (what :func:`load_snapshot` loads).
+
+    Example:
+        >>> net = torch.nn.Linear(2, 1)
+        >>> kept = snapshot({"net": net})
+        >>> with torch.no_grad():
+        ...     _ = net.weight.zero_()
+        >>> load_snapshot({"net": net}, kept); bool(net.weight.abs().sum() > 0)
+        True
+    """
+    return {name: {k: v.detach().to("cpu", copy=True) for k, v in m.state_dict().items()}
+            for name, m in modules.items()}
+
+
+def load_snapshot(modules: Mapping[str, torch.nn.Module],
+                  state: Mapping[str, Mapping[str, torch.Tensor]]) -> None:
+    """Load :func:`snapshot`'s ``state`` into ``modules`` (the same names).
+
+    Raises:
+        KeyError: a module has no weights in ``state``.
+    """
+    missing = sorted(set(modules) - set(state))
+    if missing:
+        raise KeyError(f"no kept weights for {missing}; kept: {sorted(state)}")
+    for name, m in modules.items():
+        m.load_state_dict(state[name])
 
 
 class BestPolicy:
@@ -116,8 +150,7 @@ class BestPolicy:
         if not mean > self.mean:
             return False
         self.mean, self.se2, self.episodes, self.step = mean, se2, int(episodes), int(step)
-        self.state = {name: {k: v.detach().to("cpu", copy=True) for k, v in m.state_dict().items()}
-                      for name, m in modules.items()}
+        self.state = snapshot(modules)
         return True
 
     def candidate(self, returns: Sequence[float], episodes: int) -> bool:
@@ -132,18 +165,12 @@ class BestPolicy:
         """Whether the kept window beats the last one (``returns``, ending at ``episodes``
         finished episodes) clearly: no shared episode and a gap over :data:`CLEAR_GAP_SE`
         standard errors (what decides when the duel does not)."""
-        if not self.candidate(returns, episodes):
-            return False
-        mean, se2 = window_stats(returns)
-        return self.mean - mean > CLEAR_GAP_SE * math.sqrt(self.se2 + se2)
+        return self.candidate(returns, episodes) and _clear_gap(self.mean, self.se2,
+                                                                *window_stats(returns))
 
     def restore(self, modules: Mapping[str, torch.nn.Module]) -> None:
         """Load the kept weights into ``modules`` (the same names as :meth:`observe`)."""
-        missing = sorted(set(modules) - set(self.state))
-        if missing:
-            raise KeyError(f"no kept weights for {missing}; kept: {sorted(self.state)}")
-        for name, m in modules.items():
-            m.load_state_dict(self.state[name])
+        load_snapshot(modules, self.state)
 
     def summary(self) -> dict[str, float]:
         """What was kept: window mean return, its episodes and policy steps (for the log)."""

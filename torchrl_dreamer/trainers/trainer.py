@@ -38,7 +38,13 @@ from typing import Any, Protocol
 
 import torch
 
-from torchrl_dreamer.trainers.best_policy import BestPolicy, clearly_ahead
+from torchrl_dreamer.trainers.best_policy import (
+    BestPolicy,
+    clearly_ahead,
+    load_snapshot,
+    snapshot,
+    window_stats,
+)
 from torchrl_dreamer.trainers.builder import RunParts, build_run
 from torchrl_dreamer.trainers.checkpoint import (
     CheckpointError,
@@ -380,25 +386,23 @@ class DreamerTrainer:
         if self.best is None or not self.best.state:  # nothing kept (no full window yet)
             return out
         out.update(self.best.summary())
-        if not self.best.candidate(self._window(), self.tracker.episodes):
+        window, episodes = self._window(), self.tracker.episodes
+        if not self.best.candidate(window, episodes):
             return out
         play = play or self.duel_play
         modules = self.acting_modules()
-        last = {n: {k: v.detach().clone() for k, v in m.state_dict().items()}
-                for n, m in modules.items()}
+        last = snapshot(modules)
         last_values = play()
         self.best.restore(modules)
         best_values = play()
-        nan = float("nan")
-        out["duel_last"] = sum(last_values) / len(last_values) if last_values else nan
-        out["duel_best"] = sum(best_values) / len(best_values) if best_values else nan
+        out["duel_last"] = window_stats(last_values)[0]  # NaN when no episode finished
+        out["duel_best"] = window_stats(best_values)[0]
         if clearly_ahead(best_values, last_values) or (
                 not clearly_ahead(last_values, best_values)
-                and self.best.clearly_better(self._window(), self.tracker.episodes)):
+                and self.best.clearly_better(window, episodes)):
             out["eval_policy_step"] = float(self.best.step)
         else:
-            for n, m in modules.items():
-                m.load_state_dict(last[n])
+            load_snapshot(modules, last)
         return out
 
     def duel_play(self) -> list[float]:
