@@ -321,17 +321,7 @@ draw_hud:
     jr nz, .life
     ret
 .digit:                             ; low nibble of a at hl (top) / hl + 32 (bottom); hl + 1
-    and $0F
-    add a, a
-    add a, TILE_DIGITS
-    ld [hl], a
-    inc a
-    ld de, 32
-    push hl
-    add hl, de
-    ld [hl], a
-    pop hl
-    inc hl
+    digit_cells
     ret
 
 ; ---------------------------------------------------------------------------------------------

@@ -544,17 +544,7 @@ draw_hud:
     call .digit
     ld a, [SCORE_BCD]
 .digit:                             ; low nibble of a at hl (top) / hl + 32 (bottom); hl + 1
-    and $0F
-    add a, a
-    add a, TILE_DIGITS
-    ld [hl], a
-    inc a
-    ld de, 32
-    push hl
-    add hl, de
-    ld [hl], a
-    pop hl
-    inc hl
+    digit_cells
     ret
 
 ; Blank the title letters (called in VBlank once a game has started, ~300 cycles).
