@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--envs", type=int, default=16)
     ap.add_argument("--frame-skip", type=int, default=None,
                     help="frames per step (default: the training run's, see TrainConfig)")
+    ap.add_argument("--press-frames", type=int, default=None,
+                    help="frames a step holds its buttons (default: the training run's)")
     ap.add_argument("--noop-max", type=int, default=None,
                     help="random no-op start frames (default: the training run's)")
     ap.add_argument("--seed", type=int, default=0)
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     if (args.task_spec is None) == (args.task is None):
         ap.error("give exactly one of --task-spec (with --rom) or --task")
     cfg = TrainConfig(task=args.task, task_spec=args.task_spec, rom=args.rom, seed=args.seed,
-                      frame_skip=args.frame_skip, noop_max=args.noop_max, num_envs=args.envs)
+                      frame_skip=args.frame_skip, press_frames=args.press_frames,
+                      noop_max=args.noop_max, num_envs=args.envs)
     env = make_env(cfg)
     returns, lengths, scores = random_returns(env, args.episodes, seed=args.seed)
     print(json.dumps({"task": env.task.name, "episodes": len(returns),
@@ -85,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                       **({"mean_score": sum(scores) / len(scores)} if scores else {}),
                       "mean_length": sum(lengths) / len(lengths),
                       "max_episode_steps": env.max_episode_steps,
-                      "frame_skip": env.frame_skip, "noop_max": env.noop_max,
+                      "frame_skip": env.frame_skip, "press_frames": env.press_frames,
+                      "noop_max": env.noop_max,
                       "seed": args.seed}))
     return 0
 

@@ -527,6 +527,22 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
     assert TrainConfig(task="snake", horizon=30).loss_config().horizon == 30
 
 
+def test_press_frames_default_to_the_step_or_eight_and_reach_the_env():
+    from torchrl_dreamer.trainers.builder import make_env
+
+    assert TrainConfig(task="snake").press_frames == 8  # min(8, 8 frames a step)
+    assert TrainConfig(task="snake", frame_skip=4).press_frames == 4
+    assert TrainConfig(task="maze").press_frames == 8  # 24 frames a step: 8 held, 16 released
+    cfg = TrainConfig(task="catch", frame_skip=16, press_frames=2, num_envs=2)
+    assert cfg.press_frames == 2
+    env = make_env(cfg)
+    assert (env.frame_skip, env.press_frames) == (16, 2)
+    with pytest.raises(ConfigError, match=r"press_frames=9 exceeds frame_skip=8.*--press-frames"):
+        TrainConfig(task="snake", press_frames=9)
+    with pytest.raises(ConfigError, match=r"press_frames=-1 is invalid"):
+        TrainConfig(task="snake", press_frames=-1)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -99,6 +99,12 @@ class EnvSection:
     frame_skip: int | None = setting(None, check=optional(integer(1)), identity=True)
     """Emulated frames per env step (Game Boy tasks); unset: the task's, else 8
     (``GAME_TRAIN_DEFAULTS``)."""
+    press_frames: int | None = setting(None, check=optional(integer(0)), identity=True)
+    """Frames the chosen buttons are held at the start of each env step, the rest of the step
+    with no button (Game Boy tasks); unset: the task's, else ``min(8, frame_skip)``
+    (:func:`~torchrl_dreamer.envs.actions.default_press_frames`). A game that acts on a button
+    for as long as it is held (2048 moves again every ~10 frames) wants a short press in a step
+    long enough for one move to finish; at most ``frame_skip``."""
     noop_max: int | None = setting(None, check=optional(integer(0)))
     """Random no-op frames before each episode (Game Boy tasks): every episode starts after a
     fresh draw of 0..noop_max frames with no button held, so games that seed their RNG from

@@ -78,7 +78,8 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
         from torchrl_dreamer.envs import load_task_spec
 
         task, rom = load_task_spec(e.task_spec, rom=e.rom), None
-    opts = dict(rom=rom, frame_skip=e.frame_skip, noop_max=e.noop_max, seed=seed, ppu=e.ppu)
+    opts = dict(rom=rom, frame_skip=e.frame_skip, press_frames=e.press_frames, noop_max=e.noop_max,
+                seed=seed, ppu=e.ppu)
     if e.console is not None:
         opts["model"] = e.console
     if e.workers > 1:
@@ -115,13 +116,12 @@ def check_spec_start(cfg: TrainConfig) -> None:
     if cfg.env.task_spec is None:
         return
     from torchrl_dreamer.envs import load_task_spec
-    from torchrl_dreamer.envs.actions import default_press_frames
     from torchrl_dreamer.envs.spec_check import StartStateError, check_start
 
     task = load_task_spec(cfg.env.task_spec, rom=cfg.env.rom)
     try:
         check_start(task, frame_skip=cfg.env.frame_skip,
-                    press_frames=default_press_frames(cfg.env.frame_skip),
+                    press_frames=cfg.env.press_frames,
                     device=cfg.consoles_device)
     except StartStateError as err:
         raise ConfigError(f"{err} Fix the spec's start or its terminate/truncate entries; "

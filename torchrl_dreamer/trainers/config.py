@@ -66,6 +66,7 @@ from torchrl_dreamer.collectors.settings import (
     setting_docs,
 )
 from torchrl_dreamer.emulator import DEFAULT_PPU, PPU_MODES
+from torchrl_dreamer.envs.actions import default_press_frames
 
 __all__ = [
     "TrainConfig",
@@ -262,6 +263,8 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     else:
         v["frame_skip"] = 1 if v["frame_skip"] is None else v["frame_skip"]
         v["noop_max"] = 0 if v["noop_max"] is None else v["noop_max"]
+    if v["press_frames"] is None:
+        v["press_frames"] = default_press_frames(v["frame_skip"])
     if v["time_limit"] is not None and "total_steps" not in given:
         v["total_steps"] = UNBOUNDED_STEPS  # the clock alone ends the run
     if v["preset"] not in PRESETS:
@@ -445,6 +448,11 @@ class TrainConfig:
         if self.replay_backing == "memmap" and not self.device.startswith("cpu"):
             raise ConfigError("replay_backing='memmap' keeps the replay in host files: use --device cpu "
                               "or --replay-backing memory.")
+        if self.press_frames > self.frame_skip:
+            raise ConfigError(
+                f"press_frames={self.press_frames} exceeds frame_skip={self.frame_skip}: a step "
+                "holds its buttons for at most its own frames. Lower --press-frames or raise "
+                "--frame-skip.")
         if self.noop_max and not self.is_game:
             raise ConfigError(f"noop_max applies to Game Boy tasks only; task {self.task!r} has "
                               "no frames to skip: leave it unset or 0.")
