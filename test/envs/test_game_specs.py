@@ -132,6 +132,43 @@ def test_2048_episodes_draw_new_tiles(roms):
     assert len({tuple(b.tolist()) for b in boards}) > 1
 
 
+def _trained_env(roms, game: str, num_envs: int) -> GameBoyEnv:
+    """The env a plain training run builds for ``game`` (its spec's ``train:`` resolved)."""
+    from torchrl_dreamer.trainers.builder import make_env
+    from torchrl_dreamer.trainers.config import TrainConfig
+
+    cfg = TrainConfig(task_spec=str(EXAMPLES / f"{game}.yaml"), rom=rom_path(roms, GAMES[game]),
+                      num_envs=num_envs, noop_max=0)
+    env = make_env(cfg)
+    env.reset()
+    return env
+
+
+def test_2048_trains_at_one_move_a_step(roms):
+    """2048-gb moves again for as long as a direction is held, and a move takes up to 18 frames
+    to draw. At the spec's training settings (16 frames a step, 4 held) every step of random
+    play makes one move: its random generator advances in one burst (a new tile) per step."""
+    env = _trained_env(roms, "2048", num_envs=8)
+    assert (env.frame_skip, env.press_frames) == (16, 4)
+    g = torch.Generator().manual_seed(0)
+    bursts, steps = 0, 0
+    for _ in range(40):
+        alive = env.gb.read_memory(0xC0EE)[:, 0] == 1
+        buttons = torch.tensor([16, 32, 64, 128])[torch.randint(0, 4, (8,), generator=g)]
+        prev, busy = env.gb.read_memory(0xC0E5, 2).clone(), torch.zeros(8, dtype=torch.bool)
+        count = torch.zeros(8, dtype=torch.int64)
+        for f in range(env.frame_skip):  # frame by frame, as one env step would run them
+            press = buttons if f < env.press_frames else torch.zeros_like(buttons)
+            env.gb.step(press.to(torch.uint8), frames=1, press_frames=1)
+            now = env.gb.read_memory(0xC0E5, 2)
+            changed = (now != prev).any(1)
+            count += (changed & ~busy).long()
+            busy, prev = changed, now.clone()
+        bursts += int(count[alive].sum())
+        steps += int(alive.sum())
+    assert steps > 200 and bursts / steps > 0.97  # 8 frames held of 8: 0.65 moves a step
+
+
 def test_pandoras_blocks_pieces_pay_until_game_over(roms):
     """Soft-dropping every piece in the middle stacks them to the top: +1 per piece, then
     MODE_GAME_OVER ends the episode."""
@@ -195,6 +232,34 @@ def test_postbot_start_lands_in_the_level(roms):
     rew, term, _ = _play(env, lambda t: "A", 3)
     assert env.gb.read_memory(0xC0B9)[:, 0].tolist() == [2, 2]
     assert not term.any() and (rew > 0).all() and (rew < 0.05).all()
+
+
+def test_postbot_trains_with_a_fresh_press_every_step(roms):
+    """PostBot's editor acts on a button's press, not its hold (cursor.c compares the pad with
+    its last reading). At the spec's training settings a step releases its buttons before the
+    next, so A three times cycles the command under the cursor three times; held for the whole
+    step (8 of 8 frames) the second and third A would do nothing."""
+    env = _trained_env(roms, "postbot", num_envs=2)
+    assert env.press_frames < env.frame_skip
+    _play(env, lambda t: ["SELECT", "NOOP"][t], 2)
+    assert env.gb.read_memory(0xC0B9)[:, 0].tolist() == [3, 3]  # the editor
+    first = env.gb.read_memory(0xC0A5)[:, 0].tolist()
+    _play(env, lambda t: "A", 3)
+    assert env.gb.read_memory(0xC0A5)[:, 0].tolist() == [(v + 3) % 7 for v in first]
+
+
+def test_action_probe_finds_postbots_press_only_buttons(roms):
+    """Held for a whole step (8 of 8 frames), every PostBot button acts once: the probe names
+    them, and the spec check warns; with a release in each step (4 of 8) nothing is probed."""
+    from torchrl_dreamer.envs.action_probe import probe_actions
+
+    held = _env(roms, "postbot", num_envs=4, frame_skip=8, press_frames=8)
+    _play(held, lambda t: ["SELECT", "NOOP", "DOWN", "NOOP"][t % 4], 3)  # the editor
+    probe = probe_actions(held, states=4, after=1)
+    assert {"A", "B", "SELECT"} <= set(probe.held_in_vain) and "NOOP" not in probe.held_in_vain
+    assert "acts on a press" in probe.text()
+    released = _env(roms, "postbot", num_envs=4, frame_skip=8, press_frames=4)
+    assert probe_actions(released, states=4, after=1).press_only == []
 
 
 def test_random_baseline_keeps_each_envs_first_episodes_not_the_first_to_end():

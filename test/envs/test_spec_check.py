@@ -174,6 +174,9 @@ def test_action_probe_finds_dead_and_duplicate_actions():
     assert all(torch.equal(before[k], v) for k, v in env.gb.state_tensors().items())
     text = probe.text()
     assert "(dead)" in text and "(same as LEFT+A)" in text
+    # catch moves its paddle for as long as a button is held: no action acts on presses only
+    assert len(probe.press_only) == 5 and probe.held_in_vain == []
+    assert "acts on a press" not in text
     with pytest.raises(ValueError, match="states must be >= 1"):
         probe_actions(env, states=0)
 

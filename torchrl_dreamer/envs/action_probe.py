@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
@@ -50,6 +50,20 @@ class ActionProbe:
     """Per action: in how many states its frames differed from those of pressing nothing."""
     same: list[list[bool]]
     """``same[a][b]``: actions ``a`` and ``b`` showed the same frames in every state."""
+    press_only: list[int] = field(default_factory=list)
+    """Per action: in how many states choosing it a second step in a row did nothing while a
+    fresh press (one frame released first) did something: the game acts on presses, not
+    holds. Probed only when a step holds its buttons to its end (``press_frames ==
+    frame_skip``, so two steps that choose an action never release it); empty otherwise."""
+
+    @property
+    def held_in_vain(self) -> list[str]:
+        """Actions whose repeat did nothing while held but acted when pressed afresh, in at
+        least a quarter of the probed states: with ``press_frames == frame_skip`` a policy
+        that chooses one twice in a row (a greedy one, on an unchanged screen) presses it once
+        and then waits on a screen that does not change (PostBot's editor: every action)."""
+        return [n for n, k in zip(self.names, self.press_only, strict=False)
+                if k > 0 and 4 * k >= self.states]
 
     @property
     def dead(self) -> list[str]:
@@ -72,6 +86,9 @@ class ActionProbe:
                    [a for a, b in self.duplicates if b == name]
             note = " (dead)" if name in self.dead else (f" (same as {', '.join(twin)})"
                                                         if twin else "")
+            if name in self.held_in_vain:
+                k = self.press_only[self.names.index(name)]
+                note += f" (acts on a press: held a second step in vain in {k})"
             lines.append(f"  {name:<12} changed the frames in {d:>3} of {self.states}{note}")
         return "\n".join(lines) + "\n"
 
@@ -111,4 +128,33 @@ def probe_actions(env: GameBoyEnv, states: int = 16, after: int = 3) -> ActionPr
     eq = (frames.unsqueeze(2) == frames.unsqueeze(1)).all(-1)  # [S, A + 1, A + 1]
     differs = (~eq[:, :a, a]).sum(0).tolist()
     same = eq[:, :a, :a].all(0).tolist()
-    return ActionProbe(list(env.action_set.names), s, int(after), differs, same)
+    press_only = _press_only(env, s, masks) if env.press_frames >= env.frame_skip else []
+    return ActionProbe(list(env.action_set.names), s, int(after), differs, same, press_only)
+
+
+def _press_only(env: GameBoyEnv, s: int, masks: torch.Tensor) -> list[int]:
+    """Per action, the states (of the first ``s`` consoles) where a second step holding it
+    showed the same frames as a step with no button, while a second step that releases it for
+    one frame first and then presses it showed other frames."""
+    from torchrl_dreamer.emulator.reset import ResetCache
+
+    a, fs = len(masks), env.frame_skip
+    if fs < 2:  # no frame to release in
+        return [0] * a
+    probe = env.replica(s * a * 3)  # per state and action: held, released, fresh press
+    rows = torch.arange(s, device=env.device).repeat_interleave(a * 3)
+    ResetCache(probe.gb, env.gb.save_state(), pool=True).restore(
+        torch.ones(probe.num_envs, dtype=torch.bool, device=env.device), rows)
+    pressed = masks.repeat_interleave(3, dim=0).repeat(s)  # [S * A * 3]
+    kind = torch.arange(3, device=env.device).repeat(s * a)  # 0 held, 1 none, 2 fresh press
+    zero = torch.zeros_like(pressed)
+    probe.gb.step(pressed, frames=fs, press_frames=fs)  # the first step: every console holds
+    probe.gb.step(torch.where(kind == 0, pressed, zero), frames=1, press_frames=1)
+    shown = [probe.gb.step(torch.where(kind == 1, zero, pressed), frames=fs - 1,
+                           press_frames=fs - 1).reshape(s, a, 3, -1).clone()]
+    for _ in range(2):  # and two steps with no button, for a delayed effect
+        shown.append(probe.gb.step(zero, frames=fs, press_frames=0).reshape(s, a, 3, -1).clone())
+    frames = torch.cat(shown, dim=-1)  # [S, A, 3, all frames' bytes]
+    held_same = (frames[:, :, 0] == frames[:, :, 1]).all(-1)
+    fresh_differs = (frames[:, :, 2] != frames[:, :, 1]).any(-1)
+    return (held_same & fresh_differs).sum(0).tolist()

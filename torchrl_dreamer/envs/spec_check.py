@@ -418,6 +418,13 @@ def _warn(report: CheckReport, task: Any) -> None:
             report.warnings.append(
                 f"actions {a} and {b} showed the same frames in all {probe.states} states: one "
                 "of them is probably not the move you meant")
+        if probe.held_in_vain:
+            report.warnings.append(
+                f"actions {', '.join(probe.held_in_vain)} did nothing when held a second step "
+                "but acted when pressed afresh: the game reacts to presses, not holds, and at "
+                "press_frames = frame_skip two steps that choose one "
+                "press it once (a greedy policy can wait on an unchanged screen forever); "
+                "release between steps with the spec's train: {press_frames: P}, P < frame_skip")
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.envs.spec_check"
@@ -432,6 +439,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
     ap.add_argument("--steps", type=int, default=300, help="steps per console at most (300)")
     ap.add_argument("--seconds", type=float, default=120.0, help="time limit (default 120)")
     ap.add_argument("--frame-skip", type=int, default=8, help="frames per step (default 8)")
+    ap.add_argument("--press-frames", type=int, default=None,
+                    help="frames a step holds its buttons (default min(8, frame skip))")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random actions")
     ap.add_argument("--out", type=Path, default=Path("spec_check"),
                     help="folder for the PNG frames (default ./spec_check)")
@@ -446,6 +455,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
         ap.error("--envs, --steps and --frame-skip must be >= 1")
     if args.action_states < 0:
         ap.error("--action-states must be >= 0")
+    if args.press_frames is not None and not 0 <= args.press_frames <= args.frame_skip:
+        ap.error(f"--press-frames must lie in 0..--frame-skip ({args.frame_skip})")
     from torchrl_dreamer.envs.actions import default_press_frames
     from torchrl_dreamer.envs.spec import TaskSpecError
     from torchrl_dreamer.envs.task import TaskMismatchError
@@ -453,7 +464,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
     try:
         report = check_spec(args.spec, rom=args.rom, num_envs=args.envs, steps=args.steps,
                             seconds=args.seconds, frame_skip=args.frame_skip,
-                            press_frames=default_press_frames(args.frame_skip), seed=args.seed,
+                            press_frames=(default_press_frames(args.frame_skip)
+                                          if args.press_frames is None else args.press_frames),
+                            seed=args.seed,
                             out_dir=args.out, end_frames=args.frames,
                             action_states=args.action_states)
     except (TaskSpecError, TaskMismatchError) as err:
