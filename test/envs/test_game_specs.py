@@ -262,6 +262,26 @@ def test_action_probe_finds_postbots_press_only_buttons(roms):
     assert probe_actions(released, states=4, after=1).press_only == []
 
 
+def test_training_start_warns_about_press_only_buttons(roms, recwarn):
+    """A run whose steps hold their buttons to the end probes the spec's start state: PostBot's
+    SELECT (it opens the editor on a press) is named with the setting that helps; 2048's
+    directions move while held, so its spec draws no warning."""
+    from types import SimpleNamespace
+
+    from torchrl_dreamer.trainers.builder import warn_press_only
+
+    def cfg(game):
+        return SimpleNamespace(consoles_device="cpu", env=SimpleNamespace(
+            task_spec=str(EXAMPLES / f"{game}.yaml"), frame_skip=8, press_frames=8))
+
+    postbot = load_task_spec(EXAMPLES / "postbot.yaml", rom=rom_path(roms, GAMES["postbot"]))
+    with pytest.warns(UserWarning, match=r"actions SELECT act on a press.*--press-frames 4"):
+        assert warn_press_only(postbot, cfg("postbot")) == ["SELECT"]
+    game = load_task_spec(EXAMPLES / "2048.yaml", rom=rom_path(roms, GAMES["2048"]))
+    assert warn_press_only(game, cfg("2048")) == []
+    assert not [w for w in recwarn if "act on a press" in str(w.message)]
+
+
 def test_random_baseline_keeps_each_envs_first_episodes_not_the_first_to_end():
     """random_returns takes the first ceil(episodes / envs) episodes of every env: env 0's
     one-step episodes (return 0) end long before env 1's ten-step ones (return 10), and the

@@ -83,7 +83,8 @@ def test_spec_start_is_probed_where_the_consoles_run():
     from torchrl_dreamer.trainers.builder import check_spec_start
 
     spec = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "catch.yaml"
-    env = SimpleNamespace(task_spec=str(spec), rom=str(rom_path("catch")), frame_skip=4)
+    env = SimpleNamespace(task_spec=str(spec), rom=str(rom_path("catch")), frame_skip=4,
+                          press_frames=4)
     check_spec_start(SimpleNamespace(env=env, run=SimpleNamespace(device="meta"),
                                      consoles_device="cpu"))
     with pytest.raises(Exception, match="meta"):

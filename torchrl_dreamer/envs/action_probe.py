@@ -33,7 +33,7 @@ import torch
 if TYPE_CHECKING:
     from torchrl_dreamer.envs.gameboy import GameBoyEnv
 
-__all__ = ["ActionProbe", "probe_actions"]
+__all__ = ["ActionProbe", "probe_actions", "probe_press_only"]
 
 
 @dataclass
@@ -128,16 +128,33 @@ def probe_actions(env: GameBoyEnv, states: int = 16, after: int = 3) -> ActionPr
     eq = (frames.unsqueeze(2) == frames.unsqueeze(1)).all(-1)  # [S, A + 1, A + 1]
     differs = (~eq[:, :a, a]).sum(0).tolist()
     same = eq[:, :a, :a].all(0).tolist()
-    press_only = _press_only(env, s, masks) if env.press_frames >= env.frame_skip else []
+    press_only = probe_press_only(env, s) if env.press_frames >= env.frame_skip else []
     return ActionProbe(list(env.action_set.names), s, int(after), differs, same, press_only)
 
 
-def _press_only(env: GameBoyEnv, s: int, masks: torch.Tensor) -> list[int]:
-    """Per action, the states (of the first ``s`` consoles) where a second step holding it
-    showed the same frames as a step with no button, while a second step that releases it for
-    one frame first and then presses it showed other frames."""
+def probe_press_only(env: GameBoyEnv, states: int = 16) -> list[int]:
+    """Per action of ``env``'s action set, in how many of the first ``states`` consoles' states
+    a second step holding it to its end showed the same frames as a step with no button, while
+    a second step that released it for one frame and then pressed it showed other frames: the
+    game acts on the press, so two steps that hold it do what one does.
+
+    The first step holds the action for the whole step, whatever ``env.press_frames`` is; the
+    frames compared are those at the end of the second step and of two more with no button.
+    ``env`` is not stepped. It runs ``states * len(actions) * 3`` consoles for four steps.
+
+    Example:
+        >>> from torchrl_dreamer.envs import GameBoyEnv
+        >>> env = GameBoyEnv("catch", num_envs=2, frame_skip=8, action_set=["NOOP", "LEFT"])
+        >>> _ = env.reset()
+        >>> probe_press_only(env, states=2)  # catch moves its paddle while a button is held
+        [0, 0]
+    """
     from torchrl_dreamer.emulator.reset import ResetCache
 
+    if states < 1:
+        raise ValueError(f"states must be >= 1, got {states}")
+    s = min(int(states), env.num_envs)
+    masks = env.action_set.masks.to(env.device)
     a, fs = len(masks), env.frame_skip
     if fs < 2:  # no frame to release in
         return [0] * a

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -35,7 +36,7 @@ from torchrl_dreamer.envs.task import BOOKKEEPING_KEYS
 from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
 __all__ = ["RunFactories", "RunParts", "build_remote_run", "build_run", "check_spec_start",
-           "demo_config_errors", "make_env", "obs_spec_of"]
+           "demo_config_errors", "make_env", "obs_spec_of", "warn_press_only"]
 
 
 @dataclass
@@ -127,6 +128,33 @@ def check_spec_start(cfg: TrainConfig) -> None:
         raise ConfigError(f"{err} Fix the spec's start or its terminate/truncate entries; "
                           f"python -m torchrl_dreamer.envs.spec_check {cfg.env.task_spec} --rom "
                           f"{cfg.env.rom} shows what happens.") from err
+    if cfg.env.press_frames >= cfg.env.frame_skip:
+        warn_press_only(task, cfg)
+
+
+def warn_press_only(task: Any, cfg: TrainConfig) -> list[str]:
+    """Warn, before a run whose steps hold their buttons to the end (``press_frames ==
+    frame_skip``), about the actions the spec's game acts on only when pressed afresh in its
+    start state (:func:`~torchrl_dreamer.envs.action_probe.probe_press_only`, one state): two
+    steps that choose one press it once, and a greedy policy on an unchanged screen waits there
+    (PostBot's editor did, 2026-11-30). Returns the actions named (empty: no warning)."""
+    from torchrl_dreamer.envs import GameBoyEnv
+    from torchrl_dreamer.envs.action_probe import probe_press_only
+
+    env = GameBoyEnv(task, num_envs=1, device=cfg.consoles_device, frame_skip=cfg.env.frame_skip,
+                     press_frames=cfg.env.press_frames, seed=0, start_pool=1)
+    env.reset()
+    names = [n for n, k in zip(env.action_set.names, probe_press_only(env, states=1), strict=True)
+             if k > 0]
+    if names:
+        warnings.warn(
+            f"task spec {cfg.env.task_spec}: actions {', '.join(names)} act on a press, not a "
+            f"hold, in the start state, and each step holds its buttons for all its "
+            f"{cfg.env.frame_skip} frames, so two steps that choose one press it once. If the "
+            "game needs repeated presses there, release them in each step: --press-frames "
+            f"{max(1, cfg.env.frame_skip // 2)} (or the spec's train: press_frames).",
+            stacklevel=2)
+    return names
 
 
 def obs_spec_of(env: Any) -> dict[str, Any]:
