@@ -300,6 +300,12 @@ def test_load_checkpoint_checks_format_version_and_pickles(tmp_path):
             "config": TrainConfig().to_dict()}
     torch.save(good, tmp_path / "state.pt")
     assert load_checkpoint(tmp_path)["config"]["task"] == "maze"
+    # a checkpoint from before press_frames was recorded ran with min(8, frame_skip)
+    old = {k: v for k, v in good["config"].items() if k != "press_frames"}
+    torch.save({**good, "config": {**old, "frame_skip": 16}}, tmp_path / "state.pt")
+    assert load_checkpoint(tmp_path)["config"]["press_frames"] == 8
+    torch.save({**good, "config": {**old, "frame_skip": 4}}, tmp_path / "state.pt")
+    assert load_checkpoint(tmp_path)["config"]["press_frames"] == 4
     torch.save({**good, "version": "0.0.1"}, tmp_path / "state.pt")
     with pytest.raises(CheckpointError, match="written by torchrl_dreamer 0.0.1"):
         load_checkpoint(tmp_path)
