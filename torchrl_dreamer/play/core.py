@@ -404,10 +404,12 @@ class PlaySession:
         task: a :class:`~torchrl_dreamer.envs.task.Task` (see :func:`resolve_task`).
 
     Keyword Args:
-        action_set, press_frames, max_episode_steps, seed, device: as
-            :class:`~torchrl_dreamer.envs.GameBoyEnv`.
+        action_set, max_episode_steps, seed, device: as :class:`~torchrl_dreamer.envs.GameBoyEnv`.
         frame_skip: frames per env step; default :func:`default_frame_skip` (what training
             uses for the task).
+        press_frames: frames a step holds its buttons; default, with the default
+            ``frame_skip``, the task's own (a spec's ``train: press_frames``, what training
+            uses: PostBot's 4), else ``GameBoyEnv``'s ``min(8, frame_skip)``.
         noop_max: random no-op frames before episodes start (0: the task's own start; a
             recording replays from the same ``seed`` either way).
         watches: RAM values to show (default :func:`task_watches`); extra ones appended by
@@ -446,6 +448,8 @@ class PlaySession:
         self._backend = _FrameBackend()
         if frame_skip is None:
             frame_skip = default_frame_skip(task)
+            if press_frames is None:  # the task's own press length goes with its frame skip
+                press_frames = dict(task.train_defaults).get("press_frames")
         self.env = GameBoyEnv(task, 1, device, action_set=action_set, frame_skip=frame_skip,
                               press_frames=press_frames, max_episode_steps=max_episode_steps,
                               noop_max=noop_max, seed=seed, backend=self._backend, model=model)
