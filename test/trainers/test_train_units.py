@@ -544,6 +544,8 @@ def test_press_frames_default_to_the_step_or_eight_and_reach_the_env():
     assert cfg.press_frames == 2
     env = make_env(cfg)
     assert (env.frame_skip, env.press_frames) == (16, 2)
+    env = make_env(cfg, frame_skip=4)  # an override of the step takes the env's press for it
+    assert (env.frame_skip, env.press_frames) == (4, 4)
     with pytest.raises(ConfigError, match=r"press_frames=9 exceeds frame_skip=8.*--press-frames"):
         TrainConfig(task="snake", press_frames=9)
     with pytest.raises(ConfigError, match=r"press_frames=-1 is invalid"):

@@ -62,8 +62,10 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
     """The env of ``cfg``: a :class:`~torchrl_dreamer.envs.GameBoyEnv` (task, ROM, device, frame
     skip) or, for ``task="gym:<id>"``, a :class:`~torchrl_dreamer.trainers.gym_env.DeferredResetGymEnv`.
 
-    ``kwargs`` go to ``GameBoyEnv`` and override the config's (e.g. ``frame_skip=6``). A missing
-    ROM raises :class:`ConfigError` saying where it was looked for.
+    ``kwargs`` go to ``GameBoyEnv`` and override the config's (e.g. ``frame_skip=6``; a
+    ``frame_skip`` given without ``press_frames`` takes ``GameBoyEnv``'s press default for it,
+    not the config's press length). A missing ROM raises :class:`ConfigError` saying where it
+    was looked for.
     """
     from torchrl_dreamer.envs import GameBoyEnv
 
@@ -85,6 +87,8 @@ def make_env(cfg: TrainConfig, num_envs: int | None = None, **kwargs: Any) -> An
         opts["model"] = e.console
     if e.workers > 1:
         opts["workers"] = e.workers
+    if "frame_skip" in kwargs and "press_frames" not in kwargs:
+        opts.pop("press_frames")  # the config's press length belongs to the config's step
     opts.update(kwargs)
     try:
         return GameBoyEnv(task, num_envs=num_envs or e.num_envs, device=cfg.consoles_device,
