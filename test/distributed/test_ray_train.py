@@ -64,7 +64,7 @@ def test_ray_backend_checkpoints_resumes_and_evaluates(cluster, tmp_path, capsys
     ev = json.loads((run / "eval.json").read_text())
     assert ev["episodes"] == 2
     _, frames, _ = read_gif(run / "eval.gif")
-    assert len(frames) == ev["lengths"][0] + 1
+    assert len(frames) == ev["lengths"][ev["gif_episode"]] + 1  # the episode the GIF shows
     # a progress row per pause; the runners may pass both pauses before the first one (one row)
     first_rows = json.loads((run / "progress.json").read_text())
     assert first_rows and first_rows[-1]["policy_steps"] == steps[-1]

@@ -141,7 +141,8 @@ def warn_press_only(task: Any, cfg: TrainConfig) -> list[str]:
     frame_skip``), about the actions the spec's game acts on only when pressed afresh in its
     start state (:func:`~torchrl_dreamer.envs.action_probe.probe_press_only`, one state): two
     steps that choose one press it once, and a greedy policy on an unchanged screen waits there
-    (PostBot's editor did, 2026-11-30). Returns the actions named (empty: no warning)."""
+    (PostBot's editor, ``docs/writing_a_task.md``). Returns the actions named (empty: no
+    warning)."""
     from torchrl_dreamer.envs import GameBoyEnv
     from torchrl_dreamer.envs.action_probe import probe_press_only
 

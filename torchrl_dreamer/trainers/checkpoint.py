@@ -229,9 +229,9 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
 
 def _fill_implied_settings(config: dict[str, Any] | None) -> None:
     """Write into an older checkpoint's config the settings it ran with before they were
-    recorded: ``press_frames`` (recorded since 2026-11-30; until then always
-    ``min(8, frame_skip)``). Without it a task whose spec now sets its own press length (2048,
-    PostBot) would replay an older agent under a press length it never trained with."""
+    recorded: ``press_frames`` (before it was a setting, always ``min(8, frame_skip)``).
+    Without it a task whose spec now sets its own press length (2048, PostBot) would replay an
+    older agent under a press length it never trained with."""
     if not isinstance(config, dict) or "press_frames" in config:
         return
     if config.get("frame_skip") is not None:
