@@ -51,9 +51,9 @@ class ActionProbe:
     same: list[list[bool]]
     """``same[a][b]``: actions ``a`` and ``b`` showed the same frames in every state."""
     press_only: list[int] = field(default_factory=list)
-    """Per action: in how many states choosing it a second step in a row did nothing while a
-    fresh press (one frame released first) did something: the game acts on presses, not
-    holds. Probed only when a step holds its buttons to its end (``press_frames ==
+    """Per action: in how many states choosing it acted, choosing it a second step in a row
+    did nothing, and a fresh press (one frame released first) did something: the game acts on
+    presses, not holds. Probed only when a step holds its buttons to its end (``press_frames ==
     frame_skip``, so two steps that choose an action never release it); empty otherwise."""
 
     @property
@@ -134,13 +134,13 @@ def probe_actions(env: GameBoyEnv, states: int = 16, after: int = 3) -> ActionPr
 
 def probe_press_only(env: GameBoyEnv, states: int = 16) -> list[int]:
     """Per action of ``env``'s action set, in how many of the first ``states`` consoles' states
-    a second step holding it to its end showed the same frames as a step with no button, while
-    a second step that released it for one frame and then pressed it showed other frames: the
-    game acts on the press, so two steps that hold it do what one does.
+    one step holding it changed the frames, a second step holding it showed the same frames as
+    a step with no button, and a second step that released it for one frame and then pressed it
+    showed other frames: the game acts on the press, so two steps that hold it do what one does.
 
     The first step holds the action for the whole step, whatever ``env.press_frames`` is; the
     frames compared are those at the end of the second step and of two more with no button.
-    ``env`` is not stepped. It runs ``states * len(actions) * 3`` consoles for four steps.
+    ``env`` is not stepped. It runs ``states * len(actions) * 4`` consoles for four steps.
 
     Example:
         >>> from torchrl_dreamer.envs import GameBoyEnv
@@ -158,20 +158,22 @@ def probe_press_only(env: GameBoyEnv, states: int = 16) -> list[int]:
     a, fs = len(masks), env.frame_skip
     if fs < 2:  # no frame to release in
         return [0] * a
-    probe = env.replica(s * a * 3)  # per state and action: held, released, fresh press
-    rows = torch.arange(s, device=env.device).repeat_interleave(a * 3)
+    k = 4  # per state and action: held twice, held once, held then pressed afresh, never
+    probe = env.replica(s * a * k)
+    rows = torch.arange(s, device=env.device).repeat_interleave(a * k)
     ResetCache(probe.gb, env.gb.save_state(), pool=True).restore(
         torch.ones(probe.num_envs, dtype=torch.bool, device=env.device), rows)
-    pressed = masks.repeat_interleave(3, dim=0).repeat(s)  # [S * A * 3]
-    kind = torch.arange(3, device=env.device).repeat(s * a)  # 0 held, 1 none, 2 fresh press
+    pressed = masks.repeat_interleave(k, dim=0).repeat(s)  # [S * A * k]
+    kind = torch.arange(k, device=env.device).repeat(s * a)
     zero = torch.zeros_like(pressed)
-    probe.gb.step(pressed, frames=fs, press_frames=fs)  # the first step: every console holds
+    probe.gb.step(torch.where(kind == 3, zero, pressed), frames=fs, press_frames=fs)
     probe.gb.step(torch.where(kind == 0, pressed, zero), frames=1, press_frames=1)
-    shown = [probe.gb.step(torch.where(kind == 1, zero, pressed), frames=fs - 1,
-                           press_frames=fs - 1).reshape(s, a, 3, -1).clone()]
+    shown = [probe.gb.step(torch.where((kind == 0) | (kind == 2), pressed, zero), frames=fs - 1,
+                           press_frames=fs - 1).reshape(s, a, k, -1).clone()]
     for _ in range(2):  # and two steps with no button, for a delayed effect
-        shown.append(probe.gb.step(zero, frames=fs, press_frames=0).reshape(s, a, 3, -1).clone())
-    frames = torch.cat(shown, dim=-1)  # [S, A, 3, all frames' bytes]
+        shown.append(probe.gb.step(zero, frames=fs, press_frames=0).reshape(s, a, k, -1).clone())
+    frames = torch.cat(shown, dim=-1)  # [S, A, k, all frames' bytes]
+    first_acts = (frames[:, :, 1] != frames[:, :, 3]).any(-1)
     held_same = (frames[:, :, 0] == frames[:, :, 1]).all(-1)
     fresh_differs = (frames[:, :, 2] != frames[:, :, 1]).any(-1)
-    return (held_same & fresh_differs).sum(0).tolist()
+    return (first_acts & held_same & fresh_differs).sum(0).tolist()
