@@ -160,17 +160,17 @@ def test_headless_script_reaches_the_maze_exit_and_the_recording_replays(tmp_pat
 
 
 def test_play_records_with_the_tasks_own_step_and_press():
-    """A spec's train: frame_skip and press_frames are what its training runs use, so a play
-    session (and the demonstrations it records) takes both; a frame skip given by hand keeps
-    the env's press default."""
+    """A spec's train: frame_skip and press_frames are what its training runs use, so playing
+    it (and the demonstrations recorded while playing) takes both; a frame skip given by hand
+    keeps the env's press default."""
     spec = {"name": "maze_press", "rom": {"logo": False}, "actions": "dpad",
             "reward": [{"kind": "delta", "address": 0xC00A}],
             "train": {"frame_skip": 16, "press_frames": 4}}
     task = load_task_spec(spec, rom=rom_path("maze"))
-    session = PlaySession(task)
-    assert (session.env.frame_skip, session.env.press_frames) == (16, 4)
-    session = PlaySession(load_task_spec(spec, rom=rom_path("maze")), frame_skip=6)
-    assert (session.env.frame_skip, session.env.press_frames) == (6, 6)
+    player = PlaySession(task)
+    assert (player.env.frame_skip, player.env.press_frames) == (16, 4)
+    player = PlaySession(load_task_spec(spec, rom=rom_path("maze")), frame_skip=6)
+    assert (player.env.frame_skip, player.env.press_frames) == (6, 6)
 
 
 def test_saved_state_starts_a_spec_task(tmp_path):

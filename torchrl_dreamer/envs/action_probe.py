@@ -107,17 +107,12 @@ def probe_actions(env: GameBoyEnv, states: int = 16, after: int = 3) -> ActionPr
         An :class:`ActionProbe`. Its probe consoles run ``states * (len(actions) + 1) * (after
         + 1)`` console-steps at the env's frame skip and press length.
     """
-    from torchrl_dreamer.emulator.reset import ResetCache
-
     if states < 1 or after < 0:
         raise ValueError(f"states must be >= 1 and after >= 0, got {states} and {after}")
     s = min(int(states), env.num_envs)
     masks = env.action_set.masks.to(env.device)
     a = len(masks)
-    probe = env.replica(s * (a + 1))
-    rows = torch.arange(s, device=env.device).repeat_interleave(a + 1)
-    ResetCache(probe.gb, env.gb.save_state(), pool=True).restore(
-        torch.ones(probe.num_envs, dtype=torch.bool, device=env.device), rows)
+    probe = _copies(env, s, a + 1)
     pressed = torch.cat([masks, masks.new_zeros(1)]).repeat(s)  # the last column: no button
     shown = []
     for k in range(after + 1):
@@ -149,8 +144,6 @@ def probe_press_only(env: GameBoyEnv, states: int = 16) -> list[int]:
         >>> probe_press_only(env, states=2)  # catch moves its paddle while a button is held
         [0, 0]
     """
-    from torchrl_dreamer.emulator.reset import ResetCache
-
     if states < 1:
         raise ValueError(f"states must be >= 1, got {states}")
     s = min(int(states), env.num_envs)
@@ -159,10 +152,7 @@ def probe_press_only(env: GameBoyEnv, states: int = 16) -> list[int]:
     if fs < 2:  # no frame to release in
         return [0] * a
     k = 4  # per state and action: held twice, held once, held then pressed afresh, never
-    probe = env.replica(s * a * k)
-    rows = torch.arange(s, device=env.device).repeat_interleave(a * k)
-    ResetCache(probe.gb, env.gb.save_state(), pool=True).restore(
-        torch.ones(probe.num_envs, dtype=torch.bool, device=env.device), rows)
+    probe = _copies(env, s, a * k)
     pressed = masks.repeat_interleave(k, dim=0).repeat(s)  # [S * A * k]
     kind = torch.arange(k, device=env.device).repeat(s * a)
     zero = torch.zeros_like(pressed)
@@ -177,3 +167,15 @@ def probe_press_only(env: GameBoyEnv, states: int = 16) -> list[int]:
     held_same = (frames[:, :, 0] == frames[:, :, 1]).all(-1)
     fresh_differs = (frames[:, :, 2] != frames[:, :, 1]).any(-1)
     return (first_acts & held_same & fresh_differs).sum(0).tolist()
+
+
+def _copies(env: GameBoyEnv, states: int, each: int) -> GameBoyEnv:
+    """A :meth:`~torchrl_dreamer.envs.GameBoyEnv.replica` of ``states * each`` consoles, console
+    ``i * each + j`` in the state of ``env``'s console ``i``: the probes' batch."""
+    from torchrl_dreamer.emulator.reset import ResetCache
+
+    probe = env.replica(states * each)
+    rows = torch.arange(states, device=env.device).repeat_interleave(each)
+    ResetCache(probe.gb, env.gb.save_state(), pool=True).restore(
+        torch.ones(probe.num_envs, dtype=torch.bool, device=env.device), rows)
+    return probe

@@ -108,7 +108,8 @@ def play(
             ``<ROM or task>.trdstate`` in the working directory).
         action_set, frame_skip, press_frames, max_episode_steps, seed, noop_max: the env's
             settings (:class:`PlaySession`; ``frame_skip`` defaults to what training uses for
-            the task, :func:`default_frame_skip`); record with the ones you train with.
+            the task, :func:`default_frame_skip`, and with it ``press_frames`` to the task's
+            own); record with the ones you train with.
         watches: extra RAM watches (``"score=0xC0A0:2:bcd"``) shown with the task's own.
         scale, speed, view: window size (x160x144), speed (1 = 59.73 fps) and ``"full"`` or
             ``"agent"`` view.

@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="frames per env step (default: what training uses for the task: its "
                         "train defaults, else 8)")
     p.add_argument("--press-frames", type=int, default=None,
-                   help="frames a button is held per step (default: min(8, frame skip))")
+                   help="frames a button is held per step (default: with the default frame "
+                        "skip, what training uses for the task: its spec's train: press_frames; "
+                        "else min(8, frame skip))")
     p.add_argument("--noop-max", type=int, default=0,
                    help="random no-op frames before each episode (0)")
     p.add_argument("--max-episode-steps", type=int, default=None,

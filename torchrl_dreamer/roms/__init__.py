@@ -3,7 +3,8 @@
 Each game lives in ``roms/<game>/<game>.asm`` (our own SM83 assembly, see
 :mod:`torchrl_dreamer.asm`) next to its committed build ``<game>.gb``; shared runtime code is in
 ``roms/common/gb.asm`` (with ``digits.asm``, ``score.asm`` and ``rng.asm`` beside it).
-``python -m torchrl_dreamer.roms.build`` rebuilds them and ``--check`` verifies the committed binaries are byte-identical to a fresh build (CI runs the check).
+``python -m torchrl_dreamer.roms.build`` rebuilds them and ``--check`` verifies the committed
+binaries are byte-identical to a fresh build (CI runs the check).
 
 Games (RAM maps, controls and rewards: ``docs/roms.md`` and the top of each ``.asm``):
 
