@@ -192,3 +192,21 @@ def test_check_warns_about_dead_and_duplicate_actions(capsys):
     assert "(dead)" in report.text()
     assert check_spec(spec, rom=CATCH, num_envs=4, steps=5, progress=False,
                       action_states=0).actions is None
+
+
+def test_command_line_steps_as_the_spec_trains(tmp_path, capsys):
+    """Without --frame-skip / --press-frames the probe takes the spec's train: section (what a
+    training run on it would use); the flags override it, and a press longer than the step is
+    refused with the config's message."""
+    spec = tmp_path / "catch.yaml"
+    spec.write_text((EXAMPLES / "catch.yaml").read_text()
+                    + "\ntrain: {frame_skip: 12, press_frames: 3}\n")
+    base = [str(spec), "--rom", str(CATCH), "--envs", "2", "--steps", "3", "--action-states", "0",
+            "--out", str(tmp_path / "o")]
+    assert main(base) == 0
+    assert "steps of 12 frames, buttons held 3" in capsys.readouterr().out
+    assert main([*base, "--frame-skip", "6", "--noop-max", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "steps of 6 frames, buttons held 3, up to 0 no-op" in out
+    assert main([*base, "--press-frames", "20"]) == 2
+    assert "press_frames" in capsys.readouterr().err

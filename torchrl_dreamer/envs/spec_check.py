@@ -20,7 +20,10 @@ refuse a start state that is already terminal before it builds the run.
 Command line::
 
     python -m torchrl_dreamer.envs.spec_check SPEC --rom ROM [--envs 64] [--steps 300]
-        [--seconds 60] [--out DIR]
+        [--seconds 60] [--out DIR] [--frame-skip F] [--press-frames P] [--noop-max N]
+
+The command line steps as a training run on the spec would (the spec's ``train:`` frame skip
+and press length, else the Game Boy defaults) unless told otherwise.
     python -m torchrl_dreamer.ramsearch check SPEC --rom ROM      # the same
 
 Example:
@@ -438,9 +441,14 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
     ap.add_argument("--envs", type=int, default=64, help="consoles (default 64)")
     ap.add_argument("--steps", type=int, default=300, help="steps per console at most (300)")
     ap.add_argument("--seconds", type=float, default=120.0, help="time limit (default 120)")
-    ap.add_argument("--frame-skip", type=int, default=8, help="frames per step (default 8)")
+    ap.add_argument("--frame-skip", type=int, default=None,
+                    help="frames per step (default: the training run's: the spec's train: "
+                         "section, else the Game Boy default 8)")
     ap.add_argument("--press-frames", type=int, default=None,
-                    help="frames a step holds its buttons (default min(8, frame skip))")
+                    help="frames a step holds its buttons (default: the training run's)")
+    ap.add_argument("--noop-max", type=int, default=None,
+                    help="random no-op frames before each episode (default: the training "
+                         "run's)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random actions")
     ap.add_argument("--out", type=Path, default=Path("spec_check"),
                     help="folder for the PNG frames (default ./spec_check)")
@@ -451,25 +459,28 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
     args = ap.parse_args(argv)
     if not args.rom.is_file():
         ap.error(f"ROM {args.rom} not found")
-    if args.envs < 1 or args.steps < 1 or args.frame_skip < 1:
-        ap.error("--envs, --steps and --frame-skip must be >= 1")
+    if args.envs < 1 or args.steps < 1:
+        ap.error("--envs and --steps must be >= 1")
     if args.action_states < 0:
         ap.error("--action-states must be >= 0")
-    if args.press_frames is not None and not 0 <= args.press_frames <= args.frame_skip:
-        ap.error(f"--press-frames must lie in 0..--frame-skip ({args.frame_skip})")
-    from torchrl_dreamer.envs.actions import default_press_frames
+    # the step a training run on this spec would take (its train: section, then the Game Boy
+    # defaults): resolved where training resolves it, so that the probe and the run agree
     from torchrl_dreamer.envs.spec import TaskSpecError
     from torchrl_dreamer.envs.task import TaskMismatchError
+    from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
     try:
+        cfg = TrainConfig(task_spec=str(args.spec), rom=str(args.rom), frame_skip=args.frame_skip,
+                          press_frames=args.press_frames, noop_max=args.noop_max)
+        print(f"steps of {cfg.frame_skip} frames, buttons held {cfg.press_frames}, up to "
+              f"{cfg.noop_max} no-op frames before an episode (a training run's settings)")
         report = check_spec(args.spec, rom=args.rom, num_envs=args.envs, steps=args.steps,
-                            seconds=args.seconds, frame_skip=args.frame_skip,
-                            press_frames=(default_press_frames(args.frame_skip)
-                                          if args.press_frames is None else args.press_frames),
+                            seconds=args.seconds, frame_skip=cfg.frame_skip,
+                            press_frames=cfg.press_frames, noop_max=cfg.noop_max,
                             seed=args.seed,
                             out_dir=args.out, end_frames=args.frames,
                             action_states=args.action_states)
-    except (TaskSpecError, TaskMismatchError) as err:
+    except (TaskSpecError, TaskMismatchError, ConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(report.text(), end="")
