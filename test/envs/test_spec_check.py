@@ -210,3 +210,20 @@ def test_command_line_steps_as_the_spec_trains(tmp_path, capsys):
     assert "steps of 6 frames, buttons held 3, up to 0 no-op" in out
     assert main([*base, "--press-frames", "20"]) == 2
     assert "press_frames" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("train", ["", "\ntrain: {frame_skip: 12, press_frames: 3}\n",
+                                   "\ntrain: {noop_max: 5}\n"])
+@pytest.mark.parametrize("given", [{}, {"frame_skip": 6}, {"noop_max": 0}])
+def test_training_steps_agree_with_the_train_config(tmp_path, train, given):
+    """The probe's own resolution of the step (the envs layer may not import the trainers) is
+    the one TrainConfig makes for the same spec and overrides."""
+    from torchrl_dreamer.envs.spec_check import training_steps
+    from torchrl_dreamer.trainers import TrainConfig
+
+    spec = tmp_path / "catch.yaml"
+    spec.write_text((EXAMPLES / "catch.yaml").read_text() + train)
+    cfg = TrainConfig(task_spec=str(spec), rom=str(CATCH), **given)
+    task = load_task_spec(spec, rom=CATCH)
+    assert training_steps(task, given.get("frame_skip"), None, given.get("noop_max")) == (
+        cfg.frame_skip, cfg.press_frames, cfg.noop_max)

@@ -35,10 +35,16 @@ __all__ = [
     "BUTTON_BITS",
     "ActionSet",
     "ACTION_SETS",
+    "GAME_FRAME_SKIP",
     "PRESS_FRAMES",
     "default_press_frames",
     "make_action_set",
 ]
+
+GAME_FRAME_SKIP = 8
+"""Frames per env step that a Game Boy task trains with unless the task, its spec or the run
+says otherwise (a decision every 0.13 s; ``docs/decisions/training_defaults.md``). Defined
+here, below the trainers, so that the env-level tools (the spec probe) step as training does."""
 
 PRESS_FRAMES = 8
 """Frames a chosen action's buttons are held at the start of a longer env step, by default; the

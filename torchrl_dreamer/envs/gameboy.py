@@ -62,7 +62,13 @@ from torchrl_dreamer.envs.actions import ActionSet, default_press_frames, make_a
 from torchrl_dreamer.envs.registry import make_task
 from torchrl_dreamer.envs.task import Task, check_observations
 
-__all__ = ["GameBoyEnv", "PIXEL_FORMATS"]
+__all__ = ["GameBoyEnv", "GAME_NOOP_MAX", "PIXEL_FORMATS"]
+
+GAME_NOOP_MAX = 30
+"""Random no-op frames (at most) before each episode of a Game Boy task that trains unless the
+task, its spec or the run says otherwise: games seed their RNG from frame counters, so a fixed
+start replays one episode (``docs/decisions/training_defaults.md``). Defined here, below the
+trainers, so that the env-level tools (the spec probe) start episodes as training does."""
 
 PIXEL_FORMATS = ("packed2", "shades", "rgb", "color")
 """Observation formats of ``GameBoyEnv(pixels=...)``."""

@@ -430,6 +430,37 @@ def _warn(report: CheckReport, task: Any) -> None:
                 "release between steps with the spec's train: {press_frames: P}, P < frame_skip")
 
 
+def training_steps(task: Any, frame_skip: int | None = None, press_frames: int | None = None,
+                   noop_max: int | None = None) -> tuple[int, int, int]:
+    """``(frame_skip, press_frames, noop_max)`` of a training run on ``task`` unless given: the
+    task's ``train_defaults`` (a spec's ``train:``), its own no-op start (a spec's
+    ``start.noop_max``), then the Game Boy defaults (:data:`~torchrl_dreamer.envs.actions.
+    GAME_FRAME_SKIP`, :func:`~torchrl_dreamer.envs.actions.default_press_frames`,
+    :data:`~torchrl_dreamer.envs.gameboy.GAME_NOOP_MAX`), the order
+    :class:`~torchrl_dreamer.trainers.TrainConfig` resolves them in (its test checks the two
+    agree). Raises ValueError for a press longer than the step.
+
+    Example:
+        >>> from torchrl_dreamer.envs.tasks.catch import CatchTask
+        >>> training_steps(CatchTask())   # catch trains at 24 frames a step
+        (24, 8, 0)
+    """
+    from torchrl_dreamer.envs.actions import GAME_FRAME_SKIP, default_press_frames
+    from torchrl_dreamer.envs.gameboy import GAME_NOOP_MAX
+
+    own = {str(k).rpartition(".")[2]: v for k, v in dict(task.train_defaults).items()}
+    fs = frame_skip if frame_skip is not None else own.get("frame_skip", GAME_FRAME_SKIP)
+    press = press_frames if press_frames is not None else own.get("press_frames")
+    press = default_press_frames(fs) if press is None else press
+    if noop_max is None:
+        noop_max = own.get("noop_max", getattr(task, "default_noop_max", None))
+    noop = GAME_NOOP_MAX if noop_max is None else noop_max
+    if fs < 1 or not 0 <= press <= fs:
+        raise ValueError(f"press_frames={press} does not fit a step of frame_skip={fs} frames: "
+                         "use 0..frame_skip (--press-frames, or the spec's train: press_frames)")
+    return int(fs), int(press), int(noop)
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.envs.spec_check"
          ) -> int:
     """Command line (see the module docstring); returns 1 when the report has errors."""
@@ -463,24 +494,22 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
         ap.error("--envs and --steps must be >= 1")
     if args.action_states < 0:
         ap.error("--action-states must be >= 0")
-    # the step a training run on this spec would take (its train: section, then the Game Boy
-    # defaults): resolved where training resolves it, so that the probe and the run agree
-    from torchrl_dreamer.envs.spec import TaskSpecError
+    from torchrl_dreamer.envs.spec import TaskSpecError, load_task_spec
     from torchrl_dreamer.envs.task import TaskMismatchError
-    from torchrl_dreamer.trainers.config import ConfigError, TrainConfig
 
     try:
-        cfg = TrainConfig(task_spec=str(args.spec), rom=str(args.rom), frame_skip=args.frame_skip,
-                          press_frames=args.press_frames, noop_max=args.noop_max)
-        print(f"steps of {cfg.frame_skip} frames, buttons held {cfg.press_frames}, up to "
-              f"{cfg.noop_max} no-op frames before an episode (a training run's settings)")
-        report = check_spec(args.spec, rom=args.rom, num_envs=args.envs, steps=args.steps,
-                            seconds=args.seconds, frame_skip=cfg.frame_skip,
-                            press_frames=cfg.press_frames, noop_max=cfg.noop_max,
+        task = load_task_spec(args.spec, rom=args.rom)
+        frame_skip, press_frames, noop_max = training_steps(
+            task, args.frame_skip, args.press_frames, args.noop_max)
+        print(f"steps of {frame_skip} frames, buttons held {press_frames}, up to {noop_max} "
+              "no-op frames before an episode (a training run's settings)")
+        report = check_spec(task, num_envs=args.envs, steps=args.steps,
+                            seconds=args.seconds, frame_skip=frame_skip,
+                            press_frames=press_frames, noop_max=noop_max,
                             seed=args.seed,
                             out_dir=args.out, end_frames=args.frames,
                             action_states=args.action_states)
-    except (TaskSpecError, TaskMismatchError, ConfigError) as err:
+    except (TaskSpecError, TaskMismatchError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(report.text(), end="")

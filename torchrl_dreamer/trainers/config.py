@@ -66,7 +66,8 @@ from torchrl_dreamer.collectors.settings import (
     setting_docs,
 )
 from torchrl_dreamer.emulator import DEFAULT_PPU, PPU_MODES
-from torchrl_dreamer.envs.actions import default_press_frames
+from torchrl_dreamer.envs.actions import GAME_FRAME_SKIP, default_press_frames
+from torchrl_dreamer.envs.gameboy import GAME_NOOP_MAX
 
 __all__ = [
     "TrainConfig",
@@ -91,7 +92,7 @@ class ConfigError(ValueError):
     """A training setting is invalid; the message names the setting and what to use instead."""
 
 
-GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": 8, "noop_max": 30, "batch_size": 8,
+GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": GAME_FRAME_SKIP, "noop_max": GAME_NOOP_MAX, "batch_size": 8,
                                        "entropy_coef": 5e-3, "decode_stride": 2,
                                        "imagine_last": 16, "eval_policy": "best"}
 """Settings every Game Boy task trains with unless it or the run says otherwise (a task's
