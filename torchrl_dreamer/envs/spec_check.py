@@ -56,7 +56,7 @@ from torchrl_dreamer.envs.action_probe import ActionProbe, probe_actions
 from torchrl_dreamer.envs.task import Task
 
 __all__ = ["StartStateError", "TermStats", "CheckReport", "check_start", "check_spec",
-           "write_png", "main"]
+           "training_steps", "write_png", "main"]
 
 class StartStateError(ValueError):
     """The task's start state already ends the episode (its termination holds before any
