@@ -216,9 +216,10 @@ def test_command_line_steps_as_the_spec_trains(tmp_path, capsys):
                                    "\ntrain: {noop_max: 5}\n"])
 @pytest.mark.parametrize("given", [{}, {"frame_skip": 6}, {"noop_max": 0}])
 def test_training_steps_agree_with_the_train_config(tmp_path, train, given):
-    """The probe's own resolution of the step (the envs layer may not import the trainers) is
-    the one TrainConfig makes for the same spec and overrides."""
-    from torchrl_dreamer.envs.spec_check import training_steps
+    """The envs layer's resolution of the step (which the probe and the play CLI use: the envs
+    layer may not import the trainers) is the one TrainConfig makes for the same spec and
+    overrides."""
+    from torchrl_dreamer.envs.gameboy import training_steps
     from torchrl_dreamer.trainers import TrainConfig
 
     spec = tmp_path / "catch.yaml"

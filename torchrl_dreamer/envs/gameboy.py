@@ -58,11 +58,16 @@ from torchrl_dreamer.emulator.color_obs import COLOR_SHAPE, color_frame
 from torchrl_dreamer.emulator.decision import check_watch
 from torchrl_dreamer.emulator.launch import AUTO, LaunchFrames
 from torchrl_dreamer.emulator.packed2 import PACKED2_HEIGHT, PACKED2_SHAPE, PACKED2_WIDTH
-from torchrl_dreamer.envs.actions import ActionSet, default_press_frames, make_action_set
+from torchrl_dreamer.envs.actions import (
+    GAME_FRAME_SKIP,
+    ActionSet,
+    default_press_frames,
+    make_action_set,
+)
 from torchrl_dreamer.envs.registry import make_task
 from torchrl_dreamer.envs.task import Task, check_observations
 
-__all__ = ["GameBoyEnv", "GAME_NOOP_MAX", "PIXEL_FORMATS"]
+__all__ = ["GameBoyEnv", "GAME_NOOP_MAX", "PIXEL_FORMATS", "training_steps"]
 
 GAME_NOOP_MAX = 30
 """Random no-op frames (at most) before each episode of a Game Boy task that trains unless the
@@ -72,6 +77,35 @@ trainers, so that the env-level tools (the spec probe) start episodes as trainin
 
 PIXEL_FORMATS = ("packed2", "shades", "rgb", "color")
 """Observation formats of ``GameBoyEnv(pixels=...)``."""
+
+
+def training_steps(task: Any, frame_skip: int | None = None, press_frames: int | None = None,
+                   noop_max: int | None = None) -> tuple[int, int, int]:
+    """``(frame_skip, press_frames, noop_max)`` of a training run on ``task`` unless given: the
+    task's ``train_defaults`` (a spec's ``train:``), its own no-op start (a spec's
+    ``start.noop_max``), then the Game Boy defaults
+    (:data:`~torchrl_dreamer.envs.actions.GAME_FRAME_SKIP`,
+    :func:`~torchrl_dreamer.envs.actions.default_press_frames`, :data:`GAME_NOOP_MAX`), the
+    order :class:`~torchrl_dreamer.trainers.TrainConfig` resolves them in (a test checks the
+    two agree). The tools below the trainers (the spec probe, the play CLI) step with it.
+    Raises ValueError for a press longer than the step.
+
+    Example:
+        >>> from torchrl_dreamer.envs.tasks.catch import CatchTask
+        >>> training_steps(CatchTask())   # catch trains at 24 frames a step
+        (24, 8, 0)
+    """
+    own = {str(k).rpartition(".")[2]: v for k, v in dict(task.train_defaults).items()}
+    fs = frame_skip if frame_skip is not None else own.get("frame_skip", GAME_FRAME_SKIP)
+    press = press_frames if press_frames is not None else own.get("press_frames")
+    press = default_press_frames(fs) if press is None else press
+    if noop_max is None:
+        noop_max = own.get("noop_max", getattr(task, "default_noop_max", None))
+    noop = GAME_NOOP_MAX if noop_max is None else noop_max
+    if fs < 1 or not 0 <= press <= fs:
+        raise ValueError(f"press_frames={press} does not fit a step of frame_skip={fs} frames: "
+                         "use 0..frame_skip (--press-frames, or the spec's train: press_frames)")
+    return int(fs), int(press), int(noop)
 
 def _default_backend() -> Any:
     from torchrl_dreamer import emulator

@@ -21,10 +21,11 @@ Command line::
 
     python -m torchrl_dreamer.envs.spec_check SPEC --rom ROM [--envs 64] [--steps 300]
         [--seconds 60] [--out DIR] [--frame-skip F] [--press-frames P] [--noop-max N]
-
-The command line steps as a training run on the spec would (the spec's ``train:`` frame skip
-and press length, else the Game Boy defaults) unless told otherwise.
     python -m torchrl_dreamer.ramsearch check SPEC --rom ROM      # the same
+
+The command line steps as a training run on the spec would
+(:func:`~torchrl_dreamer.envs.gameboy.training_steps`: the spec's ``train:`` frame skip and
+press length, else the Game Boy defaults) unless told otherwise.
 
 Example:
     >>> from torchrl_dreamer.envs.spec_check import check_spec
@@ -56,7 +57,7 @@ from torchrl_dreamer.envs.action_probe import ActionProbe, probe_actions
 from torchrl_dreamer.envs.task import Task
 
 __all__ = ["StartStateError", "TermStats", "CheckReport", "check_start", "check_spec",
-           "training_steps", "write_png", "main"]
+           "write_png", "main"]
 
 class StartStateError(ValueError):
     """The task's start state already ends the episode (its termination holds before any
@@ -430,37 +431,6 @@ def _warn(report: CheckReport, task: Any) -> None:
                 "release between steps with the spec's train: {press_frames: P}, P < frame_skip")
 
 
-def training_steps(task: Any, frame_skip: int | None = None, press_frames: int | None = None,
-                   noop_max: int | None = None) -> tuple[int, int, int]:
-    """``(frame_skip, press_frames, noop_max)`` of a training run on ``task`` unless given: the
-    task's ``train_defaults`` (a spec's ``train:``), its own no-op start (a spec's
-    ``start.noop_max``), then the Game Boy defaults (:data:`~torchrl_dreamer.envs.actions.
-    GAME_FRAME_SKIP`, :func:`~torchrl_dreamer.envs.actions.default_press_frames`,
-    :data:`~torchrl_dreamer.envs.gameboy.GAME_NOOP_MAX`), the order
-    :class:`~torchrl_dreamer.trainers.TrainConfig` resolves them in (its test checks the two
-    agree). Raises ValueError for a press longer than the step.
-
-    Example:
-        >>> from torchrl_dreamer.envs.tasks.catch import CatchTask
-        >>> training_steps(CatchTask())   # catch trains at 24 frames a step
-        (24, 8, 0)
-    """
-    from torchrl_dreamer.envs.actions import GAME_FRAME_SKIP, default_press_frames
-    from torchrl_dreamer.envs.gameboy import GAME_NOOP_MAX
-
-    own = {str(k).rpartition(".")[2]: v for k, v in dict(task.train_defaults).items()}
-    fs = frame_skip if frame_skip is not None else own.get("frame_skip", GAME_FRAME_SKIP)
-    press = press_frames if press_frames is not None else own.get("press_frames")
-    press = default_press_frames(fs) if press is None else press
-    if noop_max is None:
-        noop_max = own.get("noop_max", getattr(task, "default_noop_max", None))
-    noop = GAME_NOOP_MAX if noop_max is None else noop_max
-    if fs < 1 or not 0 <= press <= fs:
-        raise ValueError(f"press_frames={press} does not fit a step of frame_skip={fs} frames: "
-                         "use 0..frame_skip (--press-frames, or the spec's train: press_frames)")
-    return int(fs), int(press), int(noop)
-
-
 def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.envs.spec_check"
          ) -> int:
     """Command line (see the module docstring); returns 1 when the report has errors."""
@@ -494,6 +464,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m torchrl_dreamer.e
         ap.error("--envs and --steps must be >= 1")
     if args.action_states < 0:
         ap.error("--action-states must be >= 0")
+    from torchrl_dreamer.envs.gameboy import training_steps
     from torchrl_dreamer.envs.spec import TaskSpecError, load_task_spec
     from torchrl_dreamer.envs.task import TaskMismatchError
 

@@ -27,7 +27,7 @@ import torch
 
 from torchrl_dreamer.data.demonstrations import Demonstration, DemonstrationRecorder
 from torchrl_dreamer.envs.actions import BUTTON_BITS, ActionSet
-from torchrl_dreamer.envs.gameboy import GameBoyEnv
+from torchrl_dreamer.envs.gameboy import GameBoyEnv, training_steps
 from torchrl_dreamer.envs.registry import list_tasks, make_task
 from torchrl_dreamer.envs.spec import ENCODINGS, CountWatch, RamWatch, SpecTask, load_task_spec
 from torchrl_dreamer.envs.spec import Watch as SpecWatch
@@ -246,16 +246,14 @@ def resolve_task(
 def default_frame_skip(task: Task) -> int:
     """The frame skip a training run of ``task`` uses unless told otherwise: the task's
     ``train_defaults`` (a spec's ``train:``), else the Game Boy default
-    (:data:`~torchrl_dreamer.trainers.config.GAME_TRAIN_DEFAULTS`). Record demonstrations with it.
+    (:func:`~torchrl_dreamer.envs.gameboy.training_steps`). Record demonstrations with it.
 
     Example:
         >>> from torchrl_dreamer.envs import make_task
         >>> default_frame_skip(make_task("maze")), default_frame_skip(FreePlayTask())
         (24, 8)
     """
-    from torchrl_dreamer.trainers.config import GAME_TRAIN_DEFAULTS
-
-    return int(dict(task.train_defaults).get("frame_skip", GAME_TRAIN_DEFAULTS["frame_skip"]))
+    return training_steps(task)[0]
 
 
 def _shipped_task_of(rom: Path) -> str | None:
@@ -446,10 +444,8 @@ class PlaySession:
         model: str | None = None,
     ) -> None:
         self._backend = _FrameBackend()
-        if frame_skip is None:
-            frame_skip = default_frame_skip(task)
-            if press_frames is None:  # the task's own press length goes with its frame skip
-                press_frames = dict(task.train_defaults).get("press_frames")
+        if frame_skip is None:  # the task's own step, and its press length with it
+            frame_skip, press_frames, _ = training_steps(task, press_frames=press_frames)
         self.env = GameBoyEnv(task, 1, device, action_set=action_set, frame_skip=frame_skip,
                               press_frames=press_frames, max_episode_steps=max_episode_steps,
                               noop_max=noop_max, seed=seed, backend=self._backend, model=model)

@@ -92,8 +92,8 @@ class ConfigError(ValueError):
     """A training setting is invalid; the message names the setting and what to use instead."""
 
 
-GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": GAME_FRAME_SKIP, "noop_max": GAME_NOOP_MAX, "batch_size": 8,
-                                       "entropy_coef": 5e-3, "decode_stride": 2,
+GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": GAME_FRAME_SKIP, "noop_max": GAME_NOOP_MAX,
+                                       "batch_size": 8, "entropy_coef": 5e-3, "decode_stride": 2,
                                        "imagine_last": 16, "eval_policy": "best"}
 """Settings every Game Boy task trains with unless it or the run says otherwise (a task's
 ``train_defaults``, a spec's ``train:``, then the command line override them), chosen from
