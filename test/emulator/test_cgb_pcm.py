@@ -368,6 +368,15 @@ def test_wave_stop_frequency_change_and_restart_in_the_delay():
     assert got == [0] * 11 + [0x02] * 4 + [0x03] + [0x12] * 15 + [0x34]
 
 
+def volume_div_subtest(n: int, nr12: int, pre: int = 0) -> str:
+    """The sub-test of SameSuite's ``channel_1_volume_div`` and ``channel_1_and_glitch``: DIV
+    reset, APU power cycle, ``pre`` NOPs, channel 1 at 50 % duty (NR13 = FC: 4 M-cycles a
+    step) with NR12 = ``nr12``, triggered, DIV reset again, ``n`` NOPs, then ``ld a,[hl]``."""
+    return ("ld [$FF04], a\n" + POWER_CYCLE + nops(pre) + "ld a, $80\nldh [$11], a\n"
+            f"ld a, $FC\nldh [$13], a\nld a, ${nr12:02X}\nldh [$12], a\nld a, $87\n"
+            "ldh [$14], a\nld [$FF04], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+
+
 def test_envelope_steps_with_the_frame_sequencer_from_power_on():
     """channel_1_volume_div: DIV reset after the trigger; channel 1's volume 8 (envelope down,
     period 1 or 2) drops to 7 at the frame sequencer's envelope step, the 8th (16th) DIV-driven
@@ -377,9 +386,7 @@ def test_envelope_steps_with_the_frame_sequencer_from_power_on():
     protocol has it) also delays the duty steps by a 1 MHz tick, which the duty phase read
     here shows."""
     def sub(n: int, pre: int, env: int) -> str:
-        return ("ld [$FF04], a\n" + POWER_CYCLE + nops(pre) + "ld a, $80\nldh [$11], a\n"
-                f"ld a, $FC\nldh [$13], a\nld a, ${0x80 | env:02X}\nldh [$12], a\nld a, $87\n"
-                "ldh [$14], a\nld [$FF04], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
+        return volume_div_subtest(n, 0x80 | env, pre)
 
     cases = ((0, 1, 0x3FFC), (0, 2, 0x7FFC), (0x800, 1, 0x3FFC), (0x800, 2, 0x7FFC))
     subs = []
@@ -894,14 +901,9 @@ def test_first_envelope_tick_at_both_speeds():
     """channel_1_and_glitch: 50 % duty at a period of 4 M-cycles, NR12 = $89 .. $19 (volume
     8 .. 1, period 1), DIV reset after the trigger, PCM12 read $3FFC-$4003 M-cycles later (the
     first envelope tick, 8 frame-sequencer steps on) and $7FFC-$8003 in double speed."""
-    def sub(n: int, nr12: int) -> str:
-        return ("ld [$FF04], a\n" + POWER_CYCLE + "ld a, $80\nldh [$11], a\nld a, $FC\n"
-                f"ldh [$13], a\nld a, ${nr12:02X}\nldh [$12], a\nld a, $87\nldh [$14], a\n"
-                "ld [$FF04], a\n" + nops(n) + "ld a, [hl]\n" + STORE)
-
     volumes = (0x89, 0x79, 0x69, 0x59, 0x49, 0x39, 0x29, 0x19)
-    normal = [sub(n, v) for v in volumes for n in range(0x3FFC, 0x4004)]
-    double = [sub(n, v) for v in volumes for n in range(0x7FFC, 0x8004)]
+    normal = [volume_div_subtest(n, v) for v in volumes for n in range(0x3FFC, 0x4004)]
+    double = [volume_div_subtest(n, v) for v in volumes for n in range(0x7FFC, 0x8004)]
     got = run_table(normal + [DOUBLE_SPEED] + double, "ld hl, $FF76\n", frames=300)
     # the published table; ours is the same with v + 1 for v - 1 (the same M-cycles)
     rows = [[v, v, v - 1, v - 1, v - 1, 0, 0, 0] for v in range(8, 0, -1)]
