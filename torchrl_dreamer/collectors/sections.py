@@ -15,6 +15,7 @@ from typing import Literal, get_args
 from torchrl_dreamer.collectors.setting_rules import integer, number, optional, setting
 from torchrl_dreamer.emulator.model import MODELS
 from torchrl_dreamer.objectives.learner import CompileMode
+from torchrl_dreamer.objectives.representations import Representation
 
 __all__ = [
     "BACKENDS",
@@ -236,6 +237,11 @@ class LossSection:
     horizon: int | None = setting(None, check=optional(integer(1)), identity=True)
     """Imagined steps per trajectory of the actor-critic update; unset: the loss preset's
     (DreamerV3's 15). The imagination's cost grows in proportion."""
+    representation: Representation = setting("decoder", identity=True)
+    """How the latent learns what the screen shows: ``decoder`` (DreamerV3's reconstruction)
+    or ``contrastive`` (no decoder: an InfoNCE term between latents and the encoder's
+    embeddings, :class:`~torchrl_dreamer.objectives.ContrastiveWorldModelLoss`; a research
+    variant, about a fifth less learner time an update on a Game Boy task)."""
     replay_value_scale: float | None = setting(None, check=optional(number(0)))
     """Weight of the critic's loss on the replay sequences (lambda-returns of the real rewards,
     bootstrapped from the imagined returns: DreamerV3 2024's ``repval``, 0.3 there); unset: the

@@ -273,7 +273,10 @@ class DreamerV3Learner(nn.Module):
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_metrics: TensorDictBase | None = None
         self._eager_before_capture = 0
-        self.wm_opt = _adam(world_model.parameters(), optim.wm_lr, optim.wm_eps, self._graphs)
+        # the world-model loss's parameters: the world model's, then a variant's own heads
+        # (ContrastiveWorldModelLoss's projections), trained and clipped with it
+        self.wm_opt = _adam(self.world_model_loss.parameters(), optim.wm_lr, optim.wm_eps,
+                            self._graphs)
         self.actor_opt = _adam(actor.parameters(), optim.actor_lr, optim.actor_eps, self._graphs)
         self.critic_opt = _adam(
             critic.parameters(), optim.critic_lr, optim.critic_eps, self._graphs
@@ -340,7 +343,7 @@ class DreamerV3Learner(nn.Module):
             self.wm_opt.zero_grad(set_to_none=True)
             wm_loss.backward()
         with record_function("world_model/optimizer"):
-            g_wm = self._clip_and_step(self.wm_opt, self.world_model, cfg.wm_clip)
+            g_wm = self._clip_and_step(self.wm_opt, self.world_model_loss, cfg.wm_clip)
         if warmup:
             return self._metrics((wm_out,), wm_loss, {"grad_norm_world_model": g_wm})
         with record_function("actor/forward"), self._autocast():

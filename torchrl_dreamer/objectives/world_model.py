@@ -45,8 +45,11 @@ class DreamerV3WorldModelLoss(LossModule):
     ``reward`` (:meth:`reward_target`) and ``is_first`` (the critic's replay targets,
     ``replay_value_scale``).
 
-    Research hooks (override in a subclass): :meth:`reconstruction_loss`, :meth:`kl_loss`,
-    :meth:`reward_loss`, :meth:`continue_loss`, :meth:`reward_target`.
+    Research hooks (override in a subclass): :meth:`representation_loss` (the decoder's
+    reconstruction by default), :meth:`reconstruction_loss`, :meth:`kl_loss`,
+    :meth:`reward_loss`, :meth:`continue_loss`, :meth:`reward_target`. A subclass's own
+    modules (a variant's heads) are trained with the world model by the learner's world-model
+    optimizer, which holds all of this loss's parameters.
 
     Example:
         >>> from torchrl_dreamer.modules import make_dreamer
@@ -94,6 +97,8 @@ class DreamerV3WorldModelLoss(LossModule):
         "loss_reward_prior": ("prior_head_scale", "reward_scale"),
         "loss_continue_prior": ("prior_head_scale", "continue_scale"),
     }
+    #: The output key of :meth:`representation_loss`'s term (one of :attr:`loss_scales`).
+    representation_key: ClassVar[str] = "loss_reconstruction"
     out_keys = [
         *loss_scales,
         "kl",
@@ -168,6 +173,20 @@ class DreamerV3WorldModelLoss(LossModule):
         return [*self.world_model.obs_keys, k.action, k.reward, k.is_first, k.continue_]
 
     # ------------------------------------------------------------------ hooks
+    def representation_loss(self, latent: torch.Tensor, embed: torch.Tensor,
+                            targets: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The term that makes the latent hold what the observations show, per step: here the
+        decoder's reconstruction (:meth:`reconstruction_loss`) of every ``decode_stride``-th
+        step, ``[ceil(T / s), B]``. ``latent`` ``[T, B, L]`` are the posterior latents, ``embed``
+        ``[T, B, E]`` the encoder's embeddings, ``targets`` the preprocessed observations.
+        :attr:`representation_key` names the term; a decoder-free variant overrides both
+        (:class:`~torchrl_dreamer.objectives.ContrastiveWorldModelLoss`)."""
+        stride = self.config.decode_stride
+        if stride > 1:
+            latent = latent[::stride]
+            targets = {k: v[::stride] for k, v in targets.items()}
+        return self.reconstruction_loss(self.world_model.decode(latent), targets)
+
     def reconstruction_loss(
         self, recon: dict[str, torch.Tensor], targets: dict[str, torch.Tensor]
     ) -> torch.Tensor:
@@ -228,9 +247,6 @@ class DreamerV3WorldModelLoss(LossModule):
         embed = wm.embed(targets)
         out = wm.rssm.observe(embed, prev_action, is_first)
         latent = latent_of(out["z"], out["h"])
-        stride = cfg.decode_stride
-        recon = wm.decode(latent[::stride] if stride > 1 else latent)
-        recon_targets = {k: v[::stride] for k, v in targets.items()} if stride > 1 else targets
         rew_logits = wm.reward(latent)
         dyn, rep, kl = self.kl_loss(out["post_logits"], out["prior_logits"])
         post, prior = out["post_logits"], out["prior_logits"]
@@ -252,8 +268,8 @@ class DreamerV3WorldModelLoss(LossModule):
         return TensorDict(
             {
                 **extra,
-                "loss_reconstruction": cfg.reconstruction_scale
-                * self.reconstruction_loss(recon, recon_targets).mean(),
+                self.representation_key: cfg.reconstruction_scale
+                * self.representation_loss(latent, embed, targets).mean(),
                 "loss_reward": cfg.reward_scale * self.reward_loss(rew_logits, reward).mean(),
                 "loss_continue": cfg.continue_scale
                 * self.continue_loss(wm.cont(latent), cont).mean(),

@@ -231,11 +231,12 @@ class RunFactories:
     def learner(self, world_model: Any, actor: Any, critic: Any) -> Any:
         """The :class:`~torchrl_dreamer.objectives.DreamerV3Learner` of the run's loss settings."""
         from torchrl_dreamer.collectors.config import precision_dtype
-        from torchrl_dreamer.objectives import DreamerV3Learner
+        from torchrl_dreamer.objectives import WORLD_MODEL_LOSSES, DreamerV3Learner
 
         cfg, learner = self.config, self.config.learner
         return DreamerV3Learner(world_model, actor, critic, cfg.loss_config(),
                                 optim=cfg.learner_config(),
+                                world_model_loss_cls=WORLD_MODEL_LOSSES[cfg.loss.representation],
                                 autocast_dtype=precision_dtype(learner.precision),
                                 compile=learner.compile, capture=learner.capture,
                                 strict=learner.strict_acceleration)
