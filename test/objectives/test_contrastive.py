@@ -147,3 +147,18 @@ def test_the_setting_chooses_the_world_model_loss_and_names_the_choices():
     assert type(f.learner(*f.networks()).world_model_loss) is ContrastiveWorldModelLoss
     with pytest.raises(ConfigError, match="contrastive"):
         TrainConfig.from_dict({"representation": "autoencoder"})
+
+
+def test_world_model_videos_are_refused_without_a_trained_decoder(tmp_path):
+    from torchrl_dreamer.trainers import TrainConfig
+    from torchrl_dreamer.trainers.checkpoint import CheckpointError, save_checkpoint
+    from torchrl_dreamer.trainers.config import ConfigError
+    from torchrl_dreamer.trainers.evaluate import world_model_video_checkpoint
+
+    with pytest.raises(ConfigError, match="trains no decoder"):
+        TrainConfig.from_dict({"representation": "contrastive", "video_every": 1000})
+    cfg = TrainConfig.from_dict({"task": "catch", "representation": "contrastive"})
+    ckpt = save_checkpoint(tmp_path / "step_1", {
+        "config": cfg.to_dict(), "learner": {"world_model.rssm.h0": torch.zeros(2)}})
+    with pytest.raises(CheckpointError, match="decoder was never trained"):
+        world_model_video_checkpoint(ckpt, tmp_path / "wm.gif")

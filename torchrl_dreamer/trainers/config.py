@@ -454,6 +454,11 @@ class TrainConfig:
                 f"press_frames={self.press_frames} exceeds frame_skip={self.frame_skip}: a step "
                 "holds its buttons for at most its own frames. Lower --press-frames or raise "
                 "--frame-skip.")
+        if self.video_every and self.representation != "decoder":
+            raise ConfigError(
+                f"video_every draws the world model's reconstructions, and representation="
+                f"{self.representation!r} trains no decoder: leave --video-every at 0, or use "
+                "--representation decoder.")
         if self.noop_max and not self.is_game:
             raise ConfigError(f"noop_max applies to Game Boy tasks only; task {self.task!r} has "
                               "no frames to skip: leave it unset or 0.")

@@ -384,8 +384,9 @@ def world_model_video_checkpoint(
     ``length`` steps under uniformly random actions, stacked vertically, as MP4 (GIF fallback).
 
     Raises:
-        CheckpointError: the checkpoint holds no world model (nothing to draw), or its task has
-            no packed2 image observation.
+        CheckpointError: the checkpoint holds no world model (nothing to draw), its world model
+            has no trained decoder (``representation="contrastive"``), or its task has no
+            packed2 image observation.
     """
     from torchrl_dreamer.data.dreamer_inputs import rssm_inputs
     from torchrl_dreamer.trainers.builder import make_env
@@ -405,6 +406,10 @@ def world_model_video_checkpoint(
         raise CheckpointError(f"{ckpt} holds no world model weights: a world-model video needs a "
                               "Dreamer checkpoint written by the trainer")
     cfg = playback_config(state, seed, device)
+    if cfg.loss.representation != "decoder":
+        raise CheckpointError(f"{ckpt} was trained with representation="
+                              f"{cfg.loss.representation!r}: its decoder was never trained, so "
+                              "it has no reconstructions to draw")
     env = make_env(cfg, num_envs=sequences)
     if getattr(env, "pixels_format", None) != "packed2":
         raise CheckpointError(f"task {cfg.env.task!r} has no packed2 pixels: nothing to draw")
