@@ -96,7 +96,9 @@ class ContrastiveWorldModelLoss(DreamerV3WorldModelLoss):
     def representation_loss(self, latent: torch.Tensor, embed: torch.Tensor,
                             targets: dict[str, torch.Tensor]) -> torch.Tensor:
         """InfoNCE of every step's posterior latent against its own step's embedding, the
-        batch's other ``T x B - 1`` embeddings the negatives: ``[T, B]`` (no decoder runs)."""
+        batch's other ``T x B - 1`` embeddings the negatives: ``[T, B]`` (no decoder runs, and
+        ``decode_stride`` does not apply: every step is contrasted, which costs less than
+        decoding one in two)."""
         T, B = latent.shape[:2]
         q = self.latent_projection(latent.reshape(T * B, -1))
         k = self.embed_projection(embed.reshape(T * B, -1))
