@@ -10,9 +10,11 @@ Taniguchi 2021, without its augmentations): both are projected to a small space,
 and each latent must pick its own step's embedding out of every embedding of the batch. The
 other steps of the same sequence are the hard negatives (neighbouring frames that differ in a
 sprite or two), the other sequences the easy ones. The KL, reward and continue terms are
-DreamerV3's. A research variant through :meth:`representation_loss` (the decoder is still
-built, so checkpoints and players are unchanged, but it is neither run nor trained): choose it
-with ``world_model_loss_cls`` or, in a run, ``--representation contrastive``.
+DreamerV3's. A variant through :meth:`representation_loss` (the decoder is still built, so
+checkpoints and players are unchanged, but it is neither run nor trained): choose it with
+``world_model_loss_cls`` or, in a run, ``--representation contrastive``. Game Boy tasks train
+with it by default (``GAME_TRAIN_DEFAULTS``; the measurements:
+``docs/decisions/training_defaults.md``).
 """
 
 from __future__ import annotations

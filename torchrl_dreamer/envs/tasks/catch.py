@@ -31,7 +31,7 @@ class CatchTask(ShippedGameTask):
     # Game Boy defaults (8 frames, a 20-second horizon) are not measured on catch yet.
     train_defaults = MappingProxyType({"replay_ratio": 0.2, "frame_skip": 24, "batch_size": 16,
                                        "gamma": 1.0 - 1.0 / 333.0, "decode_stride": 1,
-                                       "imagine_last": 0})
+                                       "imagine_last": 0, "representation": "decoder"})
     # Every episode writes a fresh seed byte at reset: no-op frames add nothing.
     default_noop_max = 0
 

@@ -124,7 +124,7 @@ class MazeTask(ShippedGameTask):
     # defaults: only what differs (their batch 8 and entropy bonus 5e-3 are the maze's too).
     train_defaults = MappingProxyType({
         "replay_ratio": 0.18, "learning_starts": 2048, "frame_skip": 24, "decode_stride": 1,
-        "imagine_last": 0,
+        "imagine_last": 0, "representation": "decoder",
     })
     # Every episode draws its layout at reset, and the maze waits for input: no-op frames would
     # only move the clock.
@@ -183,4 +183,5 @@ class MazeSparseTask(MazeTask):
     name = "maze-sparse"
     default_shaping = 0.0
     train_defaults = MappingProxyType({"replay_ratio": 0.08, "frame_skip": 24, "batch_size": 16,
-                                       "decode_stride": 1, "imagine_last": 0})
+                                       "decode_stride": 1, "imagine_last": 0,
+                                       "representation": "decoder"})
