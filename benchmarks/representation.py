@@ -9,7 +9,7 @@ shipped runner and its spec by default, so no shared ROM is needed), differing o
 ``representation``, and take the same synthetic ``[T, B]`` batch; their updates alternate in
 rounds of ``--repeats`` and each side reports the median (the machine is shared and noisy).
 
-Run: ``python benchmarks/representation.py [--threads 1 2] [--repeats 15] [--rounds 2]``.
+Run: ``python benchmarks/representation.py [--threads 1 2] [--repeats 15] [--rounds 2] [--quick]``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ def main() -> None:
     p.add_argument("--threads", type=int, nargs="+", default=[1])
     p.add_argument("--repeats", type=int, default=15, help="timed updates per side and round")
     p.add_argument("--rounds", type=int, default=2, help="alternated rounds per side")
+    p.add_argument("--quick", action="store_true", help="a short run: 3 updates, one round")
     args = p.parse_args()
+    if args.quick:
+        args.repeats, args.rounds = 3, 1
     rom, spec = args.rom, args.task_spec
     if rom is None:  # the shipped runner and its spec (examples/tasks/runner.yaml)
         rom = str(rom_path("runner"))

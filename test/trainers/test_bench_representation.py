@@ -11,7 +11,7 @@ _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "representation.py"
 
 
 def test_the_benchmark_prints_one_result_line_per_thread_count():
-    out = subprocess.run([sys.executable, str(_PATH), "--repeats", "1", "--rounds", "1"],
+    out = subprocess.run([sys.executable, str(_PATH), "--quick"],
                          capture_output=True, text=True, timeout=600, check=True).stdout
     lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
     assert len(lines) == 1
