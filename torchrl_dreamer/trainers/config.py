@@ -693,7 +693,7 @@ def task_train_defaults(task: str, task_obj: Any = None) -> dict[str, Any]:
     Example:
         >>> task_train_defaults("maze-sparse")
         {'replay_ratio': 0.08, 'frame_skip': 24, 'batch_size': 16, 'decode_stride': 1, \
-'imagine_last': 0}
+'imagine_last': 0, 'representation': 'decoder'}
     """
     if task_obj is not None:
         source = type(task_obj)
