@@ -21,6 +21,7 @@ from torchrl_dreamer.objectives.representations import (
     REPRESENTATIONS,
     WORLD_MODEL_LOSSES,
     Representation,
+    trains_decoder,
 )
 from torchrl_dreamer.objectives.utils import hold_out_params, total_loss
 from torchrl_dreamer.objectives.world_model import (
@@ -35,6 +36,7 @@ __all__ = [
     "REPRESENTATIONS",
     "WORLD_MODEL_LOSSES",
     "Representation",
+    "trains_decoder",
     "DreamerV3ActorLoss",
     "DreamerV3CriticLoss",
     "DreamerV3Learner",

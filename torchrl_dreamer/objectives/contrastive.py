@@ -75,6 +75,7 @@ class ContrastiveWorldModelLoss(DreamerV3WorldModelLoss):
     """
 
     representation_key: ClassVar[str] = "loss_contrastive"
+    trains_decoder: ClassVar[bool] = False
     loss_scales: ClassVar[dict[str, tuple[str, ...]]] = {
         ("loss_contrastive" if k == "loss_reconstruction" else k): v
         for k, v in DreamerV3WorldModelLoss.loss_scales.items()

@@ -15,7 +15,7 @@ from typing import Literal, get_args
 from torchrl_dreamer.objectives.contrastive import ContrastiveWorldModelLoss
 from torchrl_dreamer.objectives.world_model import DreamerV3WorldModelLoss
 
-__all__ = ["REPRESENTATIONS", "WORLD_MODEL_LOSSES", "Representation"]
+__all__ = ["REPRESENTATIONS", "WORLD_MODEL_LOSSES", "Representation", "trains_decoder"]
 
 Representation = Literal["decoder", "contrastive"]
 """``decoder``: DreamerV3's reconstruction (:class:`DreamerV3WorldModelLoss`); ``contrastive``:
@@ -30,3 +30,14 @@ WORLD_MODEL_LOSSES: dict[str, type[DreamerV3WorldModelLoss]] = {
     "contrastive": ContrastiveWorldModelLoss,
 }
 """The world-model loss class of each representation."""
+
+
+def trains_decoder(representation: str) -> bool:
+    """Whether a run of ``representation`` trains the decoder that world-model videos draw with
+    (the loss class's ``trains_decoder``).
+
+    Example:
+        >>> trains_decoder("decoder"), trains_decoder("contrastive")
+        (True, False)
+    """
+    return WORLD_MODEL_LOSSES[representation].trains_decoder

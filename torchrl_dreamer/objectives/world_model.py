@@ -99,6 +99,9 @@ class DreamerV3WorldModelLoss(LossModule):
     }
     #: The output key of :meth:`representation_loss`'s term (one of :attr:`loss_scales`).
     representation_key: ClassVar[str] = "loss_reconstruction"
+    #: Whether :meth:`representation_loss` trains the world model's decoders (what draws its
+    #: reconstructions and imagined frames): False for a decoder-free variant.
+    trains_decoder: ClassVar[bool] = True
     out_keys = [
         *loss_scales,
         "kl",

@@ -68,6 +68,7 @@ from torchrl_dreamer.collectors.settings import (
 from torchrl_dreamer.emulator import DEFAULT_PPU, PPU_MODES
 from torchrl_dreamer.envs.actions import GAME_FRAME_SKIP, default_press_frames
 from torchrl_dreamer.envs.gameboy import GAME_NOOP_MAX
+from torchrl_dreamer.objectives.representations import trains_decoder
 
 __all__ = [
     "TrainConfig",
@@ -100,7 +101,8 @@ GAME_TRAIN_DEFAULTS: dict[str, Any] = {"frame_skip": GAME_FRAME_SKIP, "noop_max"
 ``train_defaults``, a spec's ``train:``, then the command line override them), chosen from
 measurements across games: a decision every 8 frames (24 is too coarse for action games), up to
 30 random no-op frames (varied starts), batch 8 at replay ratio 0.1 (more updates per CPU
-minute), entropy 5e-3 (past a game's first trick), every second frame decoded and imagination
+minute), entropy 5e-3 (past a game's first trick), every second frame decoded (for a run
+that keeps the decoder) and imagination
 from the last 16 steps of each sequence (1.3x the updates per minute), and a final evaluation
 of the best stretch's weights when they beat the last ones (``eval_policy="best"``: a run that
 learns a trick and loses it again is measured with it), and no decoder
@@ -457,7 +459,7 @@ class TrainConfig:
                 f"press_frames={self.press_frames} exceeds frame_skip={self.frame_skip}: a step "
                 "holds its buttons for at most its own frames. Lower --press-frames or raise "
                 "--frame-skip.")
-        if self.video_every and self.representation != "decoder":
+        if self.video_every and not trains_decoder(self.representation):
             raise ConfigError(
                 f"video_every draws the world model's reconstructions, and representation="
                 f"{self.representation!r} trains no decoder: leave --video-every at 0, or use "

@@ -389,6 +389,7 @@ def world_model_video_checkpoint(
             packed2 image observation.
     """
     from torchrl_dreamer.data.dreamer_inputs import rssm_inputs
+    from torchrl_dreamer.objectives import trains_decoder
     from torchrl_dreamer.trainers.builder import make_env
     from torchrl_dreamer.trainers.checkpoint import (
         CheckpointError,
@@ -406,7 +407,7 @@ def world_model_video_checkpoint(
         raise CheckpointError(f"{ckpt} holds no world model weights: a world-model video needs a "
                               "Dreamer checkpoint written by the trainer")
     cfg = playback_config(state, seed, device)
-    if cfg.loss.representation != "decoder":
+    if not trains_decoder(cfg.loss.representation):
         raise CheckpointError(f"{ckpt} was trained with representation="
                               f"{cfg.loss.representation!r}: its decoder was never trained, so "
                               "it has no reconstructions to draw")
