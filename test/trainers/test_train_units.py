@@ -531,9 +531,10 @@ def test_game_defaults_frame_skip_noops_and_discount_follow_the_step_length():
     assert maze.imagine_last == TrainConfig(task="catch").imagine_last == 0
     assert TrainConfig(task="snake", imagine_last=0).loss_config().imagine_last == 0
     assert game.loss_config().horizon == 15  # unset: the preset's (DreamerV3's)
-    # no decoder for Game Boy tasks, but for the maze and catch (their goals were measured with it)
+    # no decoder for Game Boy tasks (catch's own overlay included), but for the maze
     assert game.representation == "contrastive" and gym.representation == "decoder"
-    assert maze.representation == TrainConfig(task="catch").representation == "decoder"
+    assert TrainConfig(task="catch").representation == "contrastive"
+    assert maze.representation == "decoder"
     assert TrainConfig(task="snake", representation="decoder").representation == "decoder"
     assert TrainConfig(task="snake", horizon=30).loss_config().horizon == 30
 
