@@ -243,8 +243,8 @@ class LossSection:
     embeddings, :class:`~torchrl_dreamer.objectives.ContrastiveWorldModelLoss`: 1.15-1.2x the
     updates an hour on a Game Boy task, and more learned per update on three games of four).
     The field's default is DreamerV3's decoder; Game Boy tasks train with ``contrastive``
-    (``GAME_TRAIN_DEFAULTS``) but the maze, catch and Tobu Tobu Girl's spec, which keep the
-    decoder."""
+    (``GAME_TRAIN_DEFAULTS``) but the maze (both variants) and Tobu Tobu Girl's spec, which keep
+    the decoder."""
     replay_value_scale: float | None = setting(None, check=optional(number(0)))
     """Weight of the critic's loss on the replay sequences (lambda-returns of the real rewards,
     bootstrapped from the imagined returns: DreamerV3 2024's ``repval``, 0.3 there); unset: the
