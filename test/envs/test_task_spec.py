@@ -459,10 +459,31 @@ def test_distance_watch_is_the_manhattan_distance_and_its_delta_shapes():
     assert torch.allclose(term.compute(now, prev), torch.tensor([0.08, -0.1]))
 
 
+def test_distance_to_a_fixed_point_reads_one_side_from_ram():
+    mem = torch.zeros(2, 0x10000, dtype=torch.uint8)
+    mem[0, 0xC22D], mem[0, 0xC22F] = 60, 64            # on the target's row, 76 px short
+    mem[1, 0xC22D], mem[1, 0xC22F] = 200, 10
+    gb = _FakeGB(mem)
+    dist = DistanceWatch.parse({"a": [0xC22D, 0xC22F], "to": [136, 64]}, "d")
+    assert dist.read(gb).tolist() == [76, 64 + 54]
+    assert dist.value_range() == (0, 510) and "(136, 64)" in dist.describe()
+    term = RewardTerm.parse({"kind": "delta", "distance": {"a": [0xC22D, 0xC22F],
+                                                           "to": [136, 64]},
+                             "scale": -0.01}, "r")
+    prev = {term.watch: term.watch.read(gb)}
+    mem[0, 0xC22D] = 68                                 # 8 px towards it: +0.08
+    mem[1, 0xC22F] = 0                                  # 10 px away: -0.1
+    now = {term.watch: term.watch.read(gb)}
+    assert torch.allclose(term.compute(now, prev), torch.tensor([0.08, -0.1]))
+
+
 @pytest.mark.parametrize("obj, needle", [
     ({"a": [0xC005], "b": [0xC009, 0xC008]}, "same coordinates"),
+    ({"a": [0xC005, 0xC004], "to": [1]}, "a has 2 coordinate.*to 1"),
+    ({"a": [0xC005], "to": [256]}, "outside"),
+    ({"a": [0xC005], "b": [0xC009], "to": [1]}, "not both"),
+    ({"a": [0xC005]}, "not neither"),
     ({"a": [], "b": []}, "1-3 RAM addresses"),
-    ({"a": [0xC005, 0xC004]}, "missing required key 'b'"),
     ({"a": [0x10000], "b": [0]}, "outside"),
 ])
 def test_distance_watch_refuses_bad_points(obj, needle):

@@ -85,7 +85,8 @@ A count watch ``count: {range: [lo, hi], op: "!=", value: 0}`` is the number of 
 ``lo..hi`` (inclusive, within 0x0000-0xFFFF) that satisfy a per-byte comparison (an ``op``
 with ``value``, or ``in: [...]``; optional per-byte ``mask``), e.g. the tiles a player has
 painted. A distance watch ``distance: {a: [0xC005, 0xC004], b: [0xC009, 0xC008]}`` is the
-Manhattan distance between two points, one unsigned byte per coordinate (1-3 coordinates):
+Manhattan distance between two points, one unsigned byte per coordinate (1-3 coordinates);
+``to: [136, 64]`` instead of ``b`` measures to a fixed point (a goal the game keeps in its map):
 ``{kind: delta, distance: {...}, scale: -0.01, clamp: [-0.1, 0.1]}`` pays for every step
 towards a target, and the clamp drops the jumps where the target is placed anew. Any kind of
 watch goes wherever a watch goes: reward terms and predicates.
@@ -490,35 +491,54 @@ class CountWatch:
 
 @dataclass(frozen=True)
 class DistanceWatch:
-    """The Manhattan distance between two points kept in RAM, one unsigned byte per coordinate:
-    ``sum_k |byte[a_k] - byte[b_k]|`` (e.g. a player's x and y and a target's x and y).
+    """The Manhattan distance between two points, one unsigned byte per coordinate:
+    ``sum_k |byte[a_k] - byte[b_k]|`` (e.g. a player's x and y and a target's x and y), or
+    ``sum_k |byte[a_k] - to_k|`` from a point in RAM to a fixed one (``to``: a goal that the
+    game keeps in its map rather than in a variable, e.g. a level's exit, in the game's own
+    coordinates).
 
     A ``delta`` term of it with a negative scale pays for every step closer to the target, a
     potential-based shaping term (Ng et al., 1999, with the discount taken as 1): a path's
     shaping sums to its start distance minus its end distance, so circling earns nothing. A
     ``clamp`` near one step's move drops the jumps where the target or the player is placed
     anew (an item eaten, a respawn) rather than moved.
+
+    Example:
+        >>> DistanceWatch.parse({"a": [0xC22D, 0xC22F], "to": [136, 64]}, "d").describe()
+        'the distance between 0xc22d, 0xc22f and the point (136, 64)'
     """
 
     a: tuple[int, ...]
-    b: tuple[int, ...]
+    b: tuple[int, ...] = ()
+    to: tuple[int, ...] = ()
 
     @classmethod
     def parse(cls, obj: Any, where: str) -> DistanceWatch:
-        """Validate a ``distance`` mapping ``{a: [addresses], b: [addresses]}``."""
-        _keys(obj, where, {"a", "b"}, ("a", "b"))
+        """Validate a ``distance`` mapping ``{a: [addresses], b: [addresses]}`` or
+        ``{a: [addresses], to: [values]}``."""
+        _keys(obj, where, {"a", "b", "to"}, ("a",))
+        if ("b" in obj) == ("to" in obj):
+            raise _fail(where, "give the target as b (RAM addresses, e.g. b: [0xC009, 0xC008]) "
+                        "or as to (a fixed point, e.g. to: [136, 64]), not "
+                        + ("both" if "b" in obj else "neither"))
         pts = []
-        for key in ("a", "b"):
+        for key in ("a", "b" if "b" in obj else "to"):
             addrs = obj[key]
             if not isinstance(addrs, list) or not 1 <= len(addrs) <= 3:
-                raise _fail(f"{where}.{key}", f"expected a list of 1-3 RAM addresses (one byte "
-                            f"per coordinate, e.g. [x, y]), got {addrs!r}")
-            pts.append(tuple(_int(x, f"{where}.{key}[{k}]", 0, 0xFFFF)
+                what = ("RAM addresses (one byte per coordinate" if key != "to"
+                        else "coordinates (one byte each, 0-255")
+                raise _fail(f"{where}.{key}", f"expected a list of 1-3 {what}, e.g. [x, y]), "
+                            f"got {addrs!r}")
+            hi = 0xFFFF if key != "to" else 0xFF
+            pts.append(tuple(_int(x, f"{where}.{key}[{k}]", 0, hi)
                              for k, x in enumerate(addrs)))
         if len(pts[0]) != len(pts[1]):
-            raise _fail(where, f"a has {len(pts[0])} coordinate(s) and b {len(pts[1])}; give "
-                        "both points the same coordinates in the same order")
-        return cls(pts[0], pts[1])
+            other = "b" if "b" in obj else "to"
+            raise _fail(where, f"a has {len(pts[0])} coordinate(s) and {other} {len(pts[1])}; "
+                        "give both points the same coordinates in the same order")
+        if "b" in obj:
+            return cls(pts[0], b=pts[1])
+        return cls(pts[0], to=pts[1])
 
     def value_range(self) -> tuple[int, int]:
         """0 up to 255 per coordinate."""
@@ -526,15 +546,19 @@ class DistanceWatch:
 
     def describe(self) -> str:
         """A short name for error messages."""
-        return "the distance between " + ", ".join(f"{x:#06x}" for x in self.a) + " and " + \
-            ", ".join(f"{x:#06x}" for x in self.b)
+        where = ", ".join(f"{x:#06x}" for x in self.a)
+        if self.to:
+            return f"the distance between {where} and the point ({', '.join(map(str, self.to))})"
+        return f"the distance between {where} and " + ", ".join(f"{x:#06x}" for x in self.b)
 
     def read(self, gb: Any) -> torch.Tensor:
         """``int64[N]``: the distance on every console (one device gather per byte)."""
         out = None
-        for x, y in zip(self.a, self.b):
-            d = (gb.read_memory(x, 1)[:, 0].to(torch.int64)
-                 - gb.read_memory(y, 1)[:, 0].to(torch.int64)).abs()
+        for k, x in enumerate(self.a):
+            here = gb.read_memory(x, 1)[:, 0].to(torch.int64)
+            there = (gb.read_memory(self.b[k], 1)[:, 0].to(torch.int64) if self.b
+                     else self.to[k])
+            d = (here - there).abs()
             out = d if out is None else out + d
         return out
 

@@ -169,7 +169,8 @@ def task_watches(task: Task) -> list[Watch]:
                 for w in sorted(item.watches(), key=repr):
                     where = (f"{w.address:#06x}" if isinstance(w, RamWatch)
                              else f"count{w.lo:#06x}-{w.hi:#06x}" if isinstance(w, CountWatch)
-                             else f"distance{w.a[0]:#06x}-{w.b[0]:#06x}")
+                             else f"distance{w.a[0]:#06x}-{w.b[0]:#06x}" if w.b
+                             else f"distance{w.a[0]:#06x}-to{w.to[0]}")
                     seen.setdefault(w, f"{part}[{k}]@{where}")
         return [Watch(label, w) for w, label in seen.items()]
     ram = getattr(task, "ram", None)
