@@ -225,13 +225,18 @@ def test_tobutobugirl_actions_reach_the_jetpack_and_both_dashes(roms):
 
 def test_postbot_start_lands_in_the_level(roms):
     """The start macro reaches level 1 (screen 1, one objective); A runs the robot's program
-    (screen 2); nothing pays but the exploration bonus, and nothing ends the episode."""
+    (screen 2); nothing pays but the exploration bonus until the start program's transmission
+    leaves the robot (the shaping's first reading, from where the game left it at 0, 0, to
+    the robot: about 1), and nothing ends the episode."""
     env = _env(roms, "postbot")
     assert env.gb.read_memory(0xC0B9)[:, 0].tolist() == [1, 1]
     assert env.gb.read_memory(0xC0BB)[:, 0].tolist() == [1, 1]
+    assert env.gb.read_memory(0xC22D, 3)[:, [0, 2]].tolist() == [[0, 0], [0, 0]]
     rew, term, _ = _play(env, lambda t: "A", 3)
     assert env.gb.read_memory(0xC0B9)[:, 0].tolist() == [2, 2]
-    assert not term.any() and (rew > 0).all() and (rew < 0.05).all()
+    assert (env.gb.read_memory(0xC22D)[:, 0] > 0).all()        # a transmission has flown
+    assert not term.any() and (rew > 0).all() and (rew[:2] < 0.05).all()
+    assert ((rew[2] > 0.9) & (rew[2] < 1.3)).all()
 
 
 def test_postbot_trains_with_a_fresh_press_every_step(roms):
@@ -246,6 +251,29 @@ def test_postbot_trains_with_a_fresh_press_every_step(roms):
     first = env.gb.read_memory(0xC0A5)[:, 0].tolist()
     _play(env, lambda t: "A", 3)
     assert env.gb.read_memory(0xC0A5)[:, 0].tolist() == [(v + 3) % 7 for v in first]
+
+
+def test_postbot_pays_the_flight_to_the_mast_and_shows_the_program(roms):
+    """Level 1's answer (move, turn right, transmit: the start program with a right turn in its
+    second slot) keyed in and run: the program and the robot are observed from RAM (the level
+    screen does not show the program); the transmission's flight towards the mast pays 0.08 a
+    step of 8 pixels (potential-based shaping, marked so the score leaves it out), and the
+    delivery pays 11 and ends the episode."""
+    env = _trained_env(roms, "postbot", num_envs=2)
+    keys = ["SELECT", "NOOP", "RIGHT", "A", "A", "A", "SELECT", "NOOP", "A"]
+    rew, term, _ = _play(env, lambda t: keys[t] if t < len(keys) else "NOOP", 40)
+    score, _, _ = _play(_trained_env(roms, "postbot", num_envs=2),
+                        lambda t: keys[t] if t < len(keys) else "NOOP", 40, key="score")
+    end = int(term[:, 0].nonzero()[0])
+    assert term[end].all() and rew[end, 0] > 11 and score[end, 0] == 11
+    assert (score[:end] == 0).all()                      # the shaping is not the game's measure
+    flight = rew[end - 8:end, 0]                         # the last steps of the flight
+    assert torch.allclose(flight, flight.new_full(flight.shape, 0.08), atol=0.025)
+    env2 = _trained_env(roms, "postbot", num_envs=1)
+    _play(env2, lambda t: keys[t], 7)                   # back in the level, program written
+    obs = env2.step(TensorDict({"action": torch.tensor([0])}, batch_size=[1]))["next"]
+    assert (obs["program"][0, :3] * 255).round().tolist() == [1, 3, 4]
+    assert obs["state"].shape == (1, 10)
 
 
 def test_action_probe_finds_postbots_press_only_buttons(roms):
