@@ -521,8 +521,9 @@ class DistanceWatch:
             raise _fail(where, "give the target as b (RAM addresses, e.g. b: [0xC009, 0xC008]) "
                         "or as to (a fixed point, e.g. to: [136, 64]), not "
                         + ("both" if "b" in obj else "neither"))
+        target = "b" if "b" in obj else "to"
         pts = []
-        for key in ("a", "b" if "b" in obj else "to"):
+        for key in ("a", target):
             addrs = obj[key]
             if not isinstance(addrs, list) or not 1 <= len(addrs) <= 3:
                 what = ("RAM addresses (one byte per coordinate" if key != "to"
@@ -533,12 +534,9 @@ class DistanceWatch:
             pts.append(tuple(_int(x, f"{where}.{key}[{k}]", 0, hi)
                              for k, x in enumerate(addrs)))
         if len(pts[0]) != len(pts[1]):
-            other = "b" if "b" in obj else "to"
-            raise _fail(where, f"a has {len(pts[0])} coordinate(s) and {other} {len(pts[1])}; "
+            raise _fail(where, f"a has {len(pts[0])} coordinate(s) and {target} {len(pts[1])}; "
                         "give both points the same coordinates in the same order")
-        if "b" in obj:
-            return cls(pts[0], b=pts[1])
-        return cls(pts[0], to=pts[1])
+        return cls(pts[0], **{target: pts[1]})
 
     def value_range(self) -> tuple[int, int]:
         """0 up to 255 per coordinate."""
