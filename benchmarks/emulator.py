@@ -5,7 +5,7 @@ Cases:
 
 - ``gameplay/<game>``: frames/s on every game in ``<roms>/games`` and on our ROMs (maze,
   catch) with gameplay input: 300 frames from power-on, then cycles of a button held 8 frames
-  and released 32 (A, START, RIGHT, LEFT, UP, DOWN, B, none), 2,000 frames. Ours:
+  and released 32 (A, START, RIGHT, LEFT, UP, DOWN, B, none), 2,000 frames (``--frames``). Ours:
   ``run_frames(8, button, render=False)`` + ``run_frames(32, render=False)``; the peer: PyBoy
   ``button_press``, ``tick(8, False)``, ``button_release``, ``tick(32, False)`` (on a copy of
   the ROM whose header title is blanked, so PyBoy's per-title game-wrapper plugins, e.g. the
@@ -293,6 +293,8 @@ def main():
     ap.add_argument("--idle-off", action="store_true", help="also time without the fast-forward")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time cases")
     ap.add_argument("--wall", action="store_true", help="time with wall clock, not CPU time")
+    ap.add_argument("--frames", type=int, default=None,
+                    help="gameplay frames timed per run (default 2,000; 600 with --quick)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="runs of each gameplay and env case per emulator, alternated; medians")
     args = ap.parse_args()
@@ -301,7 +303,9 @@ def main():
     if args.wall:
         global clock
         clock = time.perf_counter
-    frames = 600 if args.quick else 2000
+    frames = args.frames or (600 if args.quick else 2000)
+    if frames < PRESS + RELEASE:
+        ap.error(f"--frames must be at least {PRESS + RELEASE} (one button cycle), got {frames}")
     allg = games()
     colour = color_games(allg)
     names = list(args.games or allg) + (list(colour) if args.cgb else [])

@@ -15,7 +15,7 @@ from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_adv
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
     S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED, S_CLK, S_NEXT,
-    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES,
+    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES, S_VRAM_OPEN,
 )
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
@@ -111,6 +111,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     rom0_lo = int(0)
     wram_end = int(0xE000)
     rom_end = int(0x8000)
+    vram_end = int(0)  # VRAM writes before this clock go in place (bus.wr; S_VRAM_OPEN)
     fidx = int(0)
     steps_ = int(0)
     held = int(buttons[i, 0])
@@ -153,9 +154,11 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 wram_end = 0xC000
                 rom_end = 0x4000
                 rom0_lo = int(0x4000)
+                vram_end = int(0)
             else:
                 wram_end = 0xE000
                 rom_end = 0x8000
+                vram_end = m.st[i, S_VRAM_OPEN]
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
@@ -199,13 +202,13 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 m.st[i, S_IME] = 0
                 tick_idu(i, m, sp, clk, nxt, dirty)
                 sp = (sp - 1) & 0xFFFF
-                wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end)
+                wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end, vram_end)
                 # The vector is chosen now, after the PC high byte push: if that push overwrote IE
                 # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
                 # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
                 pend = pending_irqs(i, m)
                 sp = (sp - 1) & 0xFFFF
-                wr(i, m, sp, pc & 0xFF, clk, nxt, dirty, wram_end)
+                wr(i, m, sp, pc & 0xFF, clk, nxt, dirty, wram_end, vram_end)
                 pc = 0
                 if pend != 0:
                     bit = int(0)
@@ -253,7 +256,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 c = v16_ & 0xFF
                 continue
             if op == 0x02:  # LD (BC),A
-                wr(i, m, ((b << 8) | c), a, clk, nxt, dirty, wram_end)
+                wr(i, m, ((b << 8) | c), a, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x03:  # INC BC
                 tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
@@ -291,8 +294,8 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
-                wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty, wram_end)
-                wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8, clk, nxt, dirty, wram_end)
+                wr(i, m, nn_, sp & 0xFF, clk, nxt, dirty, wram_end, vram_end)
+                wr(i, m, (nn_ + 1) & 0xFFFF, sp >> 8, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x09:  # ADD HL,BC
                 tick(i, m, clk, nxt, dirty)
@@ -358,7 +361,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 e = v16_ & 0xFF
                 continue
             if op == 0x12:  # LD (DE),A
-                wr(i, m, ((d << 8) | e), a, clk, nxt, dirty, wram_end)
+                wr(i, m, ((d << 8) | e), a, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x13:  # INC DE
                 tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
@@ -499,7 +502,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 continue
             if op == 0x22:  # LD (HL+),A
                 hl_ = (h << 8) | l
-                wr(i, m, hl_, a, clk, nxt, dirty, wram_end)
+                wr(i, m, hl_, a, clk, nxt, dirty, wram_end, vram_end)
                 v16_ = (hl_ + 1) & 0xFFFF
                 h = v16_ >> 8
                 l = v16_ & 0xFF
@@ -645,7 +648,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 continue
             if op == 0x32:  # LD (HL-),A
                 hl_ = (h << 8) | l
-                wr(i, m, hl_, a, clk, nxt, dirty, wram_end)
+                wr(i, m, hl_, a, clk, nxt, dirty, wram_end, vram_end)
                 v16_ = (hl_ - 1) & 0xFFFF
                 h = v16_ >> 8
                 l = v16_ & 0xFF
@@ -658,19 +661,19 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
+                wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x35:  # DEC (HL)
                 v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end)
+                wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x36:  # LD (HL),d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end)
+                wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x37:  # SCF
                 f = (f & 0x80) | 0x10
@@ -777,7 +780,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 elif dst_ == 5:
                     l = v_
                 elif dst_ == 6:
-                    wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end)
+                    wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end, vram_end)
                 else:
                     a = v_
                 continue
@@ -797,9 +800,9 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             tick_idu(i, m, sp, clk, nxt, dirty)
             pv_ = pc
             sp = (sp - 1) & 0xFFFF
-            wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end)
+            wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end, vram_end)
             sp = (sp - 1) & 0xFFFF
-            wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end)
+            wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
             pc = op & 0x38
             continue
         if (op & 0xCF) == 0xC5:
@@ -807,9 +810,9 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             tick_idu(i, m, sp, clk, nxt, dirty)
             pv_ = pair16((op >> 4) & 3, b, c, d, e, h, l, a, f)
             sp = (sp - 1) & 0xFFFF
-            wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end)
+            wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end, vram_end)
             sp = (sp - 1) & 0xFFFF
-            wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end)
+            wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
             continue
         if (op & 0xCF) == 0xC1:
             # POP rr (BC DE HL AF)
@@ -843,9 +846,9 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 tick_idu(i, m, sp, clk, nxt, dirty)
                 pv_ = pc
                 sp = (sp - 1) & 0xFFFF
-                wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end)
+                wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end, vram_end)
                 sp = (sp - 1) & 0xFFFF
-                wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end)
+                wr(i, m, sp, pv_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
                 pc = nn_
             continue
         if (op & 0xE7) == 0xC0:
@@ -1017,7 +1020,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             elif reg_ == 5:
                 l = v_
             elif reg_ == 6:
-                wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end)
+                wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end, vram_end)
             else:
                 a = v_
             continue
@@ -1129,10 +1132,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = n_
-            wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end)
+            wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end, vram_end)
             continue
         if op == 0xE2:  # LD (C),A
-            wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end)
+            wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end, vram_end)
             continue
         if op == 0xE6:  # AND A,d8
             n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -1162,7 +1165,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             pc = (pc + 1) & 0xFFFF
             nn_ = (hi_ << 8) | n_
-            wr(i, m, nn_, a, clk, nxt, dirty, wram_end)
+            wr(i, m, nn_, a, clk, nxt, dirty, wram_end, vram_end)
             continue
         if op == 0xEE:  # XOR A,d8
             n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)

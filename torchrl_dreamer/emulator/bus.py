@@ -7,7 +7,11 @@ place. The clock lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), whi
 functions take by reference (``wp.ref``), as they do the console's memory ``m`` (so no copy of
 the ``Mem`` struct is made per access). While an OAM DMA runs the in-place WRAM and ROM ranges
 are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_lo``), so every access but HRAM's
-goes out of line. The in-place accesses use :mod:`.raw`'s loads and stores (Warp's indexing
+goes out of line. VRAM writes go in place too while the kernel's ``vram_end`` says that the
+PPU cannot be in mode 3 yet: an unblocked write through :func:`cpu_write` stores that bound
+(:func:`~.ppu.vram_write_open_until`, state column ``VRAM_OPEN``; each catch-up moves it on with
+the clock's origin, every IO register write clears it), and the kernel reads it with the other
+bounds. The in-place accesses use :mod:`.raw`'s loads and stores (Warp's indexing
 without its negative-index wrap). Every other access goes through :func:`cpu_read` /
 :func:`cpu_write`, which apply what an OAM DMA in progress does to the CPU's accesses
 (:mod:`.dma`: OAM unavailable, bus conflicts) and the PPU's VRAM/OAM blocking, and then call
@@ -40,11 +44,17 @@ from torchrl_dreamer.emulator.layout import (
     S_ROM_OFF0,
     S_ROM_OFF1,
     S_VBK,
+    S_VRAM_OPEN,
 )
 from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write, rtc_needs_sync
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
-from torchrl_dreamer.emulator.ppu import oam_read_blocked, oam_write_blocked, vram_blocked
+from torchrl_dreamer.emulator.ppu import (
+    oam_read_blocked,
+    oam_write_blocked,
+    vram_blocked,
+    vram_write_open_until,
+)
 from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
 from torchrl_dreamer.emulator.scheduler import sync
 from torchrl_dreamer.emulator.speed import dots
@@ -140,7 +150,8 @@ def cpu_read(i: int, m: wp.ref[Mem], addr: int) -> int:
 def cpu_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """A CPU write at the current cycle (``CLK``): lost if it collides with an OAM DMA (OAM, or
     the bus the DMA reads from, see :mod:`.dma`), or if it targets VRAM in mode 3 or OAM while
-    the PPU scans or draws (:func:`.ppu.oam_write_blocked`)."""
+    the PPU scans or draws (:func:`.ppu.oam_write_blocked`). A VRAM write that lands also
+    stores when the next one could be blocked (``VRAM_OPEN``, for :func:`wr`'s in-place path)."""
     t = m.st[i, S_CLK]
     dma_copy_due(i, m, t)
     if dma_conflict(i, m, addr, t) >= 0:
@@ -148,6 +159,7 @@ def cpu_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     if addr >= 0x8000 and addr < 0xA000:
         if vram_blocked(i, m, dots(i, m, t), False):
             return
+        m.st[i, S_VRAM_OPEN] = vram_write_open_until(i, m, t)
     elif addr >= 0xFE00 and addr < 0xFEA0:
         if oam_write_blocked(i, m, dots(i, m, t)):
             return
@@ -237,14 +249,20 @@ def rd_pc(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], d
 
 @wp.func(inline=True)
 def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[int],
-       dirty: wp.ref[int], wram_end: int):
+       dirty: wp.ref[int], wram_end: int, vram_end: int):
     """One write M-cycle: :func:`tick`, then write the byte ``v & 0xFF`` at ``ad`` (WRAM below
-    ``wram_end`` and HRAM in place, the rest through :func:`cpu_write` at the current cycle)."""
+    ``wram_end``, HRAM, and VRAM while ``clk`` is below ``vram_end`` and nothing has run out of
+    line since the kernel read it (``dirty``) in place, the rest through :func:`cpu_write` at
+    the current cycle)."""
     tick(i, m, clk, nxt, dirty)
     if ad >= 0xC000 and ad < wram_end:
         u8_set(m.wram, i, ad - 0xC000, v)
     elif ad >= 0xFF80 and ad < 0xFFFF:
         u8_set(m.hram, i, ad - 0xFF00, v)
+    elif ad >= 0x8000 and ad < 0xA000 and clk < vram_end and dirty == 0:
+        # (dirty: a catch-up in this instruction moved the clock's origin; vram_end, read by
+        # the kernel at the instruction's start, counts from the old one)
+        u8_set(m.vram, i, ad - 0x8000, v)
     else:
         m.st[i, S_CLK] = clk
         if ad >= 0xFE00 and ad < 0xFF00:

@@ -44,6 +44,7 @@ from torchrl_dreamer.emulator.layout import (
     S_SPEED,
     S_SVBK,
     S_VBK,
+    S_VRAM_OPEN,
 )
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
@@ -219,6 +220,7 @@ def speed_switch(i: int, m: wp.ref[Mem]) -> int:
     if not color_mode(i, m) or (int(m.hram[i, R_KEY1]) & 1) == 0:
         return 0
     m.st[i, S_SPEED] = m.st[i, S_SPEED] ^ 1
+    m.st[i, S_VRAM_OPEN] = 0  # the bus's VRAM bound counts T-cycles of the old speed
     m.hram[i, R_KEY1] = wp.uint8(0)
     left = int(SPEED_SWITCH_DOTS)
     while left > 0:  # event by event: ppu_advance expects no more than one event's span

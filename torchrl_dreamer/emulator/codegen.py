@@ -521,7 +521,7 @@ def _indent(lines: list[str], n: int) -> list[str]:
 _BUS_LOCALS = {
     "tick": "clk, nxt, dirty",
     "tick_idu": "clk, nxt, dirty",
-    "wr": "clk, nxt, dirty, wram_end",
+    "wr": "clk, nxt, dirty, wram_end, vram_end",
     "rd": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
     "rd_op": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
     "rd_pc": "clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end",
@@ -551,6 +551,11 @@ _JR_LOOP = (0x18, 0x20, 0x28, 0x30, 0x38)
 
 CPU_OPT_LEVEL = 3
 """C++ optimisation level of the CPU kernel module (why -O3: ``docs/decisions/kernel_shape.md``)."""
+
+STEP_OPT_LEVEL = 1
+"""C++ optimisation level of the CPU stepping variant (``step=True``): it runs a few thousand
+instructions, so compile time is what counts; not -O0, whose Warp 1.19 build of this module
+crashes (``docs/emulator.md``, "Kernel design")."""
 
 
 def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace: bool = False,
@@ -662,7 +667,7 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
     overrides the level).
     CUDA devices get a separate module at Warp's default level.
     ``step=True`` loads the instruction-stepping debug variant (see :func:`generate_source`),
-    built at ``-O0`` on CPU: it runs a few thousand instructions, so compile time is what counts.
+    built at :data:`STEP_OPT_LEVEL` on CPU.
     ``idle_skip=False`` loads the kernel without the idle-loop fast-forward (for comparisons);
     ``count=True`` the instruction-counting benchmark variant (no fast-forward).
 
@@ -674,7 +679,7 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
     cpu = str(device).startswith("cpu")
     opt = int(os.environ.get("TORCHRL_DREAMER_CPU_OPT", str(CPU_OPT_LEVEL))) if cpu else None
     if step and cpu:
-        opt = 0
+        opt = STEP_OPT_LEVEL
     idle_skip = idle_skip and not step and not count
     options = (cpu, opt, step, idle_skip, count)
     if options in _LOADED:

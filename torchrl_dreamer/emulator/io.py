@@ -14,7 +14,7 @@ from torchrl_dreamer.emulator.apu import apu_read, apu_write
 from torchrl_dreamer.emulator.cgb import cgb_io_read, cgb_io_write, color_mode
 from torchrl_dreamer.emulator.dma import oam_dma
 from torchrl_dreamer.emulator.joypad import joyp_value, joyp_write
-from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_PPU_FIFO
+from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_PPU_FIFO, S_VRAM_OPEN
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import (
     lcd_register,
@@ -124,6 +124,7 @@ def io_write(i: int, m: wp.ref[Mem], r: int, v: int):
     if r >= R_HRAM:
         m.hram[i, r] = wp.uint8(v)
         return
+    m.st[i, S_VRAM_OPEN] = 0  # LCDC, KEY1, VBK, DMA...: the bus's VRAM bound is recomputed
     catch_up(i, m)
     io_write_reg(i, m, r, v)
     schedule(i, m)

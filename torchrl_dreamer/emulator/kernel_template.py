@@ -34,7 +34,7 @@ from torchrl_dreamer.emulator.scheduler import frame_end, halt_advance, stop_adv
 from torchrl_dreamer.emulator.layout import (
     S_A, S_B, S_C, S_D, S_E, S_EI_PEND, S_F, S_FRAME_DONE, S_H, S_HALT_BUG, S_HALTED,
     S_IME, S_JOY, S_L, S_LOCKED, S_PACK, S_PC, S_SP, S_STOPPED, S_CLK, S_NEXT,
-    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES,
+    S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES, S_VRAM_OPEN,
 )
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
@@ -130,6 +130,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     rom0_lo = int(0)
     wram_end = int(0xE000)
     rom_end = int(0x8000)
+    vram_end = int(0)  # VRAM writes before this clock go in place (bus.wr; S_VRAM_OPEN)
     fidx = int(0)
     steps_ = int(0)
     held = int(buttons[i, 0])
@@ -172,9 +173,11 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 wram_end = 0xC000
                 rom_end = 0x4000
                 rom0_lo = int(0x4000)
+                vram_end = int(0)
             else:
                 wram_end = 0xE000
                 rom_end = 0x8000
+                vram_end = m.st[i, S_VRAM_OPEN]
         if wp.static(STEP):
             if steps_ >= max_steps:
                 break
@@ -218,13 +221,13 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 m.st[i, S_IME] = 0
                 tick_idu(i, m, sp, clk, nxt, dirty)
                 sp = (sp - 1) & 0xFFFF
-                wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end)
+                wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end, vram_end)
                 # The vector is chosen now, after the PC high byte push: if that push overwrote IE
                 # (SP was 0000) and no requested interrupt is still enabled, the dispatch is
                 # cancelled and jumps to 0000 without acknowledging anything (mooneye ie_push).
                 pend = pending_irqs(i, m)
                 sp = (sp - 1) & 0xFFFF
-                wr(i, m, sp, pc & 0xFF, clk, nxt, dirty, wram_end)
+                wr(i, m, sp, pc & 0xFF, clk, nxt, dirty, wram_end, vram_end)
                 pc = 0
                 if pend != 0:
                     bit = int(0)

@@ -58,6 +58,10 @@ _NAMES = [
     # reloaded at the time of the last catch-up); APU_NOISE_CNT is then the dots to its next
     # increment
     "APU_NOISE_CTR",
+    # the bus's VRAM fast path (bus.py): CPU T-cycles from the last catch-up before which a CPU
+    # write to VRAM cannot be blocked (0: not known; set by an unblocked write, moved on by each
+    # catch-up, cleared by every IO register write)
+    "VRAM_OPEN",
 ]
 
 STATE_WORDS: int = len(_NAMES)
@@ -185,6 +189,7 @@ S_APU_NOISE_PEND = wp.constant(FIELDS["APU_NOISE_PEND"])
 S_APU_PH = wp.constant(FIELDS["APU_PH"])
 S_APU_WAVE_OUT = wp.constant(FIELDS["APU_WAVE_OUT"])
 S_APU_NOISE_CTR = wp.constant(FIELDS["APU_NOISE_CTR"])
+S_VRAM_OPEN = wp.constant(FIELDS["VRAM_OPEN"])
 
 MODEL_DMG = wp.constant(0)
 """``CGB`` column: an original Game Boy."""

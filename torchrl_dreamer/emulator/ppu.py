@@ -42,9 +42,11 @@ from torchrl_dreamer.emulator.layout import (
     S_PPU_M0,
     S_PPU_NEXT,
     S_PYBOY_TIMING,
+    S_SPEED,
     S_STAT_EN,
     S_STAT_LINE,
     S_STOPPED,
+    S_VBK,
     S_WIN_LINE,
 )
 from torchrl_dreamer.emulator.memory import Mem
@@ -509,6 +511,31 @@ def vram_blocked(i: int, m: wp.ref[Mem], ahead: int, read: bool) -> bool:
         return read and m.st[i, S_MODE] != PH_LCDON
     line = m.st[i, S_LINE] + (m.st[i, S_PPU_DOT] + ahead) // LINE_DOTS
     return dot < mode3_end(i, m, line)
+
+
+VRAM_OPEN_LCD_OFF = wp.constant(1 << 30)
+""":func:`vram_write_open_until` with the LCD off: no write is blocked until an IO write (the
+LCDC write that switches it on) clears the bound."""
+
+
+@wp.func
+def vram_write_open_until(i: int, m: wp.ref[Mem], t: int) -> int:
+    """For a CPU write to VRAM at CPU T-cycle ``t`` (from the last catch-up) that was not
+    blocked: the T-cycle before which no VRAM write can be blocked (:func:`vram_blocked`, writes:
+    mode 3 of a visible line), i.e. dot 81 of this line or of the next visible one. 0 (no
+    bound) in double speed, with VRAM bank 1 mapped and with PyBoy's timing."""
+    if m.st[i, S_SPEED] != 0 or m.st[i, S_VBK] != 0 or pyboy(i, m):
+        return 0
+    if not lcd_on(i, m):
+        return VRAM_OPEN_LCD_OFF
+    dot = m.st[i, S_PPU_DOT] + t
+    line = m.st[i, S_LINE] + dot // LINE_DOTS
+    x = dot % LINE_DOTS
+    if line < VBLANK_LINE and x < MODE3_DOT:
+        return t + MODE3_DOT - x
+    if line + 1 < VBLANK_LINE:
+        return t + LINE_DOTS - x + MODE3_DOT
+    return t + (FRAME_LINES - line) * LINE_DOTS - x + MODE3_DOT
 
 
 @wp.func

@@ -17,7 +17,15 @@ import warp as wp
 from torchrl_dreamer.emulator.apu import apu_advance
 from torchrl_dreamer.emulator.dma import dma_advance, dma_copy_due
 from torchrl_dreamer.emulator.interrupts import pending_irqs
-from torchrl_dreamer.emulator.layout import S_CLK, S_DIV16, S_FRAME_DONE, S_FRAMES, S_NEXT, S_SPEED
+from torchrl_dreamer.emulator.layout import (
+    S_CLK,
+    S_DIV16,
+    S_FRAME_DONE,
+    S_FRAMES,
+    S_NEXT,
+    S_SPEED,
+    S_VRAM_OPEN,
+)
 from torchrl_dreamer.emulator.mappers import rtc_advance
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.ppu import at_vblank_point, ppu_advance, ppu_next_event
@@ -41,6 +49,7 @@ def catch_up(i: int, m: wp.ref[Mem]):
     m.st[i, S_CLK] = 0
     dma_advance(i, m, c)
     m.st[i, S_NEXT] = m.st[i, S_NEXT] - c  # keep NEXT relative to the new origin
+    m.st[i, S_VRAM_OPEN] = wp.max(m.st[i, S_VRAM_OPEN] - c, 0)  # and the bus's VRAM bound
     d = m.st[i, S_DIV16]  # the serial clock is a bit of the system counter: its value before
     timer_advance(i, m, c)
     if m.st[i, S_SPEED] != 0:

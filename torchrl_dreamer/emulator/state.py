@@ -38,19 +38,21 @@ from torchrl_dreamer.emulator.registers import R_NR43
 
 __all__ = ["EmulatorState", "SavestateError", "STATE_VERSION", "STATE_MAGIC"]
 
-STATE_VERSION = 8
+STATE_VERSION = 9
 """Current savestate format version (bump when the layout changes; 3: SER_CNT counts serial
 clock edges, MBC3 RTC columns, APU columns, OAM DMA columns, PPU_M0; 4: PPU mode and pixel
 pipeline columns; 5: the console model (header ``model``), the Color's columns and its extra
 memory array ``cgbx``; 6: the Color's PCM columns ``APU_SQ1_POS`` .. ``APU_NOISE_PEND``;
 7: ``APU_PH`` and ``APU_WAVE_OUT``, the APU's phase and the wave channel's output buffer;
 8: ``APU_NOISE_CTR``, the noise channel's counter, with ``APU_NOISE_CNT`` now the dots to its
-next increment). Version 4 files still load, as DMG states (:func:`_upgrade_v4`), and version
-5-7 files with the later columns 0 (:func:`_upgrade_padded`)."""
+next increment; 9: ``VRAM_OPEN``, the bus's VRAM fast-path bound). Version 4 files still load,
+as DMG states (:func:`_upgrade_v4`), and version 5-8 files with the later columns 0
+(:func:`_upgrade_padded`)."""
 _V4_STATE_WORDS = layout.FIELDS["CGB"]  # version 4 ended where the Color's columns begin
 _PADDED_STATE_WORDS = {5: layout.FIELDS["APU_SQ1_POS"],  # version 5 ended before the PCM columns
                        6: layout.FIELDS["APU_PH"],  # version 6 before the APU's phase
-                       7: layout.FIELDS["APU_NOISE_CTR"]}  # version 7 before the noise counter
+                       7: layout.FIELDS["APU_NOISE_CTR"],  # version 7 before the noise counter
+                       8: layout.FIELDS["VRAM_OPEN"]}  # version 8 before the VRAM bound
 STATE_MAGIC = b"TRDGBST\x00"
 """First 8 bytes of a serialised savestate."""
 
@@ -218,9 +220,9 @@ def _upgrade_v4(state: EmulatorState) -> EmulatorState:
 
 
 def _upgrade_padded(state: EmulatorState) -> EmulatorState:
-    """A version 5-7 state in the current format: the columns appended since are 0 (duty
+    """A version 5-8 state in the current format: the columns appended since are 0 (duty
     steps, LFSR, the APU's phase, the wave output buffer and the noise counter at their reset
-    values). A version 7 noise countdown (the dots to the LFSR's next shift) is capped at one
+    values; no VRAM fast-path bound, which the next unblocked VRAM write sets). A version 7 noise countdown (the dots to the LFSR's next shift) is capped at one
     counter tick (8 x NR43's divisor code, 4 for code 0), so a playing noise channel goes on
     at its period; its phase within the period may move."""
     st = state.arrays["st"]
