@@ -238,6 +238,11 @@ def ptxas_report(ptx: Path, arch: int, ptxas: str) -> dict[str, dict[str, int]]:
                               str(Path(tmp) / "module.cubin")],
                              capture_output=True, text=True, check=False)
     if res.returncode != 0:
+        if "Unsupported .version" in res.stderr:
+            raise RuntimeError(f"{ptxas} is older than the PTX that Warp's NVRTC writes "
+                               f"({res.stderr.strip().splitlines()[0]}): pip install "
+                               "nvidia-cuda-nvcc==13.4.* and pass its ptxas with --ptxas, or run "
+                               "with --no-ptxas (the cubin's registers and frame only)")
         raise RuntimeError(f"ptxas failed ({res.returncode}): {res.stderr[-2000:]}")
     return parse_ptxas_verbose(res.stdout + res.stderr)
 
@@ -298,7 +303,7 @@ def _worker(tree: str, arch: int, ptxas: str | None) -> None:
 
 def _measure_tree(tree: Path, arch: int, ptxas: str | None) -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(tree), "--arch",
-           str(arch)] + (["--ptxas", ptxas] if ptxas else [])
+           str(arch)] + (["--ptxas", ptxas] if ptxas else ["--no-ptxas"])
     res = subprocess.run(cmd, capture_output=True, text=True, check=False,
                          env={**os.environ, "PYTHONPATH": str(tree)})
     if res.returncode != 0:
