@@ -764,6 +764,21 @@ def ppu_refine(i: int, m: wp.ref[Mem]):
         m.st[i, S_PPU_NEXT] = hblank_next(i, m, line)
 
 
+@wp.func(inline=False)
+def lyc_refine(i: int, m: wp.ref[Mem]):
+    """After an LYC write: a coarse run of lines that nothing observes (:func:`observed`) past
+    their line-start point only has to stop at the next line whose start matters for the new
+    LYC (:func:`next_ppu_line`), so it goes on to that line; elsewhere :func:`ppu_refine`. (A
+    raster handler that moves LYC on a few lines each time, in HBlank, then costs no events
+    until the new LYC line.)"""
+    if (m.st[i, S_MODE] == PH_COARSE and m.st[i, S_PPU_DOT] >= LINE_IRQ_DOT and lcd_on(i, m)
+            and not pyboy(i, m) and not observed(i, m)):
+        line = m.st[i, S_LINE]
+        m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, VBLANK_LINE) - line)
+        return
+    ppu_refine(i, m)
+
+
 @wp.func
 def quiet_line_start(i: int, m: wp.ref[Mem], line: int) -> bool:
     """No STAT interrupt source can change at the line-start point (dot 3) of ``line``: no mode
@@ -1060,7 +1075,7 @@ def ppu_write(i: int, m: wp.ref[Mem], r: int, v: int):
         stat_update(i, m, 0)
     elif r == R_LYC:
         m.hram[i, r] = wp.uint8(v)
-        ppu_refine(i, m)
+        lyc_refine(i, m)
         stat_update(i, m, 0)
 
 
