@@ -10,9 +10,9 @@ are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_lo``), so every acce
 goes out of line. VRAM writes go in place too while the kernel's ``vram_end`` says that the
 PPU cannot be in mode 3 yet: an unblocked write through :func:`cpu_write` stores that bound
 (:func:`~.ppu.vram_write_open_until`, state column ``VRAM_OPEN``; each catch-up moves it on with
-the clock's origin, every IO register write clears it), and the kernel reads it with the other
-bounds. The in-place accesses use :mod:`.raw`'s loads and stores (Warp's indexing
-without its negative-index wrap). Every other access goes through :func:`cpu_read` /
+the clock's origin; every IO register write, a speed switch and STOP clear it), and the kernel
+reads it with the other bounds. The in-place accesses use :mod:`.raw`'s loads and stores (Warp's
+indexing without its negative-index wrap). Every other access goes through :func:`cpu_read` /
 :func:`cpu_write`, which apply what an OAM DMA in progress does to the CPU's accesses
 (:mod:`.dma`: OAM unavailable, bus conflicts) and the PPU's VRAM/OAM blocking, and then call
 :func:`peek` / :func:`poke`, the plain memory map (also the host's ``read_memory`` /

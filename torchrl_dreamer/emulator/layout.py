@@ -60,7 +60,7 @@ _NAMES = [
     "APU_NOISE_CTR",
     # the bus's VRAM fast path (bus.py): CPU T-cycles from the last catch-up before which a CPU
     # write to VRAM cannot be blocked (0: not known; set by an unblocked write, moved on by each
-    # catch-up, cleared by every IO register write)
+    # catch-up, cleared by every IO register write, a speed switch and STOP)
     "VRAM_OPEN",
 ]
 

@@ -128,6 +128,7 @@ def stop_advance(i: int, m: wp.ref[Mem]):
     going, as with the LCD off, so frames still end every 70224 T-cycles; the MBC3 clock has its
     own crystal and keeps time. Jumps to the next PPU event."""
     sync(i, m)  # the M-cycles before STOP
+    m.st[i, S_VRAM_OPEN] = 0  # the PPU moves on while the CPU's clock stands: no VRAM bound holds
     n = ppu_next_event(i, m)
     ppu_advance(i, m, n)
     rtc_advance(i, m, n)

@@ -222,9 +222,10 @@ def _upgrade_v4(state: EmulatorState) -> EmulatorState:
 def _upgrade_padded(state: EmulatorState) -> EmulatorState:
     """A version 5-8 state in the current format: the columns appended since are 0 (duty
     steps, LFSR, the APU's phase, the wave output buffer and the noise counter at their reset
-    values; no VRAM fast-path bound, which the next unblocked VRAM write sets). A version 7 noise countdown (the dots to the LFSR's next shift) is capped at one
-    counter tick (8 x NR43's divisor code, 4 for code 0), so a playing noise channel goes on
-    at its period; its phase within the period may move."""
+    values; no VRAM fast-path bound, which the next unblocked VRAM write sets). A version 7
+    noise countdown (the dots to the LFSR's next shift) is capped at one counter tick (8 x
+    NR43's divisor code, 4 for code 0), so a playing noise channel goes on at its period; its
+    phase within the period may move."""
     st = state.arrays["st"]
     words = _PADDED_STATE_WORDS[state.version]
     if state.state_words != words or st.shape[1] != words:
