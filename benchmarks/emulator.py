@@ -303,7 +303,7 @@ def main():
     if args.wall:
         global clock
         clock = time.perf_counter
-    frames = args.frames or (600 if args.quick else 2000)
+    frames = args.frames if args.frames is not None else (600 if args.quick else 2000)
     if frames < PRESS + RELEASE:
         ap.error(f"--frames must be at least {PRESS + RELEASE} (one button cycle), got {frames}")
     allg = games()

@@ -6,8 +6,8 @@ unbounded), switches the LCD on (an IO write, which must clear that bound) and w
 same 4 KiB, one byte every 44 dots, for about two and a half frames: every write that lands in
 mode 3 of a visible line is dropped and leaves FF. (44 dots a write: the writes of successive
 lines fall on every fourth dot of a line, so some land on mode 3's first dot, 81, or just
-before it.) The oracle runs the same ROM one instruction
-at a time with the bound cleared before each, so every VRAM write goes through ``cpu_write``.
+before it.) The oracle runs the same ROM one instruction at a time with the bound cleared before
+each, so every VRAM write goes through ``cpu_write``.
 """
 
 from __future__ import annotations

@@ -691,6 +691,13 @@ def next_ppu_line(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
 
 
 @wp.func
+def coarse_end(i: int, m: wp.ref[Mem], line: int) -> int:
+    """Dot (from the start of visible ``line``) where a coarse run of lines from ``line`` ends:
+    the start of the next line that matters (:func:`next_ppu_line`, at most VBlank's)."""
+    return LINE_DOTS * (next_ppu_line(i, m, line, VBLANK_LINE) - line)
+
+
+@wp.func
 def observed(i: int, m: wp.ref[Mem]) -> bool:
     """Whether anything watches the modes of visible lines (a packed frame is drawn, an
     HBlank / OAM STAT source is on, or a Color HBlank HDMA runs): if not, they are skipped a run of lines at a time."""
@@ -774,7 +781,7 @@ def lyc_refine(i: int, m: wp.ref[Mem]):
     if (m.st[i, S_MODE] == PH_COARSE and m.st[i, S_PPU_DOT] >= LINE_IRQ_DOT and lcd_on(i, m)
             and not pyboy(i, m) and not observed(i, m)):
         line = m.st[i, S_LINE]
-        m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, VBLANK_LINE) - line)
+        m.st[i, S_PPU_NEXT] = coarse_end(i, m, line)
         return
     ppu_refine(i, m)
 
@@ -877,7 +884,7 @@ def line_irq_point(i: int, m: wp.ref[Mem], line: int):
         stat_update(i, m, 0)
         if not observed(i, m):
             m.st[i, S_MODE] = PH_COARSE
-            m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, VBLANK_LINE) - line)
+            m.st[i, S_PPU_NEXT] = coarse_end(i, m, line)
         return
     m.st[i, S_MODE] = PH_VBLANK
     m.st[i, S_PPU_NEXT] = vblank_next(i, m, line)
@@ -966,7 +973,7 @@ def ppu_event(i: int, m: wp.ref[Mem]):
         m.st[i, S_PPU_NEXT] = PYBOY_MODE3_DOT
         if not observed(i, m):
             m.st[i, S_MODE] = PH_COARSE
-            m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, VBLANK_LINE) - line)
+            m.st[i, S_PPU_NEXT] = coarse_end(i, m, line)
     else:
         m.st[i, S_MODE] = PH_VBLANK
         m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, FRAME_LINES) - line)
