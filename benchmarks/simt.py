@@ -40,9 +40,17 @@ and an interrupt dispatch is one more handler. Reported per game:
   model if the lanes of a warp waited for each other at every frame boundary (each frame a
   launch of its own): what a kernel that regroups consoles at frame ends could reach.
 
+- ``regroup_simt_efficiency`` / ``frame_aligned_regroup_simt_efficiency``: a second what-if
+  (``regroup_metrics``), a warp that regroups its lanes by vote: each slot issues the one
+  handler that most running lanes need next, only those lanes advance and the rest wait, so
+  lanes running the same code out of step fall into step. It counts handler issues alone
+  (not the loop head and the vote, which each issue would add), so it bounds from above what
+  scheduling the lanes differently could buy.
+
 Not modelled: loop iterations that only advance a halted CPU or end a frame (a few per frame)
-take no slot, lanes never regroup by PC (no dynamic warp formation), and the consoles of one
-warp play the same game (one ROM a launch, as in ``GameBoyEnv``).
+take no slot, lanes regroup only within their warp and only in the second what-if (no
+dynamic warp formation across warps), and the consoles of one warp play the same game (one
+ROM a launch, as in ``GameBoyEnv``).
 
 Prints one JSON line per figure in the benchmarks' format; ``peer`` is null (there is no peer:
 the last recorded figures are in ``docs/concepts/running_on_gpu.md``).
@@ -141,6 +149,43 @@ def simt_metrics(handlers: list[np.ndarray], pcs: list[np.ndarray],
     return {"slots": slots, "lane_slots": int(n.sum()), "issues": int(distinct.sum()),
             "same_handler": int(largest_h.sum()), "same_pc": int(largest_p.sum()),
             "width": width}
+
+
+def regroup_metrics(handlers: list[np.ndarray], width: int = WARP) -> dict[str, int]:
+    """The regrouping what-if for one launch: the warp issues one handler a slot, the one that
+    most running lanes' next instructions need (ties: the lowest handler id), and only those
+    lanes advance; the others wait, so lanes that run the same code out of step fall into step.
+    This is what a kernel that votes on the opcode before its dispatch (``__match_any_sync``)
+    and lets the losing lanes wait an iteration could reach, counting handler issues only (the
+    loop head and the vote itself, which every iteration pays, are not counted). Returns sums
+    like :func:`simt_metrics` (``slots``: issues, as every issue is a slot here)."""
+    n = np.array([len(h) for h in handlers], dtype=np.int64)
+    if len(n) == 0 or int(n.max()) == 0:
+        return {"lane_slots": 0, "issues": 0, "width": width}
+    hmat = np.full((len(handlers), int(n.max()) + 1), -1, dtype=np.int64)
+    for i, h in enumerate(handlers):
+        hmat[i, :len(h)] = h
+    lanes = np.arange(len(handlers))
+    pos = np.zeros(len(handlers), dtype=np.int64)
+    issues = 0
+    while True:
+        cur = hmat[lanes, pos]
+        running = cur[cur >= 0]
+        if running.size == 0:
+            break
+        pick = np.bincount(running).argmax()
+        pos += cur == pick
+        issues += 1
+    return {"lane_slots": int(n.sum()), "issues": issues, "width": width}
+
+
+def regroup_efficiency(parts: list[dict[str, int]]) -> float:
+    """Lane slots doing work over ``width`` x issues, over several launches of
+    :func:`regroup_metrics` (nan when nothing ran)."""
+    issues = sum(p["issues"] for p in parts)
+    if issues == 0:
+        return float("nan")
+    return sum(p["lane_slots"] for p in parts) / (parts[0]["width"] * issues)
 
 
 def summarize(parts: list[dict[str, float]]) -> dict[str, float]:
@@ -297,21 +342,26 @@ def trace_game(game: str, roms: Path | None, consoles: int = WARP, warmup: int =
         env.fast_step(torch.randint(0, env.action_set.n, (consoles,), generator=gen))
     tracer = Tracer(env.gb, Path(env.task.rom_path()).read_bytes())
     parts, framed, executed, unknown = [], [], 0, 0
+    regrouped, regrouped_framed = [], []
     t0 = time.perf_counter()
     for _ in range(steps):
         acts = torch.randint(0, env.action_set.n, (consoles,), generator=gen)
         masks = env.action_set.masks[acts].numpy().astype(np.uint8)
         hs, ids, _ops, fis = tracer.env_step(masks, env.frame_skip, env.press_frames)
         parts.append(simt_metrics(hs, ids))
+        regrouped.append(regroup_metrics(hs))
         for k in range(env.frame_skip):  # the what-if: lanes meet at every frame boundary
             sel = [f == k for f in fis]
             framed.append(simt_metrics([h[m] for h, m in zip(hs, sel)],
                                        [i[m] for i, m in zip(ids, sel)]))
+            regrouped_framed.append(regroup_metrics([h[m] for h, m in zip(hs, sel)]))
         executed += sum(len(h) for h in hs)
         unknown += sum(int((h == UNKNOWN).sum()) for h in hs)
     out = summarize(parts)
     aligned = summarize(framed)
     out.update({f"frame_aligned_{k}": v for k, v in aligned.items()})
+    out.update(regroup_simt_efficiency=regroup_efficiency(regrouped),
+               frame_aligned_regroup_simt_efficiency=regroup_efficiency(regrouped_framed))
     out.update(instructions_per_frame=executed / (consoles * steps * env.frame_skip),
                unknown_share=unknown / max(1, executed), trace_s=time.perf_counter() - t0,
                consoles=consoles, steps=steps, warmup=warmup)
@@ -325,6 +375,8 @@ _UNITS = {
     "tail_idle_share": "share of lane slots idle after a lane finished its env step",
     "frame_aligned_simt_efficiency": "the same if the lanes met again at every frame boundary (what-if)",
     "frame_aligned_tail_idle_share": "lane slots idle waiting at frame boundaries (what-if)",
+    "regroup_simt_efficiency": "the same if the warp issued one handler a slot, the most-wanted one, and the other lanes waited (what-if: regrouping by vote)",
+    "frame_aligned_regroup_simt_efficiency": "regrouping by vote with the lanes meeting at every frame boundary (what-if)",
     "instructions_per_frame": "executed instructions per console and frame (idle skip on)",
 }
 

@@ -207,6 +207,28 @@ def test_simt_model_on_known_traces():
     assert fig["same_handler_share"] == 1.0 and fig["same_pc_share"] == pytest.approx(8 / 32)
 
 
+def test_regrouping_model_on_known_traces():
+    simt = _load("simt")
+    # the same 4-handler loop, lane k started k % 4 handlers into it: in lockstep every slot
+    # issues all four handlers; regrouped, the lanes fall into step after a few issues
+    loop = [1, 2, 3, 4] * 50
+    lanes = [np.array(loop[k % 4:k % 4 + 160]) for k in range(32)]
+    lock = simt.summarize([simt.simt_metrics(lanes, lanes)])["simt_efficiency"]
+    assert lock == pytest.approx(1 / 4)
+    fig = simt.regroup_metrics(lanes)
+    assert fig["lane_slots"] == 32 * 160
+    eff = simt.regroup_efficiency([fig])
+    assert 0.9 < eff < 1.0  # a few issues to fall into step, then one issue a slot
+    # lanes that share no handler cannot be regrouped: one lane an issue, as in lockstep
+    solo = [np.array([k, k]) for k in range(32)]
+    assert simt.regroup_efficiency([simt.regroup_metrics(solo)]) == pytest.approx(1 / 32)
+    # the vote goes to the largest group: 24 lanes on handler 5 advance first, then the 8
+    lanes = [np.array([5]) if k < 24 else np.array([6]) for k in range(32)]
+    fig = simt.regroup_metrics(lanes)
+    assert fig["issues"] == 2 and simt.regroup_efficiency([fig]) == pytest.approx(32 / 64)
+    assert np.isnan(simt.regroup_efficiency([simt.regroup_metrics([])]))
+
+
 def test_handlers_follow_the_generated_dispatch():
     simt = _load("simt")
     h = simt.handler_of(np.array([0x41, 0x7F, 0x76, 0x80, 0xBF, 0xC7, 0xFF, 0xC5, 0xF5, 0xC1,
