@@ -29,6 +29,24 @@ def test_check_cli_reports_stale_file(tmp_path, capsys):
     assert codegen.main(["--check", str(stale)]) == 0
 
 
+def test_cpu_compiler_flags_reach_warp_and_the_cache_key(tmp_path, monkeypatch):
+    """The CPU build gets CPU_COMPILER_FLAGS as Warp's module option (not Warp's default, whose
+    inlining thresholds made the kernel slower); TORCHRL_DREAMER_CPU_FLAGS overrides them and
+    is part of the cache key, so two flag sets never share a compiled module."""
+    src = codegen.generate_source()
+    assert f'"cpu_compiler_flags": "{codegen.CPU_COMPILER_FLAGS}"' in src
+    assert "inline-threshold" not in codegen.CPU_COMPILER_FLAGS
+    assert codegen.kernel_hash() != codegen.kernel_hash(cpu_flags="-march=native -O1")
+    monkeypatch.setenv("TORCHRL_DREAMER_CACHE", str(tmp_path))
+    monkeypatch.setattr(codegen, "_LOADED", {})
+    mod = codegen.load_kernel_module("cpu")  # imported, not compiled (that waits for a launch)
+    assert mod.gb_run.module.options["cpu_compiler_flags"] == codegen.CPU_COMPILER_FLAGS
+    monkeypatch.setenv("TORCHRL_DREAMER_CPU_FLAGS", "-march=native -mllvm=-inline-threshold=300")
+    other = codegen.load_kernel_module("cpu")
+    assert other is not mod and other.__name__ != mod.__name__
+    assert other.gb_run.module.options["cpu_compiler_flags"].endswith("-inline-threshold=300")
+
+
 @pytest.mark.parametrize("flag", ["step", "trace", "idle_skip"])
 def test_variants_differ_only_in_their_compile_time_flag(flag):
     """Variants are ``wp.static`` flags of one source, not text edits of it."""

@@ -18,7 +18,8 @@ from torchrl_dreamer.emulator.layout import (
     S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES, S_VRAM_OPEN,
 )
 
-wp.set_module_options({"enable_backward": False, "optimization_level": 3})
+wp.set_module_options({"enable_backward": False, "optimization_level": 3,
+                       "cpu_compiler_flags": "-march=native"})
 
 # Compile-time variants (``if wp.static(...)``: the other branches are not compiled at all)
 STEP = False  # stop after ``max_steps`` instructions (lockstep oracle tests)

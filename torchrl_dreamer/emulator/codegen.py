@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -432,10 +433,11 @@ _TEMPLATE_LINE = "# ----- TEMPLATE: the generated module is the text below this 
 _DISPATCH_LINE = "        # ----- OPCODE DISPATCH: generated from isa.py by codegen.generate_source -----\n"
 
 
-def _template(key: str, opt_level: int | None, flags: dict[str, bool]) -> tuple[str, str]:
+def _template(key: str, opt_level: int | None, flags: dict[str, bool],
+              cpu_flags: str = "") -> tuple[str, str]:
     """The text of :data:`TEMPLATE_PATH` below its ``TEMPLATE`` line with the cache key, the
-    optimisation level and the variant flags set, split at the ``OPCODE DISPATCH`` line: the
-    source before and after the generated dispatch."""
+    optimisation level, the CPU compiler flags and the variant flags set, split at the
+    ``OPCODE DISPATCH`` line: the source before and after the generated dispatch."""
     text = TEMPLATE_PATH.read_text()
     for marker in (_TEMPLATE_LINE, _DISPATCH_LINE):
         if text.count(marker) != 1:
@@ -453,6 +455,9 @@ def _template(key: str, opt_level: int | None, flags: dict[str, bool]) -> tuple[
             line = f"# key: {key}"
         elif line.startswith("wp.set_module_options("):
             line = re.sub(r'("optimization_level": )[^},]+', rf"\g<1>{opt_level}", line)
+        elif line.lstrip().startswith('"cpu_compiler_flags": '):
+            line = re.sub(r'("cpu_compiler_flags": )"[^"]*"',
+                          lambda mm: mm.group(1) + json.dumps(cpu_flags), line)
         lines.append(line)
     if seen != set(flags):
         raise RuntimeError(f"{TEMPLATE_PATH} lacks the module-level variant flag(s) "
@@ -552,6 +557,14 @@ _JR_LOOP = (0x18, 0x20, 0x28, 0x30, 0x38)
 CPU_OPT_LEVEL = 3
 """C++ optimisation level of the CPU kernel module (why -O3: ``docs/decisions/kernel_shape.md``)."""
 
+CPU_COMPILER_FLAGS = "-march=native"
+"""C++ compiler flags of the kernel module's CPU build (Warp's ``cpu_compiler_flags`` module
+option): the host's instruction set, without the inlining thresholds Warp adds by default
+(``-inline-threshold=9000``, ``-inline-cold-callsite-threshold=3000``), whose bigger code ran
+the games 4-5 % slower (why: ``docs/decisions/kernel_shape.md``, "CPU compiler flags").
+``TORCHRL_DREAMER_CPU_FLAGS`` overrides; the flags are part of the generated source, so of the
+cache key."""
+
 STEP_OPT_LEVEL = 1
 """C++ optimisation level of the CPU stepping variant (``step=True``): it runs a few thousand
 instructions, so compile time is what counts; not -O0, whose Warp 1.19 build of this module
@@ -559,10 +572,12 @@ crashes (``docs/emulator.md``, "Kernel design")."""
 
 
 def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace: bool = False,
-                    step: bool = False, idle_skip: bool = True, count: bool = False) -> str:
+                    step: bool = False, idle_skip: bool = True, count: bool = False,
+                    cpu_flags: str = CPU_COMPILER_FLAGS) -> str:
     """Python source of the kernel module, generated from :mod:`~torchrl_dreamer.emulator.isa`.
 
-    ``opt_level`` is the C++/CUDA optimisation level of the module (``None``: Warp's default).
+    ``opt_level`` is the C++/CUDA optimisation level of the module (``None``: Warp's default),
+    ``cpu_flags`` the C++ compiler flags of its CPU build (the CUDA build does not read them).
     The three variants are compile-time flags of the module (``STEP``, ``TRACE``, ``IDLE_SKIP``)
     read with ``if wp.static(...)``, so a variant's code is not even compiled into the others:
 
@@ -588,7 +603,7 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
     count = count and not trace
     idle_skip = idle_skip and not step and not trace and not count
     flags = {"STEP": step, "TRACE": trace, "IDLE_SKIP": idle_skip, "COUNT": count}
-    head, foot = _template(key, opt_level, flags)
+    head, foot = _template(key, opt_level, flags, cpu_flags)
     body: list[str] = []
     lengths = operand_lengths()
     groups = {"ld_r_r": _LD_R_R, "alu_r": _ALU_R}
@@ -642,7 +657,7 @@ def _dep_sources() -> str:
 
 
 def kernel_hash(opt_level: int | None = CPU_OPT_LEVEL, step: bool = False, idle_skip: bool = True,
-                count: bool = False) -> str:
+                count: bool = False, cpu_flags: str = CPU_COMPILER_FLAGS) -> str:
     """Cache key: hash of the generated source (so of the ISA table and this generator), the
     hardware-block sources it imports, the optimisation level and the Warp version.
 
@@ -650,7 +665,8 @@ def kernel_hash(opt_level: int | None = CPU_OPT_LEVEL, step: bool = False, idle_
     in a long-lived process whose imported generator differs from the file on disk.
     """
     h = hashlib.sha256()
-    h.update(generate_source("", opt_level, step=step, idle_skip=idle_skip, count=count).encode())
+    h.update(generate_source("", opt_level, step=step, idle_skip=idle_skip, count=count,
+                             cpu_flags=cpu_flags).encode())
     h.update(_dep_sources().encode())
     h.update(wp.config.version.encode())
     return h.hexdigest()[:16]
@@ -664,7 +680,8 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
     """Generate (if not cached), import and return the kernel module (``.gb_run`` is the kernel).
 
     For the CPU device the module is built at :data:`CPU_OPT_LEVEL` (``TORCHRL_DREAMER_CPU_OPT``
-    overrides the level).
+    overrides the level) with :data:`CPU_COMPILER_FLAGS` (``TORCHRL_DREAMER_CPU_FLAGS``
+    overrides them).
     CUDA devices get a separate module at Warp's default level.
     ``step=True`` loads the instruction-stepping debug variant (see :func:`generate_source`),
     built at :data:`STEP_OPT_LEVEL` on CPU.
@@ -680,18 +697,20 @@ def load_kernel_module(device: str = "cpu", step: bool = False,
     opt = int(os.environ.get("TORCHRL_DREAMER_CPU_OPT", str(CPU_OPT_LEVEL))) if cpu else None
     if step and cpu:
         opt = STEP_OPT_LEVEL
+    flags = os.environ.get("TORCHRL_DREAMER_CPU_FLAGS", CPU_COMPILER_FLAGS) if cpu else CPU_COMPILER_FLAGS
     idle_skip = idle_skip and not step and not count
-    options = (cpu, opt, step, idle_skip, count)
+    options = (cpu, opt, step, idle_skip, count, flags)
     if options in _LOADED:
         return _LOADED[options]
-    key = kernel_hash(opt, step, idle_skip, count) + ("c" if cpu else "g") + ("s" if step else "")
+    key = kernel_hash(opt, step, idle_skip, count, flags) + ("c" if cpu else "g") + ("s" if step else "")
     key += ("" if idle_skip else "n") + ("k" if count else "")
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"gb_kernel_{key}.py"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(generate_source(key, opt, step=step, idle_skip=idle_skip, count=count))
+        tmp.write_text(generate_source(key, opt, step=step, idle_skip=idle_skip, count=count,
+                                       cpu_flags=flags))
         os.replace(tmp, path)
     name = f"torchrl_dreamer_gb_kernel_{key}"
     spec = importlib.util.spec_from_file_location(name, path)

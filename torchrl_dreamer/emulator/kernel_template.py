@@ -1,7 +1,8 @@
 """The fixed part of the emulator kernel module, as real Python: everything but the opcode dispatch.
 
 :func:`~torchrl_dreamer.emulator.codegen.generate_source` copies the text below the ``TEMPLATE``
-line, sets the cache key, the optimisation level and the four compile-time variant flags, and
+line, sets the cache key, the optimisation level, the CPU compiler flags and the four compile-time
+variant flags, and
 puts the opcode dispatch generated from :mod:`~torchrl_dreamer.emulator.isa` at the
 ``OPCODE DISPATCH`` comment inside ``gb_run``'s loop (the only generated part). The kernel's
 fixed body (register loads and stores, the frame loop, HALT/STOP, interrupt dispatch, the opcode
@@ -37,7 +38,8 @@ from torchrl_dreamer.emulator.layout import (
     S_ROM_OFF0, S_ROM_OFF1, S_BOOT_ON, S_CYCLES, S_VRAM_OPEN,
 )
 
-wp.set_module_options({"enable_backward": False, "optimization_level": 3})
+wp.set_module_options({"enable_backward": False, "optimization_level": 3,
+                       "cpu_compiler_flags": "-march=native"})
 
 # Compile-time variants (``if wp.static(...)``: the other branches are not compiled at all)
 STEP = False  # stop after ``max_steps`` instructions (lockstep oracle tests)

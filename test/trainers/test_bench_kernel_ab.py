@@ -1,0 +1,68 @@
+"""benchmarks/kernel_ab.py: the renamed package copy, the paired protocol and its bad input
+(no timing is asserted, and no kernel is compiled)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+_ROOT = Path(__file__).resolve().parents[2]
+_PATH = _ROOT / "benchmarks" / "kernel_ab.py"
+
+
+@pytest.fixture(scope="module")
+def ab():
+    saved, threads = list(sys.path), torch.get_num_threads()
+    try:  # the script edits sys.path at import
+        spec = importlib.util.spec_from_file_location("bench_kernel_ab", _PATH)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
+        torch.set_num_threads(threads)
+    return module
+
+
+def test_the_copy_renames_every_import_of_the_package(ab, tmp_path):
+    out = ab.copy_renamed(_ROOT, "tdx", tmp_path)
+    assert (out / "emulator" / "bus.py").is_file() and not (out / "__pycache__").exists()
+    for path in out.rglob("*.py"):
+        assert "torchrl_dreamer" not in path.read_text(), path
+    assert "from tdx.emulator." in (out / "emulator" / "bus.py").read_text()
+    with pytest.raises(FileNotFoundError, match="not a checkout"):
+        ab.copy_renamed(tmp_path, "tdy", tmp_path)
+
+
+class _Console:
+    def __init__(self, log: list, tag: str) -> None:
+        self.log, self.tag = log, tag
+
+    def run_frames(self, n: int, buttons: int = 0, render: bool = True) -> None:
+        self.log.append((self.tag, n, buttons))
+
+
+def test_both_sides_play_the_same_frames_taking_turns_first(ab):
+    log: list = []
+    r = ab.paired([_Console(log, "a"), _Console(log, "b")], [1, 2, 4], 480, 80)
+    assert r["chunks"] == 6
+    a = [x[1:] for x in log if x[0] == "a"]
+    b = [x[1:] for x in log if x[0] == "b"]
+    assert a == b and sum(n for n, _ in a) == 480
+    assert [btn for n, btn in a if n == ab.PRESS] == [1, 2, 4] * 4
+    per_chunk = 2 * 80 // (ab.PRESS + ab.RELEASE)  # run_frames calls per chunk
+    firsts = [log[k * 2 * per_chunk][0] for k in range(6)]
+    assert firsts == ["a", "b"] * 3
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--chunk", "100"], "multiple of 40"),
+    (["--chunk", "400", "--frames", "600"], "at least two chunks"),
+])
+def test_bad_sizes_are_refused_by_name(ab, argv, message, capsys):
+    with pytest.raises(SystemExit):
+        ab.main([str(_ROOT), str(_ROOT), *argv])
+    assert message in capsys.readouterr().err
