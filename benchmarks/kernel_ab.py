@@ -15,9 +15,11 @@ baseline), ``speedup`` the median of A's over B's chunk times (> 1: B is faster)
 and the number of chunks beside it. Two copies of the same tree measured within 3 % of each
 other (2026-12-01, Pandora's Blocks and Tobu Tobu Girl, 40 chunks of 400 frames).
 
-Usage: ``python benchmarks/kernel_ab.py BASELINE_TREE CANDIDATE_TREE [--games ...]
-[--frames 16000] [--chunk 400]``; a tree is a checkout's root (e.g. ``git worktree add
-/tmp/base <commit>``). The shared games need the shared ROM folder (``--roms``, default
+Usage: ``python benchmarks/kernel_ab.py [BASELINE_TREE [CANDIDATE_TREE]] [--games ...]
+[--frames 16000] [--chunk 400] [--quick]``; a tree is a checkout's root (e.g. ``git worktree
+add /tmp/base <commit>``), by default this checkout, so that with no tree named the run
+measures the harness's noise (A against A). ``--quick`` (what ``python -m
+torchrl_dreamer.train bench`` runs): our maze, 1,600 frames in chunks of 200. The shared games need the shared ROM folder (``--roms``, default
 ``$TORCHRL_DREAMER_ROMS`` or ``../shared/roms``).
 """
 
@@ -97,23 +99,41 @@ def paired(consoles: list[Any], buttons: list[int], frames: int, chunk: int) -> 
             "chunks": len(ratios)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from torchrl_dreamer._roms import roms_dir
-
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (see the module docstring); sizes that do not fit are refused."""
+    here = Path(_HERE).parent
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("baseline", type=Path, help="root of the baseline checkout (A)")
-    p.add_argument("candidate", type=Path, help="root of the candidate checkout (B)")
-    p.add_argument("--games", nargs="+", default=["pandoras-blocks", "tobutobugirl",
-                                                  "2048-wyattferguson"])
-    p.add_argument("--frames", type=int, default=16000)
-    p.add_argument("--chunk", type=int, default=400)
+    p.add_argument("baseline", type=Path, nargs="?", default=here,
+                   help="root of the baseline checkout (A; default: this checkout)")
+    p.add_argument("candidate", type=Path, nargs="?", default=here,
+                   help="root of the candidate checkout (B; default: this checkout, which "
+                        "measures the harness's own noise)")
+    p.add_argument("--games", nargs="+", default=None,
+                   help="shared games (folders of ROMS/games) or ours (default: Pandora's "
+                        "Blocks, Tobu Tobu Girl, 2048; --quick: maze)")
+    p.add_argument("--frames", type=int, default=None, help="frames per side (16000; --quick 1600)")
+    p.add_argument("--chunk", type=int, default=None, help="frames per paired chunk (400; --quick 200)")
     p.add_argument("--roms", type=Path, default=None)
+    p.add_argument("--quick", action="store_true", help="our maze only, 1,600 frames")
     args = p.parse_args(argv)
+    quick = {"games": ["maze"], "frames": 1600, "chunk": 200}
+    full = {"games": ["pandoras-blocks", "tobutobugirl", "2048-wyattferguson"], "frames": 16000,
+            "chunk": 400}
+    for key, value in (quick if args.quick else full).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     cycle = PRESS + RELEASE
     if args.chunk < cycle or args.chunk % cycle:
         p.error(f"--chunk must be a positive multiple of {cycle} frames, got {args.chunk}")
     if args.frames < 2 * args.chunk:
         p.error(f"--frames must hold at least two chunks ({2 * args.chunk}), got {args.frames}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    from torchrl_dreamer._roms import roms_dir
+
+    args = parse_args(argv)
     roms = args.roms or roms_dir()
     import torch
     import warp as wp

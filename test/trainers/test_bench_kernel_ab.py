@@ -66,3 +66,14 @@ def test_bad_sizes_are_refused_by_name(ab, argv, message, capsys):
     with pytest.raises(SystemExit):
         ab.main([str(_ROOT), str(_ROOT), *argv])
     assert message in capsys.readouterr().err
+
+
+def test_defaults_measure_this_checkout_against_itself(ab):
+    args = ab.parse_args(["--quick"])
+    assert args.baseline == args.candidate == _ROOT
+    assert args.games == ["maze"] and args.frames % args.chunk == 0
+    full = ab.parse_args([])
+    assert full.frames == 16000 and "pandoras-blocks" in full.games
+    assert ab.gameplay_rom(_ROOT / "no-roms", "maze").suffix == ".gb"  # ours need no shared folder
+    with pytest.raises(FileNotFoundError, match="no ROM"):
+        ab.gameplay_rom(_ROOT / "no-roms", "nope")
