@@ -119,6 +119,10 @@ def test_broken_template_is_refused_with_the_line_to_restore(tmp_path, monkeypat
     broken.write_text(template.replace("\nCOUNT = False", "\nCOUNTS = False"))
     with pytest.raises(RuntimeError, match=r"lacks the module-level variant flag\(s\) \['COUNT'\]"):
         codegen.generate_source()
+    broken.write_text(template.replace('\n                       "cpu_compiler_flags": "-march=native"',
+                                       ""))
+    with pytest.raises(RuntimeError, match='must set "cpu_compiler_flags"'):
+        codegen.generate_source()
 
 
 def test_a_process_keeps_its_kernel_when_the_sources_change(tmp_path, monkeypatch):

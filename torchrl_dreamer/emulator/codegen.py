@@ -434,7 +434,7 @@ _DISPATCH_LINE = "        # ----- OPCODE DISPATCH: generated from isa.py by code
 
 
 def _template(key: str, opt_level: int | None, flags: dict[str, bool],
-              cpu_flags: str = "") -> tuple[str, str]:
+              cpu_flags: str) -> tuple[str, str]:
     """The text of :data:`TEMPLATE_PATH` below its ``TEMPLATE`` line with the cache key, the
     optimisation level, the CPU compiler flags and the variant flags set, split at the
     ``OPCODE DISPATCH`` line: the source before and after the generated dispatch."""
@@ -458,7 +458,13 @@ def _template(key: str, opt_level: int | None, flags: dict[str, bool],
         elif line.lstrip().startswith('"cpu_compiler_flags": '):
             line = re.sub(r'("cpu_compiler_flags": )"[^"]*"',
                           lambda mm: mm.group(1) + json.dumps(cpu_flags), line)
+            seen.add("cpu_compiler_flags")
         lines.append(line)
+    if "cpu_compiler_flags" not in seen:
+        raise RuntimeError(f"{TEMPLATE_PATH}'s wp.set_module_options(...) must set "
+                           '"cpu_compiler_flags" on a line of its own (the generator sets the '
+                           "flags there); restore it")
+    seen.discard("cpu_compiler_flags")
     if seen != set(flags):
         raise RuntimeError(f"{TEMPLATE_PATH} lacks the module-level variant flag(s) "
                            f"{sorted(set(flags) - seen)}; each must be a line `NAME = False`")

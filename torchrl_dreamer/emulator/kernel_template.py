@@ -1,10 +1,10 @@
 """The fixed part of the emulator kernel module, as real Python: everything but the opcode dispatch.
 
 :func:`~torchrl_dreamer.emulator.codegen.generate_source` copies the text below the ``TEMPLATE``
-line, sets the cache key, the optimisation level, the CPU compiler flags and the four compile-time
-variant flags, and
-puts the opcode dispatch generated from :mod:`~torchrl_dreamer.emulator.isa` at the
-``OPCODE DISPATCH`` comment inside ``gb_run``'s loop (the only generated part). The kernel's
+line, sets the cache key, the optimisation level, the CPU compiler flags and the four
+compile-time variant flags, and puts the opcode dispatch generated from
+:mod:`~torchrl_dreamer.emulator.isa` at the ``OPCODE DISPATCH`` comment inside ``gb_run``'s
+loop (the only generated part). The kernel's
 fixed body (register loads and stores, the frame loop, HALT/STOP, interrupt dispatch, the opcode
 fetch, ``gb_peek`` / ``gb_poke``) is edited here as code: ruff checks it, and the golden copy
 ``test/golden/gb_kernel.py`` shows the generated result.
