@@ -566,8 +566,8 @@ CPU_OPT_LEVEL = 3
 CPU_COMPILER_FLAGS = "-march=native"
 """C++ compiler flags of the kernel module's CPU build (Warp's ``cpu_compiler_flags`` module
 option): the host's instruction set, without the inlining thresholds Warp adds by default
-(``-inline-threshold=9000``, ``-inline-cold-callsite-threshold=3000``), whose bigger code ran
-the games 4-5 % slower (why: ``docs/decisions/kernel_shape.md``, "CPU compiler flags").
+(``-inline-threshold=9000``, ``-inline-cold-callsite-threshold=3000``), with which the games
+ran 4-5 % slower (``docs/decisions/kernel_shape.md``, "CPU compiler flags").
 ``TORCHRL_DREAMER_CPU_FLAGS`` overrides; the flags are part of the generated source, so of the
 cache key."""
 
