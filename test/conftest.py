@@ -15,6 +15,7 @@ an error, so a broken checkout can never pass by skipping.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -71,3 +72,18 @@ def rom_path(roms: Path, rel: str) -> Path:
 
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
+
+
+def load_benchmark(name: str):
+    """Import ``benchmarks/<name>.py`` as a module, undoing what such a script does at import
+    (it drops its folder from ``sys.path`` and may set torch's thread count)."""
+    saved, threads = list(sys.path), torch.get_num_threads()
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
+        torch.set_num_threads(threads)
+    return module

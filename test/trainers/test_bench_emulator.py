@@ -3,27 +3,16 @@ and an unknown game is refused by name (no timing is asserted)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
-import torch
-
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "emulator.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    saved, threads = list(sys.path), torch.get_num_threads()
-    try:  # the script edits sys.path and the torch thread count at import
-        spec = importlib.util.spec_from_file_location("bench_emulator", _PATH)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-        torch.set_num_threads(threads)
-    return module
+    return load_benchmark("emulator")
 
 
 def _pandoras(bench) -> Path:

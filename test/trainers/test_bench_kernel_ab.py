@@ -3,28 +3,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
-import torch
+from conftest import load_benchmark
 
 _ROOT = Path(__file__).resolve().parents[2]
-_PATH = _ROOT / "benchmarks" / "kernel_ab.py"
 
 
 @pytest.fixture(scope="module")
 def ab():
-    saved, threads = list(sys.path), torch.get_num_threads()
-    try:  # the script edits sys.path at import
-        spec = importlib.util.spec_from_file_location("bench_kernel_ab", _PATH)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-        torch.set_num_threads(threads)
-    return module
+    return load_benchmark("kernel_ab")
 
 
 def test_the_copy_renames_every_import_of_the_package(ab, tmp_path):

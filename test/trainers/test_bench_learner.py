@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import torch
-
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "learner.py"
+from conftest import load_benchmark
 
 
 def _bench():
-    saved = list(sys.path)
-    try:  # the script edits sys.path at import (to measure the tree it lives in)
-        spec = importlib.util.spec_from_file_location("bench_learner", _PATH)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
+    return load_benchmark("learner")
 
 
 def test_count_launches_counts_kernels_not_views_allocations_or_wrappers():
