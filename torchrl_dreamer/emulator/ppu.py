@@ -691,10 +691,11 @@ def next_ppu_line(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
 
 
 @wp.func
-def coarse_end(i: int, m: wp.ref[Mem], line: int) -> int:
-    """Dot (from the start of visible ``line``) where a coarse run of lines from ``line`` ends:
-    the start of the next line that matters (:func:`next_ppu_line`, at most VBlank's)."""
-    return LINE_DOTS * (next_ppu_line(i, m, line, VBLANK_LINE) - line)
+def run_end(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
+    """Dot (from the start of ``line``) where a run of lines from ``line`` ends: the start of
+    the next line that matters (:func:`next_ppu_line`), at most line ``limit`` (VBlank's for a
+    coarse run of visible lines, the frame's end for VBlank lines)."""
+    return LINE_DOTS * (next_ppu_line(i, m, line, limit) - line)
 
 
 @wp.func
@@ -725,7 +726,7 @@ def vblank_next(i: int, m: wp.ref[Mem], line: int) -> int:
     if (not pyboy(i, m) and line == LAST_LINE and m.st[i, S_PPU_DOT] < LYC0_IRQ_DOT
             and (m.st[i, S_STAT_EN] & STAT_LYC) != 0):
         return LYC0_IRQ_DOT
-    return LINE_DOTS * (next_ppu_line(i, m, line, FRAME_LINES) - line)
+    return run_end(i, m, line, FRAME_LINES)
 
 
 @wp.func(inline=False)
@@ -781,7 +782,7 @@ def lyc_refine(i: int, m: wp.ref[Mem]):
     if (m.st[i, S_MODE] == PH_COARSE and m.st[i, S_PPU_DOT] >= LINE_IRQ_DOT and lcd_on(i, m)
             and not pyboy(i, m) and not observed(i, m)):
         line = m.st[i, S_LINE]
-        m.st[i, S_PPU_NEXT] = coarse_end(i, m, line)
+        m.st[i, S_PPU_NEXT] = run_end(i, m, line, VBLANK_LINE)
         return
     ppu_refine(i, m)
 
@@ -884,7 +885,7 @@ def line_irq_point(i: int, m: wp.ref[Mem], line: int):
         stat_update(i, m, 0)
         if not observed(i, m):
             m.st[i, S_MODE] = PH_COARSE
-            m.st[i, S_PPU_NEXT] = coarse_end(i, m, line)
+            m.st[i, S_PPU_NEXT] = run_end(i, m, line, VBLANK_LINE)
         return
     m.st[i, S_MODE] = PH_VBLANK
     m.st[i, S_PPU_NEXT] = vblank_next(i, m, line)
@@ -930,7 +931,7 @@ def ppu_event(i: int, m: wp.ref[Mem]):
         return
     if mode == PH_VBLANK and m.st[i, S_PPU_DOT] < LINE_DOTS:
         # line 153's LY=LYC point for LY 0 (vblank_next)
-        m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, FRAME_LINES) - line)
+        m.st[i, S_PPU_NEXT] = run_end(i, m, line, FRAME_LINES)
         if on:
             stat_update(i, m, 0)
         return
@@ -973,10 +974,10 @@ def ppu_event(i: int, m: wp.ref[Mem]):
         m.st[i, S_PPU_NEXT] = PYBOY_MODE3_DOT
         if not observed(i, m):
             m.st[i, S_MODE] = PH_COARSE
-            m.st[i, S_PPU_NEXT] = coarse_end(i, m, line)
+            m.st[i, S_PPU_NEXT] = run_end(i, m, line, VBLANK_LINE)
     else:
         m.st[i, S_MODE] = PH_VBLANK
-        m.st[i, S_PPU_NEXT] = LINE_DOTS * (next_ppu_line(i, m, line, FRAME_LINES) - line)
+        m.st[i, S_PPU_NEXT] = run_end(i, m, line, FRAME_LINES)
     if on:
         stat_update(i, m, 0)
 
