@@ -352,9 +352,9 @@ def trace_game(game: str, roms: Path | None, consoles: int = WARP, warmup: int =
         regrouped.append(regroup_metrics(hs))
         for k in range(env.frame_skip):  # the what-if: lanes meet at every frame boundary
             sel = [f == k for f in fis]
-            framed.append(simt_metrics([h[m] for h, m in zip(hs, sel)],
-                                       [i[m] for i, m in zip(ids, sel)]))
-            regrouped_framed.append(regroup_metrics([h[m] for h, m in zip(hs, sel)]))
+            frame_hs = [h[m] for h, m in zip(hs, sel)]
+            framed.append(simt_metrics(frame_hs, [i[m] for i, m in zip(ids, sel)]))
+            regrouped_framed.append(regroup_metrics(frame_hs))
         executed += sum(len(h) for h in hs)
         unknown += sum(int((h == UNKNOWN).sum()) for h in hs)
     out = summarize(parts)

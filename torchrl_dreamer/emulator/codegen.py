@@ -445,6 +445,7 @@ def _template(key: str, opt_level: int | None, flags: dict[str, bool],
                                "(the generator splits the kernel template there); restore it")
     lines = []
     seen = set()
+    flags_set = False  # the cpu_compiler_flags line was found (and set)
     for line in text.split(_TEMPLATE_LINE, 1)[1].split("\n"):
         name, _, rest = line.partition(" = ")
         if name in flags:  # a module-level variant flag: `STEP = False  # comment`
@@ -458,13 +459,12 @@ def _template(key: str, opt_level: int | None, flags: dict[str, bool],
         elif line.lstrip().startswith('"cpu_compiler_flags": '):
             line = re.sub(r'("cpu_compiler_flags": )"[^"]*"',
                           lambda mm: mm.group(1) + json.dumps(cpu_flags), line)
-            seen.add("cpu_compiler_flags")
+            flags_set = True
         lines.append(line)
-    if "cpu_compiler_flags" not in seen:
+    if not flags_set:
         raise RuntimeError(f"{TEMPLATE_PATH}'s wp.set_module_options(...) must set "
                            '"cpu_compiler_flags" on a line of its own (the generator sets the '
                            "flags there); restore it")
-    seen.discard("cpu_compiler_flags")
     if seen != set(flags):
         raise RuntimeError(f"{TEMPLATE_PATH} lacks the module-level variant flag(s) "
                            f"{sorted(set(flags) - seen)}; each must be a line `NAME = False`")

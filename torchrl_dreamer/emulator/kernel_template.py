@@ -4,10 +4,10 @@
 line, sets the cache key, the optimisation level, the CPU compiler flags and the four
 compile-time variant flags, and puts the opcode dispatch generated from
 :mod:`~torchrl_dreamer.emulator.isa` at the ``OPCODE DISPATCH`` comment inside ``gb_run``'s
-loop (the only generated part). The kernel's
-fixed body (register loads and stores, the frame loop, HALT/STOP, interrupt dispatch, the opcode
-fetch, ``gb_peek`` / ``gb_poke``) is edited here as code: ruff checks it, and the golden copy
-``test/golden/gb_kernel.py`` shows the generated result.
+loop (the only generated part). The kernel's fixed body (register loads and stores, the frame
+loop, HALT/STOP, interrupt dispatch, the opcode fetch, ``gb_peek`` / ``gb_poke``) is edited here
+as code: ruff checks it, and the golden copy ``test/golden/gb_kernel.py`` shows the generated
+result.
 
 Nothing imports this module: Warp compiles the generated one (``gb_kernel_<key>.py`` in the
 kernel cache). The ruff line below allows what only makes sense once the dispatch is in: names
