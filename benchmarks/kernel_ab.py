@@ -64,7 +64,9 @@ def copy_renamed(tree: Path, name: str, dest: Path) -> Path:
 
 
 def gameplay_rom(roms: Path, game: str) -> Path:
-    """The ROM of a shared game (a folder of ``roms/games``) or of one of ours."""
+    """The ROM of a shared game (a folder of ``roms/games``), of one of ours, or a ROM file."""
+    if Path(game).is_file():
+        return Path(game)
     hits = sorted((roms / "games" / game).glob("*.gb*")) if (roms / "games" / game).is_dir() else []
     if not hits:
         ours = Path(_HERE).parent / PACKAGE / "roms" / game

@@ -46,7 +46,7 @@ from torchrl_dreamer.emulator.layout import (
     S_VBK,
     S_VRAM_OPEN,
 )
-from torchrl_dreamer.emulator.mappers import cart_write, cram_read, cram_write, rtc_needs_sync
+from torchrl_dreamer.emulator.mappers import cart_write, cram_index, cram_read, cram_write, rtc_needs_sync
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.ppu import (
@@ -207,6 +207,10 @@ def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
         return rom_at(m.rom, rom0 + ad)
     if ad >= 0xFF80 and ad < 0xFFFF:
         return u8_at(m.hram, i, ad - 0xFF00)
+    if ad >= 0xA000 and ad < 0xC000 and rom_end == 0x8000:
+        k = cram_index(i, m, ad)
+        if k >= 0:
+            return u8_at(m.cram, i, k)
     m.st[i, S_CLK] = clk
     if ad >= 0xFE00 and ad < 0xFF00:
         oam_bug(i, m, clk, OAM_BUG_READ)
@@ -263,6 +267,8 @@ def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[in
         # (dirty: a catch-up in this instruction moved the clock's origin; vram_end, read by
         # the kernel at the instruction's start, counts from the old one)
         u8_set(m.vram, i, ad - 0x8000, v)
+    elif ad >= 0xA000 and ad < 0xC000 and wram_end == 0xE000 and cram_index(i, m, ad) >= 0:
+        u8_set(m.cram, i, cram_index(i, m, ad), v)
     else:
         m.st[i, S_CLK] = clk
         if ad >= 0xFE00 and ad < 0xFF00:

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import warp as wp
 
-from torchrl_dreamer.emulator.layout import S_MBC, S_RAM_EN
+from torchrl_dreamer.emulator.layout import S_MBC, S_RAM_BANK, S_RAM_EN, S_RAM_SIZE
 from torchrl_dreamer.emulator.mappers import mbc1, mbc2, mbc3, mbc5, rom_only
-from torchrl_dreamer.emulator.mappers.base import CartType, Mapper, banked_read, banked_write
+from torchrl_dreamer.emulator.mappers.base import RAM_BANK_SIZE, CartType, Mapper, banked_read, banked_write
 from torchrl_dreamer.emulator.mappers.mbc1 import MBC_1, MBC_1M
 from torchrl_dreamer.emulator.mappers.mbc2 import MBC_2
 from torchrl_dreamer.emulator.mappers.mbc3 import MBC_3, RTC_HZ, rtc_advance, rtc_needs_sync
@@ -40,7 +40,7 @@ from torchrl_dreamer.emulator.mappers.mbc5 import MBC_5
 from torchrl_dreamer.emulator.mappers.rom_only import MBC_NONE
 from torchrl_dreamer.emulator.memory import Mem
 
-# The host-side API; the Warp functions (cart_write, cram_read, cram_write, rtc_advance,
+# The host-side API; the Warp functions (cart_write, cram_index, cram_read, cram_write, rtc_advance,
 # rtc_needs_sync) are imported by name by the bus and the scheduler, not documented here.
 __all__ = ["MAPPERS", "Mapper", "CartType", "mapper_for", "cartridge_types", "cartridge_mapper",
            "MBC_NONE", "MBC_1", "MBC_1M", "MBC_2", "MBC_3", "MBC_5"]
@@ -100,6 +100,9 @@ def cartridge_mapper() -> dict[int, int]:
 _WRITES = tuple((row.id, row.write) for row in MAPPERS if row.write is not None)
 _RAM_READS = tuple((row.id, row.ram_read) for row in MAPPERS if row.ram_read is not None)
 _RAM_WRITES = tuple((row.id, row.ram_write) for row in MAPPERS if row.ram_write is not None)
+# (id, RAM bank selects that are plain banked RAM) for the rows where that is not every select
+_PLAIN_BANKS = tuple((row.id, row.plain_ram_banks or 0) for row in MAPPERS
+                     if row.ram_read is not None or row.ram_write is not None)
 
 
 @wp.func(inline=False)
@@ -110,6 +113,25 @@ def cart_write(i: int, m: wp.ref[Mem], addr: int, v: int):
         if mbc == wp.static(_WRITES[k][0]):
             wp.static(_WRITES[k][1])(i, m, addr, v)
             return
+
+
+@wp.func(inline=True)
+def cram_index(i: int, m: wp.ref[Mem], addr: int) -> int:
+    """Where A000-BFFF ``addr`` is in ``m.cram`` when the mapper would read and write it as
+    plain banked RAM (:func:`~.base.banked_read`), for the bus's in-place path; -1 when the access
+    needs the mapper: RAM disabled or absent, under 8 KiB (mirrored within a bank), a select
+    that maps something else (the MBC3 clock), or a mapper whose RAM is not plain (MBC2)."""
+    if m.st[i, S_RAM_EN] == 0:
+        return -1
+    size = m.st[i, S_RAM_SIZE]
+    bank = m.st[i, S_RAM_BANK]
+    if size < RAM_BANK_SIZE or (size & (size - 1)) != 0:
+        return -1
+    mbc = m.st[i, S_MBC]
+    for k in range(wp.static(len(_PLAIN_BANKS))):
+        if mbc == wp.static(_PLAIN_BANKS[k][0]) and bank >= wp.static(_PLAIN_BANKS[k][1]):
+            return -1
+    return (bank * RAM_BANK_SIZE + addr - 0xA000) & (size - 1)
 
 
 @wp.func(inline=False)

@@ -71,6 +71,11 @@ class Mapper:
             ROM_OFF1, RAM bank or -1)``, for states built on the host (PyBoy states).
         power_on: state columns set at power-on (after ``MBC``, ``ROM_MASK``, ``RAM_SIZE``).
         ram_size: bytes of RAM built into the mapper whatever the header says (MBC2: 512).
+        plain_ram_banks: for a mapper with its own ``ram_read`` / ``ram_write``, the RAM bank
+            selects (``0 .. plain_ram_banks - 1``) for which they are :func:`banked_read` /
+            :func:`banked_write`, so that the bus may access A000-BFFF in place
+            (:func:`~torchrl_dreamer.emulator.mappers.cram_index`); ``None``: every select when
+            the row has no RAM functions of its own, none when it has.
     """
 
     id: int
@@ -84,6 +89,7 @@ class Mapper:
         default_factory=lambda: plain_offsets)
     power_on: Mapping[str, int] = field(default_factory=lambda: dict(POWER_ON))
     ram_size: int | None = None
+    plain_ram_banks: int | None = None
 
 
 @wp.func

@@ -216,5 +216,6 @@ MAPPER = Mapper(
     write=mbc3_write,
     ram_read=mbc3_ram_read,
     ram_write=mbc3_ram_write,
+    plain_ram_banks=MBC3_RAM_BANKS,  # 04-07 may map nothing, 08-0C are the clock's
 )
 """The MBC3 row of the mapper table."""
