@@ -3,11 +3,12 @@
 The CPU kernel (:mod:`~torchrl_dreamer.emulator.codegen`) accesses the bus through :func:`tick`,
 :func:`rd` / :func:`rd_now` and :func:`wr`: each bus M-cycle advances the lazy clock by 4 T-cycles
 (syncing when the next event is due) and does WRAM, HRAM and ROM accesses (most of them) in
-place. The clock lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these
+place, and cartridge RAM accesses too while the mapper would treat them as plain banked RAM
+(:func:`~.mappers.cram_index`: RAM enabled, 8 KiB or more, not a clock register). The clock lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these
 functions take by reference (``wp.ref``), as they do the console's memory ``m`` (so no copy of
 the ``Mem`` struct is made per access). While an OAM DMA runs the in-place WRAM and ROM ranges
-are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_lo``), so every access but HRAM's
-goes out of line. VRAM writes go in place too while the kernel's ``vram_end`` says that the
+are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_lo``; cartridge RAM is tested
+against them too), so every access but HRAM's goes out of line. VRAM writes go in place too while the kernel's ``vram_end`` says that the
 PPU cannot be in mode 3 yet: an unblocked write through :func:`cpu_write` stores that bound
 (:func:`~.ppu.vram_write_open_until`, state column ``VRAM_OPEN``; each catch-up moves it on with
 the clock's origin; every IO register write, a speed switch and STOP clear it), and the kernel
@@ -46,7 +47,13 @@ from torchrl_dreamer.emulator.layout import (
     S_VBK,
     S_VRAM_OPEN,
 )
-from torchrl_dreamer.emulator.mappers import cart_write, cram_index, cram_read, cram_write, rtc_needs_sync
+from torchrl_dreamer.emulator.mappers import (
+    cart_write,
+    cram_index,
+    cram_read,
+    cram_write,
+    rtc_needs_sync,
+)
 from torchrl_dreamer.emulator.memory import Mem
 from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.ppu import (

@@ -32,7 +32,13 @@ import warp as wp
 
 from torchrl_dreamer.emulator.layout import S_MBC, S_RAM_BANK, S_RAM_EN, S_RAM_SIZE
 from torchrl_dreamer.emulator.mappers import mbc1, mbc2, mbc3, mbc5, rom_only
-from torchrl_dreamer.emulator.mappers.base import RAM_BANK_SIZE, CartType, Mapper, banked_read, banked_write
+from torchrl_dreamer.emulator.mappers.base import (
+    RAM_BANK_SIZE,
+    CartType,
+    Mapper,
+    banked_read,
+    banked_write,
+)
 from torchrl_dreamer.emulator.mappers.mbc1 import MBC_1, MBC_1M
 from torchrl_dreamer.emulator.mappers.mbc2 import MBC_2
 from torchrl_dreamer.emulator.mappers.mbc3 import MBC_3, RTC_HZ, rtc_advance, rtc_needs_sync
