@@ -16,7 +16,7 @@ and the number of chunks beside it. Two copies of the same tree measured within 
 other (2026-12-01, Pandora's Blocks and Tobu Tobu Girl, 40 chunks of 400 frames).
 
 Usage: ``python benchmarks/kernel_ab.py [BASELINE_TREE [CANDIDATE_TREE]] [--games ...]
-[--frames 16000] [--chunk 400] [--quick]``; a tree is a checkout's root (e.g. ``git worktree
+[--frames 16000] [--chunk 400] [--model cgb] [--quick]``; a tree is a checkout's root (e.g. ``git worktree
 add /tmp/base <commit>``), by default this checkout, so that with no tree named the run
 measures the harness's noise (A against A). ``--quick`` (what ``python -m
 torchrl_dreamer.train bench`` runs): our maze, 1,600 frames in chunks of 200. The shared games need the shared ROM folder (``--roms``, default
@@ -116,6 +116,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--frames", type=int, default=None, help="frames per side (16000; --quick 1600)")
     p.add_argument("--chunk", type=int, default=None, help="frames per paired chunk (400; --quick 200)")
     p.add_argument("--roms", type=Path, default=None)
+    p.add_argument("--model", default=None,
+                   help="console model for both sides (GameBoy(model=...), e.g. cgb; default: "
+                        "the cartridge's choice)")
     p.add_argument("--quick", action="store_true", help="our maze only, 1,600 frames")
     args = p.parse_args(argv)
     quick = {"games": ["maze"], "frames": 1600, "chunk": 200}
@@ -153,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                 em = importlib.import_module(f"{tag}.emulator")
                 buttons = [em.BUTTON_A, em.BUTTON_START, em.BUTTON_RIGHT, em.BUTTON_LEFT,
                            em.BUTTON_UP, em.BUTTON_DOWN, em.BUTTON_B, 0]
-                gb = em.GameBoy(gameplay_rom(roms, game), check_header=False)
+                kw = {"model": args.model} if args.model else {}
+                gb = em.GameBoy(gameplay_rom(roms, game), check_header=False, **kw)
                 gb.run_frames(WARMUP_FRAMES, render=False)
                 consoles.append(gb)
             r = paired(consoles, buttons, args.frames, args.chunk)

@@ -97,3 +97,50 @@ def test_hblank_transfer_starts_with_a_block_in_hblank(lcd):
             "ld [hl+], a\ndi\n" + lcd_off(".end"))
     gb = run(setup(DST >> 8, DST & 0xFF) + start + read)
     assert gb.read_memory(DST, 40)[0].tolist() == pattern(1) + [0] * 16 + [0x02, 0x80] + [0] * 6
+
+
+def test_general_purpose_hdma_reads_each_source_region():
+    """Two blocks each from ROM bank 0, the switchable ROM bank (MBC5 bank 2), cartridge RAM and
+    VRAM (which reads FF as a source) land in VRAM as the source holds them."""
+    copies = [("rom0data", 0x8800), ("$4000", 0x8820), ("$A000", 0x8840), ("$9000", 0x8860)]
+    body = """
+        ld a, $0A
+        ld [$0000], a
+        ld hl, $A000
+        ld b, 32
+    .cram: ld a, b
+        xor $5A
+        ld [hl+], a
+        dec b
+        jr nz, .cram
+        ld a, 2
+        ld [$2000], a
+    """
+    for src, dst in copies:
+        body += f"""
+        ld a, high({src})
+        ldh [$51], a
+        ld a, low({src})
+        ldh [$52], a
+        ld a, ${dst >> 8:02X}
+        ldh [$53], a
+        ld a, ${dst & 0xFF:02X}
+        ldh [$54], a
+        ld a, 1
+        ldh [$55], a
+        """
+    rom0 = [(3 * k + 1) & 0xFF for k in range(32)]
+    bank2 = [(7 * k + 2) & 0xFF for k in range(32)]
+    src = ("start:\ndi\n" + lcd_off(".off") + body + "\n.spin: jr .spin\n"
+           + "org $0800\nrom0data: db " + ", ".join(map(str, rom0))
+           + "\nbank 2\nbank2data: db " + ", ".join(map(str, bank2)) + "\n")
+    rom = bytearray(build_rom(assemble(src), title="HDMASRC", cgb_flag=0x80, cart_type=0x1B,
+                              ram_size=3))
+    rom[0x48] = 0xD9  # RETI
+    gb = GameBoy(bytes(rom), check_header=False, model="cgb")
+    gb.run_frames(10)
+    vram = gb.read_memory(0x8800, 0x80)[0].tolist()
+    assert vram[0x00:0x20] == rom0
+    assert vram[0x20:0x40] == bank2
+    assert vram[0x40:0x60] == [(32 - k) ^ 0x5A for k in range(32)]
+    assert vram[0x60:0x80] == [0xFF] * 32

@@ -66,3 +66,11 @@ def test_defaults_measure_this_checkout_against_itself(ab):
     assert ab.gameplay_rom(_ROOT / "no-roms", "maze").suffix == ".gb"  # ours need no shared folder
     with pytest.raises(FileNotFoundError, match="no ROM"):
         ab.gameplay_rom(_ROOT / "no-roms", "nope")
+
+
+def test_a_rom_file_and_a_model_can_be_named(ab, tmp_path):
+    rom = tmp_path / "x.gb"
+    rom.write_bytes(b"\0" * 0x8000)
+    assert ab.gameplay_rom(_ROOT / "no-roms", str(rom)) == rom
+    args = ab.parse_args(["--games", str(rom), "--model", "cgb"])
+    assert args.model == "cgb" and ab.parse_args([]).model is None

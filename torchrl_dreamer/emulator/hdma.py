@@ -62,12 +62,28 @@ def hdma_source_byte(i: int, m: wp.ref[Mem], addr: int) -> int:
 
 @wp.func(inline=False)
 def hdma_block(i: int, m: wp.ref[Mem]):
-    """Copy one 16-byte block and step the pointers (the destination wraps within VRAM)."""
+    """Copy one 16-byte block and step the pointers (the destination wraps within VRAM).
+
+    The source pointer is a multiple of 16, so a block never crosses a 4000/8000/A000/C000/E000
+    boundary: its region (:func:`hdma_source_byte`) is decided once, and ROM and WRAM blocks
+    are read without the per-byte region tests."""
     src = m.st[i, S_HDMA_SRC]
     dst = m.st[i, S_HDMA_DST]
     bank1 = m.st[i, S_VBK] != 0
+    rom = int(-1)  # noqa: UP018 (Warp: a dynamic variable) the block's ROM offset, or -1
+    if src < 0x4000:
+        rom = m.st[i, S_ROM_OFF0] + src
+    elif src < 0x8000:
+        rom = m.st[i, S_ROM_OFF1] + src - 0x4000
+    wram = src >= 0xC000 and src < 0xE000
     for k in range(16):
-        v = wp.uint8(hdma_source_byte(i, m, (src + k) & 0xFFFF))
+        v = wp.uint8(0)
+        if rom >= 0:
+            v = m.rom[rom + k]
+        elif wram:
+            v = m.wram[i, src - 0xC000 + k]
+        else:
+            v = wp.uint8(hdma_source_byte(i, m, src + k))
         o = (dst + k) & 0x1FFF
         if bank1:
             m.cgbx[i, CGBX_VRAM1 + o] = v
