@@ -34,6 +34,7 @@ from torchrl_dreamer.emulator.layout import (
 )
 from torchrl_dreamer.emulator.mappers import cram_read
 from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
 from torchrl_dreamer.emulator.registers import R_HDMA1, R_HDMA2, R_HDMA3, R_HDMA5
 from torchrl_dreamer.emulator.speed import cpu_cycles
 
@@ -66,7 +67,8 @@ def hdma_block(i: int, m: wp.ref[Mem]):
 
     The source pointer is a multiple of 16, so a block never crosses a 4000/8000/A000/C000/E000
     boundary: its region (:func:`hdma_source_byte`) is decided once, and ROM and WRAM blocks
-    are read without the per-byte region tests."""
+    are read without the per-byte region tests (and, as the bus's in-place paths, without
+    Warp's negative-index wrap: :mod:`.raw`)."""
     src = m.st[i, S_HDMA_SRC]
     dst = m.st[i, S_HDMA_DST]
     bank1 = m.st[i, S_VBK] != 0
@@ -77,18 +79,18 @@ def hdma_block(i: int, m: wp.ref[Mem]):
         rom = m.st[i, S_ROM_OFF1] + src - 0x4000
     wram = src >= 0xC000 and src < 0xE000
     for k in range(16):
-        v = wp.uint8(0)
+        v = int(0)  # noqa: UP018 (Warp: a dynamic variable)
         if rom >= 0:
-            v = m.rom[rom + k]
+            v = rom_at(m.rom, rom + k)
         elif wram:
-            v = m.wram[i, src - 0xC000 + k]
+            v = u8_at(m.wram, i, src - 0xC000 + k)
         else:
-            v = wp.uint8(hdma_source_byte(i, m, src + k))
+            v = hdma_source_byte(i, m, src + k)
         o = (dst + k) & 0x1FFF
         if bank1:
-            m.cgbx[i, CGBX_VRAM1 + o] = v
+            u8_set(m.cgbx, i, CGBX_VRAM1 + o, v)
         else:
-            m.vram[i, o] = v
+            u8_set(m.vram, i, o, v)
     m.st[i, S_HDMA_SRC] = (src + 16) & 0xFFFF
     m.st[i, S_HDMA_DST] = (dst + 16) & 0x1FFF
 
