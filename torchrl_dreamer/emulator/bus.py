@@ -139,6 +139,8 @@ def cpu_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     The host's memory view uses :func:`peek`."""
     t = m.st[i, S_CLK]
     dma_copy_due(i, m, t)
+    if addr >= 0xFF00:
+        return io_read(i, m, addr - 0xFF00)  # IO and HRAM: on no bus a DMA uses, never blocked
     src = dma_conflict(i, m, addr, t)
     if src >= 0:
         if addr >= 0xFE00:
