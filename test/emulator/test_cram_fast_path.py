@@ -92,12 +92,14 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("layout", ["env_major", "address_major"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_in_place_cartridge_ram_follows_the_mapper(name):
+def test_in_place_cartridge_ram_follows_the_mapper(name, layout):
+    """(``address_major`` is the CUDA default: the in-place path's byte strides, on the CPU.)"""
     cart_type, size, banks, mode, cell = CASES[name]
     rom = build_rom(assemble(program(banks, mode)), title="CRAMFP", cart_type=cart_type,
                     ram_size=RAM_CODES[size])
-    gb = GameBoy(rom, check_header=False)
+    gb = GameBoy(rom, check_header=False, memory_layout=layout)
     for _ in range(20):
         if gb.read_memory(DONE, 1)[0, 0] == 1:
             break
