@@ -9,10 +9,13 @@ Cases:
   ``run_frames(8, button, render=False)`` + ``run_frames(32, render=False)``; the peer: PyBoy
   ``button_press``, ``tick(8, False)``, ``button_release``, ``tick(32, False)`` (on a copy of
   the ROM whose header title is blanked, so PyBoy's per-title game-wrapper plugins, e.g. the
-  2048 one that raises on every tick without a symbol file, do not run). Each side is the
-  median of ``--rounds`` runs (default 3) of the whole protocol, ours and PyBoy alternating,
-  so a drift in the machine's speed hits both (single runs varied by up to 20 % on the shared
-  2-core machine).
+  2048 one that raises on every tick without a symbol file, do not run). Both run in this
+  process, ``--chunk`` frames (default 400; 200 with ``--quick``) at a time in turn, which one
+  goes first alternating, over ``--rounds`` runs (default 3) of the whole protocol from power-on; ``speedup`` is the
+  median of the per-chunk time ratios (``chunks`` of them), ``ours`` / ``peer`` the frames/s
+  over all chunks. So a drift in the machine's speed hits both sides of each ratio: whole
+  alternated runs (this benchmark until 2026-12-01) varied by up to 20 % on the shared 2-core
+  machine, and the host's slow phases moved the ratio itself.
 - ``gameplay/pandoras_blocks_cgb`` (``--cgb``, or named in ``--games``): the same protocol on a
   Color game: Pandora's Blocks, a dual-mode cartridge, on ``GameBoy(model="cgb")`` against
   PyBoy with ``cgb=True`` (both run its Color code). Not in the default set. The DMG cases run
@@ -51,6 +54,7 @@ import tempfile
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 # Running a script puts its folder first on sys.path; benchmarks/ holds ray.py, which would
 # shadow the real Ray package that torchrl probes for on import. Drop the folder.
@@ -82,15 +86,12 @@ BUTTONS = [("a", BUTTON_A), ("start", BUTTON_START), ("right", BUTTON_RIGHT),
            ("", 0)]
 
 
-def emit(bench, case, ours, peer, unit, higher_is_better=True):
-    if peer is None or ours is None:
-        speedup = None
-    elif higher_is_better:
-        speedup = ours / peer
-    else:
-        speedup = peer / ours
+def emit(bench, case, ours, peer, unit, higher_is_better=True, speedup=None, **extra):
+    """One JSON line; ``speedup`` from ``ours`` and ``peer`` unless given (a paired median)."""
+    if speedup is None and peer is not None and ours is not None:
+        speedup = ours / peer if higher_is_better else peer / ours
     print(json.dumps({"bench": bench, "case": case, "ours": ours, "peer": peer, "unit": unit,
-                      "speedup": speedup}), flush=True)
+                      "speedup": speedup, **extra}), flush=True)
 
 
 def games() -> dict[str, Path]:
@@ -147,36 +148,105 @@ def _pyboy(path, warmup_frames, cgb: bool | None = None):
     return pb
 
 
-def peer_gameplay(path: Path, frames: int, cgb: bool | None = None) -> float | None:
-    """PyBoy frames/s on the gameplay protocol (see the module docstring)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        pb = _pyboy(_untitled_copy(path, tmp), WARMUP_FRAMES, cgb)
-        if pb is None:
-            return None
+class _OursPlayer:
+    """Our console on the gameplay protocol, after the warm-up, played a chunk at a time."""
+
+    def __init__(self, path: Path, **kw) -> None:
+        self.gb = GameBoy(path, check_header=False, **kw)
+        self.gb.run_frames(WARMUP_FRAMES, render=False)
+        self.c0 = int(self.gb.state_tensors()["st"][0, FIELDS["CYCLES"]])
+
+    def cycles(self, k0: int, n: int) -> float:
+        """Button cycles ``k0 .. k0 + n - 1``; the clock time they took."""
         t = clock()
-        for k in range(frames // (PRESS + RELEASE)):
+        for k in range(k0, k0 + n):
+            self.gb.run_frames(PRESS, BUTTONS[k % len(BUTTONS)][1], render=False)
+            self.gb.run_frames(RELEASE, render=False)
+        return clock() - t
+
+    def close(self) -> None:
+        pass
+
+
+class _PeerPlayer:
+    """PyBoy on the gameplay protocol (on an untitled copy of the ROM), played a chunk at a time."""
+
+    def __init__(self, pb: Any, tmp: tempfile.TemporaryDirectory) -> None:
+        self.pb, self.tmp = pb, tmp
+
+    @classmethod
+    def open(cls, path: Path, cgb: bool | None = None) -> _PeerPlayer | None:
+        """After the warm-up; None without PyBoy."""
+        tmp = tempfile.TemporaryDirectory()
+        pb = _pyboy(_untitled_copy(path, tmp.name), WARMUP_FRAMES, cgb)
+        if pb is None:
+            tmp.cleanup()
+            return None
+        return cls(pb, tmp)
+
+    def cycles(self, k0: int, n: int) -> float:
+        t = clock()
+        for k in range(k0, k0 + n):
             name = BUTTONS[k % len(BUTTONS)][0]
             if name:
-                pb.button_press(name)
-            pb.tick(PRESS, False)
+                self.pb.button_press(name)
+            self.pb.tick(PRESS, False)
             if name:
-                pb.button_release(name)
-            pb.tick(RELEASE, False)
-        dt = clock() - t
-        pb.stop(save=False)
+                self.pb.button_release(name)
+            self.pb.tick(RELEASE, False)
+        return clock() - t
+
+    def close(self) -> None:
+        self.pb.stop(save=False)
+        self.tmp.cleanup()
+
+
+def peer_gameplay(path: Path, frames: int, cgb: bool | None = None) -> float | None:
+    """PyBoy frames/s on the gameplay protocol (see the module docstring)."""
+    peer = _PeerPlayer.open(path, cgb)
+    if peer is None:
+        return None
+    dt = peer.cycles(0, frames // (PRESS + RELEASE))
+    peer.close()
     return frames / dt
 
 
 def ours_gameplay(path: Path, frames: int, **kw) -> tuple[float, GameBoy, int]:
     """Our frames/s on the gameplay protocol; also the console and its S_CYCLES before the run."""
-    gb = GameBoy(path, check_header=False, **kw)
-    gb.run_frames(WARMUP_FRAMES, render=False)
-    c0 = int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]])
-    t = clock()
-    for k in range(frames // (PRESS + RELEASE)):
-        gb.run_frames(PRESS, BUTTONS[k % len(BUTTONS)][1], render=False)
-        gb.run_frames(RELEASE, render=False)
-    return frames / (clock() - t), gb, c0
+    ours = _OursPlayer(path, **kw)
+    dt = ours.cycles(0, frames // (PRESS + RELEASE))
+    return frames / dt, ours.gb, ours.c0
+
+
+def paired_gameplay(path: Path, frames: int, chunk: int, rounds: int, kw: dict,
+                    peer_kw: dict) -> dict[str, Any]:
+    """Both emulators on the gameplay protocol in the same process, ``chunk`` frames at a time
+    in turn (which goes first alternates), ``rounds`` times from power-on: our and PyBoy's
+    frames/s over all chunks, the median of the per-chunk time ratios (``speedup``, None without
+    PyBoy), and our last console with its S_CYCLES before its run."""
+    n = chunk // (PRESS + RELEASE)
+    ratios: list[float] = []
+    total = [0.0, 0.0]
+    ours = None
+    for r in range(rounds):
+        ours = _OursPlayer(path, **kw)
+        peer = _PeerPlayer.open(path, **peer_kw)
+        for c in range(frames // chunk):
+            times = [0.0, 0.0]
+            sides = (ours, peer) if (r + c) % 2 == 0 else (peer, ours)
+            for side in sides:
+                if side is not None:
+                    times[0 if side is ours else 1] = side.cycles(c * n, n)
+            total[0] += times[0]
+            total[1] += times[1]
+            if peer is not None:
+                ratios.append(times[1] / times[0])
+        if peer is not None:
+            peer.close()
+    done = rounds * (frames // chunk) * chunk
+    return {"ours": done / total[0], "peer": done / total[1] if ratios else None,
+            "speedup": statistics.median(ratios) if ratios else None, "chunks": len(ratios),
+            "gb": ours.gb, "c0": ours.c0}
 
 
 def instructions(path: Path, frames: int, skipped_total: int, **kw) -> float:
@@ -296,7 +366,11 @@ def main():
     ap.add_argument("--frames", type=int, default=None,
                     help="gameplay frames timed per run (default 2,000; 600 with --quick)")
     ap.add_argument("--rounds", type=int, default=3,
-                    help="runs of each gameplay and env case per emulator, alternated; medians")
+                    help="runs of each gameplay case from power-on (paired chunks) and of each "
+                         "env case per emulator (alternated; medians)")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="gameplay frames each emulator runs in turn (a multiple of 40; default "
+                         "400, 200 with --quick)")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
@@ -306,6 +380,11 @@ def main():
     frames = args.frames if args.frames is not None else (600 if args.quick else 2000)
     if frames < PRESS + RELEASE:
         ap.error(f"--frames must be at least {PRESS + RELEASE} (one button cycle), got {frames}")
+    if args.chunk is None:
+        args.chunk = 200 if args.quick else 400
+    if args.chunk < PRESS + RELEASE or args.chunk % (PRESS + RELEASE) or args.chunk > frames:
+        ap.error(f"--chunk must be a multiple of {PRESS + RELEASE} frames and at most --frames "
+                 f"({frames}), got {args.chunk}")
     allg = games()
     colour = color_games(allg)
     names = list(args.games or allg) + (list(colour) if args.cgb else [])
@@ -319,11 +398,10 @@ def main():
         # the DMG cases pin PyBoy to the DMG too: left to itself it runs a dual-mode cartridge
         # (Pandora's Blocks) on its Color model
         kw, peer_kw = ({"model": "cgb"}, {"cgb": True}) if name in colour else ({}, {"cgb": False})
-        runs, peer = alternated(args.rounds, partial(ours_gameplay, path, frames, **kw),
-                                partial(peer_gameplay, path, frames, **peer_kw))
-        ours = statistics.median(r[0] for r in runs)
-        _, gb, c0 = runs[-1]
-        emit("emulator", f"gameplay/{name}", ours, peer, "frames/s")
+        res = paired_gameplay(path, frames, args.chunk, args.rounds, kw, peer_kw)
+        ours, gb, c0 = res["ours"], res["gb"], res["c0"]
+        emit("emulator", f"gameplay/{name}", ours, res["peer"], "frames/s",
+             speedup=res["speedup"], chunks=res["chunks"])
         if not args.no_insns:
             skipped = (int(gb.state_tensors()["st"][0, FIELDS["CYCLES"]]) - c0) / frames
             total = instructions(path, frames, skipped, **kw)
