@@ -2,22 +2,23 @@
 
 The CPU kernel (:mod:`~torchrl_dreamer.emulator.codegen`) accesses the bus through :func:`tick`,
 :func:`rd` / :func:`rd_now` and :func:`wr`: each bus M-cycle advances the lazy clock by 4 T-cycles
-(syncing when the next event is due) and does WRAM, HRAM and ROM accesses (most of them) in
-place, and cartridge RAM accesses too while the mapper would treat them as plain banked RAM
-(:func:`~.mappers.cram_index`: RAM enabled, 8 KiB or more, not a clock register). The clock lives in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these
-functions take by reference (``wp.ref``), as they do the console's memory ``m`` (so no copy of
-the ``Mem`` struct is made per access). While an OAM DMA runs the in-place WRAM and ROM ranges
-are empty (the kernel's ``wram_end`` / ``rom_end`` / ``rom0_lo``; cartridge RAM is tested
-against them too), so every access but HRAM's goes out of line. VRAM writes go in place too while the kernel's ``vram_end`` says that the
-PPU cannot be in mode 3 yet: an unblocked write through :func:`cpu_write` stores that bound
-(:func:`~.ppu.vram_write_open_until`, state column ``VRAM_OPEN``; each catch-up moves it on with
-the clock's origin; every IO register write, a speed switch and STOP clear it), and the kernel
+(syncing when the next event is due) and does WRAM, HRAM and ROM accesses (most of them) in place,
+and cartridge RAM accesses too while the mapper would treat them as plain banked RAM
+(:func:`~.mappers.cram_index`: RAM enabled, 8 KiB or more, not a clock register). The clock lives
+in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these functions take by reference
+(``wp.ref``), as they do the console's memory ``m`` (so no copy of the ``Mem`` struct is made per
+access). While an OAM DMA runs the in-place WRAM and ROM ranges are empty (the kernel's
+``wram_end`` / ``rom_end`` / ``rom0_lo``; cartridge RAM is tested against them too), so every
+access but HRAM's goes out of line. VRAM writes go in place too while the kernel's ``vram_end``
+says that the PPU cannot be in mode 3 yet: an unblocked write through :func:`cpu_write` stores that
+bound (:func:`~.ppu.vram_write_open_until`, state column ``VRAM_OPEN``; each catch-up moves it on
+with the clock's origin; every IO register write, a speed switch and STOP clear it), and the kernel
 reads it with the other bounds. The in-place accesses use :mod:`.raw`'s loads and stores (Warp's
 indexing without its negative-index wrap). Every other access goes through :func:`cpu_read` /
-:func:`cpu_write`, which apply what an OAM DMA in progress does to the CPU's accesses
-(:mod:`.dma`: OAM unavailable, bus conflicts) and the PPU's VRAM/OAM blocking, and then call
-:func:`peek` / :func:`poke`, the plain memory map (also the host's ``read_memory`` /
-``write_memory`` view, which sees OAM as it is).
+:func:`cpu_write`, which apply what an OAM DMA in progress does to the CPU's accesses (:mod:`.dma`:
+OAM unavailable, bus conflicts) and the PPU's VRAM/OAM blocking, and then call :func:`peek` /
+:func:`poke`, the plain memory map (also the host's ``read_memory`` / ``write_memory`` view, which
+sees OAM as it is).
 Accesses to FE00-FEFF, and the IDU steps of :func:`tick_idu` / :func:`rd_idu` on such an address,
 trigger the DMG OAM bug (:mod:`.oam_bug`); the check costs one comparison on paths that already
 leave the in-place fast path (and on POP / RET / ``LD A,(HL+/-)``). The hardware

@@ -46,8 +46,9 @@ from torchrl_dreamer.emulator.mappers.mbc5 import MBC_5
 from torchrl_dreamer.emulator.mappers.rom_only import MBC_NONE
 from torchrl_dreamer.emulator.memory import Mem
 
-# The host-side API; the Warp functions (cart_write, cram_index, cram_read, cram_write, rtc_advance,
-# rtc_needs_sync) are imported by name by the bus and the scheduler, not documented here.
+# The host-side API; the Warp functions (cart_write, cram_index, cram_read, cram_write,
+# rtc_advance, rtc_needs_sync) are imported by name by the bus and the scheduler, not documented
+# here.
 __all__ = ["MAPPERS", "Mapper", "CartType", "mapper_for", "cartridge_types", "cartridge_mapper",
            "MBC_NONE", "MBC_1", "MBC_1M", "MBC_2", "MBC_3", "MBC_5"]
 
