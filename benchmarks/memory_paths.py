@@ -15,11 +15,12 @@ path and never waits, so its frames/s measures that path and the interpreter aro
   fast-forward does not apply);
 - ``rom_banks``: an MBC1 ROM bank switch and a read from 4000-7FFF per iteration.
 
-Protocol: 60 frames from power-on, then ``--frames`` frames (default 1,200; 240 with
-``--quick``) run 40 at a time, ours ``run_frames(40, render=False)``, PyBoy ``tick(40, False)``;
-``--rounds`` runs per side (default 3), alternated, medians of the process CPU time. One JSON
-line per case: ``{"bench": "memory_paths", "case", "ours", "peer", "unit": "frames/s",
-"speedup"}`` (``peer`` and ``speedup`` null without PyBoy).
+Protocol: ``benchmarks/emulator.py``'s paired gameplay (300 frames from power-on, then
+button cycles, which these ROMs ignore), ``--frames`` frames (default 1,200; 400 with
+``--quick``) in chunks of 200 that the two emulators run in turn, over ``--rounds`` runs
+(default 3); process CPU time. One JSON line per case: ``{"bench": "memory_paths", "case",
+"ours", "peer", "unit": "frames/s", "speedup", "chunks"}``, ``speedup`` the median of the
+per-chunk ratios (``peer`` and ``speedup`` null without PyBoy).
 
 Run: ``python benchmarks/memory_paths.py [--quick] [--cases wram_copy cart_ram_copy]``.
 """
@@ -29,10 +30,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import statistics
 import sys
 import tempfile
-from functools import partial
 from pathlib import Path
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,7 +47,7 @@ def _emulator_bench():
 
 
 E = _emulator_bench()
-WARMUP, CHUNK = 60, 40
+CHUNK = 200  # frames each emulator runs in turn
 
 _COPY = """
 .cp:    ld a, [hl+]
@@ -132,47 +131,27 @@ def build(case: str) -> bytes:
                      rom_size=size, ram_size=ram_code)
 
 
-def ours(path: str, frames: int) -> float:
-    gb = E.GameBoy(path, check_header=False)
-    gb.run_frames(WARMUP, render=False)
-    t = E.clock()
-    for _ in range(frames // CHUNK):
-        gb.run_frames(CHUNK, render=False)
-    return frames / (E.clock() - t)
-
-
-def peer(path: str, frames: int) -> float | None:
-    pb = E._pyboy(path, WARMUP, cgb=False)
-    if pb is None:
-        return None
-    t = E.clock()
-    for _ in range(frames // CHUNK):
-        pb.tick(CHUNK, False)
-    dt = E.clock() - t
-    pb.stop(save=False)
-    return frames / dt
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="240 frames a run")
+    ap.add_argument("--quick", action="store_true", help="400 frames a run")
     ap.add_argument("--cases", nargs="+", default=list(CASES), help="subset of " + ", ".join(CASES))
-    ap.add_argument("--frames", type=int, default=None, help="frames a run (1,200; --quick 240)")
-    ap.add_argument("--rounds", type=int, default=3, help="alternated runs per side; medians")
+    ap.add_argument("--frames", type=int, default=None, help="frames a run (1,200; --quick 400)")
+    ap.add_argument("--rounds", type=int, default=3, help="runs from power-on, paired chunks")
     args = ap.parse_args(argv)
     unknown = [c for c in args.cases if c not in CASES]
     if unknown:
         ap.error(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
-    frames = args.frames if args.frames is not None else (240 if args.quick else 1200)
+    frames = args.frames if args.frames is not None else (400 if args.quick else 1200)
     if frames < CHUNK or args.rounds < 1:
         ap.error(f"--frames must be at least {CHUNK} and --rounds at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases:
             path = os.path.join(tmp, f"{case}.gb")
             Path(path).write_bytes(build(case))
-            runs, p = E.alternated(args.rounds, partial(ours, path, frames),
-                                   partial(peer, path, frames))
-            E.emit("memory_paths", case, statistics.median(runs), p, "frames/s")
+            r = E.paired_gameplay(Path(path), frames // CHUNK * CHUNK, CHUNK, args.rounds, {},
+                                  {"cgb": False})
+            E.emit("memory_paths", case, r["ours"], r["peer"], "frames/s", speedup=r["speedup"],
+                   chunks=r["chunks"])
     return 0
 
 

@@ -46,7 +46,7 @@ def test_each_loop_is_on_its_path(mp):
 
 @pytest.mark.parametrize("argv, message", [
     (["--cases", "nope"], "unknown case(s) ['nope']"),
-    (["--frames", "10"], "at least 40"),
+    (["--frames", "10"], "at least 200"),
     (["--rounds", "0"], "at least 1"),
 ])
 def test_bad_input_is_refused_by_name(mp, argv, message, capsys):
