@@ -11,9 +11,9 @@ Cases:
   the ROM whose header title is blanked, so PyBoy's per-title game-wrapper plugins, e.g. the
   2048 one that raises on every tick without a symbol file, do not run). Both run in this
   process, ``--chunk`` frames (default 400; 200 with ``--quick``) at a time in turn, which one
-  goes first alternating, over ``--rounds`` runs (default 3) of the whole protocol from power-on; ``speedup`` is the
-  median of the per-chunk time ratios (``chunks`` of them), ``ours`` / ``peer`` the frames/s
-  over all chunks. So a drift in the machine's speed hits both sides of each ratio: whole
+  goes first alternating, over ``--rounds`` runs (default 3) of the whole protocol from
+  power-on; ``speedup`` is the median of the per-chunk time ratios (``chunks`` of them),
+  ``ours`` / ``peer`` the frames/s over all chunks. So a drift in the machine's speed hits both sides of each ratio: whole
   alternated runs (this benchmark until 2026-12-01) varied by up to 20 % on the shared 2-core
   machine, and the host's slow phases moved the ratio itself.
 - ``gameplay/pandoras_blocks_cgb`` (``--cgb``, or named in ``--games``): the same protocol on a
@@ -37,8 +37,8 @@ Cases:
 Throughput uses the process CPU time (both emulators are single-threaded here), which keeps the
 ratio meaningful on a machine shared with other jobs; ``--wall`` switches to wall-clock time.
 
-Run: ``python benchmarks/emulator.py [--quick] [--games 2048 snake] [--envs 1 16 256] [--rounds 3]``;
-the Color case alone: ``--games pandoras_blocks_cgb --envs --no-compile``.
+Run: ``python benchmarks/emulator.py [--quick] [--games 2048 snake] [--envs 1 16 256]
+[--rounds 3] [--chunk 400]``; the Color case alone: ``--games pandoras_blocks_cgb --envs --no-compile``.
 """
 
 from __future__ import annotations
