@@ -13,9 +13,9 @@ Cases:
   process, ``--chunk`` frames (default 400; 200 with ``--quick``) at a time in turn, which one
   goes first alternating, over ``--rounds`` runs (default 3) of the whole protocol from
   power-on; ``speedup`` is the median of the per-chunk time ratios (``chunks`` of them),
-  ``ours`` / ``peer`` the frames/s over all chunks. So a drift in the machine's speed hits both sides of each ratio: whole
-  alternated runs (this benchmark until 2026-12-01) varied by up to 20 % on the shared 2-core
-  machine, and the host's slow phases moved the ratio itself.
+  ``ours`` / ``peer`` the frames/s over all chunks. So a drift in the machine's speed hits
+  both sides of each ratio: whole alternated runs (this benchmark until 2026-12-01) varied by
+  up to 20 % on the shared 2-core machine, and the host's slow phases moved the ratio itself.
 - ``gameplay/pandoras_blocks_cgb`` (``--cgb``, or named in ``--games``): the same protocol on a
   Color game: Pandora's Blocks, a dual-mode cartridge, on ``GameBoy(model="cgb")`` against
   PyBoy with ``cgb=True`` (both run its Color code). Not in the default set. The DMG cases run
