@@ -38,7 +38,8 @@ Throughput uses the process CPU time (both emulators are single-threaded here), 
 ratio meaningful on a machine shared with other jobs; ``--wall`` switches to wall-clock time.
 
 Run: ``python benchmarks/emulator.py [--quick] [--games 2048 snake] [--envs 1 16 256]
-[--rounds 3] [--chunk 400]``; the Color case alone: ``--games pandoras_blocks_cgb --envs --no-compile``.
+[--rounds 3] [--chunk 400]``; the Color case alone: ``--games pandoras_blocks_cgb --envs
+--no-compile``.
 """
 
 from __future__ import annotations
