@@ -202,16 +202,6 @@ class _PeerPlayer:
         self.tmp.cleanup()
 
 
-def peer_gameplay(path: Path, frames: int, cgb: bool | None = None) -> float | None:
-    """PyBoy frames/s on the gameplay protocol (see the module docstring)."""
-    peer = _PeerPlayer.open(path, cgb)
-    if peer is None:
-        return None
-    dt = peer.cycles(0, frames // (PRESS + RELEASE))
-    peer.close()
-    return frames / dt
-
-
 def ours_gameplay(path: Path, frames: int, **kw) -> tuple[float, GameBoy, int]:
     """Our frames/s on the gameplay protocol; also the console and its S_CYCLES before the run."""
     ours = _OursPlayer(path, **kw)
