@@ -6,6 +6,7 @@ from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec
 from torchrl_dreamer.emulator.cgb import speed_switch, stop_kind
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, dma_progress
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
+from torchrl_dreamer.emulator.memory import console
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import reg8 as getr
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
@@ -45,7 +46,7 @@ def gb_peek(m: Mem, addr: int, out: wp.array2d(dtype=wp.uint8)):
     """Read ``out.shape[1]`` bytes from ``addr`` through every console's memory map (no side
     effects but an OAM DMA copy already due, so OAM reads as of the console's cycle: during a
     transfer, the bytes it has written and the old ones after them)."""
-    i = wp.tid()
+    i = console(wp.tid())
     t = m.st[i, S_CLK]
     dma_copy_due(i, m, t)
     p = dma_progress(i, m, t)
@@ -60,7 +61,7 @@ def gb_peek(m: Mem, addr: int, out: wp.array2d(dtype=wp.uint8)):
 @wp.kernel
 def gb_poke(m: Mem, addr: int, values: wp.array2d(dtype=wp.uint8), mask: wp.array(dtype=wp.uint8)):
     """Write ``values[i]`` at ``addr`` through the bus of every console with ``mask[i] != 0``."""
-    i = wp.tid()
+    i = console(wp.tid())
     if mask[i] == wp.uint8(0):
         return
     dma_copy_due(i, m, m.st[i, S_CLK])
@@ -85,7 +86,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
 
     ``max_steps`` is read by the ``STEP`` variant only (instructions before returning).
     """
-    i = wp.tid()
+    i = console(wp.tid())
     if m.st[i, S_LOCKED] != 0:
         return
     a = int(m.st[i, S_A])

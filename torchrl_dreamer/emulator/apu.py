@@ -91,7 +91,7 @@ from torchrl_dreamer.emulator.layout import (
     S_DIV16,
     S_SPEED,
 )
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.registers import (
     R_NR10,
     R_NR11,
@@ -143,6 +143,7 @@ def apu_read_mask(r: int) -> int:
 @wp.func
 def wave_period(i: int, m: wp.ref[Mem]) -> int:
     """T-cycles between two wave sample fetches: ``(2048 - frequency) * 2``."""
+    i = console(i)
     f = int(m.hram[i, R_NR33]) | ((int(m.hram[i, R_NR34]) & 7) << 8)
     return (2048 - f) * 2
 
@@ -150,12 +151,14 @@ def wave_period(i: int, m: wp.ref[Mem]) -> int:
 @wp.func
 def wave_hit(i: int, m: wp.ref[Mem]) -> bool:
     """True when the playing wave channel fetched its sample in this very cycle."""
+    i = console(i)
     return m.st[i, S_APU_WAVE_CNT] == m.st[i, S_APU_WAVE_PER]
 
 
 @wp.func
 def dac_on(i: int, m: wp.ref[Mem], ch: int) -> bool:
     """Whether channel ``ch``'s DAC is powered (NRx2 bits 3-7; NR30 bit 7 for the wave channel)."""
+    i = console(i)
     if ch == 2:
         return (int(m.hram[i, R_NR30]) & 0x80) != 0
     return (int(m.hram[i, R_NR12 + 5 * ch]) & 0xF8) != 0
@@ -164,12 +167,14 @@ def dac_on(i: int, m: wp.ref[Mem], ch: int) -> bool:
 @wp.func
 def color(i: int, m: wp.ref[Mem]) -> bool:
     """A Game Boy Color (either mode): its APU differs in the ways listed in the module docs."""
+    i = console(i)
     return m.st[i, S_CGB] != 0
 
 
 @wp.func
 def disable(i: int, m: wp.ref[Mem], ch: int):
     """Clear channel ``ch``'s NR52 status bit."""
+    i = console(i)
     m.st[i, S_APU_ACT] = m.st[i, S_APU_ACT] & (0xF ^ (1 << ch))
 
 
@@ -177,6 +182,7 @@ def disable(i: int, m: wp.ref[Mem], ch: int):
 @wp.func(inline=False)
 def length_clock(i: int, m: wp.ref[Mem]):
     """Frame-sequencer length step: enabled non-zero counters count down; 0 disables the channel."""
+    i = console(i)
     en = m.st[i, S_APU_LEN_EN]
     for ch in range(4):
         if (en & (1 << ch)) != 0:
@@ -220,6 +226,7 @@ The column's other fields: bit 0 the sweep is on, bit 1 a calculation used negat
 @wp.func
 def sweep_calc(i: int, m: wp.ref[Mem]) -> int:
     """New sweep frequency from the shadow frequency; above 2047 disables channel 1."""
+    i = console(i)
     nr10 = int(m.hram[i, R_NR10])
     f = m.st[i, S_APU_SW_FREQ]
     nf = f + (f >> (nr10 & 7))
@@ -234,6 +241,7 @@ def sweep_calc(i: int, m: wp.ref[Mem]) -> int:
 @wp.func(inline=False)
 def sweep_clock(i: int, m: wp.ref[Mem]):
     """Frame-sequencer sweep step (128 Hz)."""
+    i = console(i)
     t = m.st[i, S_APU_SW_TIMER] - 1
     if t <= 0:
         nr10 = int(m.hram[i, R_NR10])
@@ -272,6 +280,7 @@ def sweep_check_due(i: int, m: wp.ref[Mem]):
     """The delayed overflow check of a sweep step (Color mode, :data:`SWEEP_CHECK_DOTS`): the
     calculation with NR10 as it is now (none if its shift is 0 by then) disables channel 1 if
     the frequency overflows."""
+    i = console(i)
     flags = m.st[i, S_APU_SW_FLAGS]
     m.st[i, S_APU_SW_FLAGS] = flags & (0xFF ^ SW_UNSHIFTED)
     if (m.st[i, S_APU_ACT] & 1) != 0:
@@ -285,6 +294,7 @@ def sweep_check_due(i: int, m: wp.ref[Mem]):
 @wp.func(inline=False)
 def pcm_span(i: int, m: wp.ref[Mem], dots: int):
     """:func:`~.apu_pcm.pcm_advance` by ``dots``, stopping at a pending sweep check on the way."""
+    i = console(i)
     hold = (m.st[i, S_APU_SW_FLAGS] >> 4) & 15
     if hold > 0:
         m.st[i, S_APU_SW_FLAGS] = m.st[i, S_APU_SW_FLAGS] - (wp.min(hold, dots) << 4)
@@ -316,6 +326,7 @@ that does not clock the length counters also ticks it (:func:`envelope_bug_ticks
 def envelope_tick(i: int, m: wp.ref[Mem], k: int):
     """One envelope tick of channel 1, 2 or 4 (``k`` 0, 1, 2) if it plays with a non-zero
     period: the countdown runs out every period, moving the volume +-1 within 0..15."""
+    i = console(i)
     ch = k + k // 2  # channel 0, 1 or 3 (the inverse of env_slot)
     nrx2 = int(m.hram[i, R_NR12 + 5 * ch])
     per = nrx2 & 7
@@ -336,6 +347,7 @@ def envelope_tick(i: int, m: wp.ref[Mem], k: int):
 def envelope_clock(i: int, m: wp.ref[Mem]):
     """Frame-sequencer envelope step (64 Hz) of channels 1, 2 and 4 (the playing ones; a trigger
     reloads the envelope): volume +-1 every period."""
+    i = console(i)
     for k in range(3):
         envelope_tick(i, m, k)
 
@@ -343,6 +355,7 @@ def envelope_clock(i: int, m: wp.ref[Mem]):
 @wp.func
 def envelope_bug_pending(i: int, m: wp.ref[Mem]) -> int:
     """Non-zero while an enabled envelope waits for its extra tick (:data:`ENV_BUG`)."""
+    i = console(i)
     return (m.st[i, S_APU_ENV1] | m.st[i, S_APU_ENV1 + 1] | m.st[i, S_APU_ENV1 + 2]) & ENV_BUG
 
 
@@ -354,6 +367,7 @@ def envelope_bug_ticks(i: int, m: wp.ref[Mem]):
     will tick the volume envelope of that appropriate channel, even if it would not tick
     volume envelope at that tick otherwise"; its hardware table puts that tick on the steps
     between the length clocks)."""
+    i = console(i)
     for k in range(3):
         e = m.st[i, S_APU_ENV1 + k]
         if (e & ENV_BUG) != 0:
@@ -370,6 +384,7 @@ def nrx2_glitch(i: int, m: wp.ref[Mem], ch: int, old: int, new: int):
     ``channel_1_volume`` hardware table (old and new NRx2 with periods 0 and 1, both
     directions; ``test_cgb_pcm.py``); the rising half is Pan Docs' "Obscure Behavior" rule. Not
     modelled: an envelope that has stopped at 0 or 15, which Pan Docs says changes the rule."""
+    i = console(i)
     k = env_slot(ch)
     e = m.st[i, S_APU_ENV1 + k]
     vol = e & 15
@@ -398,6 +413,7 @@ def frame_steps(i: int, m: wp.ref[Mem], n: int):
     ``S_APU_FS`` counts steps since power-on modulo 8: after step k (0-based) it holds k + 1, so
     an odd value means the step just run clocked the length counters.
     """
+    i = console(i)
     if (int(m.hram[i, R_NR52]) & 0x80) == 0:
         return
     k = n
@@ -421,6 +437,7 @@ def frame_steps(i: int, m: wp.ref[Mem], n: int):
 @wp.func(inline=False)
 def wave_fetches(i: int, m: wp.ref[Mem], w: int):
     """The wave channel's countdown reached ``w <= 0``: account for every fetch up to now."""
+    i = console(i)
     p = wave_period(i, m)
     n = 1 + (-w) // p
     m.st[i, S_APU_WAVE_POS] = (m.st[i, S_APU_WAVE_POS] + n) & 31
@@ -432,6 +449,7 @@ def wave_fetches(i: int, m: wp.ref[Mem], w: int):
 def fs_advance(i: int, m: wp.ref[Mem], n: int):
     """Run ``n`` frame-sequencer steps; steps with no length counter or sweep enabled and no
     envelope step of a playing channel among them only move the step count (no call out)."""
+    i = console(i)
     fs = m.st[i, S_APU_FS] + n
     if ((m.st[i, S_APU_LEN_EN] | (m.st[i, S_APU_SW_FLAGS] & 1) | m.st[i, S_APU_SKIP]
          | envelope_bug_pending(i, m)) == 0
@@ -446,6 +464,7 @@ def color_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int, n: int):
     """Color mode: the frame-sequencer steps of the span in order with the square channels'
     duty steps (:func:`~.apu_pcm.pcm_advance`), so a sweep's new frequency or a length that
     ends at a step applies from that step's time on, not to the whole span."""
+    i = console(i)
     done = int(0)  # noqa: UP018 (Warp: a dynamic variable)
     if (m.st[i, S_APU_ACT] & 3) != 0:
         for k in range(n):
@@ -466,6 +485,7 @@ def apu_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int):
     (while on) moves by whole sample periods. Both are O(1) unless something is due (see
     :func:`fs_advance`). In Color mode :func:`color_advance` also moves what PCM12 / PCM34 read.
     """
+    i = console(i)
     n = ((div_before + cycles) >> 13) - (div_before >> 13)
     if m.st[i, S_CGB] == MODEL_CGB:
         color_advance(i, m, div_before, cycles, n)
@@ -483,6 +503,7 @@ def apu_advance(i: int, m: wp.ref[Mem], div_before: int, cycles: int):
 def apu_div_write(i: int, m: wp.ref[Mem]):
     """A DIV write resets the divider: with bit 12 set (13 in the Color's double speed) that is a
     falling edge (one step)."""
+    i = console(i)
     if (m.st[i, S_DIV16] & (0x1000 << m.st[i, S_SPEED])) != 0:  # bit 13 in double speed
         frame_steps(i, m, 1)
     if m.st[i, S_CGB] == MODEL_CGB:
@@ -493,6 +514,7 @@ def apu_div_write(i: int, m: wp.ref[Mem]):
 @wp.func(inline=False)
 def apu_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read FF10-FF3F (the caller has caught the clock up)."""
+    i = console(i)
     if r >= R_WAVE:
         if (m.st[i, S_APU_ACT] & CH3) != 0:
             if wave_hit(i, m) or color(i, m):
@@ -507,6 +529,7 @@ def apu_read(i: int, m: wp.ref[Mem], r: int) -> int:
 @wp.func(inline=False)
 def power(i: int, m: wp.ref[Mem], v: int):
     """NR52 write: bit 7 powers the APU on or off."""
+    i = console(i)
     was_on = (int(m.hram[i, R_NR52]) & 0x80) != 0
     if (v & 0x80) != 0 and not was_on:
         m.hram[i, R_NR52] = wp.uint8(0x80)
@@ -539,6 +562,7 @@ def power(i: int, m: wp.ref[Mem], v: int):
 @wp.func(inline=False)
 def wave_trigger(i: int, m: wp.ref[Mem]):
     """Restart the wave channel's position; retriggering just before a fetch corrupts wave RAM."""
+    i = console(i)
     if ((m.st[i, S_APU_ACT] & CH3) != 0 and m.st[i, S_APU_WAVE_CNT] == WAVE_CORRUPT_CNT
             and not color(i, m)):
         b = ((m.st[i, S_APU_WAVE_POS] + 1) >> 1) & 15  # the byte the fetch would have read
@@ -559,6 +583,7 @@ def wave_trigger(i: int, m: wp.ref[Mem]):
 def freq_reg_write(i: int, m: wp.ref[Mem], ch: int, r: int, v: int):
     """Write register ``r`` (NRx3 or NRx4) of channel ``ch``; in Color mode a playing square
     channel's countdown may take the new period at once (:func:`~.apu_pcm.square_freq_write`)."""
+    i = console(i)
     if ch < 2 and m.st[i, S_CGB] == MODEL_CGB:
         per = square_period(i, m, ch)
         m.hram[i, r] = wp.uint8(v)
@@ -570,6 +595,7 @@ def freq_reg_write(i: int, m: wp.ref[Mem], ch: int, r: int, v: int):
 @wp.func(inline=False)
 def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
     """NR14/NR24/NR34/NR44: frequency high bits, length enable, trigger."""
+    i = console(i)
     r = R_NR14 + 5 * ch
     bit = 1 << ch
     was_enabled = (m.st[i, S_APU_LEN_EN] & bit) != 0
@@ -632,6 +658,7 @@ def nrx4_write(i: int, m: wp.ref[Mem], ch: int, v: int):
 @wp.func(inline=False)
 def apu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write FF10-FF3F (the caller has caught the clock up)."""
+    i = console(i)
     if r >= R_WAVE:
         if (m.st[i, S_APU_ACT] & CH3) != 0:
             if wave_hit(i, m) or color(i, m):

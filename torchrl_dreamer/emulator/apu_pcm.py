@@ -64,7 +64,7 @@ from torchrl_dreamer.emulator.layout import (
     S_APU_WAVE_PER,
     S_APU_WAVE_POS,
 )
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.registers import (
     R_NR11,
     R_NR13,
@@ -92,6 +92,7 @@ FREQ_RELOAD_LAG = wp.constant(4)  # dots after a duty step in which its reload r
 @wp.func
 def square_period(i: int, m: wp.ref[Mem], ch: int) -> int:
     """Dots per duty step of square channel ``ch`` (0 or 1)."""
+    i = console(i)
     f = int(m.hram[i, R_NR13 + 5 * ch]) | ((int(m.hram[i, R_NR14 + 5 * ch]) & 7) << 8)
     return (2048 - f) * 4
 
@@ -101,6 +102,7 @@ def noise_tick(i: int, m: wp.ref[Mem]) -> int:
     """Dots per increment of the noise channel's counter with NR43 as it is
     (:func:`divisor_dots`); the LFSR shifts at every rising edge of the counter's bit
     ``NR43 >> 4``, so once every ``tick << (shift + 1)`` dots."""
+    i = console(i)
     return divisor_dots(int(m.hram[i, R_NR43]))
 
 
@@ -124,6 +126,7 @@ def noise_phase_wait(ph: int) -> int:
 @wp.func
 def on_1mhz_grid(i: int, m: wp.ref[Mem], dots: int) -> int:
     """``dots`` from now rounded up to the APU's 1 MHz grid (every 4 dots from its power-on)."""
+    i = console(i)
     return dots + ((-(m.st[i, S_APU_PH] + dots)) & 3)
 
 
@@ -133,6 +136,7 @@ def square_trigger(i: int, m: wp.ref[Mem], ch: int):
     silence its first step comes ``period + 8`` dots later with the output 0 until then, while
     playing ``period + 4`` dots later with position and output carrying on; rounded up to the
     APU's 1 MHz grid. Called before the trigger sets the channel's NR52 bit."""
+    i = console(i)
     delay = TRIGGER_DELAY
     w = m.st[i, S_APU_SQ1_POS + 2 * ch] & (SQ_POS | SQ_OUT)
     if (m.st[i, S_APU_ACT] & (1 << ch)) != 0:
@@ -156,6 +160,7 @@ def noise_trigger(i: int, m: wp.ref[Mem]):
     apart, depending on the trigger's phase). A retrigger while the channel plays finds the
     counter wherever it is (``channel_4_lfsr_restart`` and ``_restart_fast``: the LFSR restarts
     one shift later than from silence). Called before the trigger sets the channel's NR52 bit."""
+    i = console(i)
     m.st[i, S_APU_LFSR] = 0
     m.st[i, S_APU_NOISE_PEND] = 0
     ph = m.st[i, S_APU_PH]
@@ -185,6 +190,7 @@ def noise_nr43_write(i: int, m: wp.ref[Mem], v: int) -> int:
     at this very moment reloads with the new divisor (:func:`noise_phase_wait` added with
     codes 1-7). The glitch's bit pattern is SameBoy's model of the CGB-E (read for facts),
     which the test's table confirms."""
+    i = console(i)
     noise_flush(i, m)
     old = int(m.hram[i, R_NR43])
     ctr = m.st[i, S_APU_NOISE_CTR]
@@ -209,6 +215,7 @@ def noise_nr43_write(i: int, m: wp.ref[Mem], v: int) -> int:
 @wp.func(inline=False)
 def noise_flush(i: int, m: wp.ref[Mem]):
     """Apply the LFSR shifts counted so far (before a read of its output or an NR43 change)."""
+    i = console(i)
     n = m.st[i, S_APU_NOISE_PEND]
     if n == 0:
         return
@@ -235,6 +242,7 @@ def square_freq_write(i: int, m: wp.ref[Mem], ch: int, old_period: int):
     running (SameSuite ``channel_1_freq_change_timing-cgbDE``: the channel stays on the step
     before the write for writes one M-cycle later than without the lag at normal speed, two in
     double speed)."""
+    i = console(i)
     if (m.st[i, S_APU_ACT] & (1 << ch)) == 0:
         return
     c = m.st[i, S_APU_SQ1_CNT + 2 * ch]
@@ -247,6 +255,7 @@ def noise_advance(i: int, m: wp.ref[Mem], dots: int):
     """Count the noise counter's increments in ``dots`` and the LFSR shifts they make (rising
     edges of its bit ``NR43 >> 4``; none for shifts 14 and 15), to apply later
     (:func:`noise_flush`); flag whether the last increment falls exactly now."""
+    i = console(i)
     c = m.st[i, S_APU_NOISE_CNT] - dots
     ctr = m.st[i, S_APU_NOISE_CTR]
     if c <= 0:
@@ -285,6 +294,7 @@ def pcm_advance(i: int, m: wp.ref[Mem], dots: int):
     """Advance the APU's 1 MHz phase, the square channels' duty steps (latching each one's
     output at its last step) and count the noise channel's shifts by ``dots`` (playing channels
     only)."""
+    i = console(i)
     m.st[i, S_APU_PH] = (m.st[i, S_APU_PH] + dots) & 7
     act = m.st[i, S_APU_ACT]
     for ch in range(2):
@@ -309,6 +319,7 @@ def pcm_div_write(i: int, m: wp.ref[Mem]):
     """A DIV write: the playing square channels' next steps come one 1 MHz tick (4 dots) later
     (SameSuite ``channel_1_volume_div``, ``channel_2_stop_div``: their steps fall an M-cycle
     after the rule without it, when DIV is reset after the trigger)."""
+    i = console(i)
     act = m.st[i, S_APU_ACT]
     for ch in range(2):
         if (act & (1 << ch)) != 0:
@@ -318,6 +329,7 @@ def pcm_div_write(i: int, m: wp.ref[Mem]):
 @wp.func
 def wave_sample(i: int, m: wp.ref[Mem]) -> int:
     """The 4-bit wave sample at the wave channel's position."""
+    i = console(i)
     pos = m.st[i, S_APU_WAVE_POS] & 31
     b = int(m.hram[i, R_WAVE + (pos >> 1)])
     if (pos & 1) != 0:
@@ -329,6 +341,7 @@ def wave_sample(i: int, m: wp.ref[Mem]) -> int:
 def wave_hold(i: int, m: wp.ref[Mem]):
     """At a wave trigger: the output buffer keeps the sample last fetched (0 since power-on
     if none) until the first fetch after the trigger."""
+    i = console(i)
     if m.st[i, S_APU_WAVE_PER] != 0:
         m.st[i, S_APU_WAVE_OUT] = wave_sample(i, m)
 
@@ -349,6 +362,7 @@ def duty_high(duty: int, pos: int) -> bool:
 @wp.func(inline=False)
 def apu_pcm(i: int, m: wp.ref[Mem], which: int) -> int:
     """PCM12 (``which`` 0) or PCM34 (1): two channels' amplitudes, the lower channel in bits 0-3."""
+    i = console(i)
     act = m.st[i, S_APU_ACT]
     lo = int(0)  # noqa: UP018 (Warp: a dynamic variable)
     hi = int(0)  # noqa: UP018 (Warp: a dynamic variable)

@@ -55,7 +55,7 @@ from torchrl_dreamer.emulator.mappers import (
     cram_write,
     rtc_needs_sync,
 )
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.ppu import (
     oam_read_blocked,
@@ -74,6 +74,7 @@ __all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "
 @wp.func
 def peek(i: int, m: wp.ref[Mem], addr: int) -> int:
     """Read a byte through the memory map without advancing time (no DMA effects)."""
+    i = console(i)
     if addr < 0x8000:
         if addr < 0x4000:
             bo = m.st[i, S_BOOT_ON]  # boot ROM mapped: its end (0x100 DMG, 0x900 Color)
@@ -102,6 +103,7 @@ def unusable_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     address's second hex digit twice, FEAx reading AA (Pan Docs "FEA0-FEFF range";
     mattcurrie's which.gb tells the Color revisions apart by it: D keeps the bytes written, A-C
     mirror FEA0-FEBF). While the PPU owns OAM (modes 2 and 3) the CPU reads FF, as from OAM."""
+    i = console(i)
     if m.st[i, S_CGB] == MODEL_DMG:
         return 0
     a = addr & 0xF0
@@ -112,6 +114,7 @@ def unusable_read(i: int, m: wp.ref[Mem], addr: int) -> int:
 def poke(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write a byte through the memory map without advancing time (no DMA effects; a write
     that latches or sets the MBC3 clock first brings the console up to the current cycle)."""
+    i = console(i)
     if rtc_needs_sync(i, m, addr):
         sync(i, m)
     if addr < 0x8000:
@@ -138,6 +141,7 @@ def cpu_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     DMA's bus sees the byte the DMA reads (bus conflict, see :mod:`.dma`); VRAM in mode 3 and
     OAM in modes 2 and 3 read 0xFF (:func:`.ppu.vram_blocked`, :func:`.ppu.oam_read_blocked`).
     The host's memory view uses :func:`peek`."""
+    i = console(i)
     t = m.st[i, S_CLK]
     dma_copy_due(i, m, t)
     if addr >= 0xFF00:
@@ -162,6 +166,7 @@ def cpu_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     the bus the DMA reads from, see :mod:`.dma`), or if it targets VRAM in mode 3 or OAM while
     the PPU scans or draws (:func:`.ppu.oam_write_blocked`). A VRAM write that lands also
     stores when the next one could be blocked (``VRAM_OPEN``, for :func:`wr`'s in-place path)."""
+    i = console(i)
     t = m.st[i, S_CLK]
     dma_copy_due(i, m, t)
     if dma_conflict(i, m, addr, t) >= 0:
@@ -181,6 +186,7 @@ def tick(i: int, m: wp.ref[Mem], clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.r
     """One M-cycle of the lazy clock: add 4 T-cycles; sync when the next event is due.
 
     ``dirty`` is set whenever out-of-line code ran (IF, IE, banks, a DMA may have changed)."""
+    i = console(i)
     clk = clk + 4
     if clk >= nxt:
         m.st[i, S_CLK] = clk
@@ -196,6 +202,7 @@ def tick_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int]
     """An M-cycle in which the IDU increments or decrements the register pair holding ``ad``
     with no memory access (``INC rr``, ``DEC rr``, the first ``SP`` decrement of a push): an
     FE00-FEFF value is a write for the OAM bug."""
+    i = console(i)
     tick(i, m, clk, nxt, dirty)
     if ad >= 0xFE00 and ad < 0xFF00:
         oam_bug(i, m, clk, OAM_BUG_WRITE)
@@ -209,6 +216,7 @@ def rd_now(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
     below ``rom_end`` and ROM0 from ``rom0_lo`` on (``rom0`` / ``rom1`` bank offsets; ``rom0_lo``
     is 0x100 while the boot ROM is mapped, 0x4000 during an OAM DMA, else 0) and HRAM in place,
     the rest through :func:`cpu_read` at the current cycle."""
+    i = console(i)
     if ad >= 0xC000 and ad < wram_end:
         return u8_at(m.wram, i, ad - 0xC000)
     if ad >= 0x4000 and ad < rom_end:
@@ -237,6 +245,7 @@ def rd_op(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
           rom_end: int) -> int:
     """:func:`rd_now` for the opcode fetch: the same result, with the ROM ranges tested first
     (code mostly runs from ROM, data mostly lives in WRAM)."""
+    i = console(i)
     if ad < 0x4000 and ad >= rom0_lo:
         return rom_at(m.rom, rom0 + ad)
     if ad >= 0x4000 and ad < rom_end:
@@ -248,6 +257,7 @@ def rd_op(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
 def rd(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], dirty: wp.ref[int],
        rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int) -> int:
     """One read M-cycle: :func:`tick`, then :func:`rd_now`."""
+    i = console(i)
     tick(i, m, clk, nxt, dirty)
     return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
 
@@ -257,6 +267,7 @@ def rd_pc(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int], d
           rom0: int, rom1: int, rom0_lo: int, wram_end: int, rom_end: int) -> int:
     """One read M-cycle at PC (an instruction's immediate byte): :func:`tick`, then
     :func:`rd_op` (ROM first, where the code runs)."""
+    i = console(i)
     tick(i, m, clk, nxt, dirty)
     return rd_op(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
 
@@ -268,6 +279,7 @@ def wr(i: int, m: wp.ref[Mem], ad: int, v: int, clk: wp.ref[int], nxt: wp.ref[in
     ``wram_end``, HRAM, and VRAM while ``clk`` is below ``vram_end`` and nothing has run out of
     line since the kernel read it (``dirty``) in place, the rest through :func:`cpu_write` at
     the current cycle)."""
+    i = console(i)
     tick(i, m, clk, nxt, dirty)
     if ad >= 0xC000 and ad < wram_end:
         u8_set(m.wram, i, ad - 0xC000, v)
@@ -295,6 +307,7 @@ def rd_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
            rom_end: int) -> int:
     """A read M-cycle in which the IDU also steps the register holding ``ad`` (``POP``, ``RET``,
     ``LD A,(HL+/-)``): the OAM bug's "read during increase" pattern on FE00-FEFF."""
+    i = console(i)
     tick(i, m, clk, nxt, dirty)
     if ad >= 0xFE00 and ad < 0xFF00:
         oam_bug_read_idu(i, m, clk)

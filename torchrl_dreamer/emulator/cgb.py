@@ -47,7 +47,7 @@ from torchrl_dreamer.emulator.layout import (
     S_VRAM_OPEN,
 )
 from torchrl_dreamer.emulator.mappers import rtc_advance
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.ppu import (
     lcd_on,
     ppu_advance,
@@ -87,6 +87,7 @@ R_KEY0 = wp.constant(0x4C)  # written by the Color boot ROM: bit 2 set = DMG com
 @wp.func
 def color_mode(i: int, m: wp.ref[Mem]) -> bool:
     """Whether the console is a Game Boy Color in Color mode (not a DMG, not compatibility)."""
+    i = console(i)
     return m.st[i, S_CGB] == MODEL_CGB
 
 
@@ -94,6 +95,7 @@ def color_mode(i: int, m: wp.ref[Mem]) -> bool:
 def wram_bank(i: int, m: wp.ref[Mem], v: int):
     """SVBK written with ``v``: map WRAM bank ``v & 7`` (0 means 1) at D000 by swapping the
     mapped 4 KiB with that bank's store (see the module docstring)."""
+    i = console(i)
     new = v & 7
     if new == 0:
         new = 1
@@ -120,6 +122,7 @@ def palette_base(r: int) -> int:
 @wp.func
 def cgb_io_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read Color register ``r`` (offset from FF00, FF4C-FF7F; Color mode, clock caught up)."""
+    i = console(i)
     if r == R_KEY1:
         return 0x7E | (m.st[i, S_SPEED] << 7) | (int(m.hram[i, r]) & 1)
     if r == R_VBK:
@@ -148,6 +151,7 @@ def cgb_io_read(i: int, m: wp.ref[Mem], r: int) -> int:
 @wp.func(inline=False)
 def cgb_io_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write Color register ``r`` (FF4C-FF7F but FF50; Color mode, clock caught up)."""
+    i = console(i)
     if r == R_KEY1:
         m.hram[i, r] = wp.uint8(v & 1)
     elif r == R_KEY0:
@@ -204,6 +208,7 @@ def stop_kind(i: int, m: wp.ref[Mem]) -> int:
     mode 3 keeps its PPU's VRAM access (:data:`~.render_cgb.STOP_IN_MODE3`: the picture stays),
     any other STOP locks it (:data:`~.render_cgb.STOP_VRAM_LOCKED`; a DMG's LCD goes dark).
     Facts: daid's stop_instr and stop_instr_gbc_mode3 descriptions."""
+    i = console(i)
     if m.st[i, S_CGB] != MODEL_DMG and lcd_on(i, m) and (ppu_value(i, m, R_STAT, 0) & 3) == 3:
         return STOP_IN_MODE3
     return STOP_VRAM_LOCKED
@@ -217,6 +222,7 @@ def speed_switch(i: int, m: wp.ref[Mem]) -> int:
     then waits :data:`SPEED_SWITCH_DOTS` while the PPU runs on (its interrupts are requested,
     and taken after the pause), and the next events are rescheduled in CPU T-cycles of the new
     speed."""
+    i = console(i)
     if not color_mode(i, m) or (int(m.hram[i, R_KEY1]) & 1) == 0:
         return 0
     m.st[i, S_SPEED] = m.st[i, S_SPEED] ^ 1

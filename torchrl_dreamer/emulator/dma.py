@@ -57,7 +57,7 @@ from torchrl_dreamer.emulator.layout import (
     S_VBK,
 )
 from torchrl_dreamer.emulator.mappers import cram_read
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.registers import R_DMA
 
 __all__ = ["oam_dma", "dma_advance", "dma_source_at", "dma_read", "dma_conflict", "dma_busy",
@@ -82,6 +82,7 @@ BUS_OAM = wp.constant(3)  # the DMA's destination: unavailable to the CPU during
 @wp.func
 def dma_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """A byte as the DMA unit reads it from ``addr`` (no IO registers, no OAM: WRAM echo)."""
+    i = console(i)
     if addr < 0x8000:
         if addr < 0x4000:
             bo = m.st[i, S_BOOT_ON]  # the boot ROM's end while it is mapped
@@ -126,6 +127,7 @@ def oam_dma(i: int, m: wp.ref[Mem], src: int):
     The cached mode-3 end (``PPU_M0``) is dropped: a transfer during a line's OAM scan hides
     entries from it (:mod:`.oam_view`).
     """
+    i = console(i)
     m.hram[i, R_DMA] = wp.uint8(src)
     m.st[i, S_PPU_M0] = 0
     m.st[i, S_DMA_PREV_END] = m.st[i, S_DMA_END]
@@ -138,6 +140,7 @@ def oam_dma(i: int, m: wp.ref[Mem], src: int):
 @wp.func(inline=False)
 def dma_copy(i: int, m: wp.ref[Mem]):
     """Copy the current transfer's 160 source bytes into OAM."""
+    i = console(i)
     m.st[i, S_DMA_COPY] = 0
     base = m.st[i, S_DMA_SRC]
     for k in range(DMA_BYTES):
@@ -147,6 +150,7 @@ def dma_copy(i: int, m: wp.ref[Mem]):
 @wp.func
 def dma_copy_due(i: int, m: wp.ref[Mem], t: int):
     """Do the pending copy if lazy time ``t`` has reached the transfer's end."""
+    i = console(i)
     if m.st[i, S_DMA_COPY] != 0 and t >= m.st[i, S_DMA_END]:
         dma_copy(i, m)
 
@@ -155,6 +159,7 @@ def dma_copy_due(i: int, m: wp.ref[Mem], t: int):
 def dma_progress(i: int, m: wp.ref[Mem], t: int) -> wp.vec2i:
     """(bytes written, source address) of the transfer running at lazy time ``t`` (the current
     or the previous one), or (-1, 0) if none runs then."""
+    i = console(i)
     end = m.st[i, S_DMA_END]
     if t >= end:
         return wp.vec2i(-1, 0)
@@ -172,6 +177,7 @@ def dma_progress(i: int, m: wp.ref[Mem], t: int) -> wp.vec2i:
 def dma_source_at(i: int, m: wp.ref[Mem], t: int) -> int:
     """Address the DMA unit reads in the M-cycle of an access at lazy time ``t`` (``CLK``), or
     -1 if no transfer runs then (idle, or the start-up M-cycle of a fresh one)."""
+    i = console(i)
     p = dma_progress(i, m, t)
     if p[0] < 0:
         return -1
@@ -182,6 +188,7 @@ def dma_source_at(i: int, m: wp.ref[Mem], t: int) -> int:
 def dma_conflict(i: int, m: wp.ref[Mem], addr: int, t: int) -> int:
     """Source address the DMA reads if a CPU access to ``addr`` at lazy time ``t`` collides with
     it (same bus, or OAM), else -1."""
+    i = console(i)
     bus = cpu_bus(addr)
     if bus == BUS_NONE:
         return -1
@@ -196,12 +203,14 @@ def dma_conflict(i: int, m: wp.ref[Mem], addr: int, t: int) -> int:
 @wp.func
 def dma_busy(i: int, m: wp.ref[Mem], t: int) -> bool:
     """Whether a transfer (or its start-up delay) is still ahead of lazy time ``t``."""
+    i = console(i)
     return m.st[i, S_DMA_END] > t
 
 
 @wp.func
 def dma_ran_since(i: int, m: wp.ref[Mem], t: int) -> bool:
     """Whether a transfer (the current or the previous one) runs at or after lazy time ``t``."""
+    i = console(i)
     return m.st[i, S_DMA_END] > t or m.st[i, S_DMA_PREV_END] > t
 
 
@@ -210,6 +219,7 @@ def dma_recent(i: int, m: wp.ref[Mem]) -> bool:
     """Whether a transfer runs now or ended within the last ``DMA_RECENT`` T-cycles: the only
     ones that can reach the PPU's reads of the current line (which started at most a line ago,
     two lines of CPU T-cycles in double speed) or of later lines (a cheap first test)."""
+    i = console(i)
     return dma_ran_since(i, m, -DMA_RECENT)
 
 
@@ -217,6 +227,7 @@ def dma_recent(i: int, m: wp.ref[Mem]) -> bool:
 def dma_oam_byte(i: int, m: wp.ref[Mem], p: wp.vec2i, b: int) -> int:
     """OAM byte ``b`` during a transfer ``p`` (:func:`dma_progress`): the source's byte where
     the transfer has written it, else OAM's (old) byte."""
+    i = console(i)
     if b < p[0]:
         return dma_read(i, m, (p[1] + b) & 0xFFFF)
     return int(m.oam[i, b])
@@ -227,6 +238,7 @@ def dma_oam_pair(i: int, m: wp.ref[Mem], t: int, odd: int) -> int:
     """The OAM byte an object fetch reads at lazy time ``t`` while a transfer runs: byte
     ``odd`` (0: the tile number, 1: the attributes) of the pair holding the next byte the
     transfer writes (:func:`dma_oam_byte`); -1 if no transfer runs then."""
+    i = console(i)
     p = dma_progress(i, m, t)
     if p[0] < 0:
         return -1
@@ -237,6 +249,7 @@ def dma_oam_pair(i: int, m: wp.ref[Mem], t: int, odd: int) -> int:
 def dma_advance(i: int, m: wp.ref[Mem], c: int):
     """Move the transfer times ``c`` T-cycles closer (the lazy origin moves by ``c``), keeping a
     finished transfer's times (down to ``DMA_PAST``) for the PPU's catch-up that follows."""
+    i = console(i)
     e = m.st[i, S_DMA_END] - c
     if e < DMA_PAST:
         e = DMA_PAST

@@ -87,7 +87,7 @@ from torchrl_dreamer.emulator.layout import (
     S_FIFO_WIN,
     S_PACK,
 )
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.oam_view import (
     fetch_byte,
     hidden_entry,
@@ -149,6 +149,7 @@ _vec16i = wp.types.vector(length=16, dtype=wp.int32)
 def fifo_start(i: int, m: wp.ref[Mem], line: int, dot: int, win_state: int):
     """Start the pipeline for ``line`` at mode-3 dot ``dot`` (t = 0) with the window state word
     of :mod:`~.render` (its WY latch and line counter)."""
+    i = console(i)
     lcdc = int(m.hram[i, R_LCDC])
     m.st[i, S_FIFO_LINE] = line + 1
     m.st[i, S_FIFO_DOT] = dot
@@ -185,6 +186,7 @@ def bg_count(bg: int) -> int:
 @wp.func
 def object_key(i: int, m: wp.ref[Mem], line: int, h: int, s: int) -> int:
     """X * 64 + ``s`` if OAM entry ``s`` covers ``line`` (height ``h``), else -1."""
+    i = console(i)
     if obj_on_line(int(m.oam[i, s * 4]), line, h):
         return int(m.oam[i, s * 4 + 1]) * 64 + s
     return -1
@@ -194,6 +196,7 @@ def fetch_bg_byte(i: int, m: wp.ref[Mem], line: int, fetch: int, tile: int, hi: 
     """A tile data byte (low or high) for the fetcher's current tile, addressed with LCDC.4 and
     SCY (BG) or the window line counter as they are now. ``tile``: the tile number, and in Color
     mode its map attribute << 8 (tile data bank, Y flip)."""
+    i = console(i)
     lcdc = int(m.hram[i, R_LCDC])
     row = (line + int(m.hram[i, R_SCY])) & 7
     if ((fetch >> 4) & 1) != 0:
@@ -215,6 +218,7 @@ def fetch_tile_no(i: int, m: wp.ref[Mem], line: int, fetch: int, win_count: int)
     """The tile number for the fetcher's next tile (BG map LCDC.3 with SCX/SCY, or the window map
     LCDC.6 with the window line counter), read now; in Color mode with the map entry's attribute
     byte (VRAM bank 1, same offset) << 8."""
+    i = console(i)
     lcdc = int(m.hram[i, R_LCDC])
     fx = fetch >> 8
     addr = int(0)  # noqa: UP018 (a dynamic Warp variable)
@@ -264,6 +268,7 @@ def load_object(i: int, m: wp.ref[Mem], line: int, key: int, sx: int, obj: int, 
     returned unchanged), one :func:`color_object_pixel` a pixel: the object's tile data bank and
     palette come from its attributes, and an opaque pixel replaces one of an object with a higher
     OAM index (OAM-index priority; with OPRI bit 0 set, the DMG's rule: the first one stays)."""
+    i = console(i)
     s = key & 63
     x0 = ((key >> 6) & 0xFF) - 8
     h = 8
@@ -315,6 +320,7 @@ def color_pixel(i: int, m: wp.ref[Mem], lcdc: int, o: int, c: int, battr: int) -
     """RGB555 colour of a Color-mode pixel: object entry ``o`` (:func:`color_object_pixel`) over
     BG colour ``c`` with palette | priority << 3 ``battr``, under LCDC ``lcdc`` (LCDC.0 is the
     BG's master priority: :mod:`~.render_cgb`)."""
+    i = console(i)
     if ((o & 3) != 0 and (lcdc & 2) != 0
             and not bg_over_object(lcdc, c, (battr & 8) != 0, (o & 32) != 0)):
         return palette_colour(i, m, CGBX_OBJPAL, (o >> 2) & 7, o & 3)
@@ -325,6 +331,7 @@ def color_pixel(i: int, m: wp.ref[Mem], lcdc: int, o: int, c: int, battr: int) -
 def object_shade(i: int, m: wp.ref[Mem], lcdc: int, o: int, c: int) -> int:
     """Shade of object pixel ``o`` (colour | OBP1 << 2 | behind-BG << 3) over background colour
     ``c`` with LCDC ``lcdc``, or -1 where the background pixel shows."""
+    i = console(i)
     oc = o & 3
     if oc == 0 or (lcdc & 2) == 0 or ((o & 8) != 0 and c != 0):
         return -1
@@ -369,6 +376,7 @@ def fifo_run(i: int, m: wp.ref[Mem], line: int, t0: int, to_dot: int, draw: bool
     :func:`~.render.render_scanline_row` with ``sources``); ``win_count``: the window line
     counter of this line.
     """
+    i = console(i)
     if m.st[i, S_FIFO_SX] >= SCREEN_W:
         return m.st[i, S_FIFO_DOT]
     keep = 0  # the Color's compatibility mode: pixels say their palette (render_scanline_row)
@@ -585,6 +593,7 @@ def fifo_abandon_object(i: int, m: wp.ref[Mem]):
     """LCDC.1 cleared during an object fetch (the wait for the background fetcher included):
     the fetch is abandoned on the write's dot, the shifter resumes and the object is not drawn
     (DMG: mealybug m3_lcdc_obj_en_change_variant's reference, objects X = 16 and 17)."""
+    i = console(i)
     if m.st[i, S_FIFO_STALL] > 0:
         m.st[i, S_FIFO_STALL] = 0
         m.st[i, S_FIFO_OBJN] = m.st[i, S_FIFO_OBJN] + 1
@@ -594,6 +603,7 @@ def fifo_abandon_object(i: int, m: wp.ref[Mem]):
 def fifo_dry_end(i: int, m: wp.ref[Mem], line: int, t0: int, win_count: int) -> int:
     """The dot mode 3 ends if the registers stay as they are now: the pipeline is run to its end
     without drawing, then its state is put back."""
+    i = console(i)
     save = _vec16i()
     for k in range(FIFO_WORDS):
         save[k] = m.st[i, S_FIFO_LINE + k]

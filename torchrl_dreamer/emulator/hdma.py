@@ -33,7 +33,7 @@ from torchrl_dreamer.emulator.layout import (
     S_VBK,
 )
 from torchrl_dreamer.emulator.mappers import cram_read
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
 from torchrl_dreamer.emulator.registers import R_HDMA1, R_HDMA2, R_HDMA3, R_HDMA5
 from torchrl_dreamer.emulator.speed import cpu_cycles
@@ -48,6 +48,7 @@ HDMA_BLOCK_DOTS = wp.constant(32)
 @wp.func
 def hdma_source_byte(i: int, m: wp.ref[Mem], addr: int) -> int:
     """A byte of an HDMA source: ROM (banked), cartridge RAM or WRAM; VRAM and above read FF."""
+    i = console(i)
     if addr < 0x4000:
         return int(m.rom[m.st[i, S_ROM_OFF0] + addr])
     if addr < 0x8000:
@@ -69,6 +70,7 @@ def hdma_block(i: int, m: wp.ref[Mem]):
     boundary: its region (:func:`hdma_source_byte`) is decided once, and ROM and WRAM blocks
     are read without the per-byte region tests (and, as the bus's in-place paths, without
     Warp's negative-index wrap: :mod:`.raw`)."""
+    i = console(i)
     src = m.st[i, S_HDMA_SRC]
     dst = m.st[i, S_HDMA_DST]
     bank1 = m.st[i, S_VBK] != 0
@@ -98,6 +100,7 @@ def hdma_block(i: int, m: wp.ref[Mem]):
 @wp.func
 def hdma_pointer_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """HDMA1-4 written with ``v``: set that byte of the source or destination pointer."""
+    i = console(i)
     m.hram[i, r] = wp.uint8(v)
     src = m.st[i, S_HDMA_SRC]
     dst = m.st[i, S_HDMA_DST]
@@ -116,6 +119,7 @@ def hdma_write(i: int, m: wp.ref[Mem], v: int, hblank_now: bool) -> int:
     """HDMA5 written with ``v`` (Color mode): start, or stop an HBlank transfer; ``hblank_now``:
     the LCD is off or in mode 0, so an HBlank transfer copies its first block at once. Returns
     the dots the CPU waits."""
+    i = console(i)
     state = m.st[i, S_HDMA]
     if state != 0 and (v & 0x80) == 0:
         # stop the HBlank transfer: HDMA5 then reads bit 7 set and the written length bits
@@ -139,6 +143,7 @@ def hdma_write(i: int, m: wp.ref[Mem], v: int, hblank_now: bool) -> int:
 @wp.func
 def hdma_hblank_block(i: int, m: wp.ref[Mem]):
     """One block of the HBlank transfer in progress; the transfer ends with its last block."""
+    i = console(i)
     hdma_block(i, m)
     left = (m.st[i, S_HDMA] & 0xFF) - 1
     if left <= 0:
@@ -152,6 +157,7 @@ def hdma_hblank_block(i: int, m: wp.ref[Mem]):
 def hdma_read(i: int, m: wp.ref[Mem]) -> int:
     """HDMA5: while an HBlank transfer runs, bit 7 clear and the blocks left - 1; else FF after
     a completed transfer, or bit 7 set and the length bits written to stop it."""
+    i = console(i)
     state = m.st[i, S_HDMA]
     if state != 0:
         return ((state & 0xFF) - 1) & 0x7F
@@ -164,6 +170,7 @@ def hdma_hblank(i: int, m: wp.ref[Mem]):
     while the CPU waits 8 M-cycles (16 in double speed): called during a clock catch-up, whose
     origin ``CLK`` is then 0, it moves the CPU's clock on by that long (the rest of the console
     catches up with it at the next sync), as a general-purpose transfer does."""
+    i = console(i)
     if (m.st[i, S_HDMA] & HDMA_HBLANK) == 0:
         return
     hdma_hblank_block(i, m)

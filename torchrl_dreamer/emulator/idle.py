@@ -58,7 +58,7 @@ from torchrl_dreamer.emulator.layout import (
     S_PC,
     S_SPEED,
 )
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.ppu import ppu_poll
 from torchrl_dreamer.emulator.raw import rom_at
 from torchrl_dreamer.emulator.registers import (
@@ -83,6 +83,7 @@ def loop_heads() -> list[int]:
 def code_ok(i: int, m: wp.ref[Mem], addr: int) -> bool:
     """Loop code the loop itself cannot change and the fast-forward may read with ``peek``:
     cartridge ROM (boot ROM unmapped), WRAM or HRAM."""
+    i = console(i)
     if addr < 0x8000:
         bo = m.st[i, S_BOOT_ON]  # the boot ROM's end while it is mapped (Color: 0000-00FF, 0200-08FF)
         return bo == 0 or (addr >= 0x100 and (addr < 0x200 or addr >= bo))
@@ -141,6 +142,7 @@ def store_regs(i: int, m: wp.ref[Mem], a: int, f: int, b: int, c: int, d: int, e
                pc: int, clk: int, skipped: int):
     """Hand the registers, PC and clock after a fast-forward back to the kernel (which reloads
     them)."""
+    i = console(i)
     m.st[i, S_PC] = pc
     m.st[i, S_A] = a
     m.st[i, S_F] = f
@@ -200,6 +202,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
     can be skipped now, or -1 when the code at ``head`` is not a loop this fast-forward knows (the
     kernel then stops asking for this closing branch until another loop is rejected).
     """
+    i = console(i)
     tb = taken_cycles(op)
     if tb == 0 or br < head or br - head > 24 or br + 3 > 0xFFFF:
         return -1

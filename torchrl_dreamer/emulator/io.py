@@ -15,7 +15,7 @@ from torchrl_dreamer.emulator.cgb import cgb_io_read, cgb_io_write, color_mode
 from torchrl_dreamer.emulator.dma import oam_dma
 from torchrl_dreamer.emulator.joypad import joyp_value, joyp_write
 from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_PPU_FIFO, S_VRAM_OPEN
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.ppu import (
     lcd_register,
     ppu_fifo_write,
@@ -60,6 +60,7 @@ def io_unused_bits(r: int) -> int:
 @wp.func(inline=False)
 def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read FF00-FFFF (``r`` = offset from FF00)."""
+    i = console(i)
     if r >= R_HRAM:
         return int(m.hram[i, r])
     if r == R_STAT or r == R_LY:
@@ -89,6 +90,7 @@ def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
 @wp.func(inline=False)
 def io_write_reg(i: int, m: wp.ref[Mem], r: int, v: int):
     """The register side effects of :func:`io_write` (the console already caught up)."""
+    i = console(i)
     if m.st[i, S_PPU_FIFO] != 0 and lcd_register(r):
         ppu_fifo_write(i, m, r, v)  # ppu="fifo": the write may land in mode 3
     elif r == R_JOYP:
@@ -121,6 +123,7 @@ def io_write_reg(i: int, m: wp.ref[Mem], r: int, v: int):
 @wp.func(inline=False)
 def io_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write FF00-FFFF, with each register's side effects, then reschedule the next event."""
+    i = console(i)
     if r >= R_HRAM:
         m.hram[i, r] = wp.uint8(v)
         return

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warp as wp
 
-__all__ = ["Mem"]
+__all__ = ["Mem", "console"]
 
 
 @wp.struct
@@ -31,3 +31,30 @@ class Mem:
     obs: wp.array4d(dtype=wp.uint8)
     cgbx: wp.array2d(dtype=wp.uint8)  # the Color's extra memory (layout.CGBX_*); DMG: [N, 1]
     rgb: wp.array3d(dtype=wp.int16)  # Color frame, RGB555 per pixel; DMG: [N, 1, 1]
+
+
+@wp.func
+def console(i: int) -> int:
+    """The console index ``i`` (never negative) in a form the C++ compiler can see is not.
+
+    Warp's ``a[i, j]`` also takes negative indices: each access adds ``a.shape[0]`` when
+    ``i < 0``, a shape load and three integer operations, and the compiler keeps that test
+    unless it can prove ``i >= 0``, which it cannot for a function's parameter. So every
+    ``@wp.func`` taking ``(i, m)`` starts with ``i = console(i)`` and every kernel takes
+    ``i = console(wp.tid())``: one AND, after which the test goes from each ``m.<array>[i, ...]``
+    of that function and of the code inlined into it (where ``i`` is already known not to be
+    negative, the AND goes too). Why: ``docs/decisions/kernel_shape.md``, "The console index
+    the compiler can see".
+
+    Example:
+        >>> import numpy as np, warp as wp
+        >>> @wp.kernel
+        ... def double(a: wp.array2d(dtype=int)):
+        ...     i = console(wp.tid())
+        ...     a[i, 0] = 2 * a[i, 0]
+        >>> a = wp.array(np.array([[1], [5]]), dtype=int, device="cpu")
+        >>> wp.launch(double, 2, inputs=[a], device="cpu")
+        >>> a.numpy()[:, 0].tolist()
+        [2, 10]
+    """
+    return i & 0x7FFFFFFF

@@ -36,7 +36,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.layout import S_CGB, S_LINE, S_PPU_DOT, S_WIN_LINE
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.ppu import FRAME_LINES, LINE_DOTS, VBLANK_LINE, WIN_BLANK, lcd_on
 
 __all__ = ["OAM_BUG_READ", "OAM_BUG_WRITE", "oam_bug", "oam_bug_read_idu", "oam_scan_row"]
@@ -51,6 +51,7 @@ def oam_scan_row(i: int, m: wp.ref[Mem], clk: int) -> int:
     """OAM row (1-19) the PPU scans in the CPU M-cycle that ends at lazy clock ``clk``, or -1
     when that M-cycle cannot corrupt OAM (LCD off, VBlank, outside mode 2, row 0, the first line
     after LCD on, or a Game Boy Color, which has no OAM bug)."""
+    i = console(i)
     if not lcd_on(i, m) or m.st[i, S_CGB] != 0:
         return -1
     dt = m.st[i, S_PPU_DOT] + clk
@@ -66,6 +67,7 @@ def oam_scan_row(i: int, m: wp.ref[Mem], clk: int) -> int:
 @wp.func
 def corrupt_row(i: int, m: wp.ref[Mem], row: int, write: int):
     """Read (``write`` 0) or write (1) corruption of ``row`` (>= 1) from the preceding row."""
+    i = console(i)
     r = row * 8
     p = r - 8
     for k in range(2):
@@ -84,6 +86,7 @@ def corrupt_row(i: int, m: wp.ref[Mem], row: int, write: int):
 def oam_bug(i: int, m: wp.ref[Mem], clk: int, write: int):
     """A CPU read (``OAM_BUG_READ``) or write / IDU step (``OAM_BUG_WRITE``) of an FE00-FEFF
     address in the M-cycle ending at ``clk``: corrupt the row being scanned, if any."""
+    i = console(i)
     row = oam_scan_row(i, m, clk)
     if row > 0:
         corrupt_row(i, m, row, write)
@@ -95,6 +98,7 @@ def oam_bug_read_idu(i: int, m: wp.ref[Mem], clk: int):
     ``RET``, ``LD A,(HL+/-)``) in the M-cycle ending at ``clk``: for rows 4-18, the preceding row
     is mixed and copied over this row and the one two back. The read itself then applies the
     plain read corruption (:func:`oam_bug`), which completes the pattern."""
+    i = console(i)
     row = oam_scan_row(i, m, clk)
     if row < 4 or row >= OAM_ROWS - 1:
         return

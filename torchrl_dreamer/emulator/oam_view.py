@@ -39,7 +39,7 @@ from torchrl_dreamer.emulator.dma import (
     dma_source_at,
 )
 from torchrl_dreamer.emulator.layout import MODEL_DMG, S_CGB, S_PPU_DOT, S_PYBOY_TIMING
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.registers import R_LCDC
 from torchrl_dreamer.emulator.render import obj_on_line
 from torchrl_dreamer.emulator.speed import cpu_cycles
@@ -54,6 +54,7 @@ OAM_ENTRIES = wp.constant(40)
 @wp.func
 def this_line_time(i: int, m: wp.ref[Mem]) -> int:
     """Lazy time of dot 0 of the line the PPU's dot counter is on (the line being drawn)."""
+    i = console(i)
     return cpu_cycles(i, m, -m.st[i, S_PPU_DOT])
 
 
@@ -68,6 +69,7 @@ def scan_hidden(i: int, m: wp.ref[Mem], t_line: int, line: int) -> int:
     The latch (DMG, a transfer still running at the scan's end, so OAM still holds the old
     bytes) is 0 otherwise; a transfer that ended before the scan's last entry is copied into OAM
     first, so the entries read after it see the new bytes."""
+    i = console(i)
     if m.st[i, S_PYBOY_TIMING] != 0 or not dma_recent(i, m):
         return 0
     t0 = t_line + cpu_cycles(i, m, OAM_SCAN_DOT)
@@ -98,6 +100,7 @@ def previous_line_read(i: int, m: wp.ref[Mem], line: int) -> int:
     entry, or ``tile | attributes << 8`` of an object fetch), from OAM as it is: its last object
     fetch's (the highest X, then index, of its first 10 objects with X < 168, LCDC.1 set), else
     the last entry its scan read (the 10th object found, or entry 39)."""
+    i = console(i)
     prev = line - 1
     if prev < 0:
         prev = 143
@@ -144,6 +147,7 @@ def latch_x(hidden: int) -> int:
 def fetch_byte(i: int, m: wp.ref[Mem], t: int, s: int, odd: int) -> int:
     """Byte ``2 + odd`` of OAM entry ``s`` (0: the tile number, 1: the attributes) as an object
     fetch at lazy time ``t`` reads it: the transfer's byte pair while one runs, else OAM's."""
+    i = console(i)
     if m.st[i, S_PYBOY_TIMING] == 0:
         b = dma_oam_pair(i, m, t, odd)
         if b >= 0:

@@ -49,7 +49,7 @@ from torchrl_dreamer.emulator.layout import (
     S_VBK,
     S_WIN_LINE,
 )
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.oam_view import hidden_entry, latch_x, latch_y, scan_hidden
 from torchrl_dreamer.emulator.raw import u8_at
 from torchrl_dreamer.emulator.registers import (
@@ -167,6 +167,7 @@ PH_LCDON = wp.constant(6)  # line 0 after LCD on, until mode 3: STAT mode 0, no 
 def lcd_on(i: int, m: wp.ref[Mem]) -> bool:
     """LCDC bit 7, and the console not a DMG in STOP mode (STOP leaves the DMG's LCD dark; a
     Color's PPU runs on, see :func:`~.render_cgb.stopped_line`)."""
+    i = console(i)
     return (int(m.hram[i, R_LCDC]) & LCDC_ON) != 0 and (
         m.st[i, S_STOPPED] == 0 or m.st[i, S_CGB] != MODEL_DMG)
 
@@ -174,6 +175,7 @@ def lcd_on(i: int, m: wp.ref[Mem]) -> bool:
 @wp.func
 def pyboy(i: int, m: wp.ref[Mem]) -> bool:
     """Whether this console follows PyBoy's PPU timing (``PYBOY_TIMING``) instead of hardware's."""
+    i = console(i)
     return m.st[i, S_PYBOY_TIMING] != 0
 
 
@@ -181,6 +183,7 @@ def pyboy(i: int, m: wp.ref[Mem]) -> bool:
 def line_time(i: int, m: wp.ref[Mem], line: int) -> int:
     """Lazy time (CPU T-cycles from ``CLK`` = 0, where the dot counter is) of dot 0 of ``line``:
     the current line, a later one, or (``line`` below the current one) the next frame's."""
+    i = console(i)
     d = (line - m.st[i, S_LINE]) * LINE_DOTS - m.st[i, S_PPU_DOT]
     if line < m.st[i, S_LINE]:
         d = d + FRAME_LINES * LINE_DOTS
@@ -199,6 +202,7 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     ``5 - min offset`` is the number of masks it enters (counted as it enters them). Entries the
     scan reads while an OAM DMA runs are judged with its latch (:func:`~.oam_view.scan_hidden`).
     """
+    i = console(i)
     lcdc = int(m.hram[i, R_LCDC])
     if (lcdc & LCDC_OBJ_ON) == 0:
         return 0
@@ -293,6 +297,7 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     registers when first asked on that line (mode 3 start, or the first STAT read of a line the
     coarse clock skipped); cached in ``PPU_M0``. A pixel-FIFO PPU would return its own count here.
     """
+    i = console(i)
     c = m.st[i, S_PPU_M0]
     if c >> 9 == line + 1:
         return c & 511
@@ -312,6 +317,7 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
 @wp.func
 def stat_mode_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     """STAT mode bits at (``line``, ``dot``) of the current frame (LCD on)."""
+    i = console(i)
     if pyboy(i, m):
         if line >= VBLANK_LINE:
             return 1
@@ -339,6 +345,7 @@ def stat_mode_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
 def ly_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     """LY at (``line``, ``dot``): line 153 reads 0 from dot 1 (a read in its first M-cycle still
     sees 153; PyBoy: LY counts up 4 dots before a visible line ends)."""
+    i = console(i)
     if pyboy(i, m):
         if line < VBLANK_LINE and dot >= LINE_DOTS - 4:
             return line + 1
@@ -356,6 +363,7 @@ def lyc_cmp_at(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     line's first M-cycle sees no match; on line 153 it sees 153 on dots 1-4 and 0 from dot 9
     (LY=LYC matches 0 on line 153 and on line 0).
     """
+    i = console(i)
     if pyboy(i, m):
         return line
     if line == 0:
@@ -382,12 +390,14 @@ def pipe_t0(line: int) -> int:
 def at_vblank_point(i: int, m: wp.ref[Mem]) -> bool:
     """The PPU stands at the VBlank point (line 144, dot 0) with the LCD on: the VBlank interrupt
     and the line-144 mode 2 STAT interrupt are requested here, in the same M-cycle."""
+    i = console(i)
     return lcd_on(i, m) and m.st[i, S_LINE] == VBLANK_LINE and m.st[i, S_PPU_DOT] == 0
 
 
 @wp.func
 def stable_dots(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     """Dots from (``line``, ``dot``) until LY or STAT may next change (at least 1)."""
+    i = console(i)
     end = LINE_DOTS
     if pyboy(i, m):
         if line < VBLANK_LINE:
@@ -420,6 +430,7 @@ def ly_stable_dots(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
     the dot where line 153's LY turns 0 (PyBoy: 4 dots before a visible line ends). A poll of
     LY alone need not stop where only STAT changes, so a wait for a line walks one span a
     line, not one per mode with an OAM scan for mode 3's end."""
+    i = console(i)
     end = LINE_DOTS
     if pyboy(i, m):
         if line < VBLANK_LINE and dot < LINE_DOTS - 4:
@@ -432,6 +443,7 @@ def ly_stable_dots(i: int, m: wp.ref[Mem], line: int, dot: int) -> int:
 @wp.func
 def stat_off_value(i: int, m: wp.ref[Mem]) -> int:
     """STAT with the LCD off: mode 0 and the LY=LYC flag as it was when the LCD went off."""
+    i = console(i)
     v = 0x80 | m.st[i, S_STAT_EN]
     if pyboy(i, m):
         v = (v & 0xFB) | wp.where(int(m.hram[i, R_LYC]) == 0, 4, 0)
@@ -441,6 +453,7 @@ def stat_off_value(i: int, m: wp.ref[Mem]) -> int:
 @wp.func
 def ppu_value_at(i: int, m: wp.ref[Mem], r: int, line: int, dot: int) -> int:
     """LY or STAT (``r``) at (``line``, ``dot``) with the LCD on."""
+    i = console(i)
     if r == R_LY:
         return ly_at(i, m, line, dot)
     v = 0x80 | (m.st[i, S_STAT_EN] & STAT_SOURCES) | stat_mode_at(i, m, line, dot)
@@ -453,6 +466,7 @@ def ppu_value_at(i: int, m: wp.ref[Mem], r: int, line: int, dot: int) -> int:
 def line_dot_at(i: int, m: wp.ref[Mem], ahead: int) -> wp.vec2i:
     """(line, dot within it) ``ahead`` dots from now (the line may run past 153 in the coarse
     phase, which the callers fold)."""
+    i = console(i)
     dot = m.st[i, S_PPU_DOT] + ahead
     return wp.vec2i(m.st[i, S_LINE] + dot // LINE_DOTS, dot % LINE_DOTS)
 
@@ -460,6 +474,7 @@ def line_dot_at(i: int, m: wp.ref[Mem], ahead: int) -> wp.vec2i:
 @wp.func
 def ppu_value(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
     """LY or STAT (``r``) as read ``ahead`` dots from now (a read that needs the value only)."""
+    i = console(i)
     if not lcd_on(i, m):
         v = 0
         if r == R_STAT:
@@ -477,6 +492,7 @@ def ppu_poll(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
     idle-loop fast-forward, so that a skipped poll loop reads exactly what running it would (no
     PPU event may fall within ``ahead``, except whole lines in the coarse phase, which this
     folds)."""
+    i = console(i)
     if not lcd_on(i, m):
         return ppu_value(i, m, r, ahead) | (1 << 28)
     at = line_dot_at(i, m, ahead)
@@ -490,6 +506,7 @@ def ppu_poll(i: int, m: wp.ref[Mem], r: int, ahead: int) -> int:
 def visible_at(i: int, m: wp.ref[Mem], ahead: int) -> int:
     """Dot within the line ``ahead`` dots from now if that is a visible line with the LCD on and
     hardware timing (where VRAM/OAM access is restricted), else -1."""
+    i = console(i)
     if not lcd_on(i, m) or pyboy(i, m):
         return -1
     dot = m.st[i, S_PPU_DOT] + ahead
@@ -504,6 +521,7 @@ def vram_blocked(i: int, m: wp.ref[Mem], ahead: int, read: bool) -> bool:
     """The CPU cannot access VRAM ``ahead`` dots from now (reads give FF, writes are dropped):
     mode 3, and for reads already the last M-cycle of mode 2 (lcdon_timing); on the line the LCD
     was switched on, mode 3 only."""
+    i = console(i)
     dot = visible_at(i, m, ahead)
     if dot < MODE3_DOT - VRAM_READ_LEAD:
         return False
@@ -524,6 +542,7 @@ def vram_write_open_until(i: int, m: wp.ref[Mem], t: int) -> int:
     blocked: the T-cycle before which no VRAM write can be blocked (:func:`vram_blocked`, writes:
     mode 3 of a visible line), i.e. dot 81 of this line or of the next visible one. 0 (no
     bound) in double speed, with VRAM bank 1 mapped and with PyBoy's timing."""
+    i = console(i)
     if m.st[i, S_SPEED] != 0 or m.st[i, S_VBK] != 0 or pyboy(i, m):
         return 0
     if not lcd_on(i, m):
@@ -542,6 +561,7 @@ def vram_write_open_until(i: int, m: wp.ref[Mem], t: int) -> int:
 def oam_read_blocked(i: int, m: wp.ref[Mem], ahead: int) -> bool:
     """OAM reads give FF from the start of a line (mode 2, and its first M-cycle, where STAT
     still shows mode 0) to the end of mode 3; on the line the LCD was switched on, in mode 3 only."""
+    i = console(i)
     dot = visible_at(i, m, ahead)
     if dot < 0:
         return False
@@ -555,6 +575,7 @@ def oam_read_blocked(i: int, m: wp.ref[Mem], ahead: int) -> bool:
 def oam_write_blocked(i: int, m: wp.ref[Mem], ahead: int) -> bool:
     """OAM writes are dropped in mode 2 and mode 3, but pass in the first M-cycle of a line and
     in the last M-cycle before mode 3 (lcdon_write_timing); on the line the LCD was switched on, in mode 3 only."""
+    i = console(i)
     dot = visible_at(i, m, ahead)
     if dot < MODE2_DOT:
         return False
@@ -569,6 +590,7 @@ def oam_write_blocked(i: int, m: wp.ref[Mem], ahead: int) -> bool:
 @wp.func
 def irq_mode(i: int, m: wp.ref[Mem]) -> int:
     """The mode the STAT interrupt sources see in the current phase (-1: none, after LCD on)."""
+    i = console(i)
     ph = m.st[i, S_MODE]
     line = m.st[i, S_LINE]
     if ph == PH_START:
@@ -586,6 +608,7 @@ def irq_mode(i: int, m: wp.ref[Mem]) -> int:
 def irq_lyc(i: int, m: wp.ref[Mem]) -> int:
     """The LY value the LY=LYC interrupt source compares now (-1: none), IRQ_LAG behind
     :func:`lyc_cmp_at`."""
+    i = console(i)
     line = m.st[i, S_LINE]
     if pyboy(i, m) or line == 0:
         return line
@@ -601,6 +624,7 @@ def oam_lead(i: int, m: wp.ref[Mem]) -> bool:
     """DMG, CPU running: the OAM STAT source of lines 1-143 is already up, from dot
     :data:`OAM_LEAD_DOT` of the line before to the line's interrupt point (a halted CPU does not
     see the early rise; the Color and PyBoy timings have none)."""
+    i = console(i)
     if pyboy(i, m) or m.st[i, S_CGB] == MODEL_CGB or m.st[i, S_HALTED] != 0:
         return False
     ph = m.st[i, S_MODE]
@@ -617,6 +641,7 @@ def hblank_next(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot of the next event in ``line``'s HBlank: the OAM source's early point
     (:func:`oam_lead`) when that source is on and the next line is visible, else the line's
     end."""
+    i = console(i)
     if (line + 1 < VBLANK_LINE and (m.st[i, S_STAT_EN] & STAT_OAM) != 0 and not pyboy(i, m)
             and m.st[i, S_CGB] != MODEL_CGB and m.st[i, S_PPU_DOT] < OAM_LEAD_DOT):
         return OAM_LEAD_DOT
@@ -632,6 +657,7 @@ def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
     source at the VBlank point, with the VBlank interrupt (vblank_stat_intr). With the LCD off
     the line keeps its level.
     """
+    i = console(i)
     if not lcd_on(i, m):
         return
     sig = 0
@@ -657,6 +683,7 @@ def clear_obs(i: int, m: wp.ref[Mem]):
 
     With ``PYBOY_TIMING`` the blank is BGP colour 0, as PyBoy paints it (not hardware).
     """
+    i = console(i)
     shade = 0
     if m.st[i, S_PYBOY_TIMING] != 0:
         shade = int(m.hram[i, R_BGP]) & 3
@@ -678,6 +705,7 @@ def next_ppu_line(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
 
     LYC = 0 makes line 153 an event: LY=LYC matches 0 there already (LY reads 0 from its dot
     1, see :func:`lyc_cmp_at`), so the interrupt comes on line 153, not at the frame wrap."""
+    i = console(i)
     target = limit
     if (m.st[i, S_STAT_EN] & STAT_LYC) != 0:
         lyc = int(m.hram[i, R_LYC])
@@ -695,6 +723,7 @@ def run_end(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
     """Dot (from the start of ``line``) where a run of lines from ``line`` ends: the start of
     the next line that matters (:func:`next_ppu_line`), at most line ``limit`` (VBlank's for a
     coarse run of visible lines, the frame's end for VBlank lines)."""
+    i = console(i)
     return LINE_DOTS * (next_ppu_line(i, m, line, limit) - line)
 
 
@@ -702,6 +731,7 @@ def run_end(i: int, m: wp.ref[Mem], line: int, limit: int) -> int:
 def observed(i: int, m: wp.ref[Mem]) -> bool:
     """Whether anything watches the modes of visible lines (a packed frame is drawn, an
     HBlank / OAM STAT source is on, or a Color HBlank HDMA runs): if not, they are skipped a run of lines at a time."""
+    i = console(i)
     return (m.st[i, S_PACK] != 0 or (m.st[i, S_STAT_EN] & (STAT_HBLANK | STAT_OAM)) != 0
             or m.st[i, S_HDMA] != 0)
 
@@ -712,6 +742,7 @@ def mode0_irq_dot(i: int, m: wp.ref[Mem], line: int) -> int:
 
     PyBoy: 252, or 256 with a fine scroll (mid-line SCX writes then land as in PyBoy).
     """
+    i = console(i)
     if pyboy(i, m):
         if (int(m.hram[i, R_SCX]) & 7) != 0:
             return PYBOY_MODE0_DOT + 4
@@ -723,6 +754,7 @@ def mode0_irq_dot(i: int, m: wp.ref[Mem], line: int) -> int:
 def vblank_next(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot of the next event on VBlank ``line``: line 153's second LY=LYC compare point when
     it matters, else the end of the line (or of a run of lines up to the next LYC line)."""
+    i = console(i)
     if (not pyboy(i, m) and line == LAST_LINE and m.st[i, S_PPU_DOT] < LYC0_IRQ_DOT
             and (m.st[i, S_STAT_EN] & STAT_LYC) != 0):
         return LYC0_IRQ_DOT
@@ -733,6 +765,7 @@ def vblank_next(i: int, m: wp.ref[Mem], line: int) -> int:
 def ppu_refine(i: int, m: wp.ref[Mem]):
     """Switch a coarse run of lines to per-mode events at the current dot (after a STAT or LYC
     write, which may make the modes or the LYC line observable)."""
+    i = console(i)
     line = m.st[i, S_LINE]
     ph = m.st[i, S_MODE]
     dot = m.st[i, S_PPU_DOT]
@@ -779,6 +812,7 @@ def lyc_refine(i: int, m: wp.ref[Mem]):
     LYC (:func:`next_ppu_line`), so it goes on to that line; elsewhere :func:`ppu_refine`. (A
     raster handler that moves LYC on a few lines each time, in HBlank, then costs no events
     until the new LYC line.)"""
+    i = console(i)
     if (m.st[i, S_MODE] == PH_COARSE and m.st[i, S_PPU_DOT] >= LINE_IRQ_DOT and lcd_on(i, m)
             and not pyboy(i, m) and not observed(i, m)):
         line = m.st[i, S_LINE]
@@ -793,6 +827,7 @@ def quiet_line_start(i: int, m: wp.ref[Mem], line: int) -> bool:
     source is on, and the LY=LYC source is off or LYC is neither this line nor the one before.
     The point is then handled at once at dot 0, saving an event (a STAT or LYC write before dot
     3 brings it back, see :func:`ppu_refine`)."""
+    i = console(i)
     en = m.st[i, S_STAT_EN]
     if (en & (STAT_HBLANK | STAT_VBLANK | STAT_OAM)) != 0:
         return False
@@ -806,6 +841,7 @@ def quiet_line_start(i: int, m: wp.ref[Mem], line: int) -> bool:
 def pipe_run(i: int, m: wp.ref[Mem], line: int, to_dot: int, draw: bool):
     """ppu="fifo": run ``line``'s pixel pipeline up to ``to_dot`` (drawing if ``draw``) with the
     window state as it stands (the first frame after LCD on draws shade 0)."""
+    i = console(i)
     wl = m.st[i, S_WIN_LINE]
     fifo_run(i, m, line, pipe_t0(line), to_dot, draw, (wl & WIN_BLANK) != 0, window_line(wl))
 
@@ -814,6 +850,7 @@ def pipe_run(i: int, m: wp.ref[Mem], line: int, to_dot: int, draw: bool):
 def fifo_finish(i: int, m: wp.ref[Mem], line: int):
     """ppu="fifo": draw the rest of ``line``'s pipeline (when one runs on it), advance the window
     line counter by what it drew and pack the line into the observation."""
+    i = console(i)
     if m.st[i, S_FIFO_LINE] != line + 1:
         return
     m.st[i, S_FIFO_LINE] = 0
@@ -832,6 +869,7 @@ def fifo_finish(i: int, m: wp.ref[Mem], line: int):
 @wp.func(inline=False)
 def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
     """Mode 3 -> 0: render the line (if this frame is packed) and pack it into the observation."""
+    i = console(i)
     m.st[i, S_MODE] = PH_HBLANK
     m.st[i, S_PPU_NEXT] = hblank_next(i, m, line)
     on = lcd_on(i, m)
@@ -879,6 +917,7 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
 def line_irq_point(i: int, m: wp.ref[Mem], line: int):
     """Dot 3 of a line (hardware timing): the mode 2 (or 1) and LY=LYC interrupt sources switch
     to the new line; then schedule the rest of the line, or a coarse run of lines."""
+    i = console(i)
     if line < VBLANK_LINE:
         m.st[i, S_MODE] = PH_OAM
         m.st[i, S_PPU_NEXT] = MODE3_DOT
@@ -902,6 +941,7 @@ def ppu_event(i: int, m: wp.ref[Mem]):
     while the LCD is off (so frames still end every 70224 T-cycles), but LY then reads 0 and no
     interrupts or pixels are produced.
     """
+    i = console(i)
     on = lcd_on(i, m)
     mode = m.st[i, S_MODE]
     line = m.st[i, S_LINE]
@@ -985,6 +1025,7 @@ def ppu_event(i: int, m: wp.ref[Mem]):
 @wp.func
 def ppu_normalize(i: int, m: wp.ref[Mem]):
     """Fold whole lines of a coarse skip into LINE so LINE / PPU_DOT are the current LY / dot."""
+    i = console(i)
     k = m.st[i, S_PPU_DOT] // LINE_DOTS
     if k > 0:
         m.st[i, S_LINE] = m.st[i, S_LINE] + k
@@ -995,6 +1036,7 @@ def ppu_normalize(i: int, m: wp.ref[Mem]):
 @wp.func(inline=True)
 def ppu_advance(i: int, m: wp.ref[Mem], c: int):
     """Advance the dot counter by ``c`` T-cycles, handling every PPU event due."""
+    i = console(i)
     m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] + c
     while m.st[i, S_PPU_DOT] >= m.st[i, S_PPU_NEXT]:
         ppu_event(i, m)
@@ -1004,12 +1046,14 @@ def ppu_advance(i: int, m: wp.ref[Mem], c: int):
 @wp.func
 def ppu_next_event(i: int, m: wp.ref[Mem]) -> int:
     """T-cycles to the next PPU event."""
+    i = console(i)
     return m.st[i, S_PPU_NEXT] - m.st[i, S_PPU_DOT]
 
 
 @wp.func
 def ppu_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read STAT or LY (``r`` = offset from FF00; the PPU already caught up)."""
+    i = console(i)
     if not lcd_on(i, m):
         if r == R_STAT:
             return stat_off_value(i, m)
@@ -1021,6 +1065,7 @@ def ppu_read(i: int, m: wp.ref[Mem], r: int) -> int:
 def lcdc_write(i: int, m: wp.ref[Mem], v: int):
     """LCDC: switching the LCD on starts line 0 (4 dots short, no mode 2: PH_LCDON); switching it
     off freezes the LY=LYC flag and the STAT interrupt line as they are."""
+    i = console(i)
     old = int(m.hram[i, R_LCDC])
     m.hram[i, R_LCDC] = wp.uint8(v)
     if ((old ^ v) & LCDC_ON) != 0:
@@ -1068,6 +1113,7 @@ def lcdc_write(i: int, m: wp.ref[Mem], v: int):
 @wp.func(inline=False)
 def ppu_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write LCDC, STAT or LYC (LY is read-only); other PPU registers are plain ``hram`` bytes."""
+    i = console(i)
     if r == R_LCDC:
         lcdc_write(i, m, v)
     elif r == R_STAT:
@@ -1108,6 +1154,7 @@ def redo_with_pipeline(i: int, m: wp.ref[Mem], line: int):
     redrawn through the pipeline, whose end, :func:`fifo_finish`, counts it again). Whether the
     window was drawn is the pipeline's own answer for the registers as they are (unchanged since
     mode 3 ended: this is the line's first such write)."""
+    i = console(i)
     wl = m.st[i, S_WIN_LINE]
     fifo_start(i, m, line, pipe_t0(line), wl)
     fifo_run(i, m, line, pipe_t0(line), 1 << 20, False, False, window_line(wl))
@@ -1133,6 +1180,7 @@ def ppu_fifo_write(i: int, m: wp.ref[Mem], r: int, v: int):
     mode-3 end is re-derived from the pipeline with the new registers (``PPU_M0``, and the mode 0
     event). Elsewhere it is a plain write.
     """
+    i = console(i)
     line = m.st[i, S_LINE]
     dot = m.st[i, S_PPU_DOT]
     active = False

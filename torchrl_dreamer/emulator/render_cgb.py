@@ -29,7 +29,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_OBJPAL, CGBX_VRAM1, MODEL_CGB, S_CGB
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.oam_view import hidden_entry, scan_hidden, this_line_time
 from torchrl_dreamer.emulator.registers import R_BGP, R_OPRI
 from torchrl_dreamer.emulator.render import (
@@ -63,6 +63,7 @@ def rgb555_shade(c: int) -> int:
 @wp.func
 def palette_colour(i: int, m: wp.ref[Mem], base: int, pal: int, c: int) -> int:
     """RGB555 colour ``c`` of palette ``pal`` in the palette memory at ``cgbx`` offset ``base``."""
+    i = console(i)
     o = base + pal * 8 + c * 2
     return int(m.cgbx[i, o]) | ((int(m.cgbx[i, o + 1]) & 0x7F) << 8)
 
@@ -70,6 +71,7 @@ def palette_colour(i: int, m: wp.ref[Mem], base: int, pal: int, c: int) -> int:
 @wp.func
 def tile_byte(i: int, m: wp.ref[Mem], bank: int, off: int) -> int:
     """VRAM byte at offset ``off`` of bank ``bank`` (0: ``vram``, 1: ``cgbx``)."""
+    i = console(i)
     if bank != 0:
         return int(m.cgbx[i, CGBX_VRAM1 + off])
     return int(m.vram[i, off])
@@ -78,6 +80,7 @@ def tile_byte(i: int, m: wp.ref[Mem], bank: int, off: int) -> int:
 @wp.func
 def bg_fetch(i: int, m: wp.ref[Mem], map_addr: int, lcdc: int, row: int) -> int:
     """A BG / window tile row: ``lo | hi << 8 | attribute << 16`` (Y flip applied)."""
+    i = console(i)
     tile = int(m.vram[i, map_addr])
     attr = int(m.cgbx[i, CGBX_VRAM1 + map_addr])
     r = row
@@ -115,6 +118,7 @@ def bg_pixel(t: int, px: int) -> int:
 @wp.func
 def clear_line_cgb(i: int, m: wp.ref[Mem], ly: int):
     """Paint line ``ly`` white (LCD off)."""
+    i = console(i)
     for x in range(_W):
         m.rgb[i, ly, x] = wp.int16(WHITE)
         m.fb[i, ly, x] = wp.uint8(0)
@@ -133,6 +137,7 @@ def stopped_line(i: int, m: wp.ref[Mem], ly: int):
     colour 3 of palette 7 (map attribute FF) in Color mode, and of BGP in a DMG cartridge's
     compatibility mode; the screen goes black under the usual palettes (daid's stop_instr, GBC).
     Objects, whose tile rows would read FF too, are left out."""
+    i = console(i)
     if ly < 0 or ly >= _H:
         return
     colour = palette_colour(i, m, CGBX_BGPAL, 7, 3)
@@ -150,6 +155,7 @@ def render_line_cgb(i: int, m: wp.ref[Mem], ly: int, lcdc: int, scx: int, scy: i
                     wy: int, win_line: int) -> int:
     """Render visible line ``ly`` in Color mode; returns the window state (as the DMG renderer's
     :func:`~.render.render_scanline`)."""
+    i = console(i)
     if ly < 0 or ly >= _H:
         return win_line
     if (lcdc & 0x80) == 0:

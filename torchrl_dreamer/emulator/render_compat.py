@@ -20,7 +20,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.layout import CGBX_BGPAL, CGBX_OBJPAL
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.registers import R_BGP, R_OBP0, R_OBP1, R_SCX, R_SCY, R_WX, R_WY
 from torchrl_dreamer.emulator.render import render_scanline_row
 from torchrl_dreamer.emulator.render_cgb import WHITE, palette_colour
@@ -33,6 +33,7 @@ _W = 160
 @wp.func(inline=False)
 def colour_line_compat(i: int, m: wp.ref[Mem], ly: int, blank: bool):
     """Colour line ``ly`` from its ``shade | source << 2`` pixels (white if ``blank``)."""
+    i = console(i)
     for x in range(_W):
         v = int(m.fb[i, ly, x])
         shade = v & 3
@@ -53,6 +54,7 @@ def render_line_compat(i: int, m: wp.ref[Mem], ly: int, lcdc: int, win_line: int
     """The scanline renderer's line ``ly`` in compatibility mode, coloured (white if ``blank``);
     returns the window state (as :func:`~.render.render_scanline`). Kept out of the DMG's line
     path, which stays the plain renderer."""
+    i = console(i)
     wl = render_scanline_row(
         i, ly, ly, m.vram, m.oam, lcdc, int(m.hram[i, R_SCX]), int(m.hram[i, R_SCY]),
         int(m.hram[i, R_WX]), int(m.hram[i, R_WY]), int(m.hram[i, R_BGP]),

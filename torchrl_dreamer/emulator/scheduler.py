@@ -27,7 +27,7 @@ from torchrl_dreamer.emulator.layout import (
     S_VRAM_OPEN,
 )
 from torchrl_dreamer.emulator.mappers import rtc_advance
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.ppu import at_vblank_point, ppu_advance, ppu_next_event
 from torchrl_dreamer.emulator.registers import IRQ_STAT, IRQ_VBLANK
 from torchrl_dreamer.emulator.serial import serial_advance, serial_next_event
@@ -43,6 +43,7 @@ def catch_up(i: int, m: wp.ref[Mem]):
     events. The OAM DMA's times move first, so the PPU's events see them relative to the new
     origin (where its dot counter then is); a transfer that ended in the window is copied into
     OAM after them (lines scanned before it still read the old bytes)."""
+    i = console(i)
     c = m.st[i, S_CLK]
     if c <= 0:
         return
@@ -70,6 +71,7 @@ def catch_up(i: int, m: wp.ref[Mem]):
 @wp.func(inline=True)
 def schedule(i: int, m: wp.ref[Mem]):
     """Set NEXT: T-cycles (from now, CLK = 0) to the earliest upcoming event."""
+    i = console(i)
     n = cpu_cycles(i, m, ppu_next_event(i, m))
     n = timer_next_event(i, m, n)
     n = serial_next_event(i, m, n)
@@ -79,6 +81,7 @@ def schedule(i: int, m: wp.ref[Mem]):
 @wp.func(inline=False)
 def sync(i: int, m: wp.ref[Mem]):
     """Bring the console up to the current cycle and reschedule the next event."""
+    i = console(i)
     catch_up(i, m)
     schedule(i, m)
 
@@ -95,6 +98,7 @@ def halt_advance(i: int, m: wp.ref[Mem]):
     CPU reaches a STAT handler in the same M-cycle as a running one (mooneye intr_2_0_timing vs
     hblank_ly_scx_timing) but a timer handler one M-cycle later (gbmicrotest int_timer_halt).
     """
+    i = console(i)
     c = m.st[i, S_CLK]
     n = m.st[i, S_NEXT]
     t = c + 4 * ((n - c + 3) // 4)
@@ -127,6 +131,7 @@ def stop_advance(i: int, m: wp.ref[Mem]):
     pixels, no PPU interrupts, the observation goes blank). The PPU's line counter alone keeps
     going, as with the LCD off, so frames still end every 70224 T-cycles; the MBC3 clock has its
     own crystal and keeps time. Jumps to the next PPU event."""
+    i = console(i)
     sync(i, m)  # the M-cycles before STOP
     m.st[i, S_VRAM_OPEN] = 0  # the PPU moves on while the CPU's clock stands: no VRAM bound holds
     n = ppu_next_event(i, m)
@@ -138,5 +143,6 @@ def stop_advance(i: int, m: wp.ref[Mem]):
 @wp.func(inline=False)
 def frame_end(i: int, m: wp.ref[Mem]):
     """Book-keeping at the end of every emulated frame (the frame counter)."""
+    i = console(i)
     m.st[i, S_FRAME_DONE] = 0
     m.st[i, S_FRAMES] = m.st[i, S_FRAMES] + 1

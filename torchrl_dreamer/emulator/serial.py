@@ -18,7 +18,7 @@ import warp as wp
 from torchrl_dreamer.emulator.interrupts import raise_irq
 from torchrl_dreamer.emulator.layout import S_DIV16, S_SER_CNT, S_SER_N
 from torchrl_dreamer.emulator.layout import SERIAL_CAPACITY as _SER_CAP
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.registers import IRQ_SERIAL, R_SB, R_SC
 
 __all__ = ["serial_advance", "serial_next_event", "serial_write_sc", "serial_div_reset"]
@@ -33,6 +33,7 @@ SER_CLOCK_BIT = wp.constant(256)  # DIV16 bit 8
 @wp.func
 def serial_edges(i: int, m: wp.ref[Mem], n: int):
     """Count ``n`` shift-clock edges of the transfer in progress; complete it at the last one."""
+    i = console(i)
     sc = m.st[i, S_SER_CNT] - n
     if sc <= 0:
         sc = 0
@@ -45,6 +46,7 @@ def serial_edges(i: int, m: wp.ref[Mem], n: int):
 @wp.func(inline=True)
 def serial_advance(i: int, m: wp.ref[Mem], d: int, c: int):
     """Advance a transfer by ``c`` T-cycles from system counter value ``d`` (before them)."""
+    i = console(i)
     if m.st[i, S_SER_CNT] > 0:
         n = ((d + c) >> SER_CLOCK_SHIFT) - (d >> SER_CLOCK_SHIFT)
         if n > 0:
@@ -54,6 +56,7 @@ def serial_advance(i: int, m: wp.ref[Mem], d: int, c: int):
 @wp.func
 def serial_next_event(i: int, m: wp.ref[Mem], n: int) -> int:
     """``min(n, T-cycles to the end of the transfer in progress)``."""
+    i = console(i)
     sc = m.st[i, S_SER_CNT]
     if sc > 0:
         d = m.st[i, S_DIV16]
@@ -66,6 +69,7 @@ def serial_next_event(i: int, m: wp.ref[Mem], n: int) -> int:
 @wp.func
 def serial_div_reset(i: int, m: wp.ref[Mem]):
     """A DIV write resets the system counter: with bit 8 set that is a shift-clock edge."""
+    i = console(i)
     if m.st[i, S_SER_CNT] > 0 and (m.st[i, S_DIV16] & SER_CLOCK_BIT) != 0:
         serial_edges(i, m, 1)
 
@@ -73,6 +77,7 @@ def serial_div_reset(i: int, m: wp.ref[Mem]):
 @wp.func(inline=False)
 def serial_write_sc(i: int, m: wp.ref[Mem], v: int):
     """SC: an internal-clock start logs SB and arms a transfer of 8 shift-clock edges."""
+    i = console(i)
     m.hram[i, R_SC] = wp.uint8(v | 0x7E)
     if (v & 0x81) == 0x81:
         n = m.st[i, S_SER_N]

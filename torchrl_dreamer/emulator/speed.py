@@ -12,7 +12,7 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.layout import S_SPEED
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 
 __all__ = ["dots", "cpu_cycles"]
 
@@ -20,6 +20,7 @@ __all__ = ["dots", "cpu_cycles"]
 @wp.func
 def dots(i: int, m: wp.ref[Mem], t: int) -> int:
     """PPU dots in ``t`` CPU T-cycles (``t`` itself at normal speed, ``t / 2`` in double speed)."""
+    i = console(i)
     if m.st[i, S_SPEED] != 0:
         return t >> 1
     return t
@@ -28,6 +29,7 @@ def dots(i: int, m: wp.ref[Mem], t: int) -> int:
 @wp.func
 def cpu_cycles(i: int, m: wp.ref[Mem], d: int) -> int:
     """CPU T-cycles in ``d`` PPU dots (the inverse of :func:`dots`)."""
+    i = console(i)
     if m.st[i, S_SPEED] != 0:
         return d << 1
     return d

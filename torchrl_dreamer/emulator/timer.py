@@ -18,7 +18,7 @@ import warp as wp
 from torchrl_dreamer.emulator.apu import apu_div_write
 from torchrl_dreamer.emulator.interrupts import raise_irq
 from torchrl_dreamer.emulator.layout import S_DIV16, S_TAC, S_TIMA, S_TIMA_OVF, S_TMA
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.registers import IRQ_TIMER, R_DIV, R_TAC, R_TIMA, R_TMA
 
 __all__ = ["timer_mask", "timer_advance", "timer_next_event", "timer_read", "timer_write",
@@ -57,6 +57,7 @@ def timer_shift(tac: int) -> int:
 @wp.func(inline=False)
 def tima_inc(i: int, m: wp.ref[Mem]):
     """Increment TIMA; on overflow it reads 0 for one M-cycle, then reloads TMA and raises IRQ 2."""
+    i = console(i)
     t = m.st[i, S_TIMA] + 1
     if t > 255:
         m.st[i, S_TIMA] = 0
@@ -73,6 +74,7 @@ def timer_advance(i: int, m: wp.ref[Mem], c: int):
     reload done with ``c == 4`` happened in the M-cycle just run: TIMA_OVF then says
     :data:`TIMA_RELOADING` until the next catch-up, for :func:`timer_write`.
     """
+    i = console(i)
     ovf = m.st[i, S_TIMA_OVF]
     if ovf != 0 and c >= 4:
         m.st[i, S_TIMA_OVF] = 0
@@ -97,6 +99,7 @@ def timer_advance(i: int, m: wp.ref[Mem], c: int):
 @wp.func(inline=True)
 def timer_next_event(i: int, m: wp.ref[Mem], n: int) -> int:
     """``min(n, T-cycles to the next TIMA overflow or reload)``."""
+    i = console(i)
     if m.st[i, S_TIMA_OVF] == TIMA_OVERFLOWED:
         if n > 4:
             return 4
@@ -114,6 +117,7 @@ def timer_next_event(i: int, m: wp.ref[Mem], n: int) -> int:
 @wp.func
 def timer_read(i: int, m: wp.ref[Mem], r: int) -> int:
     """Read DIV, TIMA, TMA or TAC (``r`` = offset from FF00; counters already caught up)."""
+    i = console(i)
     if r == R_DIV:
         return m.st[i, S_DIV16] >> 8
     if r == R_TIMA:
@@ -130,6 +134,7 @@ def timer_write(i: int, m: wp.ref[Mem], r: int, v: int):
     Around a TIMA overflow: a TIMA write in the overflow M-cycle cancels the reload and its
     interrupt; in the reload M-cycle it is ignored, and a TMA write also lands in TIMA.
     """
+    i = console(i)
     ovf = m.st[i, S_TIMA_OVF]
     if r == R_DIV:
         tac = m.st[i, S_TAC]

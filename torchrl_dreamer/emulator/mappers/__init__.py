@@ -44,7 +44,7 @@ from torchrl_dreamer.emulator.mappers.mbc2 import MBC_2
 from torchrl_dreamer.emulator.mappers.mbc3 import MBC_3, RTC_HZ, rtc_advance, rtc_needs_sync
 from torchrl_dreamer.emulator.mappers.mbc5 import MBC_5
 from torchrl_dreamer.emulator.mappers.rom_only import MBC_NONE
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 
 # The host-side API; the Warp functions (cart_write, cram_index, cram_read, cram_write,
 # rtc_advance, rtc_needs_sync) are imported by name by the bus and the scheduler, not documented
@@ -115,6 +115,7 @@ _PLAIN_BANKS = tuple((row.id, row.plain_ram_banks or 0) for row in MAPPERS
 @wp.func(inline=False)
 def cart_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write to 0000-7FFF: the mapper's control registers (dispatch on the mapper id)."""
+    i = console(i)
     mbc = m.st[i, S_MBC]
     for k in range(wp.static(len(_WRITES))):
         if mbc == wp.static(_WRITES[k][0]):
@@ -128,6 +129,7 @@ def cram_index(i: int, m: wp.ref[Mem], addr: int) -> int:
     plain banked RAM (:func:`~.base.banked_read`), for the bus's in-place path; -1 when the access
     needs the mapper: RAM disabled or absent, under 8 KiB (mirrored within a bank), a select
     that maps something else (the MBC3 clock), or a mapper whose RAM is not plain (MBC2)."""
+    i = console(i)
     if m.st[i, S_RAM_EN] == 0:
         return -1
     size = m.st[i, S_RAM_SIZE]
@@ -144,6 +146,7 @@ def cram_index(i: int, m: wp.ref[Mem], addr: int) -> int:
 @wp.func(inline=False)
 def cram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """Read A000-BFFF: FF while RAM is disabled, else the mapper's RAM (banked by default)."""
+    i = console(i)
     if m.st[i, S_RAM_EN] == 0:
         return 0xFF
     mbc = m.st[i, S_MBC]
@@ -156,6 +159,7 @@ def cram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
 @wp.func(inline=False)
 def cram_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write A000-BFFF (see :func:`cram_read`)."""
+    i = console(i)
     if m.st[i, S_RAM_EN] == 0:
         return
     mbc = m.st[i, S_MBC]

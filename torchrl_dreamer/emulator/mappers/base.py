@@ -27,7 +27,7 @@ from torchrl_dreamer.emulator.layout import (
     S_ROM_MASK,
     S_ROM_OFF1,
 )
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 
 __all__ = ["BANK_SIZE", "RAM_BANK_SIZE", "CartType", "Mapper", "POWER_ON", "plain_offsets",
            "ram_enable_write", "plain_update", "banked_read", "banked_write"]
@@ -95,18 +95,21 @@ class Mapper:
 @wp.func
 def ram_enable_write(i: int, m: wp.ref[Mem], v: int):
     """0000-1FFF on MBC1/3/5: 0x0A in the low nibble enables cartridge RAM."""
+    i = console(i)
     m.st[i, S_RAM_EN] = int((v & 0x0F) == 0x0A)
 
 
 @wp.func(inline=False)
 def plain_update(i: int, m: wp.ref[Mem]):
     """ROM_OFF1 from a single ROM bank register (BANK1, masked to the ROM size): MBC2, MBC3."""
+    i = console(i)
     m.st[i, S_ROM_OFF1] = (m.st[i, S_BANK1] & m.st[i, S_ROM_MASK]) * BANK_SIZE
 
 
 @wp.func
 def banked_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """Read A000-BFFF from the selected 8 KiB RAM bank (modulo the RAM size; FF without RAM)."""
+    i = console(i)
     off = m.st[i, S_RAM_BANK] * RAM_BANK_SIZE + (addr - 0xA000)
     size = m.st[i, S_RAM_SIZE]
     if size == 0:
@@ -117,6 +120,7 @@ def banked_read(i: int, m: wp.ref[Mem], addr: int) -> int:
 @wp.func
 def banked_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write A000-BFFF to the selected 8 KiB RAM bank (see :func:`banked_read`)."""
+    i = console(i)
     size = m.st[i, S_RAM_SIZE]
     if size == 0:
         return

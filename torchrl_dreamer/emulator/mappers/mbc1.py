@@ -22,7 +22,7 @@ from torchrl_dreamer.emulator.layout import (
     S_ROM_OFF1,
 )
 from torchrl_dreamer.emulator.mappers.base import BANK_SIZE, CartType, Mapper, ram_enable_write
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 
 __all__ = ["MBC_1", "MBC_1M", "MAPPER", "MULTICART", "mbc1_offsets", "mbc1_write", "mbc1_update"]
 
@@ -48,6 +48,7 @@ def mbc1_offsets(b1: int, b2: int, mode: int, mask: int, multicart: bool = False
 @wp.func(inline=False)
 def mbc1_update(i: int, m: wp.ref[Mem]):
     """Recompute ROM_OFF0 / ROM_OFF1 and the RAM bank from BANK1, BANK2 and the mode."""
+    i = console(i)
     mask = m.st[i, S_ROM_MASK]
     b1 = m.st[i, S_BANK1]
     b2 = m.st[i, S_BANK2]
@@ -68,6 +69,7 @@ def mbc1_update(i: int, m: wp.ref[Mem]):
 @wp.func(inline=False)
 def mbc1_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write to 0000-7FFF: RAM enable, ROM bank, upper bank, banking mode."""
+    i = console(i)
     if addr < 0x2000:
         ram_enable_write(i, m, v)
         return

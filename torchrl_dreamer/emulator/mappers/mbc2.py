@@ -9,7 +9,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.layout import S_BANK1
 from torchrl_dreamer.emulator.mappers.base import CartType, Mapper, plain_update, ram_enable_write
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 
 __all__ = ["MBC_2", "MAPPER", "mbc2_write", "mbc2_ram_read", "mbc2_ram_write"]
 
@@ -21,6 +21,7 @@ MBC_2 = wp.constant(2)
 def mbc2_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write to 0000-7FFF: address bit 8 picks RAM enable (0) or the 4-bit ROM bank (1), below
     0x4000 only."""
+    i = console(i)
     if addr >= 0x4000:
         return
     if (addr & 0x100) == 0:
@@ -36,12 +37,14 @@ def mbc2_write(i: int, m: wp.ref[Mem], addr: int, v: int):
 @wp.func
 def mbc2_ram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """Read the nibble RAM (upper bits read 1)."""
+    i = console(i)
     return 0xF0 | int(m.cram[i, addr & 0x1FF])
 
 
 @wp.func
 def mbc2_ram_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write the nibble RAM (only the low 4 bits are stored)."""
+    i = console(i)
     m.cram[i, addr & 0x1FF] = wp.uint8(v & 0x0F)
 
 

@@ -49,7 +49,7 @@ from torchrl_dreamer.emulator.mappers.base import (
     plain_update,
     ram_enable_write,
 )
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 
 __all__ = ["MBC_3", "MAPPER", "RTC_HZ", "mbc3_write", "mbc3_ram_read", "mbc3_ram_write",
            "rtc_advance", "rtc_needs_sync"]
@@ -75,6 +75,7 @@ assert S_RTC_DH - S_RTC_S == 4 and S_RTC_LDH - S_RTC_LS == 4
 def mbc3_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """MBC3: RAM/RTC enable, 7-bit ROM bank, 4-bit RAM bank or RTC register select, RTC latch
     (any write to 6000-7FFF)."""
+    i = console(i)
     if addr < 0x2000:
         ram_enable_write(i, m, v)
     elif addr < 0x4000:
@@ -94,6 +95,7 @@ def mbc3_write(i: int, m: wp.ref[Mem], addr: int, v: int):
 def mbc3_ram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     """Read A000-BFFF: RAM banks 00-03 (00-07 on the MBC30), the latched RTC registers (08-0C);
     the selects that map nothing read FF (see :func:`mbc3_ram_write`)."""
+    i = console(i)
     bank = m.st[i, S_RAM_BANK]
     if bank >= MBC3_RAM_BANKS:
         if bank >= RTC_REG_S:
@@ -108,6 +110,7 @@ def mbc3_ram_read(i: int, m: wp.ref[Mem], addr: int) -> int:
 @wp.func
 def mbc3_ram_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write A000-BFFF: RAM, or a live RTC counter (08-0C, masked; seconds restart the second)."""
+    i = console(i)
     bank = m.st[i, S_RAM_BANK]
     if bank >= MBC3_RAM_BANKS:
         if bank >= RTC_REG_S:
@@ -138,6 +141,7 @@ def rtc_reg_mask(bank: int) -> int:
 @wp.func(inline=False)
 def rtc_latch(i: int, m: wp.ref[Mem]):
     """Copy the live counters to the latched registers that A000-BFFF reads."""
+    i = console(i)
     for k in range(5):
         m.st[i, S_RTC_LS + k] = m.st[i, S_RTC_S + k]
 
@@ -155,6 +159,7 @@ def rtc_count(v: int, last: int, mask: int) -> int:
 @wp.func(inline=False)
 def rtc_second(i: int, m: wp.ref[Mem]):
     """One second of the MBC3 clock: seconds, and the carries into minutes, hours and days."""
+    i = console(i)
     s = rtc_count(m.st[i, S_RTC_S], 59, 0x3F)
     if s >= 0:
         m.st[i, S_RTC_S] = s
@@ -183,6 +188,7 @@ def rtc_second(i: int, m: wp.ref[Mem]):
 def rtc_advance(i: int, m: wp.ref[Mem], tcycles: int):
     """Advance a ticking MBC3 clock by ``tcycles`` emulated T-cycles (one check when it has none,
     or is halted: then the current second's fraction is kept)."""
+    i = console(i)
     if m.st[i, S_RTC_ON] != 0:
         if (m.st[i, S_RTC_DH] & RTC_HALT) == 0:
             sub = m.st[i, S_RTC_SUB] + tcycles
@@ -196,6 +202,7 @@ def rtc_advance(i: int, m: wp.ref[Mem], tcycles: int):
 def rtc_needs_sync(i: int, m: wp.ref[Mem], addr: int) -> bool:
     """Whether a write to ``addr`` reads or sets the clock (a latch, an RTC register write), so
     the console must first catch up with the CPU's cycle."""
+    i = console(i)
     if m.st[i, S_RTC_ON] == 0:
         return False
     if addr >= 0x6000 and addr < 0x8000:

@@ -9,7 +9,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.layout import S_BANK1, S_BANK2, S_RAM_BANK, S_ROM_MASK, S_ROM_OFF1
 from torchrl_dreamer.emulator.mappers.base import BANK_SIZE, CartType, Mapper, ram_enable_write
-from torchrl_dreamer.emulator.memory import Mem
+from torchrl_dreamer.emulator.memory import Mem, console
 
 __all__ = ["MBC_5", "MAPPER", "mbc5_offsets", "mbc5_write", "mbc5_update"]
 
@@ -29,6 +29,7 @@ def mbc5_offsets(b1: int, b2: int, mode: int, mask: int) -> tuple[int, int, int]
 @wp.func(inline=False)
 def mbc5_update(i: int, m: wp.ref[Mem]):
     """ROM_OFF1 from the 9-bit bank BANK2:BANK1."""
+    i = console(i)
     bank = (m.st[i, S_BANK2] << 8) | m.st[i, S_BANK1]
     m.st[i, S_ROM_OFF1] = (bank & m.st[i, S_ROM_MASK]) * BANK_SIZE
 
@@ -36,6 +37,7 @@ def mbc5_update(i: int, m: wp.ref[Mem]):
 @wp.func(inline=False)
 def mbc5_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     """Write to 0000-7FFF: RAM enable, ROM bank low 8 bits, ROM bank bit 8, RAM bank."""
+    i = console(i)
     if addr < 0x2000:
         ram_enable_write(i, m, v)
     elif addr < 0x3000:
