@@ -1,7 +1,7 @@
 """Exact fast-forward of side-effect-free loops (the kernel's ``IDLE_SKIP`` variant).
 
-Games spend most of a frame in loops that only wait: for a RAM flag that an interrupt handler
-sets, for LY/STAT to reach a value, for a countdown register to reach zero (OAM-DMA waits in
+Games spend most of a frame in loops that only wait (and in one that copies, below): for a
+RAM flag that an interrupt handler sets, for LY/STAT to reach a value, for a countdown register to reach zero (OAM-DMA waits in
 HRAM, delay loops), or spinning on ``JR @`` until an interrupt. Such a loop writes nothing and
 touches no IO register with a side effect, so between two scheduled events (the lazy clock's
 ``NEXT``: PPU mode/line changes that matter, timer overflows, frame ends) every iteration is a
@@ -26,6 +26,10 @@ where ``k`` ends strictly before the next event and before anything the loop rea
   ``DEC rr; LD A,hi; OR lo`` (either order) closed by ``JR NZ|JP NZ`` back or by an exit
   ``RET Z|JR Z|JP Z`` and an unconditional ``JR|JP`` back.
 - **spin**: fillers only and an unconditional ``JR|JP`` back (``JR @``).
+- **copy**: the tutorials' memory copy idiom (``LD A,(DE); LD (HL+),A; INC DE; DEC BC;
+  LD A,B; OR C; JR NZ|JP NZ``) from ROM or RAM into WRAM, HRAM or VRAM (while no write can be
+  blocked): its iterations are done in one go (:mod:`~torchrl_dreamer.emulator.idle_copy`). The
+  one family that writes memory.
 
 Not skipped: an interrupt pending with IME=1 or an ``EI`` in flight (the loop is about to be
 left), and an OAM DMA in progress (:func:`~torchrl_dreamer.emulator.dma.dma_busy`) unless
@@ -41,6 +45,7 @@ import warp as wp
 from torchrl_dreamer.emulator.alu import alu8, cond_ok, dec8
 from torchrl_dreamer.emulator.bus import peek
 from torchrl_dreamer.emulator.dma import dma_busy
+from torchrl_dreamer.emulator.idle_copy import copy_loop
 from torchrl_dreamer.emulator.interrupts import pending_irqs
 from torchrl_dreamer.emulator.joypad import joyp_value
 from torchrl_dreamer.emulator.layout import (
@@ -215,6 +220,10 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
     blocked = irq or dma
     kev = nxt - clk - 1  # T-cycles the skipped iterations may use (they end before NEXT)
     o0 = peek(i, m, head)
+    if o0 == 0x1A and br == head + 6:
+        cp = copy_loop(i, m, head, br, op, b, c, d, e, h, l, clk, kev, blocked)
+        if cp >= 0:
+            return cp  # the memory copy idiom (idle_copy.py)
     # ---------------------------------------------------------------- poll: LOAD; TEST; Jcc
     src = -1
     ll = 0  # LOAD bytes
