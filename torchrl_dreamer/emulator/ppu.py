@@ -287,7 +287,7 @@ def latched_penalty(hidden: int, line: int, h: int, scx: int, room: int, m0: int
     return pen
 
 
-@wp.func
+@wp.func(inline=True)
 def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     """Dot at which mode 3 ends (STAT reads mode 0) on visible ``line`` (hardware timing).
 
@@ -296,11 +296,20 @@ def mode3_end(i: int, m: wp.ref[Mem], line: int) -> int:
     the compatibility mode LCDC.0 too) and the object fetch penalties (:func:`obj_penalty`), from the
     registers when first asked on that line (mode 3 start, or the first STAT read of a line the
     coarse clock skipped); cached in ``PPU_M0``. A pixel-FIFO PPU would return its own count here.
+    The cached value is read in line; a new line's count is made out of line
+    (:func:`mode3_end_new`).
     """
     i = console(i)
     c = m.st[i, S_PPU_M0]
     if c >> 9 == line + 1:
         return c & 511
+    return mode3_end_new(i, m, line)
+
+
+@wp.func(inline=False)
+def mode3_end_new(i: int, m: wp.ref[Mem], line: int) -> int:
+    """:func:`mode3_end` for a line not yet in the ``PPU_M0`` cache: count it and cache it."""
+    i = console(i)
     scx = int(m.hram[i, R_SCX]) & 7
     n = MODE3_DOT + MODE3_DOTS + scx
     wx = int(m.hram[i, R_WX])
