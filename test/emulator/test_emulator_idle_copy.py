@@ -17,6 +17,52 @@ def _copy(src: str, dst: str, n: int, swap: bool = False) -> str:
     return f"ld de, {src}\nld hl, {dst}\nld bc, {n}\ncall {'copy_cb' if swap else 'copy'}\n"
 
 
+def _memcopy(branch: str = "jr") -> str:
+    """The tutorials' Memcopy as the routine ``copy`` (closed by ``jr nz`` or ``jp nz``)."""
+    return f"""copy:   ld a, [de]
+        ld [hl+], a
+        inc de
+        dec bc
+        ld a, b
+        or c
+        {branch} nz, copy
+        ret
+"""
+
+
+def _fast_and_slow(rom: bytes, calls: int) -> tuple[GameBoy, GameBoy]:
+    """Two consoles a side run ``calls`` calls of 1-3 frames with the fast-forward on and off;
+    every state array, register and picture must come out equal."""
+    runs = []
+    for skip in (True, False):
+        gb = GameBoy(rom, num_envs=2, idle_skip=skip, check_header=False, framebuffer=True)
+        for k in range(calls):
+            gb.run_frames(1 + k % 3)
+        runs.append(gb)
+    _assert_same_consoles(runs[1], runs[0])
+    return runs[0], runs[1]
+
+
+# the start of the programs below: the timer at 262 kHz (an interrupt every 1,024 T-cycles,
+# IE = timer only), whose handler counts its interrupts in C001
+_TIMER_START = """org $0050
+        jp on_timer
+org $0150
+start:  di
+        ld a, $05
+        ldh [$07], a
+        ld a, $04
+        ldh [$FF], a
+"""
+_TIMER_COUNTER = """on_timer: push af
+        ld a, [$C001]
+        inc a
+        ld [$C001], a
+        pop af
+        reti
+"""
+
+
 # Timer (262 kHz: an interrupt every 1,024 T-cycles, so inside most copies) and VBlank
 # interrupts count into C000 / C001; each pass copies ROM to WRAM, ROM to HRAM, WRAM to WRAM
 # overlapping (a smear: the copy reads bytes it wrote), ROM to VRAM with the LCD on (left to
@@ -127,15 +173,7 @@ def _bank_bytes(bank: int, n: int) -> list[int]:
 # An MBC1 cartridge: copies from the tail of bank 0 across $4000 into the switched bank (2),
 # and from bank 2 itself, with timer interrupts landing inside the copies.
 _BANKED = f"""
-org $0050
-        jp on_timer
-org $0150
-start:  di
-        ld a, $05
-        ldh [$07], a
-        ld a, $04
-        ldh [$FF], a
-        ld a, 2
+{_TIMER_START}        ld a, 2
         ld [$2000], a
         ei
 top:    {_copy("$3FF0", "$C100", 48)}
@@ -143,21 +181,7 @@ top:    {_copy("$3FF0", "$C100", 48)}
         ld hl, $C000
         inc [hl]
         jp top
-copy:   ld a, [de]
-        ld [hl+], a
-        inc de
-        dec bc
-        ld a, b
-        or c
-        jr nz, copy
-        ret
-on_timer: push af
-        ld a, [$C001]
-        inc a
-        ld [$C001], a
-        pop af
-        reti
-org $3FF0
+{_memcopy()}{_TIMER_COUNTER}org $3FF0
         db {", ".join(str(v) for v in _bank_bytes(0, 16))}
 bank 1
         db {", ".join(str(v) for v in _bank_bytes(1, 64))}
@@ -169,14 +193,7 @@ bank 2
 def test_copy_idiom_reads_the_switched_bank_and_across_4000():
     torch.set_num_threads(1)
     rom = build_rom(assemble(_BANKED), title="COPYBANK", cart_type=0x01, rom_size=0x10000)
-    runs = []
-    for skip in (True, False):
-        gb = GameBoy(rom, num_envs=2, idle_skip=skip, check_header=False, framebuffer=True)
-        for k in range(6):
-            gb.run_frames(1 + k % 3)
-        runs.append(gb)
-    fast, slow = runs
-    _assert_same_consoles(slow, fast)
+    fast, slow = _fast_and_slow(rom, calls=6)
     assert int(slow.read_memory(0xC000, 1)[0, 0]) >= 3, "several passes of both copies"
     assert int(slow.read_memory(0xC001, 1)[0, 0]) > 20, "timer interrupts landed during the run"
     want = _bank_bytes(0, 16) + _bank_bytes(2, 32)
@@ -190,15 +207,7 @@ def test_copy_idiom_reads_the_switched_bank_and_across_4000():
 # M-cycles a pass), so that copies run into mode 3, where the PPU locks VRAM and the write is
 # lost: each pass copies from another offset of the table, so a lost byte shows.
 _VRAM = f"""
-org $0050
-        jp on_timer
-org $0150
-start:  di
-        ld a, $05
-        ldh [$07], a
-        ld a, $04
-        ldh [$FF], a
-        xor a
+{_TIMER_START}        xor a
         ldh [$40], a
         ld de, table
         ld hl, $8000
@@ -224,21 +233,7 @@ top:    ld hl, $C000
         ld bc, 96
         call copy
         jp top
-copy:   ld a, [de]
-        ld [hl+], a
-        inc de
-        dec bc
-        ld a, b
-        or c
-        jp nz, copy
-        ret
-on_timer: push af
-        ld a, [$C001]
-        inc a
-        ld [$C001], a
-        pop af
-        reti
-table:
+{_memcopy("jp")}{_TIMER_COUNTER}table:
 {chr(10).join("db " + ", ".join(str((k * 29 + j * 13 + 7) & 0xFF) for j in range(16)) for k in range(100))}
 """
 
@@ -246,14 +241,7 @@ table:
 def test_copy_idiom_into_vram_with_the_lcd_off_and_on():
     torch.set_num_threads(1)
     rom = build_rom(assemble(_VRAM), title="COPYVRAM")
-    runs = []
-    for skip in (True, False):
-        gb = GameBoy(rom, num_envs=2, idle_skip=skip, check_header=False, framebuffer=True)
-        for k in range(20):
-            gb.run_frames(1 + k % 3)
-        runs.append(gb)
-    fast, slow = runs
-    _assert_same_consoles(slow, fast)
+    fast, slow = _fast_and_slow(rom, calls=20)
     assert int(slow.read_memory(0xC000, 1)[0, 0]) > 100, "many passes, at many line phases"
     assert int(slow.read_memory(0xC001, 1)[0, 0]) > 20, "timer interrupts landed during the run"
     table = [(k * 29 + j * 13 + 7) & 0xFF for k in range(100) for j in range(16)]
