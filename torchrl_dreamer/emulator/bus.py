@@ -68,7 +68,17 @@ from torchrl_dreamer.emulator.scheduler import sync
 from torchrl_dreamer.emulator.speed import dots
 
 __all__ = ["Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op", "rd_pc",
-           "wr"]
+           "rom_byte", "wr"]
+
+
+@wp.func
+def rom_byte(m: wp.ref[Mem], rom0: int, rom1: int, a: int) -> int:
+    """Cartridge ROM at ``a`` (0000-7FFF) with the banks at ROM offsets ``rom0`` / ``rom1``
+    (``ROM_OFF0`` / ``ROM_OFF1``, boot ROM unmapped): what :func:`peek` reads there, unchecked
+    (:mod:`.raw`), for code that already holds the offsets (the idle fast-forward)."""
+    if a < 0x4000:
+        return rom_at(m.rom, rom0 + a)
+    return rom_at(m.rom, rom1 + a - 0x4000)
 
 
 @wp.func

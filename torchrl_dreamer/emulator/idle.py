@@ -1,11 +1,11 @@
 """Exact fast-forward of side-effect-free loops (the kernel's ``IDLE_SKIP`` variant).
 
 Games spend most of a frame in loops that only wait (and in one that copies, below): for a
-RAM flag that an interrupt handler sets, for LY/STAT to reach a value, for a countdown register to reach zero (OAM-DMA waits in
-HRAM, delay loops), or spinning on ``JR @`` until an interrupt. Such a loop writes nothing and
-touches no IO register with a side effect, so between two scheduled events (the lazy clock's
-``NEXT``: PPU mode/line changes that matter, timer overflows, frame ends) every iteration is a
-known function of what it reads. After a taken backward branch the kernel calls
+RAM flag that an interrupt handler sets, for LY/STAT to reach a value, for a countdown register
+to reach zero (OAM-DMA waits in HRAM, delay loops), or spinning on ``JR @`` until an interrupt.
+Such a loop writes nothing and touches no IO register with a side effect, so between two
+scheduled events (the lazy clock's ``NEXT``: PPU mode/line changes that matter, timer overflows,
+frame ends) every iteration is a known function of what it reads. After a taken backward branch the kernel calls
 :func:`idle_loop`, which decodes the loop body from the bus (ROM, WRAM or HRAM: code the loop
 cannot change), recognises one of the families below and skips ``k`` whole iterations by adding
 ``k`` periods to the clock and setting the registers to what the ``k``-th iteration leaves,
@@ -43,24 +43,14 @@ from __future__ import annotations
 import warp as wp
 
 from torchrl_dreamer.emulator.alu import alu8, cond_ok, dec8
-from torchrl_dreamer.emulator.bus import peek
+from torchrl_dreamer.emulator.bus import peek, rom_byte
 from torchrl_dreamer.emulator.dma import dma_busy
 from torchrl_dreamer.emulator.idle_copy import copy_loop
+from torchrl_dreamer.emulator.idle_state import store_regs
 from torchrl_dreamer.emulator.interrupts import pending_irqs
 from torchrl_dreamer.emulator.joypad import joyp_value
 from torchrl_dreamer.emulator.layout import (
-    S_A,
-    S_B,
     S_BOOT_ON,
-    S_C,
-    S_CLK,
-    S_CYCLES,
-    S_D,
-    S_E,
-    S_F,
-    S_H,
-    S_L,
-    S_PC,
     S_SPEED,
 )
 from torchrl_dreamer.emulator.memory import Mem, console
@@ -78,7 +68,7 @@ __all__ = ["idle_loop", "loop_heads", "maybe_loop"]
 def loop_heads() -> list[int]:
     """Per opcode 1 if a loop :func:`idle_loop` knows can start with it (the kernel's ``heads``
     argument): the kernel asks :func:`idle_loop` only about loops whose first opcode is
-    one of these, so ordinary loops (copies, fills) cost one table read per taken branch."""
+    one of these, so other loops (fills, other copies) cost one table read per taken branch."""
     heads = {0xF0, 0xF2, 0xFA, 0x7E, 0x1A, 0x0A, 0xCB, 0x00, 0x18, 0xC3, 0x0B, 0x1B, 0x2B}
     heads |= {0x05 + 8 * r for r in range(8) if r != 6}  # DEC r
     return [int(op in heads) for op in range(256)]  # "does not change before the next event" (T-cycles)
@@ -99,10 +89,8 @@ def code_ok(i: int, m: wp.ref[Mem], addr: int) -> bool:
 def maybe_loop(m: wp.ref[Mem], heads: wp.array(dtype=wp.uint8), head: int, rom0: int, rom1: int) -> bool:
     """Cheap pre-filter: can the ROM code at ``head`` start a loop :func:`idle_loop` knows?
     (Code outside ROM is always handed to :func:`idle_loop`, which checks it.)"""
-    if head < 0x4000:
-        return rom_at(heads, rom_at(m.rom, rom0 + head)) != 0
     if head < 0x8000:
-        return rom_at(heads, rom_at(m.rom, rom1 + head - 0x4000)) != 0
+        return rom_at(heads, rom_byte(m, rom0, rom1, head)) != 0
     return True
 
 
@@ -140,25 +128,6 @@ def branch_cond(op: int, f: int) -> bool:
     if op == 0x18 or op == 0xC3:
         return True
     return cond_ok((op >> 3) & 3, f)
-
-
-@wp.func
-def store_regs(i: int, m: wp.ref[Mem], a: int, f: int, b: int, c: int, d: int, e: int, h: int, l: int,  # noqa: E741
-               pc: int, clk: int, skipped: int):
-    """Hand the registers, PC and clock after a fast-forward back to the kernel (which reloads
-    them)."""
-    i = console(i)
-    m.st[i, S_PC] = pc
-    m.st[i, S_A] = a
-    m.st[i, S_F] = f
-    m.st[i, S_B] = b
-    m.st[i, S_C] = c
-    m.st[i, S_D] = d
-    m.st[i, S_E] = e
-    m.st[i, S_H] = h
-    m.st[i, S_L] = l
-    m.st[i, S_CLK] = clk
-    m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + skipped
 
 
 @wp.func

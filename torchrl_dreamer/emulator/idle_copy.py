@@ -33,25 +33,16 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.bus import rom_byte
+from torchrl_dreamer.emulator.idle_state import store_regs
 from torchrl_dreamer.emulator.layout import (
-    S_A,
-    S_B,
     S_BOOT_ON,
-    S_C,
-    S_CLK,
-    S_CYCLES,
-    S_D,
-    S_E,
-    S_F,
-    S_H,
-    S_L,
-    S_PC,
     S_ROM_OFF0,
     S_ROM_OFF1,
     S_VRAM_OPEN,
 )
 from torchrl_dreamer.emulator.memory import Mem, console
-from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
+from torchrl_dreamer.emulator.raw import u8_at, u8_set
 
 __all__ = ["COPY_CYCLES", "copy_loop"]
 
@@ -67,15 +58,6 @@ def plain_ram(a: int, n: int) -> bool:
     """``n`` bytes from ``a`` lie in WRAM (C000-DFFF) or in HRAM (FF80-FFFE)."""
     z = a + n - 1
     return (a >= 0xC000 and z < 0xE000) or (a >= 0xFF80 and z < 0xFFFF)
-
-
-@wp.func
-def rom_byte(m: wp.ref[Mem], rom0: int, rom1: int, a: int) -> int:
-    """Cartridge ROM at ``a`` (0000-7FFF) with the banks at ROM offsets ``rom0`` / ``rom1``
-    (the boot ROM unmapped): what :func:`~.bus.peek` reads there, without its other regions."""
-    if a < 0x4000:
-        return rom_at(m.rom, rom0 + a)
-    return rom_at(m.rom, rom1 + a - 0x4000)
 
 
 @wp.func(inline=False)
@@ -135,15 +117,7 @@ def copy_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, b: int, c: in
     nbc = bc - k
     src = src + k
     dst = dst + k
-    m.st[i, S_PC] = head
-    m.st[i, S_A] = (nbc >> 8) | (nbc & 0xFF)
-    m.st[i, S_F] = 0  # OR of a non-zero value: Z, N, H, C clear
-    m.st[i, S_B] = nbc >> 8
-    m.st[i, S_C] = nbc & 0xFF
-    m.st[i, S_D] = src >> 8
-    m.st[i, S_E] = src & 0xFF
-    m.st[i, S_H] = dst >> 8
-    m.st[i, S_L] = dst & 0xFF
-    m.st[i, S_CLK] = clk + per * k
-    m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + COPY_INSTRUCTIONS * k
+    # A = B | C and F = 0: the OR of a non-zero value (Z, N, H, C clear)
+    store_regs(i, m, (nbc >> 8) | (nbc & 0xFF), 0, nbc >> 8, nbc & 0xFF, src >> 8, src & 0xFF,
+               dst >> 8, dst & 0xFF, head, clk + per * k, COPY_INSTRUCTIONS * k)
     return COPY_INSTRUCTIONS * k
