@@ -119,8 +119,9 @@ def test_broken_template_is_refused_with_the_line_to_restore(tmp_path, monkeypat
     broken.write_text(template.replace("\nCOUNT = False", "\nCOUNTS = False"))
     with pytest.raises(RuntimeError, match=r"lacks the module-level variant flag\(s\) \['COUNT'\]"):
         codegen.generate_source()
-    broken.write_text(template.replace('\n                       "cpu_compiler_flags": "-march=native"',
-                                       ""))
+    flags_line = f'\n                       "cpu_compiler_flags": "{codegen.CPU_COMPILER_FLAGS}"'
+    assert flags_line in template
+    broken.write_text(template.replace(flags_line, ""))
     with pytest.raises(RuntimeError, match='must set "cpu_compiler_flags"'):
         codegen.generate_source()
 

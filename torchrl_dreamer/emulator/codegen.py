@@ -563,11 +563,14 @@ _JR_LOOP = (0x18, 0x20, 0x28, 0x30, 0x38)
 CPU_OPT_LEVEL = 3
 """C++ optimisation level of the CPU kernel module (why -O3: ``docs/decisions/kernel_shape.md``)."""
 
-CPU_COMPILER_FLAGS = "-march=native"
+CPU_COMPILER_FLAGS = "-march=native -mllvm -align-all-functions=6"
 """C++ compiler flags of the kernel module's CPU build (Warp's ``cpu_compiler_flags`` module
 option): the host's instruction set, without the inlining thresholds Warp adds by default
 (``-inline-threshold=9000``, ``-inline-cold-callsite-threshold=3000``), with which the games
-ran 4-5 % slower (``docs/decisions/kernel_shape.md``, "CPU compiler flags").
+ran 4-5 % slower, and every function on a 64-byte boundary, so that the kernel's hot loop
+keeps its place in the cache lines whatever the size of the code before it (an edit elsewhere
+moved the games by 2-4 % either way) (``docs/decisions/kernel_shape.md``, "CPU compiler
+flags").
 ``TORCHRL_DREAMER_CPU_FLAGS`` overrides; the flags are part of the generated source, so of the
 cache key."""
 

@@ -40,7 +40,7 @@ from torchrl_dreamer.emulator.layout import (
 )
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3,
-                       "cpu_compiler_flags": "-march=native"})
+                       "cpu_compiler_flags": "-march=native -mllvm -align-all-functions=6"})
 
 # Compile-time variants (``if wp.static(...)``: the other branches are not compiled at all)
 STEP = False  # stop after ``max_steps`` instructions (lockstep oracle tests)
