@@ -58,6 +58,7 @@ from torchrl_dreamer.emulator.layout import (
 )
 from torchrl_dreamer.emulator.mappers import cram_read
 from torchrl_dreamer.emulator.memory import Mem, console
+from torchrl_dreamer.emulator.raw import u8_at, u8_set
 from torchrl_dreamer.emulator.registers import R_DMA
 
 __all__ = ["oam_dma", "dma_advance", "dma_source_at", "dma_read", "dma_conflict", "dma_busy",
@@ -139,10 +140,20 @@ def oam_dma(i: int, m: wp.ref[Mem], src: int):
 
 @wp.func(inline=False)
 def dma_copy(i: int, m: wp.ref[Mem]):
-    """Copy the current transfer's 160 source bytes into OAM."""
+    """Copy the current transfer's 160 source bytes into OAM.
+
+    A source at C000 or above (WRAM, its echo, and the FE / FF pages, which read the echo too:
+    :func:`dma_read`) is 160 contiguous WRAM bytes (the page starts on a multiple of 0x100, so
+    ``& 0x1FFF`` never wraps inside it): copied in place (:mod:`.raw`), the source games use
+    every frame. Other sources go byte by byte through :func:`dma_read`."""
     i = console(i)
     m.st[i, S_DMA_COPY] = 0
     base = m.st[i, S_DMA_SRC]
+    if base >= 0xC000:
+        w = base & 0x1FFF
+        for k in range(DMA_BYTES):
+            u8_set(m.oam, i, k, u8_at(m.wram, i, w + k))
+        return
     for k in range(DMA_BYTES):
         m.oam[i, k] = wp.uint8(dma_read(i, m, (base + k) & 0xFFFF))
 

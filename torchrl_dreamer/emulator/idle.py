@@ -54,7 +54,7 @@ from torchrl_dreamer.emulator.layout import (
     S_SPEED,
 )
 from torchrl_dreamer.emulator.memory import Mem, console
-from torchrl_dreamer.emulator.ppu import ppu_poll
+from torchrl_dreamer.emulator.ppu import ppu_poll, vram_open_seen
 from torchrl_dreamer.emulator.raw import rom_at
 from torchrl_dreamer.emulator.registers import (
     R_JOYP,
@@ -308,6 +308,8 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
                 # taken: 4 T-cycles less than taken)
                 last = per * k + 4 * (lm + tm) + tb - 4
                 if last <= kev:
+                    if src == 0xFF00 + R_STAT:
+                        vram_open_seen(i, m, clk + per * k + 4 * lm, vl & 0xFF)
                     store_regs(i, m, r2 & 0xFF, r2 >> 8, b, c, d, e, h, l, br + tb // 4 - 1,
                                clk + last, ins * (k + 1))
                     return ins * (k + 1)

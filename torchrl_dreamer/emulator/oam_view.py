@@ -44,7 +44,7 @@ from torchrl_dreamer.emulator.registers import R_LCDC
 from torchrl_dreamer.emulator.render import obj_on_line
 from torchrl_dreamer.emulator.speed import cpu_cycles
 
-__all__ = ["OAM_SCAN_DOT", "scan_hidden", "hidden_entry", "latch_y", "latch_x", "fetch_byte",
+__all__ = ["OAM_SCAN_DOT", "scan_hidden", "hidden_entry", "hidden_mask", "latch_y", "latch_x", "fetch_byte",
            "this_line_time"]
 
 OAM_SCAN_DOT = wp.constant(1)  # line dot on which the OAM scan reads entry 0 (entry s: + 2 s)
@@ -129,6 +129,14 @@ def previous_line_read(i: int, m: wp.ref[Mem], line: int) -> int:
 def hidden_entry(hidden: int, s: int) -> bool:
     """Whether OAM entry ``s`` is among the entries ``hidden`` (:func:`scan_hidden`)."""
     return s >= (hidden & 0xFF) and s < ((hidden >> 8) & 0xFF)
+
+
+@wp.func
+def hidden_mask(hidden: int) -> wp.int64:
+    """The entries ``hidden`` (:func:`scan_hidden`) as a mask, bit ``s`` for entry ``s``."""
+    lo = wp.int64(1) << wp.int64(hidden & 0xFF)
+    hi = wp.int64(1) << wp.int64((hidden >> 8) & 0xFF)
+    return hi - lo
 
 
 @wp.func

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from torchrl_dreamer.emulator.bits import lowest_bit
 from torchrl_dreamer.emulator.dma import dma_ran_since, dma_recent
 from torchrl_dreamer.emulator.fifo import (
     fifo_abandon_object,
@@ -47,10 +48,16 @@ from torchrl_dreamer.emulator.layout import (
     S_STAT_LINE,
     S_STOPPED,
     S_VBK,
+    S_VRAM_OPEN,
     S_WIN_LINE,
 )
 from torchrl_dreamer.emulator.memory import Mem, console
-from torchrl_dreamer.emulator.oam_view import hidden_entry, latch_x, latch_y, scan_hidden
+from torchrl_dreamer.emulator.oam_view import (
+    hidden_mask,
+    latch_x,
+    latch_y,
+    scan_hidden,
+)
 from torchrl_dreamer.emulator.raw import u8_at
 from torchrl_dreamer.emulator.registers import (
     IRQ_STAT,
@@ -98,7 +105,7 @@ from torchrl_dreamer.emulator.speed import cpu_cycles
 __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
     "vram_blocked", "oam_read_blocked", "oam_write_blocked", "mode3_end", "ppu_fifo_write",
-    "lcd_register", "at_vblank_point",
+    "lcd_register", "at_vblank_point", "vram_open_seen",
 ]
 
 # WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
@@ -216,40 +223,44 @@ def obj_penalty(i: int, m: wp.ref[Mem], line: int, scx: int) -> int:
     m2 = int(0)  # noqa: UP018 (a dynamic Warp variable)
     m3 = int(0)  # noqa: UP018 (a dynamic Warp variable)
     m4 = int(0)  # noqa: UP018 (a dynamic Warp variable)
-    # the OAM array's descriptor as a local: read once, not on each of the 40 entries (the
-    # compiler cannot hoist the loads of ``m.oam`` past the ``n < OBJ_LIMIT`` test)
+    # the entries on the line as a mask, in one pass with no branch (where a STAT read on a new
+    # line spends its time: all 40 entries are tested), then only those visited, in index order
     oam = m.oam
+    on = wp.int64(0)
+    for k in range(40):
+        hit = wp.where(obj_on_line(u8_at(oam, i, 4 * k), line, h), wp.int64(1), wp.int64(0))
+        on = on | (hit << wp.int64(k))
     hidden = int(0)  # noqa: UP018 (a dynamic Warp variable)
     if dma_recent(i, m):
         hidden = scan_hidden(i, m, line_time(i, m, line), line)
-    for k in range(40):
-        if n < OBJ_LIMIT and not hidden_entry(hidden, k):
-            # (a STAT read on a new line scans all 40 entries: where such reads spend their time)
-            if obj_on_line(u8_at(oam, i, 4 * k), line, h):
-                n = n + 1
-                x = u8_at(oam, i, 4 * k + 1)
-                if x < 168:
-                    pen = pen + 6
-                    px = x + (scx & 7)
-                    if x == 0:
-                        px = 0  # 8 pixels off-screen: always the full 5-dot tile wait
-                    bit = 1 << (px >> 3)
-                    off = px & 7
-                    if off <= 0 and (m0 & bit) == 0:
-                        m0 = m0 | bit
-                        pen = pen + 1
-                    if off <= 1 and (m1 & bit) == 0:
-                        m1 = m1 | bit
-                        pen = pen + 1
-                    if off <= 2 and (m2 & bit) == 0:
-                        m2 = m2 | bit
-                        pen = pen + 1
-                    if off <= 3 and (m3 & bit) == 0:
-                        m3 = m3 | bit
-                        pen = pen + 1
-                    if off <= 4 and (m4 & bit) == 0:
-                        m4 = m4 | bit
-                        pen = pen + 1
+        on = on & (hidden_mask(hidden) ^ wp.int64(-1))
+    while on != wp.int64(0) and n < OBJ_LIMIT:
+        k = lowest_bit(on)
+        on = on & (on - wp.int64(1))
+        n = n + 1
+        x = u8_at(oam, i, 4 * k + 1)
+        if x < 168:
+            pen = pen + 6
+            px = x + (scx & 7)
+            if x == 0:
+                px = 0  # 8 pixels off-screen: always the full 5-dot tile wait
+            bit = 1 << (px >> 3)
+            off = px & 7
+            if off <= 0 and (m0 & bit) == 0:
+                m0 = m0 | bit
+                pen = pen + 1
+            if off <= 1 and (m1 & bit) == 0:
+                m1 = m1 | bit
+                pen = pen + 1
+            if off <= 2 and (m2 & bit) == 0:
+                m2 = m2 | bit
+                pen = pen + 1
+            if off <= 3 and (m3 & bit) == 0:
+                m3 = m3 | bit
+                pen = pen + 1
+            if off <= 4 and (m4 & bit) == 0:
+                m4 = m4 | bit
+                pen = pen + 1
     if hidden != 0:
         # the hidden entries (the scan's tail, when a latch is kept) judged with the latch
         pen = pen + latched_penalty(hidden, line, h, scx, OBJ_LIMIT - n, m0, m1, m2, m3, m4)
@@ -564,6 +575,17 @@ def vram_write_open_until(i: int, m: wp.ref[Mem], t: int) -> int:
     if line + 1 < VBLANK_LINE:
         return t + LINE_DOTS - x + MODE3_DOT
     return t + (FRAME_LINES - line) * LINE_DOTS - x + MODE3_DOT
+
+
+@wp.func
+def vram_open_seen(i: int, m: wp.ref[Mem], t: int, stat: int):
+    """The CPU read STAT as ``stat`` at CPU T-cycle ``t``: a mode other than 3 says that a VRAM
+    write would not be blocked there, so the bus's VRAM bound (``VRAM_OPEN``) is what such a
+    write stores (:func:`vram_write_open_until`). The usual wait before a tile write (poll STAT
+    until mode 0 or 1, then write VRAM) then writes in place, not out of line."""
+    i = console(i)
+    if (stat & 3) != 3:
+        m.st[i, S_VRAM_OPEN] = vram_write_open_until(i, m, t)
 
 
 @wp.func
