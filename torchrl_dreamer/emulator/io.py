@@ -22,7 +22,7 @@ from torchrl_dreamer.emulator.ppu import (
     ppu_read,
     ppu_value,
     ppu_write,
-    vram_open_seen,
+    stat_read,
 )
 from torchrl_dreamer.emulator.registers import (
     R_BOOT,
@@ -67,11 +67,9 @@ def io_read(i: int, m: wp.ref[Mem], r: int) -> int:
     if r == R_STAT or r == R_LY:
         # from the dot counter, without catching up: no event is due before NEXT, so this is
         # ppu_read's value after catch_up (the deferred catch-up is done by the next sync)
-        t = m.st[i, S_CLK]
-        v = ppu_value(i, m, r, dots(i, m, t))
         if r == R_STAT:
-            vram_open_seen(i, m, t, v)
-        return v
+            return stat_read(i, m, m.st[i, S_CLK])  # (and the VRAM bound it gives)
+        return ppu_value(i, m, r, dots(i, m, m.st[i, S_CLK]))
     elif r >= R_LCDC and r <= R_WX:
         return int(m.hram[i, r])  # plain LCD registers: nothing time-dependent to catch up
     catch_up(i, m)

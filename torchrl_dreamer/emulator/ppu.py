@@ -100,12 +100,12 @@ from torchrl_dreamer.emulator.render_cgb import (
     stopped_line,
 )
 from torchrl_dreamer.emulator.render_compat import colour_line_compat, render_line_compat
-from torchrl_dreamer.emulator.speed import cpu_cycles
+from torchrl_dreamer.emulator.speed import cpu_cycles, dots
 
 __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
     "vram_blocked", "oam_read_blocked", "oam_write_blocked", "mode3_end", "ppu_fifo_write",
-    "lcd_register", "at_vblank_point", "vram_open_seen",
+    "lcd_register", "at_vblank_point", "vram_open_seen", "stat_read",
 ]
 
 # WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
@@ -563,18 +563,45 @@ def vram_write_open_until(i: int, m: wp.ref[Mem], t: int) -> int:
     mode 3 of a visible line), i.e. dot 81 of this line or of the next visible one. 0 (no
     bound) in double speed, with VRAM bank 1 mapped and with PyBoy's timing."""
     i = console(i)
-    if m.st[i, S_SPEED] != 0 or m.st[i, S_VBK] != 0 or pyboy(i, m):
+    if vram_unbounded(i, m):
         return 0
     if not lcd_on(i, m):
         return VRAM_OPEN_LCD_OFF
-    dot = m.st[i, S_PPU_DOT] + t
-    line = m.st[i, S_LINE] + dot // LINE_DOTS
-    x = dot % LINE_DOTS
+    at = line_dot_at(i, m, t)
+    return vram_open_from(t, at[0], at[1])
+
+
+@wp.func
+def vram_unbounded(i: int, m: wp.ref[Mem]) -> bool:
+    """No VRAM bound is kept (:func:`vram_write_open_until` gives 0): double speed, VRAM bank 1
+    mapped, PyBoy's timing."""
+    i = console(i)
+    return m.st[i, S_SPEED] != 0 or m.st[i, S_VBK] != 0 or pyboy(i, m)
+
+
+@wp.func
+def vram_open_from(t: int, line: int, x: int) -> int:
+    """The VRAM bound for a write that was not blocked at CPU T-cycle ``t``, on ``line`` at dot
+    ``x`` (single speed, LCD on): dot 81 of this line or of the next visible one."""
     if line < VBLANK_LINE and x < MODE3_DOT:
         return t + MODE3_DOT - x
     if line + 1 < VBLANK_LINE:
         return t + LINE_DOTS - x + MODE3_DOT
     return t + (FRAME_LINES - line) * LINE_DOTS - x + MODE3_DOT
+
+
+@wp.func
+def stat_read(i: int, m: wp.ref[Mem], t: int) -> int:
+    """STAT as the CPU reads it at CPU T-cycle ``t`` (:func:`ppu_value`), storing the VRAM bound
+    a mode other than 3 gives (:func:`vram_open_seen`) from the same line and dot."""
+    i = console(i)
+    if not lcd_on(i, m):
+        return ppu_value(i, m, R_STAT, dots(i, m, t))
+    at = line_dot_at(i, m, dots(i, m, t))
+    v = ppu_value_at(i, m, R_STAT, at[0], at[1])
+    if (v & 3) != 3 and not vram_unbounded(i, m):
+        m.st[i, S_VRAM_OPEN] = vram_open_from(t, at[0], at[1])
+    return v
 
 
 @wp.func
