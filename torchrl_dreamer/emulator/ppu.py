@@ -606,13 +606,16 @@ def stat_read(i: int, m: wp.ref[Mem], t: int) -> int:
 
 @wp.func
 def vram_open_seen(i: int, m: wp.ref[Mem], t: int, stat: int):
-    """The CPU read STAT as ``stat`` at CPU T-cycle ``t``: a mode other than 3 says that a VRAM
-    write would not be blocked there, so the bus's VRAM bound (``VRAM_OPEN``) is what such a
-    write stores (:func:`vram_write_open_until`). The usual wait before a tile write (poll STAT
-    until mode 0 or 1, then write VRAM) then writes in place, not out of line."""
+    """The CPU read STAT as ``stat`` at CPU T-cycle ``t`` with the LCD on: a mode other than 3
+    says that a VRAM write would not be blocked there, so the bus's VRAM bound (``VRAM_OPEN``)
+    is what such a write stores (:func:`vram_write_open_until`). The usual wait before a tile
+    write (poll STAT until mode 0 or 1, then write VRAM) then writes in place, not out of line.
+    Used at the exit of a STAT wait the fast-forward skipped; :func:`stat_read` does the same
+    from the line and dot it already has."""
     i = console(i)
-    if (stat & 3) != 3:
-        m.st[i, S_VRAM_OPEN] = vram_write_open_until(i, m, t)
+    if (stat & 3) != 3 and lcd_on(i, m) and not vram_unbounded(i, m):
+        at = line_dot_at(i, m, t)
+        m.st[i, S_VRAM_OPEN] = vram_open_from(t, at[0], at[1])
 
 
 @wp.func
