@@ -45,7 +45,7 @@ import warp as wp
 from torchrl_dreamer.emulator.alu import alu8, cond_ok, dec8
 from torchrl_dreamer.emulator.bus import peek, rom_byte
 from torchrl_dreamer.emulator.dma import dma_busy
-from torchrl_dreamer.emulator.idle_copy import copy_loop
+from torchrl_dreamer.emulator.idle_copy import copy_loop, plain_ram
 from torchrl_dreamer.emulator.idle_state import store_regs
 from torchrl_dreamer.emulator.interrupts import pending_irqs
 from torchrl_dreamer.emulator.joypad import joyp_value
@@ -82,7 +82,7 @@ def code_ok(i: int, m: wp.ref[Mem], addr: int) -> bool:
     if addr < 0x8000:
         bo = m.st[i, S_BOOT_ON]  # the boot ROM's end while it is mapped (Color: 0000-00FF, 0200-08FF)
         return bo == 0 or (addr >= 0x100 and (addr < 0x200 or addr >= bo))
-    return (addr >= 0xC000 and addr < 0xE000) or (addr >= 0xFF80 and addr < 0xFFFF)
+    return plain_ram(addr, 1)
 
 
 @wp.func
@@ -232,7 +232,7 @@ def idle_loop(i: int, m: wp.ref[Mem], head: int, br: int, op: int, a: int, f: in
     if src >= 0:
         if op == 0x18 or op == 0xC3:
             return -1
-        ram = (src >= 0xFF80 and src < 0xFFFF) or (src >= 0xC000 and src < 0xE000)
+        ram = plain_ram(src, 1)
         ppu = src == 0xFF00 + R_LY or src == 0xFF00 + R_STAT
         if not (ram or ppu or src == 0xFF00 + R_JOYP):
             return -1

@@ -593,14 +593,13 @@ def vram_open_from(t: int, line: int, x: int) -> int:
 @wp.func
 def stat_read(i: int, m: wp.ref[Mem], t: int) -> int:
     """STAT as the CPU reads it at CPU T-cycle ``t`` (:func:`ppu_value`), storing the VRAM bound
-    a mode other than 3 gives (:func:`vram_open_seen`) from the same line and dot."""
+    a mode other than 3 gives (:func:`vram_open_seen_at`) from the same line and dot."""
     i = console(i)
     if not lcd_on(i, m):
         return ppu_value(i, m, R_STAT, dots(i, m, t))
     at = line_dot_at(i, m, dots(i, m, t))
     v = ppu_value_at(i, m, R_STAT, at[0], at[1])
-    if (v & 3) != 3 and not vram_unbounded(i, m):
-        m.st[i, S_VRAM_OPEN] = vram_open_from(t, at[0], at[1])
+    vram_open_seen_at(i, m, t, v, at[0], at[1])
     return v
 
 
@@ -610,12 +609,20 @@ def vram_open_seen(i: int, m: wp.ref[Mem], t: int, stat: int):
     says that a VRAM write would not be blocked there, so the bus's VRAM bound (``VRAM_OPEN``)
     is what such a write stores (:func:`vram_write_open_until`). The usual wait before a tile
     write (poll STAT until mode 0 or 1, then write VRAM) then writes in place, not out of line.
-    Used at the exit of a STAT wait the fast-forward skipped; :func:`stat_read` does the same
-    from the line and dot it already has."""
+    Used at the exit of a STAT wait the fast-forward skipped; :func:`stat_read` calls
+    :func:`vram_open_seen_at` with the line and dot it already has."""
     i = console(i)
-    if (stat & 3) != 3 and lcd_on(i, m) and not vram_unbounded(i, m):
-        at = line_dot_at(i, m, t)
-        m.st[i, S_VRAM_OPEN] = vram_open_from(t, at[0], at[1])
+    if lcd_on(i, m):
+        at = line_dot_at(i, m, dots(i, m, t))
+        vram_open_seen_at(i, m, t, stat, at[0], at[1])
+
+
+@wp.func
+def vram_open_seen_at(i: int, m: wp.ref[Mem], t: int, stat: int, line: int, x: int):
+    """:func:`vram_open_seen` with the LCD on, at ``line`` and dot ``x`` (those of ``t``)."""
+    i = console(i)
+    if (stat & 3) != 3 and not vram_unbounded(i, m):
+        m.st[i, S_VRAM_OPEN] = vram_open_from(t, line, x)
 
 
 @wp.func
