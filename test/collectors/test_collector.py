@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 import warnings
 
 import pytest
@@ -133,10 +134,28 @@ def test_policy_ready_ordering(backend):
 
 
 def test_threaded_overlaps_actor_and_learner():
-    """Truly concurrent: gradient steps finish while the actor is inside a window."""
+    """Truly concurrent: gradient steps finish while the actor is inside a window.
+
+    Once a commit has granted a step, the actor holds still inside its window until the learner
+    has taken one (at most 30 s). Left to the scheduler, a short window on 2 busy cores can end
+    before the learner's first step; held, only a learner that cannot run during a window fails.
+    """
     c = make_collector("threaded", total_frames=384, record_trace=True, replay_ratio=0.0625,
                        steps_per_rollout=48, commit_stride=4, max_learner_steps_per_tick=64)
+    step, waited = c.driver.step, []
+
+    def held_step(*args, **kwargs):
+        t = step(*args, **kwargs)
+        if not waited and c.limiter.can_sample(1):
+            deadline = time.monotonic() + 30.0
+            while not any(ev[0] == "update" for ev in c.trace) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            waited.append(t)
+        return t
+
+    c.driver.step = held_step
     _run_with_watchdog(c)
+    assert waited, "no commit granted a gradient step during collection"
     inside, in_window = 0, False
     for ev in c.trace:
         if ev[0] in ("window_start", "window_end"):
