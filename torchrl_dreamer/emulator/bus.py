@@ -10,10 +10,14 @@ in the kernel's locals (``clk``, ``nxt``, ``dirty``), which these functions take
 access). While an OAM DMA runs the in-place WRAM and ROM ranges are empty (the kernel's
 ``wram_end`` / ``rom_end`` / ``rom0_lo``; cartridge RAM is tested against them too), so every
 access but HRAM's goes out of line. VRAM writes go in place too while the kernel's ``vram_end``
-says that the PPU cannot be in mode 3 yet: an unblocked write through :func:`cpu_write` stores that
-bound (:func:`~.ppu.vram_write_open_until`, state column ``VRAM_OPEN``; each catch-up moves it on
-with the clock's origin; every IO register write, a speed switch and STOP clear it), and the kernel
-reads it with the other bounds. The in-place accesses use :mod:`.raw`'s loads and stores (Warp's
+says that the PPU cannot be in mode 3 yet: an unblocked VRAM write or read through
+:func:`cpu_write` / :func:`cpu_read`, and a STAT read outside mode 3, store that bound
+(:func:`~.ppu.vram_write_open_until`, state column ``VRAM_OPEN``; each catch-up moves it on with
+the clock's origin; every IO register write, a speed switch and STOP clear it), and the kernel
+reads it with the other bounds. VRAM reads use it out of line: :func:`cpu_read` reads VRAM
+without asking the PPU while mode 3 is at least :data:`~.ppu.VRAM_READ_LEAD` dots away (reads
+are blocked that much earlier than writes). (In the kernel's reads, that test measured slower on
+games that never read VRAM: ``docs/emulator.md``, 2026-12-02.) The in-place accesses use :mod:`.raw`'s loads and stores (Warp's
 indexing without its negative-index wrap). Every other access goes through :func:`cpu_read` /
 :func:`cpu_write`, which apply what an OAM DMA in progress does to the CPU's accesses (:mod:`.dma`:
 OAM unavailable, bus conflicts) and the PPU's VRAM/OAM blocking, and then call :func:`peek` /
@@ -58,6 +62,7 @@ from torchrl_dreamer.emulator.mappers import (
 from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.ppu import (
+    VRAM_READ_LEAD,
     oam_read_blocked,
     oam_write_blocked,
     vram_blocked,
@@ -150,7 +155,9 @@ def cpu_read(i: int, m: wp.ref[Mem], addr: int) -> int:
     state are computed for that cycle). During an OAM DMA, OAM reads 0xFF and a read of the
     DMA's bus sees the byte the DMA reads (bus conflict, see :mod:`.dma`); VRAM in mode 3 and
     OAM in modes 2 and 3 read 0xFF (:func:`.ppu.vram_blocked`, :func:`.ppu.oam_read_blocked`).
-    The host's memory view uses :func:`peek`."""
+    A VRAM read within the bus's VRAM bound reads without asking the PPU; one outside it that
+    is not blocked stores the bound, as :func:`cpu_write` does. The host's memory view uses
+    :func:`peek`."""
     i = console(i)
     t = m.st[i, S_CLK]
     dma_copy_due(i, m, t)
@@ -162,8 +169,11 @@ def cpu_read(i: int, m: wp.ref[Mem], addr: int) -> int:
             return 0xFF
         return dma_read(i, m, src)
     if addr >= 0x8000 and addr < 0xA000:
+        if t + VRAM_READ_LEAD < m.st[i, S_VRAM_OPEN]:
+            return int(m.vram[i, addr - 0x8000])  # (no bound is kept with VRAM bank 1 mapped)
         if vram_blocked(i, m, dots(i, m, t), True):
             return 0xFF
+        m.st[i, S_VRAM_OPEN] = vram_write_open_until(i, m, t)
     elif addr >= 0xFE00 and addr < 0xFF00:
         if oam_read_blocked(i, m, dots(i, m, t)):
             return 0xFF
