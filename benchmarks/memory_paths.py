@@ -32,6 +32,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,28 +132,36 @@ def build(case: str) -> bytes:
                      rom_size=size, ram_size=ram_code)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_micro_roms(bench: str, description: str, cases: list[str],
+                   build_case: Callable[[str], bytes], argv: list[str] | None = None) -> int:
+    """The command line of a micro-ROM benchmark (this one, ``event_paths.py``): each of
+    ``cases`` (``build_case`` makes its ROM) against PyBoy on the paired gameplay protocol, one
+    JSON line each under the name ``bench``."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--quick", action="store_true", help="400 frames a run")
-    ap.add_argument("--cases", nargs="+", default=list(CASES), help="subset of " + ", ".join(CASES))
+    ap.add_argument("--cases", nargs="+", default=list(cases), help="subset of " + ", ".join(cases))
     ap.add_argument("--frames", type=int, default=None, help="frames a run (1,200; --quick 400)")
     ap.add_argument("--rounds", type=int, default=3, help="runs from power-on, paired chunks")
     args = ap.parse_args(argv)
-    unknown = [c for c in args.cases if c not in CASES]
+    unknown = [c for c in args.cases if c not in cases]
     if unknown:
-        ap.error(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
+        ap.error(f"unknown case(s) {unknown}; known: {', '.join(cases)}")
     frames = args.frames if args.frames is not None else (400 if args.quick else 1200)
     if frames < CHUNK or args.rounds < 1:
         ap.error(f"--frames must be at least {CHUNK} and --rounds at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases:
             path = os.path.join(tmp, f"{case}.gb")
-            Path(path).write_bytes(build(case))
+            Path(path).write_bytes(build_case(case))
             r = E.paired_gameplay(Path(path), frames // CHUNK * CHUNK, CHUNK, args.rounds, {},
                                   {"cgb": False})
-            E.emit("memory_paths", case, r["ours"], r["peer"], "frames/s", speedup=r["speedup"],
+            E.emit(bench, case, r["ours"], r["peer"], "frames/s", speedup=r["speedup"],
                    chunks=r["chunks"])
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_micro_roms("memory_paths", __doc__.splitlines()[0], list(CASES), build, argv)
 
 
 if __name__ == "__main__":

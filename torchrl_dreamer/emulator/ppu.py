@@ -1045,7 +1045,10 @@ def ppu_event(i: int, m: wp.ref[Mem]):
         return
     # end of one or more lines (coarse scheduling may have skipped lines with nothing to observe)
     fifo_finish(i, m, line)
-    k = m.st[i, S_PPU_DOT] // LINE_DOTS
+    dot = m.st[i, S_PPU_DOT]
+    k = int(1)  # noqa: UP018 (Warp: a dynamic variable; one line ended, the usual case)
+    if dot < LINE_DOTS or dot >= 2 * LINE_DOTS:
+        k = dot // LINE_DOTS
     m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - LINE_DOTS * k
     line = line + k
     if line >= FRAME_LINES:
@@ -1094,6 +1097,8 @@ def ppu_event(i: int, m: wp.ref[Mem]):
 def ppu_normalize(i: int, m: wp.ref[Mem]):
     """Fold whole lines of a coarse skip into LINE so LINE / PPU_DOT are the current LY / dot."""
     i = console(i)
+    if m.st[i, S_PPU_DOT] < LINE_DOTS:
+        return  # (the usual case: no division)
     k = m.st[i, S_PPU_DOT] // LINE_DOTS
     if k > 0:
         m.st[i, S_LINE] = m.st[i, S_LINE] + k
