@@ -13,6 +13,7 @@ each, so every VRAM write goes through ``cpu_write``.
 from __future__ import annotations
 
 import pytest
+from vram_oracle import run_bound_cleared
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
@@ -64,18 +65,14 @@ def checked_path_vram(rom: bytes, ppu: str) -> tuple[list[int], int]:
     """VRAM after the ROM ran one instruction a launch with ``VRAM_OPEN`` cleared before each,
     and how many steps found a bound set by the step before (the checked path stores one)."""
     gb = GameBoy(rom, check_header=False, ppu=ppu)
-    st = gb.state_tensors()["st"]
     col = FIELDS["VRAM_OPEN"]
-    bounds = 0
-    for _ in range(200_000):
-        bounds += int(st[0, col] > 0)
-        st[0, col] = 0
-        gb.step_instructions(1)
-        if gb.read_memory(DONE, 1)[0, 0] == 1:
-            break
-    else:
-        raise AssertionError("the ROM did not finish in 200,000 instructions")
-    return gb.read_memory(0x8000, SIZE)[0].tolist(), bounds
+    bounds = [0]
+
+    def after_step(row):
+        bounds[0] += int(row[col] > 0)
+
+    run_bound_cleared(gb, DONE, 200_000, after_step)
+    return gb.read_memory(0x8000, SIZE)[0].tolist(), bounds[0]
 
 
 @pytest.mark.parametrize("ppu", ["line", "fifo"])

@@ -14,6 +14,7 @@ with the bound cleared before each, so every VRAM read goes through ``cpu_read``
 from __future__ import annotations
 
 import pytest
+from vram_oracle import run_bound_cleared
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
@@ -90,15 +91,7 @@ def checked_path_copy(rom: bytes, ppu: str) -> list[int]:
     """The bytes the ROM read from VRAM, run one instruction a launch with ``VRAM_OPEN``
     cleared before each (every VRAM read through ``cpu_read``)."""
     gb = GameBoy(rom, check_header=False, ppu=ppu)
-    st = gb.state_tensors()["st"]
-    col = FIELDS["VRAM_OPEN"]
-    for _ in range(400_000):
-        st[0, col] = 0
-        gb.step_instructions(1)
-        if gb.read_memory(DONE, 1)[0, 0] == 1:
-            break
-    else:
-        raise AssertionError("the ROM did not finish in 400,000 instructions")
+    run_bound_cleared(gb, DONE, 400_000)
     return gb.read_memory(DST, 2 * SIZE)[0].tolist()
 
 

@@ -14,6 +14,7 @@ checks that each single STAT read stored a bound when, and only when, it read a 
 from __future__ import annotations
 
 import pytest
+from vram_oracle import run_bound_cleared
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
@@ -93,21 +94,17 @@ def checked_path_vram(rom: bytes, after_one: int, ppu: str) -> tuple[list[int], 
     how many single STAT reads read a mode other than 3 and how many read mode 3 (each checked to
     have stored a bound exactly in the first case)."""
     gb = GameBoy(rom, check_header=False, ppu=ppu)
-    st = gb.state_tensors()["st"]
     col, pc, a = FIELDS["VRAM_OPEN"], FIELDS["PC"], FIELDS["A"]
     seen = [0, 0]
-    for _ in range(400_000):
-        st[0, col] = 0
-        gb.step_instructions(1)
-        if int(st[0, pc]) == after_one and int(st[0, FIELDS["LINE"]]) < 144:
-            mode3 = int(st[0, a]) & 3 == 3
-            assert (int(st[0, col]) > 0) != mode3, (
-                f"STAT read {int(st[0, a]):02X}: VRAM bound {int(st[0, col])}")
+
+    def after_step(row):
+        if int(row[pc]) == after_one and int(row[FIELDS["LINE"]]) < 144:
+            mode3 = int(row[a]) & 3 == 3
+            assert (int(row[col]) > 0) != mode3, (
+                f"STAT read {int(row[a]):02X}: VRAM bound {int(row[col])}")
             seen[mode3] += 1
-        if gb.read_memory(DONE, 1)[0, 0] == 1:
-            break
-    else:
-        raise AssertionError("the ROM did not finish in 400,000 instructions")
+
+    run_bound_cleared(gb, DONE, 400_000, after_step)
     return gb.read_memory(0x8000, 2 * SIZE)[0].tolist(), seen[0], seen[1]
 
 
