@@ -17,8 +17,8 @@ the clock's origin; every IO register write, a speed switch and STOP clear it), 
 reads it with the other bounds. VRAM reads use it out of line: :func:`cpu_read` reads VRAM
 without asking the PPU while mode 3 is at least :data:`~.ppu.VRAM_READ_LEAD` dots away (reads
 are blocked that much earlier than writes). (In the kernel's in-place reads the same test made
-games that never read VRAM slower: ``docs/emulator.md``.) The in-place accesses use :mod:`.raw`'s loads and stores (Warp's
-indexing without its negative-index wrap). Every other access goes through :func:`cpu_read` /
+games that never read VRAM slower: ``docs/emulator.md``.) The in-place accesses use
+:mod:`.raw`'s loads and stores (Warp's indexing without its negative-index wrap). Every other access goes through :func:`cpu_read` /
 :func:`cpu_write`, which apply what an OAM DMA in progress does to the CPU's accesses (:mod:`.dma`:
 OAM unavailable, bus conflicts) and the PPU's VRAM/OAM blocking, and then call :func:`peek` /
 :func:`poke`, the plain memory map (also the host's ``read_memory`` / ``write_memory`` view, which

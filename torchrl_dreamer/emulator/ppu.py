@@ -1049,7 +1049,7 @@ def ppu_event(i: int, m: wp.ref[Mem]):
     k = int(1)  # noqa: UP018 (Warp: a dynamic variable; one line ended, the usual case)
     if dot < LINE_DOTS or dot >= 2 * LINE_DOTS:
         k = dot // LINE_DOTS
-    m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - LINE_DOTS * k
+    m.st[i, S_PPU_DOT] = dot - LINE_DOTS * k
     line = line + k
     if line >= FRAME_LINES:
         line = 0
@@ -1097,13 +1097,13 @@ def ppu_event(i: int, m: wp.ref[Mem]):
 def ppu_normalize(i: int, m: wp.ref[Mem]):
     """Fold whole lines of a coarse skip into LINE so LINE / PPU_DOT are the current LY / dot."""
     i = console(i)
-    if m.st[i, S_PPU_DOT] < LINE_DOTS:
+    dot = m.st[i, S_PPU_DOT]
+    if dot < LINE_DOTS:
         return  # (the usual case: no division)
-    k = m.st[i, S_PPU_DOT] // LINE_DOTS
-    if k > 0:
-        m.st[i, S_LINE] = m.st[i, S_LINE] + k
-        m.st[i, S_PPU_DOT] = m.st[i, S_PPU_DOT] - LINE_DOTS * k
-        m.st[i, S_PPU_NEXT] = m.st[i, S_PPU_NEXT] - LINE_DOTS * k
+    k = dot // LINE_DOTS
+    m.st[i, S_LINE] = m.st[i, S_LINE] + k
+    m.st[i, S_PPU_DOT] = dot - LINE_DOTS * k
+    m.st[i, S_PPU_NEXT] = m.st[i, S_PPU_NEXT] - LINE_DOTS * k
 
 
 @wp.func(inline=True)
