@@ -8,7 +8,6 @@ from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, d
 from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
 from torchrl_dreamer.emulator.memory import console
 from torchrl_dreamer.emulator.joypad import set_joypad
-from torchrl_dreamer.emulator.idle import reg8 as getr
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
 from torchrl_dreamer.emulator.interrupts import pending_irqs
 from torchrl_dreamer.emulator.registers import R_DIV, R_IF
@@ -30,15 +29,32 @@ COUNT = False  # count executed instructions in S_CYCLES (benchmarks; implies no
 
 
 @wp.func
-def pair16(k: int, b: int, c: int, d: int, e: int, h: int, l: int, a: int, f: int) -> int:
+def pair16(k: int, bc: int, de: int, hl: int, a: int, f: int) -> int:
     """BC, DE, HL or AF by 2-bit index (PUSH/POP encoding)."""
     if k == 0:
-        return (b << 8) | c
+        return bc
     if k == 1:
-        return (d << 8) | e
+        return de
     if k == 2:
-        return (h << 8) | l
+        return hl
     return (a << 8) | f
+
+
+@wp.func
+def getr16(k: int, bc: int, de: int, hl: int, a: int) -> int:
+    """B C D E H L - A by 3-bit register index (6, (HL), is not a register here)."""
+    p = a
+    if k < 2:
+        p = bc
+    elif k < 4:
+        p = de
+    elif k < 6:
+        p = hl
+    else:
+        return a
+    if (k & 1) == 0:
+        return p >> 8
+    return p & 0xFF
 
 
 @wp.kernel
@@ -91,12 +107,9 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
         return
     a = int(m.st[i, S_A])
     f = int(m.st[i, S_F])
-    b = int(m.st[i, S_B])
-    c = int(m.st[i, S_C])
-    d = int(m.st[i, S_D])
-    e = int(m.st[i, S_E])
-    h = int(m.st[i, S_H])
-    l = int(m.st[i, S_L])
+    bc = (int(m.st[i, S_B]) << 8) | int(m.st[i, S_C])  # B C D E H L as the pairs
+    de = (int(m.st[i, S_D]) << 8) | int(m.st[i, S_E])
+    hl = (int(m.st[i, S_H]) << 8) | int(m.st[i, S_L])
     sp = int(m.st[i, S_SP])
     pc = int(m.st[i, S_PC])
     halt_bug = int(m.st[i, S_HALT_BUG])
@@ -253,36 +266,32 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
-                v16_ = (nn_) & 0xFFFF
-                b = v16_ >> 8
-                c = v16_ & 0xFF
+                bc = (nn_) & 0xFFFF
                 continue
             if op == 0x02:  # LD (BC),A
-                wr(i, m, ((b << 8) | c), a, clk, nxt, dirty, wram_end, vram_end)
+                wr(i, m, bc, a, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x03:  # INC BC
-                tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
-                v16_ = (((b << 8) | c) + 1) & 0xFFFF
-                b = v16_ >> 8
-                c = v16_ & 0xFF
+                tick_idu(i, m, bc, clk, nxt, dirty)
+                bc = (bc + 1) & 0xFFFF
                 continue
             if op == 0x04:  # INC B
-                v_ = b
+                v_ = (bc >> 8)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                b = r_ & 0xFF
+                bc = (bc & 0xFF) | ((r_ & 0xFF) << 8)
                 continue
             if op == 0x05:  # DEC B
-                v_ = b
+                v_ = (bc >> 8)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                b = r_ & 0xFF
+                bc = (bc & 0xFF) | ((r_ & 0xFF) << 8)
                 continue
             if op == 0x06:  # LD B,d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                b = n_
+                bc = (bc & 0xFF) | (n_ << 8)
                 continue
             if op == 0x07:  # RLCA
                 r_ = rot8(0, a, f)
@@ -301,38 +310,34 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 continue
             if op == 0x09:  # ADD HL,BC
                 tick(i, m, clk, nxt, dirty)
-                r_ = add_hl((h << 8) | l, ((b << 8) | c), f)
+                r_ = add_hl(hl, bc, f)
                 f = r_ >> 16
-                v16_ = (r_ & 0xFFFF) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (r_ & 0xFFFF) & 0xFFFF
                 continue
             if op == 0x0A:  # LD A,(BC)
-                a = rd(i, m, ((b << 8) | c), clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                a = rd(i, m, bc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 continue
             if op == 0x0B:  # DEC BC
-                tick_idu(i, m, ((b << 8) | c), clk, nxt, dirty)
-                v16_ = (((b << 8) | c) - 1) & 0xFFFF
-                b = v16_ >> 8
-                c = v16_ & 0xFF
+                tick_idu(i, m, bc, clk, nxt, dirty)
+                bc = (bc - 1) & 0xFFFF
                 continue
             if op == 0x0C:  # INC C
-                v_ = c
+                v_ = (bc & 0xFF)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                c = r_ & 0xFF
+                bc = (bc & 0xFF00) | (r_ & 0xFF)
                 continue
             if op == 0x0D:  # DEC C
-                v_ = c
+                v_ = (bc & 0xFF)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                c = r_ & 0xFF
+                bc = (bc & 0xFF00) | (r_ & 0xFF)
                 continue
             if op == 0x0E:  # LD C,d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                c = n_
+                bc = (bc & 0xFF00) | n_
                 continue
             if op == 0x0F:  # RRCA
                 r_ = rot8(1, a, f)
@@ -358,36 +363,32 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
-                v16_ = (nn_) & 0xFFFF
-                d = v16_ >> 8
-                e = v16_ & 0xFF
+                de = (nn_) & 0xFFFF
                 continue
             if op == 0x12:  # LD (DE),A
-                wr(i, m, ((d << 8) | e), a, clk, nxt, dirty, wram_end, vram_end)
+                wr(i, m, de, a, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x13:  # INC DE
-                tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
-                v16_ = (((d << 8) | e) + 1) & 0xFFFF
-                d = v16_ >> 8
-                e = v16_ & 0xFF
+                tick_idu(i, m, de, clk, nxt, dirty)
+                de = (de + 1) & 0xFFFF
                 continue
             if op == 0x14:  # INC D
-                v_ = d
+                v_ = (de >> 8)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                d = r_ & 0xFF
+                de = (de & 0xFF) | ((r_ & 0xFF) << 8)
                 continue
             if op == 0x15:  # DEC D
-                v_ = d
+                v_ = (de >> 8)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                d = r_ & 0xFF
+                de = (de & 0xFF) | ((r_ & 0xFF) << 8)
                 continue
             if op == 0x16:  # LD D,d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                d = n_
+                de = (de & 0xFF) | (n_ << 8)
                 continue
             if op == 0x17:  # RLA
                 r_ = rot8(2, a, f)
@@ -406,56 +407,49 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         if br_ != nol_:
                             if maybe_loop(m, heads, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                                 if sk_ < 0:
                                     nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                                 if sk_ > 0:
                                     a = m.st[i, S_A]
                                     f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
+                                    bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                    de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                    hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                     clk = m.st[i, S_CLK]
                                     pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                     dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x19:  # ADD HL,DE
                 tick(i, m, clk, nxt, dirty)
-                r_ = add_hl((h << 8) | l, ((d << 8) | e), f)
+                r_ = add_hl(hl, de, f)
                 f = r_ >> 16
-                v16_ = (r_ & 0xFFFF) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (r_ & 0xFFFF) & 0xFFFF
                 continue
             if op == 0x1A:  # LD A,(DE)
-                a = rd(i, m, ((d << 8) | e), clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                a = rd(i, m, de, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 continue
             if op == 0x1B:  # DEC DE
-                tick_idu(i, m, ((d << 8) | e), clk, nxt, dirty)
-                v16_ = (((d << 8) | e) - 1) & 0xFFFF
-                d = v16_ >> 8
-                e = v16_ & 0xFF
+                tick_idu(i, m, de, clk, nxt, dirty)
+                de = (de - 1) & 0xFFFF
                 continue
             if op == 0x1C:  # INC E
-                v_ = e
+                v_ = (de & 0xFF)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                e = r_ & 0xFF
+                de = (de & 0xFF00) | (r_ & 0xFF)
                 continue
             if op == 0x1D:  # DEC E
-                v_ = e
+                v_ = (de & 0xFF)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                e = r_ & 0xFF
+                de = (de & 0xFF00) | (r_ & 0xFF)
                 continue
             if op == 0x1E:  # LD E,d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                e = n_
+                de = (de & 0xFF00) | n_
                 continue
             if op == 0x1F:  # RRA
                 r_ = rot8(3, a, f)
@@ -475,18 +469,15 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         if br_ != nol_:
                             if maybe_loop(m, heads, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                                 if sk_ < 0:
                                     nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                                 if sk_ > 0:
                                     a = m.st[i, S_A]
                                     f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
+                                    bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                    de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                    hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                     clk = m.st[i, S_CLK]
                                     pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                     dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
@@ -498,40 +489,34 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 hi_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = (hi_ << 8) | n_
-                v16_ = (nn_) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (nn_) & 0xFFFF
                 continue
             if op == 0x22:  # LD (HL+),A
-                hl_ = (h << 8) | l
+                hl_ = hl
                 wr(i, m, hl_, a, clk, nxt, dirty, wram_end, vram_end)
-                v16_ = (hl_ + 1) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (hl_ + 1) & 0xFFFF
                 continue
             if op == 0x23:  # INC HL
-                tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
-                v16_ = (((h << 8) | l) + 1) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                tick_idu(i, m, hl, clk, nxt, dirty)
+                hl = (hl + 1) & 0xFFFF
                 continue
             if op == 0x24:  # INC H
-                v_ = h
+                v_ = (hl >> 8)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                h = r_ & 0xFF
+                hl = (hl & 0xFF) | ((r_ & 0xFF) << 8)
                 continue
             if op == 0x25:  # DEC H
-                v_ = h
+                v_ = (hl >> 8)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                h = r_ & 0xFF
+                hl = (hl & 0xFF) | ((r_ & 0xFF) << 8)
                 continue
             if op == 0x26:  # LD H,d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                h = n_
+                hl = (hl & 0xFF) | (n_ << 8)
                 continue
             if op == 0x27:  # DAA
                 r_ = daa(a, f)
@@ -551,60 +536,51 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         if br_ != nol_:
                             if maybe_loop(m, heads, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                                 if sk_ < 0:
                                     nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                                 if sk_ > 0:
                                     a = m.st[i, S_A]
                                     f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
+                                    bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                    de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                    hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                     clk = m.st[i, S_CLK]
                                     pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                     dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x29:  # ADD HL,HL
                 tick(i, m, clk, nxt, dirty)
-                r_ = add_hl((h << 8) | l, ((h << 8) | l), f)
+                r_ = add_hl(hl, hl, f)
                 f = r_ >> 16
-                v16_ = (r_ & 0xFFFF) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (r_ & 0xFFFF) & 0xFFFF
                 continue
             if op == 0x2A:  # LD A,(HL+)
-                hl_ = (h << 8) | l
+                hl_ = hl
                 a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
-                v16_ = (hl_ + 1) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (hl_ + 1) & 0xFFFF
                 continue
             if op == 0x2B:  # DEC HL
-                tick_idu(i, m, ((h << 8) | l), clk, nxt, dirty)
-                v16_ = (((h << 8) | l) - 1) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                tick_idu(i, m, hl, clk, nxt, dirty)
+                hl = (hl - 1) & 0xFFFF
                 continue
             if op == 0x2C:  # INC L
-                v_ = l
+                v_ = (hl & 0xFF)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                l = r_ & 0xFF
+                hl = (hl & 0xFF00) | (r_ & 0xFF)
                 continue
             if op == 0x2D:  # DEC L
-                v_ = l
+                v_ = (hl & 0xFF)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                l = r_ & 0xFF
+                hl = (hl & 0xFF00) | (r_ & 0xFF)
                 continue
             if op == 0x2E:  # LD L,d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                l = n_
+                hl = (hl & 0xFF00) | n_
                 continue
             if op == 0x2F:  # CPL
                 a = a ^ 0xFF
@@ -623,18 +599,15 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         if br_ != nol_:
                             if maybe_loop(m, heads, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                                 if sk_ < 0:
                                     nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                                 if sk_ > 0:
                                     a = m.st[i, S_A]
                                     f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
+                                    bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                    de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                    hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                     clk = m.st[i, S_CLK]
                                     pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                     dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
@@ -649,33 +622,31 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 sp = (nn_) & 0xFFFF
                 continue
             if op == 0x32:  # LD (HL-),A
-                hl_ = (h << 8) | l
+                hl_ = hl
                 wr(i, m, hl_, a, clk, nxt, dirty, wram_end, vram_end)
-                v16_ = (hl_ - 1) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (hl_ - 1) & 0xFFFF
                 continue
             if op == 0x33:  # INC SP
                 tick_idu(i, m, sp, clk, nxt, dirty)
                 sp = (sp + 1) & 0xFFFF
                 continue
             if op == 0x34:  # INC (HL)
-                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                v_ = rd(i, m, hl, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
+                wr(i, m, hl, r_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x35:  # DEC (HL)
-                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                v_ = rd(i, m, hl, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                wr(i, m, (h << 8) | l, r_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
+                wr(i, m, hl, r_ & 0xFF, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x36:  # LD (HL),d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 pc = (pc + 1) & 0xFFFF
                 nn_ = n_
-                wr(i, m, (h << 8) | l, n_, clk, nxt, dirty, wram_end, vram_end)
+                wr(i, m, hl, n_, clk, nxt, dirty, wram_end, vram_end)
                 continue
             if op == 0x37:  # SCF
                 f = (f & 0x80) | 0x10
@@ -693,36 +664,29 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         if br_ != nol_:
                             if maybe_loop(m, heads, pc, rom0, rom1):
                                 m.st[i, S_CLK] = clk
-                                sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                                sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                                 if sk_ < 0:
                                     nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                                 if sk_ > 0:
                                     a = m.st[i, S_A]
                                     f = m.st[i, S_F]
-                                    b = m.st[i, S_B]
-                                    c = m.st[i, S_C]
-                                    d = m.st[i, S_D]
-                                    e = m.st[i, S_E]
-                                    h = m.st[i, S_H]
-                                    l = m.st[i, S_L]
+                                    bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                    de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                    hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                     clk = m.st[i, S_CLK]
                                     pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                     dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
                 continue
             if op == 0x39:  # ADD HL,SP
                 tick(i, m, clk, nxt, dirty)
-                r_ = add_hl((h << 8) | l, sp, f)
+                r_ = add_hl(hl, sp, f)
                 f = r_ >> 16
-                v16_ = (r_ & 0xFFFF) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (r_ & 0xFFFF) & 0xFFFF
                 continue
             if op == 0x3A:  # LD A,(HL-)
-                hl_ = (h << 8) | l
+                hl_ = hl
                 a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
-                v16_ = (hl_ - 1) & 0xFFFF
-                h = v16_ >> 8
-                l = v16_ & 0xFF
+                hl = (hl_ - 1) & 0xFFFF
                 continue
             if op == 0x3B:  # DEC SP
                 tick_idu(i, m, sp, clk, nxt, dirty)
@@ -732,13 +696,13 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 v_ = a
                 r_ = inc8(v_, f)
                 f = r_ >> 8
-                a = r_ & 0xFF
+                a = (r_ & 0xFF)
                 continue
             if op == 0x3D:  # DEC A
                 v_ = a
                 r_ = dec8(v_, f)
                 f = r_ >> 8
-                a = r_ & 0xFF
+                a = (r_ & 0xFF)
                 continue
             if op == 0x3E:  # LD A,d8
                 n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -765,24 +729,24 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 src_ = op & 7
                 v_ = int(0)
                 if src_ == 6:
-                    v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                    v_ = rd(i, m, hl, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
                 else:
-                    v_ = getr(src_, b, c, d, e, h, l, a)
+                    v_ = getr16(src_, bc, de, hl, a)
                 dst_ = (op >> 3) & 7
                 if dst_ == 0:
-                    b = v_
+                    bc = (bc & 0xFF) | (v_ << 8)
                 elif dst_ == 1:
-                    c = v_
+                    bc = (bc & 0xFF00) | v_
                 elif dst_ == 2:
-                    d = v_
+                    de = (de & 0xFF) | (v_ << 8)
                 elif dst_ == 3:
-                    e = v_
+                    de = (de & 0xFF00) | v_
                 elif dst_ == 4:
-                    h = v_
+                    hl = (hl & 0xFF) | (v_ << 8)
                 elif dst_ == 5:
-                    l = v_
+                    hl = (hl & 0xFF00) | v_
                 elif dst_ == 6:
-                    wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end, vram_end)
+                    wr(i, m, hl, v_, clk, nxt, dirty, wram_end, vram_end)
                 else:
                     a = v_
                 continue
@@ -790,9 +754,9 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             src_ = op & 7
             v_ = int(0)
             if src_ == 6:
-                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                v_ = rd(i, m, hl, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             else:
-                v_ = getr(src_, b, c, d, e, h, l, a)
+                v_ = getr16(src_, bc, de, hl, a)
             r_ = alu8((op >> 3) & 7, a, v_, f)
             a = r_ & 0xFF
             f = r_ >> 8
@@ -810,7 +774,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
         if (op & 0xCF) == 0xC5:
             # PUSH rr (BC DE HL AF) by register-pair index
             tick_idu(i, m, sp, clk, nxt, dirty)
-            pv_ = pair16((op >> 4) & 3, b, c, d, e, h, l, a, f)
+            pv_ = pair16((op >> 4) & 3, bc, de, hl, a, f)
             sp = (sp - 1) & 0xFFFF
             wr(i, m, sp, pv_ >> 8, clk, nxt, dirty, wram_end, vram_end)
             sp = (sp - 1) & 0xFFFF
@@ -824,14 +788,11 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             sp = (sp + 1) & 0xFFFF
             k_ = (op >> 4) & 3
             if k_ == 0:
-                b = hi_
-                c = lo_
+                bc = (hi_ << 8) | lo_
             elif k_ == 1:
-                d = hi_
-                e = lo_
+                de = (hi_ << 8) | lo_
             elif k_ == 2:
-                h = hi_
-                l = lo_
+                hl = (hi_ << 8) | lo_
             else:
                 a = hi_
                 f = lo_ & 0xF0
@@ -882,18 +843,15 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     if br_ != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                             if sk_ > 0:
                                 a = m.st[i, S_A]
                                 f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
+                                bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
                                 pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
@@ -915,18 +873,15 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     if br_ != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                             if sk_ > 0:
                                 a = m.st[i, S_A]
                                 f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
+                                bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
                                 pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
@@ -966,18 +921,15 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     if br_ != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                             if sk_ > 0:
                                 a = m.st[i, S_A]
                                 f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
+                                bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
                                 pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
@@ -993,9 +945,9 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             k_ = (cb_ >> 3) & 7
             v_ = int(0)
             if reg_ == 6:
-                v_ = rd(i, m, (h << 8) | l, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                v_ = rd(i, m, hl, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             else:
-                v_ = getr(reg_, b, c, d, e, h, l, a)
+                v_ = getr16(reg_, bc, de, hl, a)
             if grp_ == 1:
                 f = (f & 0x10) | 0x20
                 if ((v_ >> k_) & 1) == 0:
@@ -1010,19 +962,19 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             else:
                 v_ = v_ | (1 << k_)
             if reg_ == 0:
-                b = v_
+                bc = (bc & 0xFF) | (v_ << 8)
             elif reg_ == 1:
-                c = v_
+                bc = (bc & 0xFF00) | v_
             elif reg_ == 2:
-                d = v_
+                de = (de & 0xFF) | (v_ << 8)
             elif reg_ == 3:
-                e = v_
+                de = (de & 0xFF00) | v_
             elif reg_ == 4:
-                h = v_
+                hl = (hl & 0xFF) | (v_ << 8)
             elif reg_ == 5:
-                l = v_
+                hl = (hl & 0xFF00) | v_
             elif reg_ == 6:
-                wr(i, m, (h << 8) | l, v_, clk, nxt, dirty, wram_end, vram_end)
+                wr(i, m, hl, v_, clk, nxt, dirty, wram_end, vram_end)
             else:
                 a = v_
             continue
@@ -1052,18 +1004,15 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     if br_ != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                             if sk_ > 0:
                                 a = m.st[i, S_A]
                                 f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
+                                bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
                                 pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
@@ -1106,18 +1055,15 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                     if br_ != nol_:
                         if maybe_loop(m, heads, pc, rom0, rom1):
                             m.st[i, S_CLK] = clk
-                            sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])
+                            sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])
                             if sk_ < 0:
                                 nol_ = br_  # not a known loop: do not ask again for this branch (a hint, never a skip)
                             if sk_ > 0:
                                 a = m.st[i, S_A]
                                 f = m.st[i, S_F]
-                                b = m.st[i, S_B]
-                                c = m.st[i, S_C]
-                                d = m.st[i, S_D]
-                                e = m.st[i, S_E]
-                                h = m.st[i, S_H]
-                                l = m.st[i, S_L]
+                                bc = (m.st[i, S_B] << 8) | m.st[i, S_C]
+                                de = (m.st[i, S_D] << 8) | m.st[i, S_E]
+                                hl = (m.st[i, S_H] << 8) | m.st[i, S_L]
                                 clk = m.st[i, S_CLK]
                                 pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there
                                 dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds
@@ -1137,7 +1083,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             wr(i, m, 0xFF00 | n_, a, clk, nxt, dirty, wram_end, vram_end)
             continue
         if op == 0xE2:  # LD (C),A
-            wr(i, m, 0xFF00 | c, a, clk, nxt, dirty, wram_end, vram_end)
+            wr(i, m, 0xFF00 | (bc & 0xFF), a, clk, nxt, dirty, wram_end, vram_end)
             continue
         if op == 0xE6:  # AND A,d8
             n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -1158,7 +1104,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             sp = r_ & 0xFFFF
             continue
         if op == 0xE9:  # JP HL
-            pc = (h << 8) | l
+            pc = hl
             continue
         if op == 0xEA:  # LD (a16),A
             n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -1184,7 +1130,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             a = rd(i, m, 0xFF00 | n_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             continue
         if op == 0xF2:  # LD A,(C)
-            a = rd(i, m, 0xFF00 | c, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+            a = rd(i, m, 0xFF00 | (bc & 0xFF), clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
             continue
         if op == 0xF3:  # DI
             m.st[i, S_IME] = 0
@@ -1205,13 +1151,11 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
             tick(i, m, clk, nxt, dirty)
             r_ = add_sp(sp, n_)
             f = r_ >> 16
-            v16_ = (r_ & 0xFFFF) & 0xFFFF
-            h = v16_ >> 8
-            l = v16_ & 0xFF
+            hl = (r_ & 0xFFFF) & 0xFFFF
             continue
         if op == 0xF9:  # LD SP,HL
             tick(i, m, clk, nxt, dirty)
-            sp = (h << 8) | l
+            sp = hl
             continue
         if op == 0xFA:  # LD A,(a16)
             n_ = rd_pc(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
@@ -1241,12 +1185,12 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     m.st[i, S_CLK] = clk
     m.st[i, S_A] = a
     m.st[i, S_F] = f
-    m.st[i, S_B] = b
-    m.st[i, S_C] = c
-    m.st[i, S_D] = d
-    m.st[i, S_E] = e
-    m.st[i, S_H] = h
-    m.st[i, S_L] = l
+    m.st[i, S_B] = bc >> 8
+    m.st[i, S_C] = bc & 0xFF
+    m.st[i, S_D] = de >> 8
+    m.st[i, S_E] = de & 0xFF
+    m.st[i, S_H] = hl >> 8
+    m.st[i, S_L] = hl & 0xFF
     m.st[i, S_SP] = sp
     m.st[i, S_PC] = pc
     m.st[i, S_HALT_BUG] = halt_bug

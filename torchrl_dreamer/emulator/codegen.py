@@ -51,8 +51,15 @@ from torchrl_dreamer.emulator import isa
 
 __all__ = ["generate_source", "kernel_hash", "load_kernel_module", "cache_dir"]
 
-_R8 = {"B": "b", "C": "c", "D": "d", "E": "e", "H": "h", "L": "l", "A": "a"}
-_RP = {"BC": ("b", "c"), "DE": ("d", "e"), "HL": ("h", "l")}
+_R8 = {"B": "(bc >> 8)", "C": "(bc & 0xFF)", "D": "(de >> 8)", "E": "(de & 0xFF)", "H": "(hl >> 8)",
+       "L": "(hl & 0xFF)", "A": "a"}
+"""Read expressions of the 8-bit registers: B C D E H L live in the kernel as the pairs
+``bc`` / ``de`` / ``hl``."""
+_W8 = {"B": "bc = (bc & 0xFF) | ({} << 8)", "C": "bc = (bc & 0xFF00) | {}",
+       "D": "de = (de & 0xFF) | ({} << 8)", "E": "de = (de & 0xFF00) | {}",
+       "H": "hl = (hl & 0xFF) | ({} << 8)", "L": "hl = (hl & 0xFF00) | {}", "A": "a = {}"}
+"""Assignments of an 8-bit value (0-255) to each register."""
+_RP = {"BC": "bc", "DE": "de", "HL": "hl"}
 _COND = {
     "NZ": "(f & 0x80) == 0",
     "Z": "(f & 0x80) != 0",
@@ -93,18 +100,15 @@ def _get16(name: str) -> str:
         return "sp"
     if name == "AF":
         return "((a << 8) | f)"
-    hi, lo = _RP[name]
-    return f"(({hi} << 8) | {lo})"
+    return _RP[name]
 
 
 def _set16(name: str, expr: str) -> list[str]:
     if name == "SP":
         return [f"sp = ({expr}) & 0xFFFF"]
-    hi, lo = _RP[name] if name != "AF" else ("a", "f")
-    out = [f"v16_ = ({expr}) & 0xFFFF", f"{hi} = v16_ >> 8", f"{lo} = v16_ & 0xFF"]
     if name == "AF":
-        out[-1] = "f = v16_ & 0xF0"
-    return out
+        return [f"v16_ = ({expr}) & 0xFFFF", "a = v16_ >> 8", "f = v16_ & 0xF0"]
+    return [f"{_RP[name]} = ({expr}) & 0xFFFF"]
 
 
 def _push(expr: str) -> list[str]:
@@ -161,14 +165,14 @@ def _pop(var: str) -> list[str]:
 
 def _read8(name: str, var: str) -> list[str]:
     if name == "(HL)":
-        return [f"{var} = rd(i, m, (h << 8) | l)"]
+        return [f"{var} = rd(i, m, hl)"]
     return [f"{var} = {_R8[name]}"]
 
 
 def _write8(name: str, expr: str) -> list[str]:
     if name == "(HL)":
-        return [f"wr(i, m, (h << 8) | l, {expr})"]
-    return [f"{_R8[name]} = {expr}"]
+        return [f"wr(i, m, hl, {expr})"]
+    return [_W8[name].format(f"({expr})" if " " in expr else expr)]
 
 
 def _emit(op: isa.OpInfo) -> list[str]:
@@ -187,10 +191,10 @@ def _emit(op: isa.OpInfo) -> list[str]:
             return [f"a = rd(i, m, {_get16(src[1:3])})"]
         if dst in ("(HL+)", "(HL-)"):
             step = "+ 1" if dst == "(HL+)" else "- 1"
-            return ["hl_ = (h << 8) | l", "wr(i, m, hl_, a)", *_set16("HL", f"hl_ {step}")]
+            return ["hl_ = hl", "wr(i, m, hl_, a)", *_set16("HL", f"hl_ {step}")]
         if src in ("(HL+)", "(HL-)"):
             step = "+ 1" if src == "(HL+)" else "- 1"
-            return ["hl_ = (h << 8) | l", "a = rd_idu(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
+            return ["hl_ = hl", "a = rd_idu(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
         if src == "d8":
             return _write8(dst, "n_")
         if dst == "(a16)" and src == "SP":
@@ -200,14 +204,14 @@ def _emit(op: isa.OpInfo) -> list[str]:
         if src == "(a16)":
             return ["a = rd(i, m, nn_)"]
         if dst == "(C)":
-            return ["wr(i, m, 0xFF00 | c, a)"]
+            return ["wr(i, m, 0xFF00 | (bc & 0xFF), a)"]
         if src == "(C)":
-            return ["a = rd(i, m, 0xFF00 | c)"]
+            return ["a = rd(i, m, 0xFF00 | (bc & 0xFF))"]
         if dst == "HL" and src == "SP+r8":
             return ["tick(i, m)", "r_ = add_sp(sp, n_)", "f = r_ >> 16",
                     *_set16("HL", "r_ & 0xFFFF")]
         if dst == "SP" and src == "HL":
-            return ["tick(i, m)", "sp = (h << 8) | l"]
+            return ["tick(i, m)", "sp = hl"]
     if mn == "LDH":
         if ops[0] == "(a8)":
             return ["wr(i, m, 0xFF00 | n_, a)"]
@@ -220,7 +224,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
         return [*_read8(ops[0], "v_"), f"r_ = {fn}(v_, f)", "f = r_ >> 8",
                 *_write8(ops[0], "r_ & 0xFF")]
     if mn == "ADD" and ops[0] == "HL":
-        return ["tick(i, m)", f"r_ = add_hl((h << 8) | l, {_get16(ops[1])}, f)", "f = r_ >> 16",
+        return ["tick(i, m)", f"r_ = add_hl(hl, {_get16(ops[1])}, f)", "f = r_ >> 16",
                 *_set16("HL", "r_ & 0xFFFF")]
     if mn == "ADD" and ops[0] == "SP":
         return ["tick(i, m)", "tick(i, m)", "r_ = add_sp(sp, n_)", "f = r_ >> 16",
@@ -246,7 +250,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
         return [f"if {_COND[ops[0]]}:", *["    " + s for s in body]]
     if mn == "JP":
         if ops == ("HL",):
-            return ["pc = (h << 8) | l"]
+            return ["pc = hl"]
         if len(ops) == 1:
             return ["tick(i, m)", "pc = nn_"]
         return [f"if {_COND[ops[0]]}:", "    tick(i, m)", "    pc = nn_"]
@@ -295,24 +299,24 @@ _LD_R_R = """\
 src_ = op & 7
 v_ = int(0)
 if src_ == 6:
-    v_ = rd(i, m, (h << 8) | l)
+    v_ = rd(i, m, hl)
 else:
-    v_ = getr(src_, b, c, d, e, h, l, a)
+    v_ = getr16(src_, bc, de, hl, a)
 dst_ = (op >> 3) & 7
 if dst_ == 0:
-    b = v_
+    bc = (bc & 0xFF) | (v_ << 8)
 elif dst_ == 1:
-    c = v_
+    bc = (bc & 0xFF00) | v_
 elif dst_ == 2:
-    d = v_
+    de = (de & 0xFF) | (v_ << 8)
 elif dst_ == 3:
-    e = v_
+    de = (de & 0xFF00) | v_
 elif dst_ == 4:
-    h = v_
+    hl = (hl & 0xFF) | (v_ << 8)
 elif dst_ == 5:
-    l = v_
+    hl = (hl & 0xFF00) | v_
 elif dst_ == 6:
-    wr(i, m, (h << 8) | l, v_)
+    wr(i, m, hl, v_)
 else:
     a = v_
 continue"""
@@ -322,9 +326,9 @@ _ALU_R = """\
 src_ = op & 7
 v_ = int(0)
 if src_ == 6:
-    v_ = rd(i, m, (h << 8) | l)
+    v_ = rd(i, m, hl)
 else:
-    v_ = getr(src_, b, c, d, e, h, l, a)
+    v_ = getr16(src_, bc, de, hl, a)
 r_ = alu8((op >> 3) & 7, a, v_, f)
 a = r_ & 0xFF
 f = r_ >> 8
@@ -338,9 +342,9 @@ grp_ = cb_ >> 6
 k_ = (cb_ >> 3) & 7
 v_ = int(0)
 if reg_ == 6:
-    v_ = rd(i, m, (h << 8) | l)
+    v_ = rd(i, m, hl)
 else:
-    v_ = getr(reg_, b, c, d, e, h, l, a)
+    v_ = getr16(reg_, bc, de, hl, a)
 if grp_ == 1:
     f = (f & 0x10) | 0x20
     if ((v_ >> k_) & 1) == 0:
@@ -355,19 +359,19 @@ elif grp_ == 2:
 else:
     v_ = v_ | (1 << k_)
 if reg_ == 0:
-    b = v_
+    bc = (bc & 0xFF) | (v_ << 8)
 elif reg_ == 1:
-    c = v_
+    bc = (bc & 0xFF00) | v_
 elif reg_ == 2:
-    d = v_
+    de = (de & 0xFF) | (v_ << 8)
 elif reg_ == 3:
-    e = v_
+    de = (de & 0xFF00) | v_
 elif reg_ == 4:
-    h = v_
+    hl = (hl & 0xFF) | (v_ << 8)
 elif reg_ == 5:
-    l = v_
+    hl = (hl & 0xFF00) | v_
 elif reg_ == 6:
-    wr(i, m, (h << 8) | l, v_)
+    wr(i, m, hl, v_)
 else:
     a = v_
 continue"""
@@ -382,7 +386,7 @@ if (op & 0xC7) == 0xC7:
 if (op & 0xCF) == 0xC5:
     # PUSH rr (BC DE HL AF) by register-pair index
     tick_idu(i, m, sp)
-    PUSH(pair16((op >> 4) & 3, b, c, d, e, h, l, a, f))
+    PUSH(pair16((op >> 4) & 3, bc, de, hl, a, f))
     continue
 if (op & 0xCF) == 0xC1:
     # POP rr (BC DE HL AF)
@@ -392,14 +396,11 @@ if (op & 0xCF) == 0xC1:
     sp = (sp + 1) & 0xFFFF
     k_ = (op >> 4) & 3
     if k_ == 0:
-        b = hi_
-        c = lo_
+        bc = (hi_ << 8) | lo_
     elif k_ == 1:
-        d = hi_
-        e = lo_
+        de = (hi_ << 8) | lo_
     elif k_ == 2:
-        h = hi_
-        l = lo_
+        hl = (hi_ << 8) | lo_
     else:
         a = hi_
         f = lo_ & 0xF0
@@ -483,17 +484,15 @@ _IDLE_RELOAD = [
     "if sk_ > 0:",
     "    a = m.st[i, S_A]",
     "    f = m.st[i, S_F]",
-    "    b = m.st[i, S_B]",
-    "    c = m.st[i, S_C]",
-    "    d = m.st[i, S_D]",
-    "    e = m.st[i, S_E]",
-    "    h = m.st[i, S_H]",
-    "    l = m.st[i, S_L]",
+    "    bc = (m.st[i, S_B] << 8) | m.st[i, S_C]",
+    "    de = (m.st[i, S_D] << 8) | m.st[i, S_E]",
+    "    hl = (m.st[i, S_H] << 8) | m.st[i, S_L]",
     "    clk = m.st[i, S_CLK]",
     "    pc = m.st[i, S_PC]  # the loop head, or past the loop when its last iteration ran there",
     "    dirty = int(1)  # an OAM DMA may have ended in the skipped time: re-read its bounds",
 ]
-_IDLE_CALL = "sk_ = idle_loop(i, m, pc, br_, op, a, f, b, c, d, e, h, l, clk, nxt, m.st[i, S_IME])"
+_IDLE_CALL = ("sk_ = idle_loop(i, m, pc, br_, op, a, f, bc >> 8, bc & 0xFF, de >> 8, de & 0xFF, "
+                "hl >> 8, hl & 0xFF, clk, nxt, m.st[i, S_IME])")
 _JP_LOOP = (0xC2, 0xC3, 0xCA, 0xD2, 0xDA)
 
 
