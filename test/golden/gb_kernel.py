@@ -5,7 +5,7 @@ import warp as wp
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.cgb import speed_switch, stop_kind
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, dma_progress
-from torchrl_dreamer.emulator.bus import Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
+from torchrl_dreamer.emulator.bus import HALT_BUG_PC, Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
 from torchrl_dreamer.emulator.memory import console
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
@@ -112,7 +112,8 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     hl = (int(m.st[i, S_H]) << 8) | int(m.st[i, S_L])
     sp = int(m.st[i, S_SP])
     pc = int(m.st[i, S_PC])
-    halt_bug = int(m.st[i, S_HALT_BUG])
+    if m.st[i, S_HALT_BUG] != 0:
+        pc = pc + HALT_BUG_PC  # (bus.HALT_BUG_PC: the HALT bug's mark on the next fetch)
     clk = int(m.st[i, S_CLK])
     nxt = int(m.st[i, S_NEXT])
     rom0 = int(m.st[i, S_ROM_OFF0])
@@ -215,6 +216,10 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 if wp.static(STEP):
                     steps_ = steps_ + 1
                 m.st[i, S_IME] = 0
+                bug_ = int(0)  # a HALT bug's mark stays for the handler's first fetch
+                if pc > 0xFFFF:
+                    bug_ = HALT_BUG_PC
+                    pc = (pc + 1) & 0xFFFF
                 tick_idu(i, m, sp, clk, nxt, dirty)
                 sp = (sp - 1) & 0xFFFF
                 wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end, vram_end)
@@ -231,6 +236,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                         bit = bit + 1
                     m.hram[i, R_IF] = wp.uint8(int(m.hram[i, R_IF]) & ((1 << bit) ^ 0xFF))
                     pc = 0x40 + 8 * bit
+                pc = pc + bug_
                 dirty = int(1)
                 tick(i, m, clk, nxt, dirty)
                 continue
@@ -239,8 +245,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
         if wp.static(COUNT):
             m.st[i, S_CYCLES] = m.st[i, S_CYCLES] + 1
         op = rd_op(i, m, pc, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
-        pc = (pc + 1 - halt_bug) & 0xFFFF  # HALT bug: the byte after HALT is read twice
-        halt_bug = 0
+        pc = (pc + 1) & 0xFFFF  # (after the HALT bug's mark: the PC of the byte read again)
         if wp.static(TRACE):
             tp_ = m.st[i, S_CYCLES]
             m.st[i, S_CYCLES] = tp_ + 1
@@ -719,7 +724,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 if pend_ != 0 and m.st[i, S_IME] == 0 and m.st[i, S_EI_PEND] != 0:
                     pc = (pc - 1) & 0xFFFF  # EI; HALT with an IRQ pending: the handler returns to HALT
                 elif pend_ != 0 and m.st[i, S_IME] == 0:
-                    halt_bug = 1  # the next opcode byte is read twice
+                    pc = pc + HALT_BUG_PC  # the next opcode byte is read twice
                 elif pend_ == 0:
                     m.st[i, S_HALTED] = 1
                     dirty = int(1)  # halted time runs in the dirty block
@@ -1192,6 +1197,9 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     m.st[i, S_H] = hl >> 8
     m.st[i, S_L] = hl & 0xFF
     m.st[i, S_SP] = sp
+    m.st[i, S_HALT_BUG] = 0
+    if pc > 0xFFFF:
+        m.st[i, S_HALT_BUG] = 1
+        pc = (pc + 1) & 0xFFFF
     m.st[i, S_PC] = pc
-    m.st[i, S_HALT_BUG] = halt_bug
 

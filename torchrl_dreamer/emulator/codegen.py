@@ -272,7 +272,7 @@ def _emit(op: isa.OpInfo) -> list[str]:
             "if pend_ != 0 and m.st[i, S_IME] == 0 and m.st[i, S_EI_PEND] != 0:",
             "    pc = (pc - 1) & 0xFFFF  # EI; HALT with an IRQ pending: the handler returns to HALT",
             "elif pend_ != 0 and m.st[i, S_IME] == 0:",
-            "    halt_bug = 1  # the next opcode byte is read twice",
+            "    pc = pc + HALT_BUG_PC  # the next opcode byte is read twice",
             "elif pend_ == 0:",
             "    m.st[i, S_HALTED] = 1",
             "    dirty = int(1)  # halted time runs in the dirty block",
