@@ -341,6 +341,27 @@ def test_halt_bug_repeats_next_byte():
     assert gb.read_memory(0xC000, 1)[0, 0] == 2  # INC A executed twice
 
 
+def test_halt_bug_survives_a_stop_between_the_halt_and_the_repeated_fetch():
+    """A launch that ends right after a HALT hitting the bug (the kernel carries it as a mark on
+    its PC) leaves the plain PC and ``HALT_BUG`` in the state; the same console, and a savestate
+    of it loaded elsewhere, then read the byte after HALT twice."""
+    from torchrl_dreamer.emulator.layout import FIELDS
+
+    code = b"\xf3\x3e\x04\xe0\xff\x3e\x04\xe0\x0f\xaf\x76\x3c\xea\x00\xc0" + STOP_FOREVER
+    gb = GameBoy(make_rom(code), check_header=False)
+    gb.step_instructions(9)  # nop; jp 0150; di; ld a,4; ldh (IE),a; ld a,4; ldh (IF),a; xor a; halt
+    assert gb.registers()["pc"][0] == 0x15B  # INC A, after the HALT at 015A
+    assert gb.state_tensors()["st"][0, FIELDS["HALT_BUG"]] == 1
+    other = GameBoy(make_rom(code), check_header=False)
+    other.load_state(gb.save_state())
+    for g in (gb, other):
+        g.step_instructions(1)
+        assert (g.registers()["a"][0], g.registers()["pc"][0]) == (1, 0x15B)  # PC not stepped
+        assert g.state_tensors()["st"][0, FIELDS["HALT_BUG"]] == 0
+        g.step_instructions(1)
+        assert (g.registers()["a"][0], g.registers()["pc"][0]) == (2, 0x15C)
+
+
 def timer_irq_div_rom(halt: bool, handler_nops: int) -> bytes:
     """Timer IRQ latency probe (the protocol of gbmicrotest's int_timer_{nops,halt}_div tests).
 
