@@ -5,7 +5,7 @@ import warp as wp
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.cgb import speed_switch, stop_kind
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, dma_progress
-from torchrl_dreamer.emulator.bus import HALT_BUG_PC, Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
+from torchrl_dreamer.emulator.bus import HALT_BUG_PC, Mem, peek, plain_pc, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
 from torchrl_dreamer.emulator.memory import console
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
@@ -219,7 +219,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 bug_ = int(0)  # a HALT bug's mark stays for the handler's first fetch
                 if pc > 0xFFFF:
                     bug_ = HALT_BUG_PC
-                    pc = (pc + 1) & 0xFFFF
+                pc = plain_pc(pc)
                 tick_idu(i, m, sp, clk, nxt, dirty)
                 sp = (sp - 1) & 0xFFFF
                 wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end, vram_end)
@@ -497,9 +497,8 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 hl = (nn_) & 0xFFFF
                 continue
             if op == 0x22:  # LD (HL+),A
-                hl_ = hl
-                wr(i, m, hl_, a, clk, nxt, dirty, wram_end, vram_end)
-                hl = (hl_ + 1) & 0xFFFF
+                wr(i, m, hl, a, clk, nxt, dirty, wram_end, vram_end)
+                hl = (hl + 1) & 0xFFFF
                 continue
             if op == 0x23:  # INC HL
                 tick_idu(i, m, hl, clk, nxt, dirty)
@@ -561,9 +560,8 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 hl = (r_ & 0xFFFF) & 0xFFFF
                 continue
             if op == 0x2A:  # LD A,(HL+)
-                hl_ = hl
-                a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
-                hl = (hl_ + 1) & 0xFFFF
+                a = rd_idu(i, m, hl, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                hl = (hl + 1) & 0xFFFF
                 continue
             if op == 0x2B:  # DEC HL
                 tick_idu(i, m, hl, clk, nxt, dirty)
@@ -627,9 +625,8 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 sp = (nn_) & 0xFFFF
                 continue
             if op == 0x32:  # LD (HL-),A
-                hl_ = hl
-                wr(i, m, hl_, a, clk, nxt, dirty, wram_end, vram_end)
-                hl = (hl_ - 1) & 0xFFFF
+                wr(i, m, hl, a, clk, nxt, dirty, wram_end, vram_end)
+                hl = (hl - 1) & 0xFFFF
                 continue
             if op == 0x33:  # INC SP
                 tick_idu(i, m, sp, clk, nxt, dirty)
@@ -689,9 +686,8 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 hl = (r_ & 0xFFFF) & 0xFFFF
                 continue
             if op == 0x3A:  # LD A,(HL-)
-                hl_ = hl
-                a = rd_idu(i, m, hl_, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
-                hl = (hl_ - 1) & 0xFFFF
+                a = rd_idu(i, m, hl, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+                hl = (hl - 1) & 0xFFFF
                 continue
             if op == 0x3B:  # DEC SP
                 tick_idu(i, m, sp, clk, nxt, dirty)
@@ -1200,6 +1196,5 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     m.st[i, S_HALT_BUG] = 0
     if pc > 0xFFFF:
         m.st[i, S_HALT_BUG] = 1
-        pc = (pc + 1) & 0xFFFF
-    m.st[i, S_PC] = pc
+    m.st[i, S_PC] = plain_pc(pc)
 

@@ -72,7 +72,7 @@ from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
 from torchrl_dreamer.emulator.scheduler import sync
 from torchrl_dreamer.emulator.speed import dots
 
-__all__ = ["HALT_BUG_PC", "Mem", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op", "rd_pc",
+__all__ = ["HALT_BUG_PC", "Mem", "plain_pc", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op", "rd_pc",
            "rom_byte", "wr"]
 
 
@@ -81,7 +81,15 @@ HALT_BUG_PC = 0x1FFFF
 at ``(pc + 1) & 0xFFFF`` (the PC marked, through :func:`rd_op`'s slow path: no in-place range
 holds an address above FFFF) and the step after it, ``(pc + 1) & 0xFFFF``, leaves the PC where
 it was, so the byte after HALT is read twice (Pan Docs, "halt bug") with no per-instruction
-test of a flag. The state row keeps the plain PC and ``HALT_BUG``."""
+test of a flag. The state row keeps the plain PC and ``HALT_BUG`` (:func:`plain_pc`)."""
+
+
+@wp.func
+def plain_pc(pc: int) -> int:
+    """The PC a kernel ``pc`` stands for: itself, or the PC a :data:`HALT_BUG_PC` mark marks."""
+    if pc > 0xFFFF:
+        return (pc + 1) & 0xFFFF
+    return pc
 
 
 @wp.func
@@ -279,7 +287,7 @@ def rd_op(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int],
     if ad >= 0x4000 and ad < rom_end:
         return rom_at(m.rom, rom1 + ad - 0x4000)
     if ad > 0xFFFF:  # the HALT bug's mark (HALT_BUG_PC): the fetch reads at the PC it marks
-        return rd_now(i, m, (ad + 1) & 0xFFFF, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
+        return rd_now(i, m, plain_pc(ad), clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
     return rd_now(i, m, ad, clk, nxt, dirty, rom0, rom1, rom0_lo, wram_end, rom_end)
 
 

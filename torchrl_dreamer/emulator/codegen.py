@@ -121,18 +121,31 @@ def _push(expr: str) -> list[str]:
     ]
 
 
+def _write8_by_index(idx: str, expr: str) -> list[str]:
+    """An ``if`` / ``elif`` chain writing ``expr`` to the register whose 3-bit opcode index
+    (:data:`~torchrl_dreamer.emulator.isa.REG8` order) is the kernel value ``idx``."""
+    out: list[str] = []
+    for k, name in enumerate(isa.REG8):
+        head = "else:" if k == len(isa.REG8) - 1 else f"{'if' if k == 0 else 'elif'} {idx} == {k}:"
+        out += [head, *_indent(_write8(name, expr), 4)]
+    return out
+
+
 def _expand_macros(template: str) -> list[str]:
-    """Template lines, each ``PUSH(expr)`` line expanded into :func:`_push`'s lines and each
-    ``FETCH(n)`` line into :func:`_fetch_lines`' (same indent)."""
+    """Template lines, each ``PUSH(expr)`` line expanded into :func:`_push`'s lines, each
+    ``FETCH(n)`` line into :func:`_fetch_lines`' and each ``WRITE8(idx, expr)`` line into
+    :func:`_write8_by_index`'s (same indent)."""
     out: list[str] = []
     for line in template.splitlines():
         body = line.lstrip()
+        pad = line[: len(line) - len(body)]
         if body.startswith("PUSH(") and body.endswith(")"):
-            pad = line[: len(line) - len(body)]
             out += [pad + x for x in _push(body[len("PUSH("):-1])]
         elif body.startswith("FETCH(") and body.endswith(")"):
-            pad = line[: len(line) - len(body)]
             out += [pad + x for x in _fetch_lines(int(body[len("FETCH("):-1]))]
+        elif body.startswith("WRITE8(") and body.endswith(")"):
+            idx, expr = (x.strip() for x in body[len("WRITE8("):-1].split(","))
+            out += [pad + x for x in _write8_by_index(idx, expr)]
         else:
             out.append(line)
     return out
@@ -172,7 +185,7 @@ def _read8(name: str, var: str) -> list[str]:
 def _write8(name: str, expr: str) -> list[str]:
     if name == "(HL)":
         return [f"wr(i, m, hl, {expr})"]
-    return [_W8[name].format(f"({expr})" if " " in expr else expr)]
+    return [_W8[name].format(expr if expr.isidentifier() else f"({expr})")]
 
 
 def _emit(op: isa.OpInfo) -> list[str]:
@@ -191,10 +204,10 @@ def _emit(op: isa.OpInfo) -> list[str]:
             return [f"a = rd(i, m, {_get16(src[1:3])})"]
         if dst in ("(HL+)", "(HL-)"):
             step = "+ 1" if dst == "(HL+)" else "- 1"
-            return ["hl_ = hl", "wr(i, m, hl_, a)", *_set16("HL", f"hl_ {step}")]
+            return ["wr(i, m, hl, a)", *_set16("HL", f"hl {step}")]
         if src in ("(HL+)", "(HL-)"):
             step = "+ 1" if src == "(HL+)" else "- 1"
-            return ["hl_ = hl", "a = rd_idu(i, m, hl_)", *_set16("HL", f"hl_ {step}")]
+            return ["a = rd_idu(i, m, hl)", *_set16("HL", f"hl {step}")]
         if src == "d8":
             return _write8(dst, "n_")
         if dst == "(a16)" and src == "SP":
@@ -303,22 +316,7 @@ if src_ == 6:
 else:
     v_ = getr16(src_, bc, de, hl, a)
 dst_ = (op >> 3) & 7
-if dst_ == 0:
-    bc = (bc & 0xFF) | (v_ << 8)
-elif dst_ == 1:
-    bc = (bc & 0xFF00) | v_
-elif dst_ == 2:
-    de = (de & 0xFF) | (v_ << 8)
-elif dst_ == 3:
-    de = (de & 0xFF00) | v_
-elif dst_ == 4:
-    hl = (hl & 0xFF) | (v_ << 8)
-elif dst_ == 5:
-    hl = (hl & 0xFF00) | v_
-elif dst_ == 6:
-    wr(i, m, hl, v_)
-else:
-    a = v_
+WRITE8(dst_, v_)
 continue"""
 
 _ALU_R = """\
@@ -358,22 +356,7 @@ elif grp_ == 2:
     v_ = v_ & ((1 << k_) ^ 0xFF)
 else:
     v_ = v_ | (1 << k_)
-if reg_ == 0:
-    bc = (bc & 0xFF) | (v_ << 8)
-elif reg_ == 1:
-    bc = (bc & 0xFF00) | v_
-elif reg_ == 2:
-    de = (de & 0xFF) | (v_ << 8)
-elif reg_ == 3:
-    de = (de & 0xFF00) | v_
-elif reg_ == 4:
-    hl = (hl & 0xFF) | (v_ << 8)
-elif reg_ == 5:
-    hl = (hl & 0xFF00) | v_
-elif reg_ == 6:
-    wr(i, m, hl, v_)
-else:
-    a = v_
+WRITE8(reg_, v_)
 continue"""
 
 _STACK = """\
@@ -625,7 +608,7 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
         body += _indent([*fetch, *pre, *_emit(isa.OPCODES[code]), *tail, "continue"], 8)
     body.append("if op < 0xC0:")
     body += _indent(["if op == 0x76:  # HALT", *_indent([*_emit(isa.OPCODES[0x76]), "continue"], 4)], 4)
-    body += _indent(["if op < 0x80:", *_indent(groups["ld_r_r"].splitlines(), 4)], 4)
+    body += _indent(["if op < 0x80:", *_indent(_expand_macros(groups["ld_r_r"]), 4)], 4)
     body += _indent(groups["alu_r"].splitlines(), 4)
     body += _expand_macros(_STACK)
     for code in range(0xC0, 0x100):
@@ -634,7 +617,7 @@ def generate_source(key: str = "", opt_level: int | None = CPU_OPT_LEVEL, trace:
             continue
         if code == 0xCB:
             body += [f"if op == 0x{code:02X}:  # CB prefix",
-                     *_indent([*_fetch_lines(lengths[code]), *_CB.splitlines()], 4)]
+                     *_indent([*_fetch_lines(lengths[code]), *_expand_macros(_CB)], 4)]
         elif row is not None:
             pre, tail = _idle_skip_lines(code) if code in _JP_LOOP else ([], [])
             body += [f"if op == 0x{code:02X}:  # {row.text}"]

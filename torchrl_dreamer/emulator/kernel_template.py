@@ -11,8 +11,9 @@ result.
 
 Nothing imports this module: Warp compiles the generated one (``gb_kernel_<key>.py`` in the
 kernel cache). The ruff line below allows what only makes sense once the dispatch is in: names
-and locals only the dispatch uses, the imports in the generated module's order, and ``int(...)`` around literals (Warp makes a bare literal a
-constant, which the bus functions could not take by reference). Why the dispatch stays
+and locals only the dispatch uses, the imports in the generated module's order, and
+``int(...)`` around literals (Warp makes a bare literal a constant, which the bus functions
+could not take by reference). Why the dispatch stays
 generated text: ``docs/decisions/kernel_shape.md``, "Only the opcode dispatch generated".
 """
 # ruff: noqa: F401, F841, I001, UP018
@@ -24,7 +25,7 @@ import warp as wp
 from torchrl_dreamer.emulator.alu import add_hl, add_sp, alu8, cond_ok, daa, dec8, inc8, rot8
 from torchrl_dreamer.emulator.cgb import speed_switch, stop_kind
 from torchrl_dreamer.emulator.dma import dma_busy, dma_copy_due, dma_oam_byte, dma_progress
-from torchrl_dreamer.emulator.bus import HALT_BUG_PC, Mem, peek, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
+from torchrl_dreamer.emulator.bus import HALT_BUG_PC, Mem, peek, plain_pc, poke, rd, rd_idu, rd_op, rd_pc, tick, tick_idu, wr
 from torchrl_dreamer.emulator.memory import console
 from torchrl_dreamer.emulator.joypad import set_joypad
 from torchrl_dreamer.emulator.idle import idle_loop, maybe_loop
@@ -238,7 +239,7 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
                 bug_ = int(0)  # a HALT bug's mark stays for the handler's first fetch
                 if pc > 0xFFFF:
                     bug_ = HALT_BUG_PC
-                    pc = (pc + 1) & 0xFFFF
+                pc = plain_pc(pc)
                 tick_idu(i, m, sp, clk, nxt, dirty)
                 sp = (sp - 1) & 0xFFFF
                 wr(i, m, sp, pc >> 8, clk, nxt, dirty, wram_end, vram_end)
@@ -292,5 +293,4 @@ def gb_run(m: Mem, heads: wp.array(dtype=wp.uint8), buttons: wp.array2d(dtype=wp
     m.st[i, S_HALT_BUG] = 0
     if pc > 0xFFFF:
         m.st[i, S_HALT_BUG] = 1
-        pc = (pc + 1) & 0xFFFF
-    m.st[i, S_PC] = pc
+    m.st[i, S_PC] = plain_pc(pc)
