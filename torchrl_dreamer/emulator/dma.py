@@ -58,7 +58,7 @@ from torchrl_dreamer.emulator.layout import (
 )
 from torchrl_dreamer.emulator.mappers import cram_read
 from torchrl_dreamer.emulator.memory import Mem, console
-from torchrl_dreamer.emulator.raw import u8_at, u8_set
+from torchrl_dreamer.emulator.raw import u8_copy
 from torchrl_dreamer.emulator.registers import R_DMA
 
 __all__ = ["oam_dma", "dma_advance", "dma_source_at", "dma_read", "dma_conflict", "dma_busy",
@@ -150,9 +150,7 @@ def dma_copy(i: int, m: wp.ref[Mem]):
     m.st[i, S_DMA_COPY] = 0
     base = m.st[i, S_DMA_SRC]
     if base >= 0xC000:
-        w = base & 0x1FFF
-        for k in range(DMA_BYTES):
-            u8_set(m.oam, i, k, u8_at(m.wram, i, w + k))
+        u8_copy(m.oam, i, 0, m.wram, base & 0x1FFF, DMA_BYTES)
         return
     for k in range(DMA_BYTES):
         m.oam[i, k] = wp.uint8(dma_read(i, m, (base + k) & 0xFFFF))
