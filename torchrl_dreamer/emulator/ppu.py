@@ -729,6 +729,17 @@ def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
     i = console(i)
     if not lcd_on(i, m):
         return
+    sig = stat_signal(i, m, oam_quirk)
+    if sig == 1 and m.st[i, S_STAT_LINE] == 0:
+        raise_irq(i, m, IRQ_STAT)
+    m.st[i, S_STAT_LINE] = sig
+
+
+@wp.func
+def stat_signal(i: int, m: wp.ref[Mem], oam_quirk: int) -> int:
+    """The STAT interrupt line's level in the current phase (LCD on): 1 if an enabled source is
+    active (see :func:`stat_update`)."""
+    i = console(i)
     sig = 0
     en = m.st[i, S_STAT_EN]
     mode = irq_mode(i, m)
@@ -740,9 +751,7 @@ def stat_update(i: int, m: wp.ref[Mem], oam_quirk: int):
         sig = 1
     if (en & STAT_LYC) != 0 and irq_lyc(i, m) == int(m.hram[i, R_LYC]):
         sig = 1
-    if sig == 1 and m.st[i, S_STAT_LINE] == 0:
-        raise_irq(i, m, IRQ_STAT)
-    m.st[i, S_STAT_LINE] = sig
+    return sig
 
 
 @wp.func(inline=False)
@@ -830,6 +839,23 @@ def vblank_next(i: int, m: wp.ref[Mem], line: int) -> int:
     return run_end(i, m, line, FRAME_LINES)
 
 
+@wp.func
+def line_start_restored(i: int, m: wp.ref[Mem]) -> bool:
+    """Before dot 3 of a line whose line-start point was handled at dot 0 as quiet
+    (:func:`quiet_line_start`): restore that point as an event, and the STAT line's level
+    before it (the HBlank source still high), so a STAT, LYC or LCDC write in between sees
+    the line as the hardware has it. Returns whether it did."""
+    i = console(i)
+    ph = m.st[i, S_MODE]
+    if (not pyboy(i, m) and lcd_on(i, m) and m.st[i, S_PPU_DOT] < LINE_IRQ_DOT
+            and ph != PH_LCDON and ph != PH_START):
+        m.st[i, S_MODE] = PH_START
+        m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
+        m.st[i, S_STAT_LINE] = stat_signal(i, m, 0)
+        return True
+    return False
+
+
 @wp.func(inline=False)
 def ppu_refine(i: int, m: wp.ref[Mem]):
     """Switch a coarse run of lines to per-mode events at the current dot (after a STAT or LYC
@@ -838,12 +864,9 @@ def ppu_refine(i: int, m: wp.ref[Mem]):
     line = m.st[i, S_LINE]
     ph = m.st[i, S_MODE]
     dot = m.st[i, S_PPU_DOT]
-    if (not pyboy(i, m) and lcd_on(i, m) and dot < LINE_IRQ_DOT and ph != PH_LCDON
-            and ph != PH_START):
-        # the line-start interrupt point was skipped as quiet (quiet_line_start): restore it
-        m.st[i, S_MODE] = PH_START
-        m.st[i, S_PPU_NEXT] = LINE_IRQ_DOT
-    elif line >= VBLANK_LINE:
+    if line_start_restored(i, m):
+        return
+    if line >= VBLANK_LINE:
         if pyboy(i, m) or ph == PH_VBLANK:
             m.st[i, S_PPU_NEXT] = wp.min(vblank_next(i, m, line), LINE_DOTS)
     elif pyboy(i, m):
@@ -892,13 +915,14 @@ def lyc_refine(i: int, m: wp.ref[Mem]):
 
 @wp.func
 def quiet_line_start(i: int, m: wp.ref[Mem], line: int) -> bool:
-    """No STAT interrupt source can change at the line-start point (dot 3) of ``line``: no mode
-    source is on, and the LY=LYC source is off or LYC is neither this line nor the one before.
-    The point is then handled at once at dot 0, saving an event (a STAT or LYC write before dot
-    3 brings it back, see :func:`ppu_refine`)."""
+    """No STAT interrupt source can rise at the line-start point (dot 3) of ``line``: the mode 2
+    and VBlank sources are off, and the LY=LYC source is off or LYC is neither this line nor
+    the one before. The point is then handled at once at dot 0, saving an event. The HBlank
+    source may be on: it only falls at that point, which moves to dot 0; a STAT, LYC or LCDC
+    write before dot 3 brings the point and the level back (:func:`line_start_restored`)."""
     i = console(i)
     en = m.st[i, S_STAT_EN]
-    if (en & (STAT_HBLANK | STAT_VBLANK | STAT_OAM)) != 0:
+    if (en & (STAT_VBLANK | STAT_OAM)) != 0:
         return False
     if (en & STAT_LYC) == 0:
         return True
@@ -1173,6 +1197,7 @@ def lcdc_write(i: int, m: wp.ref[Mem], v: int):
     """LCDC: switching the LCD on starts line 0 (4 dots short, no mode 2: PH_LCDON); switching it
     off freezes the LY=LYC flag and the STAT interrupt line as they are."""
     i = console(i)
+    line_start_restored(i, m)  # (switching off freezes the STAT line: its level before dot 3)
     old = int(m.hram[i, R_LCDC])
     m.hram[i, R_LCDC] = wp.uint8(v)
     if ((old ^ v) & LCDC_ON) != 0:
