@@ -18,6 +18,7 @@ from torchrl_dreamer.emulator.layout import S_BOOT_ON, S_CLK, S_PPU_FIFO, S_VRAM
 from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.ppu import (
     lcd_register,
+    lcd_write_is_plain,
     mode3_plan_again,
     mode3_planned_early,
     ppu_fifo_write,
@@ -129,7 +130,7 @@ def io_write_reg(i: int, m: wp.ref[Mem], r: int, v: int):
 def io_write(i: int, m: wp.ref[Mem], r: int, v: int):
     """Write FF00-FFFF, with each register's side effects, then reschedule the next event."""
     i = console(i)
-    if r >= R_HRAM:
+    if r >= R_HRAM or (r != R_LCDC and lcd_register(r) and lcd_write_is_plain(i, m)):
         m.hram[i, r] = wp.uint8(v)
         return
     m.st[i, S_VRAM_OPEN] = 0  # LCDC, KEY1, VBK, DMA...: the bus's VRAM bound is recomputed

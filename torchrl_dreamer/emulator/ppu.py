@@ -40,6 +40,7 @@ from torchrl_dreamer.emulator.layout import (
     S_MODE,
     S_PACK,
     S_PPU_DOT,
+    S_PPU_FIFO,
     S_PPU_M0,
     S_PPU_NEXT,
     S_PYBOY_TIMING,
@@ -106,7 +107,7 @@ __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
     "vram_blocked", "oam_read_blocked", "oam_write_blocked", "mode3_end", "ppu_fifo_write",
     "lcd_register", "at_vblank_point", "vram_open_seen", "stat_read", "mode3_planned_early",
-    "mode3_plan_again",
+    "mode3_plan_again", "lcd_write_is_plain",
 ]
 
 # WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
@@ -1270,6 +1271,29 @@ def lcd_register(r: int) -> bool:
     """Whether IO register ``r`` is read by the pixel pipeline (LCDC, SCY, SCX, BGP, OBP0, OBP1,
     WY, WX)."""
     return r == R_LCDC or r == R_SCY or r == R_SCX or (r >= R_BGP and r <= R_WX)
+
+
+@wp.func
+def lcd_write_is_plain(i: int, m: wp.ref[Mem]) -> bool:
+    """Whether a write to an LCD register other than LCDC (SCY, SCX, BGP, OBP0, OBP1, WY, WX) is
+    a plain store now, so the console need not catch up for it.
+
+    No catch-up reads these registers: the PPU reads them at its events (mode 3's count, the
+    line's drawing) and no event is due before ``NEXT``. What makes such a write more than a
+    store is where it lands: in mode 3 (and in a mode 3 planned early,
+    :func:`mode3_planned_early`), or in HBlank while a pixel pipeline still has the line's last
+    pixels to draw (:func:`ppu_fifo_write`). The phase rules those out: every phase but
+    ``PH_DRAW``, and ``PH_HBLANK`` with no pipeline running on the line and none that a write
+    could start (no packed frame, or the whole-line renderer).
+    """
+    i = console(i)
+    ph = m.st[i, S_MODE]
+    if ph == PH_DRAW:
+        return False
+    if ph == PH_HBLANK:
+        return (m.st[i, S_FIFO_LINE] != m.st[i, S_LINE] + 1
+                and (m.st[i, S_PACK] == 0 or m.st[i, S_PPU_FIFO] == 0))
+    return True
 
 
 @wp.func
