@@ -63,15 +63,13 @@ from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.oam_bug import OAM_BUG_READ, OAM_BUG_WRITE, oam_bug, oam_bug_read_idu
 from torchrl_dreamer.emulator.ppu import (
     VRAM_READ_LEAD,
-    mode3_plan_again,
-    mode3_planned_early,
     oam_read_blocked,
     oam_write_blocked,
     vram_blocked,
     vram_write_open_until,
 )
 from torchrl_dreamer.emulator.raw import rom_at, u8_at, u8_set
-from torchrl_dreamer.emulator.scheduler import schedule, sync
+from torchrl_dreamer.emulator.scheduler import sync
 from torchrl_dreamer.emulator.speed import dots
 
 __all__ = ["HALT_BUG_PC", "Mem", "plain_pc", "peek", "poke", "cpu_read", "cpu_write", "tick", "tick_idu", "rd", "rd_idu", "rd_now", "rd_op", "rd_pc",
@@ -216,9 +214,6 @@ def cpu_write(i: int, m: wp.ref[Mem], addr: int, v: int):
     elif addr >= 0xFE00 and addr < 0xFEA0:
         if oam_write_blocked(i, m, dots(i, m, t)):
             return
-        if mode3_planned_early(i, m):
-            mode3_plan_again(i, m)  # (the write may reach the line's OAM scan)
-            schedule(i, m)
     poke(i, m, addr, v)
 
 
@@ -247,7 +242,6 @@ def tick_idu(i: int, m: wp.ref[Mem], ad: int, clk: wp.ref[int], nxt: wp.ref[int]
     tick(i, m, clk, nxt, dirty)
     if ad >= 0xFE00 and ad < 0xFF00:
         oam_bug(i, m, clk, OAM_BUG_WRITE)
-        nxt = m.st[i, S_NEXT]  # noqa: F841 (wp.ref: the caller's local; see oam_bug.scan_changed)
 
 
 @wp.func(inline=True)

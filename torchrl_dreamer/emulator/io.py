@@ -19,8 +19,6 @@ from torchrl_dreamer.emulator.memory import Mem, console
 from torchrl_dreamer.emulator.ppu import (
     lcd_register,
     lcd_write_is_plain,
-    mode3_plan_again,
-    mode3_planned_early,
     ppu_fifo_write,
     ppu_read,
     ppu_value,
@@ -135,7 +133,5 @@ def io_write(i: int, m: wp.ref[Mem], r: int, v: int):
         return
     m.st[i, S_VRAM_OPEN] = 0  # LCDC, KEY1, VBK, DMA...: the bus's VRAM bound is recomputed
     catch_up(i, m)
-    if (lcd_register(r) or r == R_STAT or r == R_DMA) and mode3_planned_early(i, m):
-        mode3_plan_again(i, m)  # the length of mode 3, or the mode 2 source, may change
     io_write_reg(i, m, r, v)
     schedule(i, m)

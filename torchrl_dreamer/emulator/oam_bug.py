@@ -37,16 +37,7 @@ import warp as wp
 
 from torchrl_dreamer.emulator.layout import S_CGB, S_LINE, S_PPU_DOT, S_WIN_LINE
 from torchrl_dreamer.emulator.memory import Mem, console
-from torchrl_dreamer.emulator.ppu import (
-    FRAME_LINES,
-    LINE_DOTS,
-    VBLANK_LINE,
-    WIN_BLANK,
-    lcd_on,
-    mode3_plan_again,
-    mode3_planned_early,
-)
-from torchrl_dreamer.emulator.scheduler import schedule
+from torchrl_dreamer.emulator.ppu import FRAME_LINES, LINE_DOTS, VBLANK_LINE, WIN_BLANK, lcd_on
 
 __all__ = ["OAM_BUG_READ", "OAM_BUG_WRITE", "oam_bug", "oam_bug_read_idu", "oam_scan_row"]
 
@@ -71,16 +62,6 @@ def oam_scan_row(i: int, m: wp.ref[Mem], clk: int) -> int:
     if line == 0 and (m.st[i, S_WIN_LINE] & WIN_BLANK) != 0:
         return -1
     return row
-
-
-@wp.func
-def scan_changed(i: int, m: wp.ref[Mem]):
-    """OAM changed during this line's scan: a mode 3 planned early is planned again at dot 81
-    (:func:`~.ppu.mode3_plan_again`), and ``NEXT`` follows (the caller reloads it)."""
-    i = console(i)
-    if mode3_planned_early(i, m):
-        mode3_plan_again(i, m)
-        schedule(i, m)
 
 
 @wp.func
@@ -109,7 +90,6 @@ def oam_bug(i: int, m: wp.ref[Mem], clk: int, write: int):
     row = oam_scan_row(i, m, clk)
     if row > 0:
         corrupt_row(i, m, row, write)
-        scan_changed(i, m)
 
 
 @wp.func(inline=False)
@@ -134,4 +114,3 @@ def oam_bug_read_idu(i: int, m: wp.ref[Mem], clk: int):
     for k in range(8):
         m.oam[i, r + k] = m.oam[i, p + k]
         m.oam[i, q + k] = m.oam[i, p + k]
-    scan_changed(i, m)

@@ -106,8 +106,7 @@ from torchrl_dreamer.emulator.speed import cpu_cycles, dots
 __all__ = [
     "WIN_BLANK", "ppu_advance", "ppu_next_event", "ppu_read", "ppu_write", "ppu_poll", "lcd_on",
     "vram_blocked", "oam_read_blocked", "oam_write_blocked", "mode3_end", "ppu_fifo_write",
-    "lcd_register", "at_vblank_point", "vram_open_seen", "stat_read", "mode3_planned_early",
-    "mode3_plan_again", "lcd_write_is_plain",
+    "lcd_register", "at_vblank_point", "vram_open_seen", "stat_read", "lcd_write_is_plain",
 ]
 
 # WIN_LINE bit set from LCD on until the next frame starts: that first frame is blank (shade 0)
@@ -1007,35 +1006,6 @@ def end_of_mode3(i: int, m: wp.ref[Mem], line: int):
         stat_update(i, m, 0)
 
 
-@wp.func
-def mode3_planned_early(i: int, m: wp.ref[Mem]) -> bool:
-    """Whether the current line's mode 3 was planned at its line-start point, before mode 3
-    starts (the PPU caught up to a dot before it).
-
-    Mode 3 start (dot 81) is an event only to count the line's mode-3 length from the
-    registers and OAM as they are then (:func:`mode3_end`). On an observed line whose mode 2
-    no STAT source watches and which no OAM DMA reaches, :func:`line_irq_point` counts it at
-    once instead and goes straight to the mode 0 point: one event a line fewer. Until dot 81
-    the phase is then ``PH_DRAW``, whose STAT sources are the same as mode 2's but the mode 2
-    one (off). Whatever could change the count before dot 81 (an IO write, a CPU write to
-    OAM, the OAM bug) first calls :func:`mode3_plan_again`."""
-    i = console(i)
-    return (m.st[i, S_MODE] == PH_DRAW and m.st[i, S_PPU_DOT] < MODE3_DOT
-            and m.st[i, S_LINE] < VBLANK_LINE)
-
-
-@wp.func(inline=False)
-def mode3_plan_again(i: int, m: wp.ref[Mem]):
-    """Undo an early plan of mode 3 (:func:`mode3_planned_early`): back to the mode 3 start
-    event at dot 81, which counts the line from the registers and OAM as they are then. The
-    caller reschedules (``NEXT``)."""
-    i = console(i)
-    if mode3_planned_early(i, m):
-        m.st[i, S_MODE] = PH_OAM
-        m.st[i, S_PPU_NEXT] = MODE3_DOT
-        m.st[i, S_PPU_M0] = 0
-
-
 @wp.func(inline=False)
 def line_irq_point(i: int, m: wp.ref[Mem], line: int):
     """Dot 3 of a line (hardware timing): the mode 2 (or 1) and LY=LYC interrupt sources switch
@@ -1048,10 +1018,6 @@ def line_irq_point(i: int, m: wp.ref[Mem], line: int):
         if not observed(i, m):
             m.st[i, S_MODE] = PH_COARSE
             m.st[i, S_PPU_NEXT] = run_end(i, m, line, VBLANK_LINE)
-        elif (m.st[i, S_STAT_EN] & STAT_OAM) == 0 and not dma_recent(i, m):
-            # nothing sees mode 2 end: plan mode 3 now (see mode3_planned_early)
-            m.st[i, S_MODE] = PH_DRAW
-            m.st[i, S_PPU_NEXT] = mode0_irq_dot(i, m, line)
         return
     m.st[i, S_MODE] = PH_VBLANK
     m.st[i, S_PPU_NEXT] = vblank_next(i, m, line)
@@ -1280,9 +1246,8 @@ def lcd_write_is_plain(i: int, m: wp.ref[Mem]) -> bool:
 
     No catch-up reads these registers: the PPU reads them at its events (mode 3's count, the
     line's drawing) and no event is due before ``NEXT``. What makes such a write more than a
-    store is where it lands: in mode 3 (and in a mode 3 planned early,
-    :func:`mode3_planned_early`), or in HBlank while a pixel pipeline still has the line's last
-    pixels to draw (:func:`ppu_fifo_write`). The phase rules those out: every phase but
+    store is where it lands: in mode 3, or in HBlank while a pixel pipeline still has the line's
+    last pixels to draw (:func:`ppu_fifo_write`). The phase rules those out: every phase but
     ``PH_DRAW``, and ``PH_HBLANK`` with no pipeline running on the line and none that a write
     could start (no packed frame, or the whole-line renderer).
     """

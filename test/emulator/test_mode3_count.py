@@ -1,12 +1,12 @@
-"""Mode 3 planned at a line's start (``ppu.mode3_planned_early``) counts the line as at dot 81.
+"""What changes a line's mode-3 length before mode 3 starts counts for that line.
 
-On a line that something observes (here the HBlank STAT source) and whose mode 2 no STAT
-source watches, the PPU counts mode 3's length at the line-start point instead of at mode 3
-start: one event a line fewer. What can change that length before dot 81 must plan it again:
-an SCX write in mode 2, a CPU write to OAM in the M-cycle before mode 3, the OAM bug. Each test
-measures the mode 0 point on line 1 after the LCD is switched on, on micro ROMs built with our
-assembler, with the HBlank source alone (early plan), with the OAM source too (the plan at dot
-81, as before) and with no source (a line nobody observes), and checks that the change shows.
+The PPU counts mode 3's length (``ppu.mode3_end``) from the registers and OAM as they are at
+mode 3 start (dot 81): an SCX write in mode 2, a CPU write to OAM in the M-cycle before mode 3
+and the OAM bug's corruption of the row being scanned all count. These tests pin that for any
+scheduling of the count (a count planned earlier must be planned again after such a change; one
+such plan, tried 2026-12-02, is in ``docs/emulator.md``). Each measures the mode 0 point on line
+1 after the LCD is switched on, on micro ROMs built with our assembler, with the HBlank STAT
+source alone, with the OAM source too and with no source (a line nobody observes).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def lines(op: str, n: int) -> str:
 
 
 def run(src: str, n: int = 1) -> list[int]:
-    gb = GameBoy(build_rom(assemble(src), title="PLAN"), check_header=False)
+    gb = GameBoy(build_rom(assemble(src), title="M3LEN"), check_header=False)
     gb.run_frames(4, render=False)
     return gb.read_memory(0xC000, n)[0].tolist()
 
@@ -145,7 +145,7 @@ lcdstat: ld a, b
         ld [$C000], a
 .hang:  jr .hang
 """
-    gb = GameBoy(build_rom(assemble(src), title="PLAN"), check_header=False)
+    gb = GameBoy(build_rom(assemble(src), title="M3LEN"), check_header=False)
     gb.run_frames(4, render=False)
     return gb.read_memory(0xC000, 1)[0].tolist()[0], gb.read_memory(0xFE08, 16)[0].tolist()
 
