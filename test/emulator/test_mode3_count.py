@@ -86,7 +86,7 @@ def scx_write(v: int) -> str:
     return f"        ld a, {v}\n        ldh [$43], a"
 
 
-def test_an_scx_write_in_mode_2_lengthens_the_line_as_planned_at_dot_81():
+def test_an_scx_write_in_mode_2_lengthens_the_line():
     # SCX's fine scroll adds its 7 dots to mode 3 (Pan Docs "Mode 3 length"): a read an
     # M-cycle later
     plain = mode0_from(HBLANK_ONLY, scx_write(0), 10, range(50, 66))
@@ -95,7 +95,7 @@ def test_an_scx_write_in_mode_2_lengthens_the_line_as_planned_at_dot_81():
     assert seen[HBLANK_ONLY] == seen[HBLANK_AND_OAM] == seen[NO_SOURCE] == plain + 1, seen
 
 
-def test_an_oam_write_before_mode_3_adds_its_object_as_planned_at_dot_81():
+def test_an_oam_write_before_mode_3_adds_its_object():
     # OAM writes pass in the M-cycle before mode 3 (lcdon_write_timing): M-cycle 20 of line 1;
     # the object's Y (17) puts it on line 1, and it adds 11 dots to mode 3 there
     write = "        ld [hl], b"
@@ -153,7 +153,7 @@ lcdstat: ld a, b
 @pytest.mark.parametrize("at,row", [(2, 1), (3, 2)])
 def test_an_object_the_oam_bug_removes_no_longer_delays_the_hblank_interrupt(at, row):
     # the IDU step at M-cycle `at` corrupts the row holding the object (its words 1-3 are
-    # copied from the row before, empty): mode 3 gets shorter after the line was planned, and
+    # copied from the row before, empty): mode 3 gets shorter, and
     # the interrupt comes when it comes on a line with no object
     count, oam = hblank_irq_count(at, row)
     assert oam == [0] * 16  # the object is gone
