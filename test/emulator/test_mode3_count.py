@@ -12,19 +12,13 @@ source alone, with the OAM source too and with no source (a line nobody observes
 from __future__ import annotations
 
 import pytest
+from test_cgb import LCD_OFF
+from test_ppu_timing import nop_lines
 
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
 
 HBLANK_ONLY, HBLANK_AND_OAM, NO_SOURCE = 0x08, 0x28, 0x00
-
-WAIT_VBLANK_LCD_OFF = """
-.wv:    ldh a, [$44]
-        cp 144
-        jr nz, .wv
-        xor a
-        ldh [$40], a
-"""
 
 CLEAR_OAM = """
         ld hl, $FE00
@@ -35,8 +29,7 @@ CLEAR_OAM = """
 """
 
 
-def lines(op: str, n: int) -> str:
-    return "\n".join([f"        {op}"] * n)
+INC_B_120 = "\n".join(["        inc b"] * 120)
 
 
 def run(src: str, n: int = 1) -> list[int]:
@@ -51,7 +44,7 @@ def stat_after_write(stat: int, write: str, at: int, read: int, obj_y: int = 0) 
     whose Y is ``obj_y``) done ``at`` M-cycles after it."""
     src = f"""
 start:  ld sp, $DFFF
-{WAIT_VBLANK_LCD_OFF}
+{LCD_OFF}
         ldh [$43], a
 {CLEAR_OAM}
         ld a, {obj_y}
@@ -64,9 +57,9 @@ start:  ld sp, $DFFF
         ld b, 17
         ld a, $83
         ldh [$40], a
-{lines("nop", 111 + at)}
+{nop_lines(111 + at)}
 {write}
-{lines("nop", read - at)}
+{nop_lines(read - at)}
         ldh a, [$41]
         ld [$C000], a
 .spin:  jr .spin
@@ -117,7 +110,7 @@ def hblank_irq_count(at: int, obj_row: int | None) -> tuple[int, list[int]]:
         jp lcdstat
         org $150
 start:  ld sp, $DFFF
-{WAIT_VBLANK_LCD_OFF}
+{LCD_OFF}
 {CLEAR_OAM}
         ld a, {y}
         ld [${0xFE04 + 8 * row:04X}], a
@@ -131,15 +124,15 @@ start:  ld sp, $DFFF
         ld b, 0
         ld a, $83
         ldh [$40], a
-{lines("nop", 80)}
+{nop_lines(80)}
         xor a
         ldh [$0F], a
         ld a, $02
         ldh [$FF], a
         ei
-{lines("nop", 20 + at)}
+{nop_lines(20 + at)}
         inc hl
-{lines("inc b", 120)}
+{INC_B_120}
 .spin:  jr .spin
 lcdstat: ld a, b
         ld [$C000], a

@@ -12,14 +12,13 @@ only if that level was low).
 
 from __future__ import annotations
 
+from test_cgb import LCD_OFF
+from test_ppu_timing import nop_lines
+
 from torchrl_dreamer.asm import assemble, build_rom
 from torchrl_dreamer.emulator import GameBoy
 
 HBLANK, LYC, NO_SOURCE = 0x08, 0x40, 0x00
-
-
-def nops(n: int) -> str:
-    return "\n".join(["        nop"] * n)
 
 
 def stat_requested(src_after_lcd_on: str, stat: int) -> bool:
@@ -27,11 +26,7 @@ def stat_requested(src_after_lcd_on: str, stat: int) -> bool:
     by ``$81`` with STAT = ``stat`` and LYC = 0; IF cleared before the measured write)."""
     src = f"""
 start:  ld sp, $DFFF
-.wv:    ldh a, [$44]
-        cp 144
-        jr nz, .wv
-        xor a
-        ldh [$40], a
+{LCD_OFF}
         ldh [$45], a
         ld a, {stat}
         ldh [$41], a
@@ -51,7 +46,7 @@ def stat_write_at(n: int, stat: int) -> bool:
     """The STAT write bug's request for a STAT write (of the same sources) ``n`` NOPs after
     the LCD is switched on: 104 lands it in line 1's first M-cycle, 105 in its mode 2."""
     return stat_requested(f"""
-{nops(n)}
+{nop_lines(n)}
         xor a
         ldh [$0F], a
         ld a, {stat}
@@ -70,7 +65,7 @@ def lcd_off_at(n: int, stat: int) -> bool:
     M-cycle, 224: in its mode 2), then on again (line 0, LY = LYC = 0): whether that requests
     the STAT interrupt (it does only if the level the LCD kept was low)."""
     return stat_requested(f"""
-{nops(n)}
+{nop_lines(n)}
         xor a
         ldh [$40], a
         ldh [$0F], a
